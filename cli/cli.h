@@ -1,0 +1,26 @@
+/* cli.h — the subcommands of the `sculpt` binary. Each is a thin front door
+ * over context/ and model/ (or lsp/): it parses its arguments, calls the
+ * module, and turns an sc_error into one line on stderr and an exit status.
+ * Exit status: 0 success, 1 failure of the work, 2 usage or input error. */
+#ifndef SCULPT_CLI_H
+#define SCULPT_CLI_H
+
+typedef struct sc_cli_command {
+  const char *name;
+  const char *summary; /* one line for `sculpt --help` */
+  const char *usage;   /* full text for `sculpt help NAME` */
+  int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+} sc_cli_command;
+
+/* The table, terminated by a NULL name; defined in main.c. */
+extern const sc_cli_command sc_cli_commands[];
+
+int sc_cli_lsp(int argc, char **argv);
+int sc_cli_tokenize(int argc, char **argv);
+int sc_cli_logits(int argc, char **argv);
+int sc_cli_model(int argc, char **argv);
+
+/* Prints "sculpt NAME: MESSAGE" on stderr. */
+void sc_cli_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

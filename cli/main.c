@@ -1,0 +1,121 @@
+/* main.c — `sculpt`: dispatch to a subcommand, plus --help and --version. */
+#include "cli.h"
+#include "sculpt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int cmd_help(int argc, char **argv);
+
+const sc_cli_command sc_cli_commands[] = {
+    {"lsp", "run the language server over stdio",
+     "usage: sculpt lsp [--stdio] [--log-level LEVEL] [--max-message-size BYTES]\n"
+     "\n"
+     "Speaks the Language Server Protocol (3.17) as JSON-RPC over stdin and\n"
+     "stdout. Logs go to stderr, and to the client as window/logMessage at the\n"
+     "level it asked for. Nothing but protocol is written to stdout.\n"
+     "\n"
+     "  --stdio                   accepted for clients that pass it (VS Code)\n"
+     "  --log-level LEVEL         stderr level: error, warn, info (default), debug;\n"
+     "                            $SCULPT_LOG sets the same\n"
+     "  --max-message-size BYTES  larger messages are skipped (default 67108864)\n"
+     "  --device auto|cpu|cuda    where model work runs (default auto)\n"
+     "\n"
+     "Exit status: 0 after shutdown then exit, 1 when the stream ends or exit\n"
+     "arrives without shutdown.\n",
+     sc_cli_lsp},
+    {"tokenize", "encode text to token ids, or decode ids to text",
+     "usage: sculpt tokenize (--model DIR | --tokenizer FILE) [--decode]\n"
+     "\n"
+     "Reads raw text on stdin and prints its ids as one line of decimal numbers\n"
+     "separated by single spaces. No special tokens are added. With --decode,\n"
+     "reads ids (separated by spaces, commas or newlines) and writes the bytes.\n",
+     sc_cli_tokenize},
+    {"logits", "write the raw lm_head outputs for a list of token ids",
+     "usage: sculpt logits --model DIR --ids 12,345,6 --out FILE [--device cpu|cuda]\n"
+     "\n"
+     "Runs one bidirectional forward pass and writes the lm_head outputs for\n"
+     "every position, before any logit shift, as little-endian float32,\n"
+     "row-major [n_ids][vocab]. On error, exits non-zero with a one-line reason.\n",
+     sc_cli_logits},
+    {"model", "inspect a checkpoint",
+     "usage: sculpt model info --model DIR [--family NAME]\n"
+     "\n"
+     "Prints the family, the sizes, the dtype, the mask and EOS ids, whether\n"
+     "logits are shifted, and the memory needed.\n",
+     sc_cli_model},
+    {"help", "show help for a subcommand", "usage: sculpt help [SUBCOMMAND]\n", cmd_help},
+    {NULL, NULL, NULL, NULL},
+};
+
+void sc_cli_fail(const char *name, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "sculpt %s: ", name);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static void print_overview(FILE *f) {
+  fprintf(f,
+          "sculpt %s — diffusion code completion as a language server\n"
+          "\n"
+          "usage: sculpt SUBCOMMAND [OPTIONS]\n"
+          "       sculpt --help | --version\n"
+          "       sculpt help SUBCOMMAND\n"
+          "\n"
+          "subcommands:\n",
+          sc_version());
+  for (const sc_cli_command *c = sc_cli_commands; c->name; c++)
+    fprintf(f, "  %-10s %s\n", c->name, c->summary);
+}
+
+static const sc_cli_command *find_command(const char *name) {
+  for (const sc_cli_command *c = sc_cli_commands; c->name; c++)
+    if (strcmp(c->name, name) == 0) return c;
+  return NULL;
+}
+
+static int cmd_help(int argc, char **argv) {
+  if (argc < 2) {
+    print_overview(stdout);
+    return 0;
+  }
+  const sc_cli_command *c = find_command(argv[1]);
+  if (!c) {
+    sc_cli_fail("help", "unknown subcommand '%s' (see sculpt --help)", argv[1]);
+    return 2;
+  }
+  fputs(c->usage, stdout);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_overview(stderr);
+    return 2;
+  }
+  const char *sub = argv[1];
+  if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+    print_overview(stdout);
+    return 0;
+  }
+  if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {
+    printf("sculpt %s\n", sc_version());
+    return 0;
+  }
+  const sc_cli_command *c = find_command(sub);
+  if (!c) {
+    fprintf(stderr, "sculpt: unknown subcommand '%s' (see sculpt --help)\n", sub);
+    return 2;
+  }
+  /* `sculpt SUB --help` is the same as `sculpt help SUB`. */
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(c->usage, stdout);
+      return 0;
+    }
+  return c->run(argc - 1, argv + 1);
+}

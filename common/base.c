@@ -1,0 +1,143 @@
+/* base.c — status names, error records, logging and small helpers. */
+#define _POSIX_C_SOURCE 200809L
+#include "sculpt.h"
+#include "sculpt_version.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+const char *sc_version(void) { return SCULPT_VERSION_STRING; }
+
+const char *sc_status_name(sc_status s) {
+  switch (s) {
+  case SC_OK: return "ok";
+  case SC_ERR_INVALID: return "invalid";
+  case SC_ERR_NOMEM: return "out of memory";
+  case SC_ERR_IO: return "io";
+  case SC_ERR_FORMAT: return "format";
+  case SC_ERR_UNSUPPORTED: return "unsupported";
+  case SC_ERR_CANCELLED: return "cancelled";
+  case SC_ERR_STALE: return "stale";
+  case SC_ERR_DEVICE: return "device";
+  case SC_ERR_INTERNAL: return "internal";
+  }
+  return "unknown";
+}
+
+sc_status sc_error_set_at(sc_error *err, sc_status status, const char *file,
+                          int line, const char *fmt, ...) {
+  if (err) {
+    err->status = status;
+    err->file = file;
+    err->line = line;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+/* ---- logging ----------------------------------------------------------- */
+
+static atomic_int g_stderr_level = 0; /* 0 = not yet initialised */
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static sc_log_sink_fn g_sink;
+static void *g_sink_user;
+
+bool sc_log_level_parse(const char *s, sc_log_level *out) {
+  if (!s) return false;
+  static const struct { const char *name; sc_log_level level; } names[] = {
+      {"error", SC_LOG_ERROR}, {"warn", SC_LOG_WARN},   {"warning", SC_LOG_WARN},
+      {"info", SC_LOG_INFO},   {"debug", SC_LOG_DEBUG}, {"log", SC_LOG_DEBUG},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcasecmp(s, names[i].name) == 0) {
+      *out = names[i].level;
+      return true;
+    }
+  return false;
+}
+
+const char *sc_log_level_name(sc_log_level level) {
+  switch (level) {
+  case SC_LOG_ERROR: return "error";
+  case SC_LOG_WARN: return "warn";
+  case SC_LOG_INFO: return "info";
+  case SC_LOG_DEBUG: return "debug";
+  }
+  return "?";
+}
+
+sc_log_level sc_log_stderr_level(void) {
+  int l = atomic_load(&g_stderr_level);
+  if (l == 0) {
+    sc_log_level parsed = SC_LOG_INFO;
+    sc_log_level_parse(getenv("SCULPT_LOG"), &parsed);
+    int expected = 0;
+    atomic_compare_exchange_strong(&g_stderr_level, &expected, (int)parsed);
+    l = atomic_load(&g_stderr_level);
+  }
+  return (sc_log_level)l;
+}
+
+void sc_log_set_stderr_level(sc_log_level level) {
+  atomic_store(&g_stderr_level, (int)level);
+}
+
+void sc_log_set_sink(sc_log_sink_fn fn, void *user) {
+  pthread_mutex_lock(&g_log_mu);
+  g_sink = fn;
+  g_sink_user = user;
+  pthread_mutex_unlock(&g_log_mu);
+}
+
+void sc_logv(sc_log_level level, const char *fmt, va_list ap) {
+  char text[2048];
+  vsnprintf(text, sizeof text, fmt, ap);
+  pthread_mutex_lock(&g_log_mu);
+  if (level <= sc_log_stderr_level()) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    /* One line per message: stderr is shared with nothing else we write. */
+    fprintf(stderr, "%02d:%02d:%02d.%03ld sculpt %s: %s\n", tm.tm_hour, tm.tm_min,
+            tm.tm_sec, ts.tv_nsec / 1000000, sc_log_level_name(level), text);
+    fflush(stderr);
+  }
+  sc_log_sink_fn sink = g_sink;
+  void *user = g_sink_user;
+  pthread_mutex_unlock(&g_log_mu);
+  if (sink) sink(user, level, text);
+}
+
+void sc_log(sc_log_level level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  sc_logv(level, fmt, ap);
+  va_end(ap);
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+double sc_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+uint64_t sc_hash64(const void *data, size_t len, uint64_t seed) {
+  const unsigned char *p = data;
+  uint64_t h = 1469598103934665603ULL ^ seed;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}

@@ -1,0 +1,114 @@
+/*
+ * sculpt.h — the base every module shares: status values, the error record,
+ * CHECK macros and logging.
+ *
+ * Errors are values. A function that can fail returns an sc_status and, when
+ * it is given an sc_error*, fills it with a message and the file and line of
+ * the check that failed. Nothing in library code exits or aborts; the error
+ * travels up and becomes a JSON-RPC error or a CLI message.
+ */
+#ifndef SCULPT_H
+#define SCULPT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+const char *sc_version(void); /* static string, e.g. "0.1.0" */
+
+typedef enum sc_status {
+  SC_OK = 0,
+  SC_ERR_INVALID,     /* bad argument or malformed input */
+  SC_ERR_NOMEM,       /* allocation failed */
+  SC_ERR_IO,          /* read/write/open failed */
+  SC_ERR_FORMAT,      /* a file's content is not what it claims */
+  SC_ERR_UNSUPPORTED, /* valid, but not something we can do */
+  SC_ERR_CANCELLED,   /* the caller asked us to stop */
+  SC_ERR_STALE,       /* the input changed under us */
+  SC_ERR_DEVICE,      /* GPU missing, driver mismatch, device OOM */
+  SC_ERR_INTERNAL,    /* a broken invariant: a bug in sculpt */
+} sc_status;
+
+const char *sc_status_name(sc_status s); /* static string */
+
+typedef struct sc_error {
+  sc_status status;
+  const char *file; /* static: __FILE__ of the failing check */
+  int line;
+  char msg[512];
+} sc_error;
+
+/* Fills err (may be NULL) and returns status, so that `return sc_error_set(...)`
+ * reads naturally. The message is printf-formatted and truncated to fit. */
+sc_status sc_error_set_at(sc_error *err, sc_status status, const char *file,
+                          int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define sc_error_set(err, status, ...)                                         \
+  sc_error_set_at((err), (status), __FILE__, __LINE__, __VA_ARGS__)
+
+/* CHECK(cond, err, status, fmt, ...): when cond is false, record the error and
+ * return its status from the enclosing function (which must return sc_status). */
+#define SC_CHECK(cond, err, status, ...)                                       \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      return sc_error_set_at((err), (status), __FILE__, __LINE__, __VA_ARGS__);\
+  } while (0)
+
+/* SC_TRY(expr): propagate a non-OK status unchanged (err already filled). */
+#define SC_TRY(expr)                                                           \
+  do {                                                                         \
+    sc_status sc__s = (expr);                                                  \
+    if (sc__s != SC_OK) return sc__s;                                          \
+  } while (0)
+
+/* ---- logging ----------------------------------------------------------- */
+
+typedef enum sc_log_level {
+  SC_LOG_ERROR = 1,
+  SC_LOG_WARN = 2,
+  SC_LOG_INFO = 3,
+  SC_LOG_DEBUG = 4,
+} sc_log_level;
+
+/* Parses "error", "warn"/"warning", "info", "debug" (case-insensitive).
+ * Returns false and leaves *out alone on anything else. */
+bool sc_log_level_parse(const char *s, sc_log_level *out);
+const char *sc_log_level_name(sc_log_level level);
+
+/* Lines at or below this level go to stderr. Default SC_LOG_INFO, or the
+ * value of $SCULPT_LOG when it names a level. Thread-safe. */
+void sc_log_set_stderr_level(sc_log_level level);
+sc_log_level sc_log_stderr_level(void);
+
+/* An extra sink (the LSP's window/logMessage). It is called for every line,
+ * whatever its level, with the formatted text, on the thread that logged;
+ * the sink filters and must be thread-safe. Pass NULL to remove it. */
+typedef void (*sc_log_sink_fn)(void *user, sc_log_level level, const char *text);
+void sc_log_set_sink(sc_log_sink_fn fn, void *user);
+
+void sc_log(sc_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void sc_logv(sc_log_level level, const char *fmt, va_list ap);
+
+#define SC_LOG_ERROR(...) sc_log(SC_LOG_ERROR, __VA_ARGS__)
+#define SC_LOG_WARN(...) sc_log(SC_LOG_WARN, __VA_ARGS__)
+#define SC_LOG_INFO(...) sc_log(SC_LOG_INFO, __VA_ARGS__)
+#define SC_LOG_DEBUG(...) sc_log(SC_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- small helpers -------------------------------------------------------- */
+
+/* Monotonic clock in milliseconds (double, sub-ms resolution). */
+double sc_now_ms(void);
+
+/* 64-bit FNV-1a; for hash tables and cache keys, not security. */
+uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SCULPT_H */

@@ -1,0 +1,55 @@
+/* device.c — choosing between the CUDA backend and the CPU reference. */
+#define _POSIX_C_SOURCE 200809L
+#include "model.h"
+#include "kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+bool sc_device_kind_parse(const char *s, sc_device_kind *out) {
+  if (!s) return false;
+  if (strcasecmp(s, "auto") == 0) *out = SC_DEVICE_AUTO;
+  else if (strcasecmp(s, "cpu") == 0) *out = SC_DEVICE_CPU;
+  else if (strcasecmp(s, "cuda") == 0 || strcasecmp(s, "gpu") == 0) *out = SC_DEVICE_CUDA;
+  else return false;
+  return true;
+}
+
+const char *sc_device_kind_name(sc_device_kind kind) {
+  switch (kind) {
+  case SC_DEVICE_AUTO: return "auto";
+  case SC_DEVICE_CPU: return "cpu";
+  case SC_DEVICE_CUDA: return "cuda";
+  }
+  return "?";
+}
+
+static void describe_cpu(sc_device_choice *out) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  snprintf(out->description, sizeof out->description, "cpu (%ld threads)", n > 0 ? n : 1);
+  out->kind = SC_DEVICE_CPU;
+}
+
+void sc_device_select(sc_device_kind requested, sc_device_choice *out) {
+  memset(out, 0, sizeof *out);
+  if (requested == SC_DEVICE_CPU) {
+    describe_cpu(out);
+    return;
+  }
+  sc_kernels_device_info info;
+  sc_error err = {0};
+  if (sc_kernels_probe(&info, &err) == SC_OK) {
+    out->kind = SC_DEVICE_CUDA;
+    snprintf(out->description, sizeof out->description, "cuda:0 %s (%.0f GiB, sm_%d%d)",
+             info.name, (double)info.total_memory / (1024.0 * 1024.0 * 1024.0),
+             info.cc_major, info.cc_minor);
+    return;
+  }
+  describe_cpu(out);
+  snprintf(out->fallback_reason, sizeof out->fallback_reason, "%s", err.msg);
+  /* One line, whatever was asked: the user should know the GPU is not used. */
+  if (sc_kernels_compiled() || requested == SC_DEVICE_CUDA)
+    SC_LOG_INFO("device: CUDA unavailable (%s); falling back to the CPU", err.msg);
+}
