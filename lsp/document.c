@@ -1,0 +1,194 @@
+/* document.c — open documents: text, version, line index; keyed by URI. */
+#define _POSIX_C_SOURCE 200809L
+#include "lsp_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Open addressing with linear probing; tombstones keep probe chains intact. */
+struct sc_document_store {
+  sc_document **slots;
+  size_t cap;   /* power of two */
+  size_t count; /* live documents */
+  size_t used;  /* live + tombstones */
+};
+
+static sc_document k_tombstone;
+
+static uint64_t uri_hash(const char *uri) { return sc_hash64(uri, strlen(uri), 0); }
+
+sc_document_store *sc_document_store_new(void) {
+  sc_document_store *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->cap = 64;
+  s->slots = calloc(s->cap, sizeof *s->slots);
+  if (!s->slots) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+static void document_free(sc_document *d) {
+  if (!d || d == &k_tombstone) return;
+  free(d->uri);
+  free(d->language_id);
+  free(d->text);
+  sc_line_index_free(&d->lines);
+  free(d);
+}
+
+void sc_document_store_free(sc_document_store *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->cap; i++) document_free(s->slots[i]);
+  free(s->slots);
+  free(s);
+}
+
+size_t sc_document_store_count(const sc_document_store *s) { return s->count; }
+
+static size_t find_slot(const sc_document_store *s, const char *uri, bool *found) {
+  size_t mask = s->cap - 1;
+  size_t i = (size_t)uri_hash(uri) & mask;
+  size_t first_free = SIZE_MAX;
+  for (;;) {
+    sc_document *d = s->slots[i];
+    if (!d) {
+      *found = false;
+      return first_free != SIZE_MAX ? first_free : i;
+    }
+    if (d == &k_tombstone) {
+      if (first_free == SIZE_MAX) first_free = i;
+    } else if (strcmp(d->uri, uri) == 0) {
+      *found = true;
+      return i;
+    }
+    i = (i + 1) & mask;
+  }
+}
+
+static sc_status grow(sc_document_store *s) {
+  size_t cap = s->cap * 2;
+  sc_document **slots = calloc(cap, sizeof *slots);
+  if (!slots) return SC_ERR_NOMEM;
+  for (size_t i = 0; i < s->cap; i++) {
+    sc_document *d = s->slots[i];
+    if (!d || d == &k_tombstone) continue;
+    size_t j = (size_t)uri_hash(d->uri) & (cap - 1);
+    while (slots[j]) j = (j + 1) & (cap - 1);
+    slots[j] = d;
+  }
+  free(s->slots);
+  s->slots = slots;
+  s->cap = cap;
+  s->used = s->count;
+  return SC_OK;
+}
+
+sc_document *sc_document_store_get(sc_document_store *s, const char *uri) {
+  bool found;
+  size_t i = find_slot(s, uri, &found);
+  return found ? s->slots[i] : NULL;
+}
+
+sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
+                               sc_error *err) {
+  if (len + 1 > doc->cap) {
+    size_t cap = len + 1 + len / 4 + 64;
+    char *nt = realloc(doc->text, cap);
+    SC_CHECK(nt, err, SC_ERR_NOMEM, "out of memory for a %zu-byte document", len);
+    doc->text = nt;
+    doc->cap = cap;
+  }
+  memcpy(doc->text, text, len);
+  doc->text[len] = '\0';
+  doc->len = len;
+  doc->lines_valid = false;
+  doc->edit_seq++;
+  return SC_OK;
+}
+
+sc_status sc_document_store_open(sc_document_store *s, const char *uri,
+                                 const char *language_id, int64_t version,
+                                 const char *text, size_t len, sc_error *err) {
+  if ((s->used + 1) * 4 > s->cap * 3)
+    SC_CHECK(grow(s) == SC_OK, err, SC_ERR_NOMEM, "out of memory opening %s", uri);
+  bool found;
+  size_t i = find_slot(s, uri, &found);
+  sc_document *d = found ? s->slots[i] : calloc(1, sizeof *d);
+  SC_CHECK(d, err, SC_ERR_NOMEM, "out of memory opening %s", uri);
+  if (!found) {
+    d->uri = strdup(uri);
+    if (!d->uri) {
+      free(d);
+      return sc_error_set(err, SC_ERR_NOMEM, "out of memory opening %s", uri);
+    }
+  }
+  char *lang = strdup(language_id ? language_id : "");
+  if (!lang || sc_document_set_text(d, text, len, err) != SC_OK) {
+    free(lang);
+    if (!found) document_free(d);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory opening %s", uri);
+  }
+  free(d->language_id);
+  d->language_id = lang;
+  d->version = version;
+  if (!found) {
+    if (s->slots[i] != &k_tombstone) s->used++;
+    s->slots[i] = d;
+    s->count++;
+  }
+  return SC_OK;
+}
+
+bool sc_document_store_close(sc_document_store *s, const char *uri) {
+  bool found;
+  size_t i = find_slot(s, uri, &found);
+  if (!found) return false;
+  document_free(s->slots[i]);
+  s->slots[i] = &k_tombstone;
+  s->count--;
+  return true;
+}
+
+const sc_line_index *sc_document_lines(sc_document *doc) {
+  if (!doc->lines_valid) {
+    if (sc_line_index_build(&doc->lines, doc->text, doc->len) != SC_OK) return NULL;
+    doc->lines_valid = true;
+  }
+  return &doc->lines;
+}
+
+sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
+                                 uint32_t start_char, uint32_t end_line,
+                                 uint32_t end_char, sc_pos_encoding enc,
+                                 const char *text, size_t len, bool *clamped,
+                                 sc_error *err) {
+  const sc_line_index *idx = sc_document_lines(doc);
+  SC_CHECK(idx, err, SC_ERR_NOMEM, "out of memory indexing %s", doc->uri);
+  bool c1 = false, c2 = false;
+  size_t a = sc_pos_to_offset(doc->text, doc->len, idx, start_line, start_char, enc, &c1);
+  size_t b = sc_pos_to_offset(doc->text, doc->len, idx, end_line, end_char, enc, &c2);
+  if (clamped) *clamped = c1 || c2;
+  /* A reversed range is the client's mistake; treat it as its normal form. */
+  if (b < a) {
+    size_t t = a;
+    a = b;
+    b = t;
+  }
+  size_t new_len = doc->len - (b - a) + len;
+  if (new_len + 1 > doc->cap) {
+    size_t cap = new_len + 1 + new_len / 4 + 64;
+    char *nt = realloc(doc->text, cap);
+    SC_CHECK(nt, err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri);
+    doc->text = nt;
+    doc->cap = cap;
+  }
+  memmove(doc->text + a + len, doc->text + b, doc->len - b);
+  memcpy(doc->text + a, text, len);
+  doc->len = new_len;
+  doc->text[new_len] = '\0';
+  doc->lines_valid = false;
+  doc->edit_seq++;
+  return SC_OK;
+}

@@ -1,0 +1,183 @@
+/*
+ * lsp_impl.h — the daemon's private parts: framing, positions, documents and
+ * the worker. Only lsp/ sources and the unit tests include this.
+ */
+#ifndef SCULPT_LSP_IMPL_H
+#define SCULPT_LSP_IMPL_H
+
+#include "lsp.h"
+
+#include <jansson.h>
+#include <stdatomic.h>
+
+/* ======================= framing ========================================== */
+
+/* Splits a byte stream into message bodies. Each message is
+ *   Content-Length: N\r\n [Content-Type: ...\r\n] \r\n <N bytes>
+ * Bytes that do not start a valid header are skipped up to the next header
+ * name; a body larger than the limit is skipped as it arrives, so the stream
+ * stays in sync without buffering it. */
+typedef struct sc_frame_reader {
+  char *buf;         /* pending bytes [start, len) */
+  size_t start, len, cap;
+  size_t max_message;
+  size_t skip_remaining; /* bytes of an oversized body still to drop */
+  size_t body_needed;    /* >0: header parsed, waiting for this many body bytes */
+  /* counters, for logs and tests */
+  size_t garbage_bytes;  /* total bytes skipped as garbage */
+  size_t oversized;      /* messages dropped for size */
+  size_t messages;       /* bodies delivered */
+} sc_frame_reader;
+
+typedef enum sc_frame_event {
+  SC_FRAME_MESSAGE,   /* body, len: one complete message body (borrowed) */
+  SC_FRAME_GARBAGE,   /* len bytes were skipped before a header */
+  SC_FRAME_OVERSIZED, /* a message of len bytes exceeds the limit; skipped */
+} sc_frame_event;
+
+typedef void (*sc_frame_fn)(void *user, sc_frame_event ev, const char *body, size_t len);
+
+void sc_frame_reader_init(sc_frame_reader *r, size_t max_message);
+void sc_frame_reader_free(sc_frame_reader *r);
+/* Consumes data and calls fn for each event, in stream order. Returns
+ * SC_ERR_NOMEM when the buffer cannot grow (the data is then dropped). */
+sc_status sc_frame_reader_feed(sc_frame_reader *r, const char *data, size_t len,
+                               sc_frame_fn fn, void *user);
+
+/* ======================= positions ========================================= */
+
+typedef enum sc_pos_encoding {
+  SC_POS_UTF8 = 1,  /* character = bytes */
+  SC_POS_UTF16 = 2, /* character = UTF-16 code units (LSP's default) */
+  SC_POS_UTF32 = 3, /* character = code points */
+} sc_pos_encoding;
+
+const char *sc_pos_encoding_name(sc_pos_encoding enc);
+
+/* Byte offsets where each line starts. Lines end at \n, \r\n or a lone \r. */
+typedef struct sc_line_index {
+  size_t *starts; /* starts[0] == 0; n entries */
+  size_t n, cap;
+} sc_line_index;
+
+sc_status sc_line_index_build(sc_line_index *idx, const char *text, size_t len);
+void sc_line_index_free(sc_line_index *idx);
+
+/* Decodes one UTF-8 character at text[i] (i < len). Returns its byte length
+ * (1..4) and stores the code point; an invalid or truncated sequence is one
+ * byte long and decodes as U+FFFD, as editors display it. */
+size_t sc_utf8_decode(const char *text, size_t len, size_t i, uint32_t *cp);
+
+/* LSP position -> byte offset. Positions past the end of a line clamp to the
+ * line's end (before its terminator); lines past the end clamp to the end of
+ * the text; a character inside a multi-unit character rounds down to its
+ * start. *clamped (may be NULL) says whether clamping happened. */
+size_t sc_pos_to_offset(const char *text, size_t len, const sc_line_index *idx,
+                        uint32_t line, uint32_t character, sc_pos_encoding enc,
+                        bool *clamped);
+
+/* Byte offset -> LSP position (offset clamped to len; an offset inside a
+ * character or a \r\n pair counts as the character's start). */
+void sc_offset_to_pos(const char *text, size_t len, const sc_line_index *idx,
+                      size_t offset, sc_pos_encoding enc, uint32_t *line,
+                      uint32_t *character);
+
+/* ======================= documents ========================================= */
+
+typedef struct sc_document {
+  char *uri;
+  char *language_id;
+  int64_t version;
+  char *text; /* UTF-8 as the client sent it, NUL-terminated; len excludes NUL */
+  size_t len, cap;
+  sc_line_index lines;
+  bool lines_valid;
+  uint64_t edit_seq; /* bumps on every change; jobs compare it */
+} sc_document;
+
+typedef struct sc_document_store sc_document_store;
+
+sc_document_store *sc_document_store_new(void);
+void sc_document_store_free(sc_document_store *store);
+size_t sc_document_store_count(const sc_document_store *store);
+
+/* Borrowed; NULL when not open. */
+sc_document *sc_document_store_get(sc_document_store *store, const char *uri);
+/* Opens (or replaces) a document. */
+sc_status sc_document_store_open(sc_document_store *store, const char *uri,
+                                 const char *language_id, int64_t version,
+                                 const char *text, size_t len, sc_error *err);
+/* Returns false when the document was not open. */
+bool sc_document_store_close(sc_document_store *store, const char *uri);
+
+/* Replaces the whole text. */
+sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
+                               sc_error *err);
+/* Replaces the range [start, end) given as LSP positions. *clamped reports
+ * whether either position had to be clamped. */
+sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
+                                 uint32_t start_char, uint32_t end_line,
+                                 uint32_t end_char, sc_pos_encoding enc,
+                                 const char *text, size_t len, bool *clamped,
+                                 sc_error *err);
+/* The document's line index, rebuilt when stale. NULL on OOM. */
+const sc_line_index *sc_document_lines(sc_document *doc);
+
+/* ======================= worker ============================================ */
+
+typedef enum sc_job_cancel {
+  SC_JOB_LIVE = 0,
+  SC_JOB_CANCELLED = 1, /* $/cancelRequest -> -32800 */
+  SC_JOB_STALE = 2,     /* a newer edit of its document -> -32801 */
+  SC_JOB_SHUTDOWN = 3,  /* the server is going away */
+} sc_job_cancel;
+
+typedef struct sc_job sc_job;
+
+/* Runs on the worker thread. Returns a result (owned; json_null() is a
+ * valid result) or NULL with *err filled. It should poll sc_job_cancelled()
+ * between steps and return NULL with SC_ERR_CANCELLED when asked to stop. */
+typedef json_t *(*sc_job_fn)(sc_job *job, void *arg, sc_error *err);
+
+struct sc_job {
+  json_t *id;        /* the request id (owned reference) */
+  char *method;      /* for logs */
+  char *uri;         /* the document it depends on, or NULL */
+  sc_job_fn fn;
+  void *arg;
+  void (*free_arg)(void *arg);
+  atomic_int cancel; /* sc_job_cancel */
+  double queued_ms;
+  /* filled by the worker */
+  json_t *result;
+  sc_error err;
+  bool ran;
+  sc_job *next;
+};
+
+static inline sc_job_cancel sc_job_cancelled(sc_job *job) {
+  return (sc_job_cancel)atomic_load_explicit(&job->cancel, memory_order_relaxed);
+}
+
+typedef struct sc_worker sc_worker;
+
+typedef void (*sc_worker_done_fn)(void *user);
+
+/* threaded=false runs each job inline inside sc_worker_post (fuzzing). */
+sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user);
+/* Marks every job SC_JOB_SHUTDOWN, joins the thread, frees unfetched jobs. */
+void sc_worker_free(sc_worker *w);
+/* Takes ownership of job. */
+void sc_worker_post(sc_worker *w, sc_job *job);
+/* Pops finished jobs (FIFO); the caller owns and frees them. */
+sc_job *sc_worker_take_done(sc_worker *w);
+/* Removes a job from the queue if it has not started. Returns the job
+ * (caller owns it) or NULL when it is running or done. */
+sc_job *sc_worker_unqueue(sc_worker *w, sc_job *job);
+/* Applies fn to every queued and the running job under the lock. */
+void sc_worker_each(sc_worker *w, void (*fn)(sc_job *job, void *arg), void *arg);
+size_t sc_worker_pending(sc_worker *w);
+
+void sc_job_free(sc_job *job);
+
+#endif /* SCULPT_LSP_IMPL_H */

@@ -1,0 +1,148 @@
+/* position.c — LSP positions <-> byte offsets in UTF-8 text.
+ * Spec: LSP 3.17 "Position": character offsets count code units of the
+ * negotiated encoding; "\n", "\r\n" and "\r" all end a line. */
+#include "lsp_impl.h"
+
+#include <stdlib.h>
+
+const char *sc_pos_encoding_name(sc_pos_encoding enc) {
+  switch (enc) {
+  case SC_POS_UTF8: return "utf-8";
+  case SC_POS_UTF16: return "utf-16";
+  case SC_POS_UTF32: return "utf-32";
+  }
+  return "utf-16";
+}
+
+size_t sc_utf8_decode(const char *text, size_t len, size_t i, uint32_t *cp) {
+  const unsigned char *s = (const unsigned char *)text;
+  unsigned char c = s[i];
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  size_t need;
+  uint32_t v, min;
+  if (c >= 0xC2 && c <= 0xDF) { need = 1; v = c & 0x1F; min = 0x80; }
+  else if (c >= 0xE0 && c <= 0xEF) { need = 2; v = c & 0x0F; min = 0x800; }
+  else if (c >= 0xF0 && c <= 0xF4) { need = 3; v = c & 0x07; min = 0x10000; }
+  else { *cp = 0xFFFD; return 1; }
+  if (len - i < need + 1) { *cp = 0xFFFD; return 1; } /* truncated */
+  for (size_t k = 1; k <= need; k++) {
+    unsigned char cc = s[i + k];
+    if ((cc & 0xC0) != 0x80) { *cp = 0xFFFD; return 1; }
+    v = (v << 6) | (cc & 0x3F);
+  }
+  /* Overlong forms and surrogates are invalid UTF-8. */
+  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
+    *cp = 0xFFFD;
+    return 1;
+  }
+  *cp = v;
+  return need + 1;
+}
+
+static sc_status push_start(sc_line_index *idx, size_t off) {
+  if (idx->n == idx->cap) {
+    size_t cap = idx->cap ? idx->cap * 2 : 64;
+    size_t *ns = realloc(idx->starts, cap * sizeof *ns);
+    if (!ns) return SC_ERR_NOMEM;
+    idx->starts = ns;
+    idx->cap = cap;
+  }
+  idx->starts[idx->n++] = off;
+  return SC_OK;
+}
+
+sc_status sc_line_index_build(sc_line_index *idx, const char *text, size_t len) {
+  idx->n = 0;
+  SC_TRY(push_start(idx, 0));
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] == '\n') {
+      SC_TRY(push_start(idx, i + 1));
+    } else if (text[i] == '\r') {
+      if (i + 1 < len && text[i + 1] == '\n') i++;
+      SC_TRY(push_start(idx, i + 1));
+    }
+  }
+  return SC_OK;
+}
+
+void sc_line_index_free(sc_line_index *idx) {
+  free(idx->starts);
+  idx->starts = NULL;
+  idx->n = idx->cap = 0;
+}
+
+/* End of line `line`'s content, before its terminator. */
+static size_t line_content_end(const char *text, size_t len, const sc_line_index *idx,
+                               size_t line) {
+  size_t end = line + 1 < idx->n ? idx->starts[line + 1] : len;
+  if (end > idx->starts[line] && line + 1 < idx->n) {
+    end--; /* the terminator's last byte: \n or a lone \r */
+    if (text[end] == '\n' && end > idx->starts[line] && text[end - 1] == '\r') end--;
+  }
+  return end;
+}
+
+static uint32_t units_of(uint32_t cp, size_t bytes, sc_pos_encoding enc) {
+  switch (enc) {
+  case SC_POS_UTF8: return (uint32_t)bytes;
+  case SC_POS_UTF16: return cp >= 0x10000 ? 2 : 1;
+  case SC_POS_UTF32: return 1;
+  }
+  return 1;
+}
+
+size_t sc_pos_to_offset(const char *text, size_t len, const sc_line_index *idx,
+                        uint32_t line, uint32_t character, sc_pos_encoding enc,
+                        bool *clamped) {
+  bool c = false;
+  if (idx->n == 0 || line >= idx->n) {
+    if (clamped) *clamped = true;
+    return len;
+  }
+  size_t i = idx->starts[line];
+  size_t end = line_content_end(text, len, idx, line);
+  uint32_t units = 0;
+  while (units < character) {
+    if (i >= end) {
+      c = true;
+      break;
+    }
+    uint32_t cp;
+    size_t n = sc_utf8_decode(text, end, i, &cp);
+    uint32_t u = units_of(cp, n, enc);
+    if (units + u > character) break; /* inside this character: round down */
+    units += u;
+    i += n;
+  }
+  if (clamped) *clamped = c;
+  return i;
+}
+
+void sc_offset_to_pos(const char *text, size_t len, const sc_line_index *idx,
+                      size_t offset, sc_pos_encoding enc, uint32_t *line,
+                      uint32_t *character) {
+  if (offset > len) offset = len;
+  /* Binary search for the last line start <= offset. */
+  size_t lo = 0, hi = idx->n ? idx->n - 1 : 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (idx->starts[mid] <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  size_t end = idx->n ? line_content_end(text, len, idx, lo) : len;
+  if (offset > end) offset = end;
+  uint32_t units = 0;
+  size_t i = idx->n ? idx->starts[lo] : 0;
+  while (i < offset) {
+    uint32_t cp;
+    size_t n = sc_utf8_decode(text, end, i, &cp);
+    if (i + n > offset) break;
+    units += units_of(cp, n, enc);
+    i += n;
+  }
+  *line = (uint32_t)lo;
+  *character = units;
+}
