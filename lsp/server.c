@@ -711,7 +711,8 @@ static void handle_test_sleep(req *r) {
     send_error(r->s, r->id, RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
-  *arg = json_integer_value(ms);
+  /* Inline jobs (fuzzing) must not stall the caller: they do not sleep. */
+  *arg = r->s->opts.synchronous_jobs ? 0 : json_integer_value(ms);
   post_job(r->s, r->id, r->method, uri, sleep_job, arg, free);
 }
 

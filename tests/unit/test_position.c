@@ -1,0 +1,122 @@
+/* test_position.c — LSP positions to byte offsets in utf-8, utf-16 and
+ * utf-32, over multi-byte text, surrogate pairs, CRLF, lone CR and invalid
+ * UTF-8; clamping past line and file ends. Expected offsets are worked out by
+ * hand in the table below. */
+#include "lsp_impl.h"
+#include "sc_test.h"
+
+/* "aé中😀b\r\nx\ry\n\xff\xfez" — bytes:
+ *   line 0: a(0) é(1-2) 中(3-5) 😀(6-9) b(10) \r\n(11-12)
+ *   line 1: x(13) \r(14)
+ *   line 2: y(15) \n(16)
+ *   line 3: \xff(17) \xfe(18) z(19)           len 20 */
+static const char k_text[] = "a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80" "b\r\nx\ry\n\xff\xfez";
+
+typedef struct pcase {
+  uint32_t line, ch;
+  sc_pos_encoding enc;
+  size_t offset;
+  bool clamped;
+} pcase;
+
+static const pcase k_cases[] = {
+    /* utf-16: a=1 é=1 中=1 😀=2 b=1 */
+    {0, 0, SC_POS_UTF16, 0, false},   {0, 1, SC_POS_UTF16, 1, false},
+    {0, 2, SC_POS_UTF16, 3, false},   {0, 3, SC_POS_UTF16, 6, false},
+    {0, 4, SC_POS_UTF16, 6, false},   /* inside the surrogate pair: round down */
+    {0, 5, SC_POS_UTF16, 10, false},  {0, 6, SC_POS_UTF16, 11, false},
+    {0, 7, SC_POS_UTF16, 11, true},   /* past the line end: clamped before \r\n */
+    {0, 999, SC_POS_UTF16, 11, true},
+    /* utf-32: 😀 is one unit */
+    {0, 3, SC_POS_UTF32, 6, false},   {0, 4, SC_POS_UTF32, 10, false},
+    {0, 5, SC_POS_UTF32, 11, false},  {0, 6, SC_POS_UTF32, 11, true},
+    /* utf-8: bytes; inside a character rounds down */
+    {0, 2, SC_POS_UTF8, 1, false},    {0, 3, SC_POS_UTF8, 3, false},
+    {0, 4, SC_POS_UTF8, 3, false},    {0, 8, SC_POS_UTF8, 6, false},
+    {0, 10, SC_POS_UTF8, 10, false},  {0, 11, SC_POS_UTF8, 11, false},
+    /* lone \r ends line 1; \n ends line 2 */
+    {1, 0, SC_POS_UTF16, 13, false},  {1, 1, SC_POS_UTF16, 14, false},
+    {1, 2, SC_POS_UTF16, 14, true},   {2, 0, SC_POS_UTF16, 15, false},
+    {2, 1, SC_POS_UTF16, 16, false},
+    /* invalid bytes count as one unit each (U+FFFD) */
+    {3, 0, SC_POS_UTF16, 17, false},  {3, 1, SC_POS_UTF16, 18, false},
+    {3, 2, SC_POS_UTF16, 19, false},  {3, 3, SC_POS_UTF16, 20, false},
+    {3, 4, SC_POS_UTF16, 20, true},
+    /* past the last line: end of file */
+    {4, 0, SC_POS_UTF16, 20, true},   {100, 5, SC_POS_UTF8, 20, true},
+};
+
+static void test_table(void) {
+  size_t len = sizeof k_text - 1;
+  REQUIRE(len == 20);
+  sc_line_index idx = {0};
+  REQUIRE(sc_line_index_build(&idx, k_text, len) == SC_OK);
+  EXPECT(idx.n == 4);
+  for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+    const pcase *c = &k_cases[i];
+    bool clamped = !c->clamped;
+    size_t off = sc_pos_to_offset(k_text, len, &idx, c->line, c->ch, c->enc, &clamped);
+    EXPECTF(off == c->offset, "case %zu (%u:%u %s): offset %zu, want %zu", i, c->line,
+            c->ch, sc_pos_encoding_name(c->enc), off, c->offset);
+    EXPECTF(clamped == c->clamped, "case %zu: clamped %d", i, clamped);
+  }
+  sc_line_index_free(&idx);
+}
+
+static void test_round_trip(void) {
+  /* offset -> position -> offset is the identity at character starts. */
+  size_t len = sizeof k_text - 1;
+  sc_line_index idx = {0};
+  REQUIRE(sc_line_index_build(&idx, k_text, len) == SC_OK);
+  size_t starts[] = {0, 1, 3, 6, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20};
+  sc_pos_encoding encs[] = {SC_POS_UTF8, SC_POS_UTF16, SC_POS_UTF32};
+  for (size_t e = 0; e < 3; e++)
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+      uint32_t line, ch;
+      sc_offset_to_pos(k_text, len, &idx, starts[i], encs[e], &line, &ch);
+      size_t back = sc_pos_to_offset(k_text, len, &idx, line, ch, encs[e], NULL);
+      EXPECTF(back == starts[i], "%s: %zu -> %u:%u -> %zu", sc_pos_encoding_name(encs[e]),
+              starts[i], line, ch, back);
+    }
+  /* 😀 at offset 6 is utf-16 character 3, so b (10) is character 5. */
+  uint32_t line, ch;
+  sc_offset_to_pos(k_text, len, &idx, 10, SC_POS_UTF16, &line, &ch);
+  EXPECT(line == 0 && ch == 5);
+  sc_offset_to_pos(k_text, len, &idx, 10, SC_POS_UTF8, &line, &ch);
+  EXPECT(line == 0 && ch == 10);
+  sc_line_index_free(&idx);
+}
+
+static void test_decode(void) {
+  uint32_t cp;
+  EXPECT(sc_utf8_decode("\xc3\xa9", 2, 0, &cp) == 2 && cp == 0xE9);
+  EXPECT(sc_utf8_decode("\xf0\x9f\x98\x80", 4, 0, &cp) == 4 && cp == 0x1F600);
+  EXPECT(sc_utf8_decode("\xf0\x9f\x98", 3, 0, &cp) == 1 && cp == 0xFFFD);  /* truncated */
+  EXPECT(sc_utf8_decode("\xc0\xaf", 2, 0, &cp) == 1 && cp == 0xFFFD);      /* overlong */
+  EXPECT(sc_utf8_decode("\xed\xa0\x80", 3, 0, &cp) == 1 && cp == 0xFFFD);  /* surrogate */
+  EXPECT(sc_utf8_decode("\xf4\x90\x80\x80", 4, 0, &cp) == 1 && cp == 0xFFFD); /* > U+10FFFF */
+  EXPECT(sc_utf8_decode("\x80", 1, 0, &cp) == 1 && cp == 0xFFFD);
+}
+
+static void test_empty_and_terminators(void) {
+  sc_line_index idx = {0};
+  REQUIRE(sc_line_index_build(&idx, "", 0) == SC_OK);
+  EXPECT(idx.n == 1);
+  bool clamped;
+  EXPECT(sc_pos_to_offset("", 0, &idx, 0, 0, SC_POS_UTF16, &clamped) == 0 && !clamped);
+  EXPECT(sc_pos_to_offset("", 0, &idx, 0, 3, SC_POS_UTF16, &clamped) == 0 && clamped);
+  /* "\r\n\r\n" is two lines plus an empty third; "\n\r" is \n then a lone \r. */
+  REQUIRE(sc_line_index_build(&idx, "\r\n\r\n", 4) == SC_OK);
+  EXPECT(idx.n == 3 && idx.starts[1] == 2 && idx.starts[2] == 4);
+  REQUIRE(sc_line_index_build(&idx, "\n\r", 2) == SC_OK);
+  EXPECT(idx.n == 3 && idx.starts[1] == 1 && idx.starts[2] == 2);
+  sc_line_index_free(&idx);
+}
+
+int main(void) {
+  RUN(test_table);
+  RUN(test_round_trip);
+  RUN(test_decode);
+  RUN(test_empty_and_terminators);
+  TEST_MAIN_END();
+}

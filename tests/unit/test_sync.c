@@ -1,0 +1,139 @@
+/* test_sync.c — incremental didChange against full sync. A client model
+ * keeps the text, picks random edits, and converts their byte offsets to LSP
+ * positions with its own (deliberately simple) counting. The server's
+ * document gets the incremental edits; the text must equal the client's,
+ * which is what full sync would have sent, after every edit. */
+#include "lsp_impl.h"
+#include "sc_test.h"
+
+#include <stdlib.h>
+
+static const char *const k_pieces[] = {"a", "Z", " ", "\t", "\xc3\xa9", "\xe4\xb8\xad",
+                                        "\xf0\x9f\x98\x80", "\n", "\r\n", "\r", "xy"};
+#define N_PIECES (sizeof k_pieces / sizeof k_pieces[0])
+
+static unsigned rng_state;
+static unsigned rnd(unsigned n) {
+  rng_state = rng_state * 1103515245u + 12345u;
+  return (rng_state >> 8) % n;
+}
+
+static size_t lead_len(unsigned char c) {
+  return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+}
+
+/* Valid LSP positions: character starts, never between \r and \n. */
+static bool is_boundary(const char *t, size_t len, size_t off) {
+  if (off == 0 || off == len) return true;
+  if (((unsigned char)t[off] & 0xC0) == 0x80) return false;
+  if (t[off] == '\n' && t[off - 1] == '\r') return false;
+  return true;
+}
+
+static size_t random_boundary(const char *t, size_t len) {
+  for (;;) {
+    size_t off = rnd((unsigned)len + 1);
+    if (is_boundary(t, len, off)) return off;
+  }
+}
+
+/* The client's own offset -> (line, character). */
+static void client_position(const char *t, size_t off, sc_pos_encoding enc, uint32_t *line,
+                            uint32_t *ch) {
+  uint32_t l = 0, c = 0;
+  for (size_t i = 0; i < off;) {
+    if (t[i] == '\r' && t[i + 1] == '\n' && i + 1 < off) { l++; c = 0; i += 2; continue; }
+    if (t[i] == '\r' || t[i] == '\n') { l++; c = 0; i++; continue; }
+    size_t n = lead_len((unsigned char)t[i]);
+    c += enc == SC_POS_UTF8 ? (uint32_t)n : enc == SC_POS_UTF32 ? 1 : n == 4 ? 2 : 1;
+    i += n;
+  }
+  *line = l;
+  *ch = c;
+}
+
+static void test_random_sequences(void) {
+  sc_pos_encoding encs[] = {SC_POS_UTF8, SC_POS_UTF16, SC_POS_UTF32};
+  int sequences = 3000, mismatches = 0;
+  char *client = malloc(1 << 16);
+  rng_state = 42;
+  for (int seq = 0; seq < sequences && mismatches < 5; seq++) {
+    sc_pos_encoding enc = encs[seq % 3];
+    size_t len = 0;
+    int n0 = (int)rnd(40);
+    for (int i = 0; i < n0; i++) {
+      const char *p = k_pieces[rnd(N_PIECES)];
+      memcpy(client + len, p, strlen(p));
+      len += strlen(p);
+    }
+    client[len] = '\0';
+    sc_document_store *store = sc_document_store_new();
+    REQUIRE(store);
+    REQUIRE(sc_document_store_open(store, "file:///t", "c", 1, client, len, NULL) == SC_OK);
+    sc_document *doc = sc_document_store_get(store, "file:///t");
+    int edits = 1 + (int)rnd(30);
+    for (int e = 0; e < edits; e++) {
+      size_t a = random_boundary(client, len), b = random_boundary(client, len);
+      if (b < a) { size_t t = a; a = b; b = t; }
+      char ins[64];
+      size_t il = 0;
+      int k = (int)rnd(4);
+      for (int i = 0; i < k; i++) {
+        const char *p = k_pieces[rnd(N_PIECES)];
+        memcpy(ins + il, p, strlen(p));
+        il += strlen(p);
+      }
+      uint32_t sl, sc, el, ec;
+      client_position(client, a, enc, &sl, &sc);
+      client_position(client, b, enc, &el, &ec);
+      /* Apply on the client. */
+      memmove(client + a + il, client + b, len - b);
+      memcpy(client + a, ins, il);
+      len = len - (b - a) + il;
+      client[len] = '\0';
+      bool clamped = true;
+      EXPECT(sc_document_apply_edit(doc, sl, sc, el, ec, enc, ins, il, &clamped, NULL) ==
+             SC_OK);
+      EXPECT(!clamped);
+      if (doc->len != len || memcmp(doc->text, client, len) != 0) {
+        mismatches++;
+        fprintf(stderr, "seq %d edit %d (%s): server text differs from full sync\n", seq, e,
+                sc_pos_encoding_name(enc));
+        break;
+      }
+    }
+    sc_document_store_free(store);
+  }
+  EXPECT(mismatches == 0);
+  free(client);
+}
+
+static void test_store(void) {
+  /* Open/close many documents through growth and tombstones. */
+  sc_document_store *s = sc_document_store_new();
+  REQUIRE(s);
+  char uri[64];
+  for (int i = 0; i < 1000; i++) {
+    snprintf(uri, sizeof uri, "file:///f%d.c", i);
+    EXPECT(sc_document_store_open(s, uri, "c", i, uri, strlen(uri), NULL) == SC_OK);
+  }
+  for (int i = 0; i < 1000; i += 2) {
+    snprintf(uri, sizeof uri, "file:///f%d.c", i);
+    EXPECT(sc_document_store_close(s, uri));
+  }
+  EXPECT(sc_document_store_count(s) == 500);
+  for (int i = 0; i < 1000; i++) {
+    snprintf(uri, sizeof uri, "file:///f%d.c", i);
+    sc_document *d = sc_document_store_get(s, uri);
+    EXPECT((i % 2 == 0) == (d == NULL));
+    if (d) EXPECT(d->version == i && strcmp(d->text, uri) == 0);
+  }
+  EXPECT(!sc_document_store_close(s, "file:///missing"));
+  sc_document_store_free(s);
+}
+
+int main(void) {
+  RUN(test_random_sequences);
+  RUN(test_store);
+  TEST_MAIN_END();
+}
