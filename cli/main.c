@@ -1,5 +1,6 @@
 /* main.c — `sculpt`: dispatch to a subcommand, plus --help and --version. */
 #include "cli.h"
+#include "kernels.h"
 #include "sculpt.h"
 
 #include <stdarg.h>
@@ -104,6 +105,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {
     printf("sculpt %s\n", sc_version());
+    printf("backends: cpu%s\n", sc_kernels_compiled() ? ", cuda" : "");
     return 0;
   }
   const sc_cli_command *c = find_command(sub);

@@ -139,6 +139,12 @@ int sc_lsp_run_stdio(const sc_lsp_options *opts) {
   if (in_nb) set_nonblocking(STDIN_FILENO, true);
   if (out_nb) set_nonblocking(STDOUT_FILENO, true);
 
+  /* Decided once at start so that the user sees in the log where model work
+   * will run (and why not on the GPU, when it was asked for). */
+  sc_device_choice device;
+  sc_device_select(opts->device, &device);
+  SC_LOG_INFO("sculpt %s; device %s", sc_version(), device.description);
+
   c.server = sc_lsp_server_new(opts, on_write, on_wake, &c);
   if (!c.server) {
     SC_LOG_ERROR("out of memory starting the server");
