@@ -20,6 +20,8 @@ extern "C" sc_status sc_kernels_probe(sc_kernels_device_info *out, sc_error *err
   if (e != cudaSuccess) {
     const char *why = cudaGetErrorString(e);
     cudaGetLastError();  // clear the sticky error so later probes start clean
+    if (info.driver_version == 0)
+      return sc_error_set(err, SC_ERR_DEVICE, "no CUDA driver is installed (%s)", why);
     if (e == cudaErrorInsufficientDriver)
       return sc_error_set(err, SC_ERR_DEVICE,
                           "CUDA driver %d is older than runtime %d (%s)",

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# tools/bootstrap.sh — install what is missing, build, and run a job.
+#
+#   tools/bootstrap.sh demo   install, build, run the main job (default)
+#   tools/bootstrap.sh test   install, build, run the whole test suite
+#   tools/bootstrap.sh build  install and build only
+#
+# Idempotent and non-interactive: Debian 12 packages are installed only when
+# missing, npm packages from their lock files. Run as root (or with sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-demo}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# Build and runtime libraries, then what the tests need.
+BUILD_PKGS=(build-essential cmake ninja-build pkg-config git ca-certificates
+            libjansson-dev libev-dev libtree-sitter-dev libpcre2-dev libutf8proc-dev
+            libopenblas-dev python3)
+TEST_PKGS=(python3-numpy clang libclang-rt-14-dev)
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install_missing() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+install_node() {
+  # Any node >= 18 will do (Debian 12 ships 18); a newer one already here is kept.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    install_missing nodejs npm
+  fi
+  local lock
+  for lock in $(git ls-files '*package-lock.json' 2>/dev/null || true); do
+    local dir; dir=$(dirname "$lock")
+    case "$dir" in editors/*) continue ;; esac  # the editor clients install their own
+    if [ ! -d "$dir/node_modules" ] || [ "$lock" -nt "$dir/node_modules" ]; then
+      echo "bootstrap: npm ci in $dir"
+      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+      touch "$dir/node_modules"
+    fi
+  done
+}
+
+configure_build() { # DIR [cmake args...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DSCULPT_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+case "$mode" in
+  build)
+    install_missing "${BUILD_PKGS[@]}"
+    configure_build build
+    ;;
+  demo)
+    install_missing "${BUILD_PKGS[@]}"
+    configure_build build
+    python3 tools/demo_session.py build/sculpt
+    ;;
+  test)
+    install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+    install_node
+    status=0
+    echo "== release build (gcc, -Werror; CUDA when the toolkit is present)"
+    configure_build build
+    ctest --test-dir build --output-on-failure -j "$jobs" || status=1
+    echo "== ASan + UBSan build: unit, protocol and cli tests"
+    CC=gcc configure_build build-asan -DSCULPT_SANITIZE=ON -DSCULPT_CUDA=OFF
+    ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" \
+      -L 'unit|protocol|cli' || status=1
+    echo "== libFuzzer (clang): the LSP message path for ${SCULPT_FUZZ_SECONDS:-60} s"
+    CC=clang configure_build build-fuzz -DSCULPT_FUZZ=ON -DSCULPT_CUDA=OFF
+    ctest --test-dir build-fuzz --output-on-failure -L fuzz || status=1
+    if [ $status -ne 0 ]; then echo "bootstrap: tests FAILED"; else echo "bootstrap: all tests passed"; fi
+    exit $status
+    ;;
+  *)
+    echo "usage: tools/bootstrap.sh [demo|test|build]" >&2
+    exit 2
+    ;;
+esac
