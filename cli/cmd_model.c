@@ -1,8 +1,100 @@
-/* cmd_model.c — `sculpt model`. Pending: its model/ work has not landed yet,
- * so it says so plainly and exits 2. */
+/* cmd_model.c — `sculpt model info`: what a checkpoint is, one `key: value`
+ * per line, or the same keys as one JSON object with --json. */
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "model.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *info_json(const sc_model_info *i) {
+  json_t *o = json_object();
+  json_object_set_new(o, "family", json_string(sc_model_family_name(i->family)));
+  json_object_set_new(o, "architecture", json_string(i->architecture));
+  json_object_set_new(o, "layers", json_integer(i->n_layers));
+  json_object_set_new(o, "hidden", json_integer(i->hidden));
+  json_object_set_new(o, "heads", json_integer(i->n_heads));
+  json_object_set_new(o, "kv_heads", json_integer(i->n_kv_heads));
+  json_object_set_new(o, "head_dim", json_integer(i->head_dim));
+  json_object_set_new(o, "intermediate", json_integer(i->intermediate));
+  json_object_set_new(o, "vocab", json_integer(i->vocab));
+  json_object_set_new(o, "params", json_integer(i->n_params));
+  json_object_set_new(o, "dtype", json_string(sc_dtype_name(i->dtype)));
+  json_object_set_new(o, "rope_theta", json_real(i->rope_theta));
+  json_object_set_new(o, "rms_eps", json_real(i->rms_eps));
+  json_object_set_new(o, "qkv_bias", json_boolean(i->qkv_bias));
+  json_object_set_new(o, "qk_norm", json_boolean(i->qk_norm));
+  json_object_set_new(o, "tied_embeddings", json_boolean(i->tied_embeddings));
+  json_object_set_new(o, "mask_id", json_integer(i->mask_id));
+  json_object_set_new(o, "eos_id", json_integer(i->eos_id));
+  json_object_set_new(o, "pad_id", json_integer(i->pad_id));
+  json_object_set_new(o, "bos_id", json_integer(i->bos_id));
+  json_object_set_new(o, "shift_logits", json_boolean(i->shift_logits));
+  json_object_set_new(o, "max_seq", json_integer(i->max_seq));
+  json_object_set_new(o, "weight_bytes", json_integer((json_int_t)i->weight_bytes));
+  json_object_set_new(o, "context_bytes", json_integer((json_int_t)i->context_bytes));
+  json_object_set_new(o, "memory_bytes",
+                      json_integer((json_int_t)(i->weight_bytes + i->context_bytes)));
+  return o;
+}
 
 int sc_cli_model(int argc, char **argv) {
-  sc_cli_fail("model", "not available in this build yet");
-  return 2;
+  if (argc < 2 || strcmp(argv[1], "info") != 0) {
+    sc_cli_fail("model", "expected 'info' (see sculpt help model)");
+    return 2;
+  }
+  const char *dir = NULL, *family_arg = NULL;
+  bool as_json = false;
+  int max_seq = 0;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    bool has_val = i + 1 < argc;
+    if (strcmp(a, "--model") == 0 && has_val) dir = argv[++i];
+    else if (strcmp(a, "--family") == 0 && has_val) family_arg = argv[++i];
+    else if (strcmp(a, "--max-seq") == 0 && has_val) max_seq = atoi(argv[++i]);
+    else if (strcmp(a, "--json") == 0) as_json = true;
+    else {
+      sc_cli_fail("model", "unexpected argument '%s' (see sculpt help model)", a);
+      return 2;
+    }
+  }
+  if (!dir) {
+    sc_cli_fail("model", "--model DIR is required");
+    return 2;
+  }
+  sc_model_options opts = {.device = SC_DEVICE_CPU, .max_seq = max_seq};
+  if (family_arg && !sc_model_family_parse(family_arg, &opts.family)) {
+    sc_cli_fail("model", "--family: '%s' is not dream, qwen2, qwen3 or llada", family_arg);
+    return 2;
+  }
+  if (max_seq < 0) {
+    sc_cli_fail("model", "--max-seq must be positive");
+    return 2;
+  }
+  sc_error err = {0};
+  sc_model *model = NULL;
+  if (sc_model_load(dir, &opts, &model, &err) != SC_OK) {
+    sc_cli_fail("model", "%s", err.msg);
+    return err.status == SC_ERR_INVALID ? 2 : 1;
+  }
+  json_t *o = info_json(sc_model_get_info(model));
+  sc_model_free(model);
+  if (as_json) {
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    if (s) puts(s);
+    free(s);
+  } else {
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+      if (json_is_string(v)) printf("%s: %s\n", key, json_string_value(v));
+      else if (json_is_integer(v)) printf("%s: %lld\n", key, (long long)json_integer_value(v));
+      else if (json_is_real(v)) printf("%s: %g\n", key, json_real_value(v));
+      else printf("%s: %s\n", key, json_is_true(v) ? "true" : "false");
+    }
+  }
+  json_decref(o);
+  return 0;
 }

@@ -35,17 +35,41 @@ const sc_cli_command sc_cli_commands[] = {
      sc_cli_tokenize},
     {"logits", "write the raw lm_head outputs for a list of token ids",
      "usage: sculpt logits --model DIR --ids 12,345,6 --out FILE [--device cpu|cuda]\n"
+     "                     [--family NAME] [--threads N] [--repeat N]\n"
      "\n"
      "Runs one bidirectional forward pass and writes the lm_head outputs for\n"
      "every position, before any logit shift, as little-endian float32,\n"
-     "row-major [n_ids][vocab]. On error, exits non-zero with a one-line reason.\n",
+     "row-major [n_ids][vocab]. On error, exits non-zero with a one-line reason.\n"
+     "--family overrides the detected family; --threads sets the GEMM threads;\n"
+     "--repeat N runs the pass N times and logs the mean and best times.\n",
      sc_cli_logits},
     {"model", "inspect a checkpoint",
-     "usage: sculpt model info --model DIR [--family NAME]\n"
+     "usage: sculpt model info --model DIR [--family NAME] [--json] [--max-seq N]\n"
      "\n"
      "Prints the family, the sizes, the dtype, the mask and EOS ids, whether\n"
-     "logits are shifted, and the memory needed.\n",
+     "logits are shifted, and the memory needed (weights plus one context of\n"
+     "--max-seq tokens), one `key: value` per line or, with --json, an object.\n",
      sc_cli_model},
+    {"complete", "fill in the middle at FILE:LINE:COL",
+     "usage: sculpt complete FILE:LINE:COL [--model DIR] [--max-tokens N] [--steps N]\n"
+     "                       [--algorithm NAME] [--threshold T] [--seed S] [--json]\n"
+     "\n"
+     "Completes at that position (1-based line, 1-based byte column) from the\n"
+     "file's text before and after it, and prints the middle. The model is\n"
+     "--model DIR, else $SCULPT_MODEL, else the model sculpt ships.\n"
+     "\n"
+     "  --max-tokens N      canvas length (default 32)\n"
+     "  --lengths A,B,...   several candidate canvas lengths; the most confident wins\n"
+     "  --algorithm NAME    threshold (default), confidence, margin, entropy\n"
+     "  --threshold T       commit every position scoring >= T each step (default 0.9)\n"
+     "  --steps N           fixed-k schedule: N steps for the canvas\n"
+     "  --block-len N       semi-autoregressive blocks (default 32; 0 = one block)\n"
+     "  --temperature T     0 = greedy (default); else seeded Gumbel-max sampling\n"
+     "  --top-p P --top-k K --eos-penalty X --seed S\n"
+     "  --no-cache          recompute the whole sequence every step\n"
+     "  --device auto|cpu|cuda, --family NAME\n"
+     "  --json              the middle with ids, confidences, steps and timings\n",
+     sc_cli_complete},
     {"help", "show help for a subcommand", "usage: sculpt help [SUBCOMMAND]\n", cmd_help},
     {NULL, NULL, NULL, NULL},
 };

@@ -34,16 +34,285 @@ typedef struct sc_device_choice {
   char fallback_reason[512]; /* why CUDA was not used; "" when it was, or never asked */
 } sc_device_choice;
 
+/* The model used when none is given: $SCULPT_MODEL when set, else the model
+ * sculpt ships (model/default in the source tree) when it is there, else
+ * NULL. Static or environment string; do not free. */
+const char *sc_model_default_dir(void);
+
 /* Picks the device for a request. AUTO and CUDA fall back to the CPU when
  * the binary has no CUDA backend or no device answers, and log exactly one
  * info line saying so; CPU never probes. Never fails. */
 void sc_device_select(sc_device_kind requested, sc_device_choice *out);
 
 /* ======================= tokenizer ======================================= */
-/* (section owned by the tokenizer work: model/tokenizer*.c) */
+/* Byte-level BPE as Hugging Face `tokenizers` runs it for the Qwen2/2.5/3
+ * and LLaDA tokenizers (model/tokenizer*.c). A tokenizer is immutable after
+ * loading: every function below may be called from several threads at once.
+ *
+ * Encoding pipeline: added tokens (longest match first) -> NFC (when the file
+ * asks for it) -> the file's Split regexes -> byte-level mapping -> merges by
+ * rank. Input that is not valid UTF-8 never fails: each byte of an invalid
+ * sequence is cut out of the text and becomes its own one-byte token, so the
+ * regex never sees it and decoding gives the byte back. Valid text decodes to
+ * its NFC form (identical bytes when the input was already NFC). */
+
+typedef struct sc_tokenizer sc_tokenizer;
+
+/* Loads one tokenizer.json. Supports model BPE; normalizer null, NFC or a
+ * Sequence of NFC; pre_tokenizer ByteLevel or Sequence[Split(Isolated)...,
+ * ByteLevel]; decoder null or ByteLevel. Anything else fails with
+ * SC_ERR_UNSUPPORTED naming the part; a malformed file with SC_ERR_FORMAT;
+ * an unreadable one with SC_ERR_IO. *out is owned by the caller
+ * (sc_tokenizer_free), NULL on failure. */
+sc_status sc_tokenizer_load_file(const char *tokenizer_json, sc_tokenizer **out,
+                                 sc_error *err);
+
+/* Loads a model folder: DIR/tokenizer.json when present, else the slow form
+ * DIR/vocab.json + DIR/merges.txt with the Qwen2 pre-tokenizer and NFC. Both
+ * then add the added tokens of DIR/tokenizer_config.json
+ * ("added_tokens_decoder") and mark the tokens named in
+ * DIR/special_tokens_map.json as special, when those files exist. */
+sc_status sc_tokenizer_load_dir(const char *model_dir, sc_tokenizer **out,
+                                sc_error *err);
+
+void sc_tokenizer_free(sc_tokenizer *tok); /* NULL is fine */
+
+/* text[0..len) -> *ids (owned by the caller: free()), *n of them. No special
+ * tokens are added; special tokens written in the text are recognised. An
+ * empty text gives *ids == NULL, *n == 0. Fails only on OOM or a regex
+ * engine error. */
+sc_status sc_tokenizer_encode(const sc_tokenizer *tok, const char *text,
+                              size_t len, int32_t **ids, size_t *n,
+                              sc_error *err);
+
+/* ids -> the exact bytes, *text owned by the caller (free()), NUL-terminated
+ * for convenience, *len bytes long (the text may contain NUL). Added and
+ * special tokens decode to their content. An id outside the vocabulary fails
+ * with SC_ERR_INVALID. */
+sc_status sc_tokenizer_decode(const sc_tokenizer *tok, const int32_t *ids,
+                              size_t n, char **text, size_t *len, sc_error *err);
+
+/* Token string (byte-level form, e.g. "Ġint", or an added token's content)
+ * -> id; -1 when absent. Added tokens are looked up first. */
+int32_t sc_tokenizer_token_to_id(const sc_tokenizer *tok, const char *token);
+
+/* id -> token string, borrowed (lives as long as tok); NULL when unused. */
+const char *sc_tokenizer_id_to_token(const sc_tokenizer *tok, int32_t id);
+
+/* Largest id + 1, over the vocabulary and the added tokens. The model's
+ * embedding table may be larger (padding rows). */
+size_t sc_tokenizer_vocab_size(const sc_tokenizer *tok);
+
+enum {
+  SC_TOKEN_ADDED = 1u,   /* an added token: matched before BPE */
+  SC_TOKEN_SPECIAL = 2u, /* marked special (e.g. <|endoftext|>, <|im_start|>) */
+};
+/* SC_TOKEN_* bits for an id; 0 for ordinary tokens and unknown ids. */
+unsigned sc_tokenizer_token_flags(const sc_tokenizer *tok, int32_t id);
 
 /* ======================= checkpoints and the forward pass ================ */
 /* (section owned by the checkpoint work: model/checkpoint*.c, model/cpu*.c) */
+
+/* A model is a folder: config.json, tokenizer files (only their special
+ * tokens are read here) and model.safetensors, or shards listed by
+ * model.safetensors.index.json. Weights are mmapped read-only and never
+ * copied; f32 weights are used in place, bf16/f16 weights are converted to
+ * f32 one block of rows at a time just before their GEMM (into a scratch
+ * buffer in the context's arena), so resident memory stays about the
+ * checkpoint's size plus the arenas. */
+
+typedef enum sc_model_family {
+  SC_FAMILY_AUTO = 0, /* detect from config.json (architectures, model_type) */
+  SC_FAMILY_DREAM,    /* DreamModel: Dream, Dream-Coder, DiffuCoder (Qwen2 graph) */
+  SC_FAMILY_QWEN2,    /* Qwen2ForCausalLM diffusion models, e.g. Open-dCoder */
+  SC_FAMILY_QWEN3,    /* Qwen3 graph with q/k RMSNorm, e.g. CoDA */
+  SC_FAMILY_LLADA,    /* LLaDAModelLM (OLMo-style names and keys) */
+} sc_model_family;
+
+/* "dream", "qwen2", "qwen3", "llada" (case-insensitive), plus the aliases
+ * "auto", "dream-coder", "diffucoder", "open-dcoder", "coda". False on
+ * anything else. */
+bool sc_model_family_parse(const char *s, sc_model_family *out);
+const char *sc_model_family_name(sc_model_family family); /* static string */
+
+typedef enum sc_dtype {
+  SC_DTYPE_F32 = 0,
+  SC_DTYPE_F16,
+  SC_DTYPE_BF16,
+  SC_DTYPE_MIXED, /* only in sc_model_info: the weights use several dtypes */
+} sc_dtype;
+const char *sc_dtype_name(sc_dtype dtype); /* "f32", "f16", "bf16", "mixed" */
+
+typedef struct sc_model_options {
+  sc_model_family family; /* SC_FAMILY_AUTO (0) detects; else overrides */
+  sc_device_kind device;  /* what sc_device_select() chose; CUDA has no
+                             forward pass yet and falls back to the CPU */
+  int max_seq;   /* longest sequence a context accepts; 0 = min(the
+                    checkpoint's max positions, 2048) */
+  int n_threads; /* GEMM threads (OpenBLAS, process-wide); 0 = leave as is */
+} sc_model_options;
+
+typedef struct sc_model_info {
+  sc_model_family family;
+  char architecture[64]; /* config.json architectures[0], or "" */
+  int n_layers, hidden, n_heads, n_kv_heads, head_dim, intermediate, vocab;
+  int64_t n_params;      /* elements of the tensors the forward pass uses */
+  sc_dtype dtype;
+  float rope_theta, rms_eps;
+  bool qkv_bias, qk_norm;
+  bool tied_embeddings;  /* lm_head reuses the token embedding */
+  int32_t mask_id, eos_id, pad_id, bos_id; /* -1 when unknown */
+  bool shift_logits;     /* token i is predicted by row i-1 (row 0 by itself) */
+  int max_seq;           /* the contexts' default capacity */
+  uint64_t weight_bytes; /* tensor bytes mapped from the checkpoint */
+  uint64_t context_bytes; /* one context's activation arena at max_seq */
+} sc_model_info;
+
+typedef struct sc_model sc_model;
+
+/* Loads and validates the checkpoint in dir: every safetensors header, every
+ * tensor the family needs (present, known dtype, shape matching config.json,
+ * offsets inside the file and not overlapping) and every shard. On failure
+ * returns a status and one message naming the file (and the tensor). opts may
+ * be NULL. *out is owned by the caller: sc_model_free. Thread-safe to call;
+ * the model is immutable afterwards and may be shared by threads. */
+sc_status sc_model_load(const char *dir, const sc_model_options *opts,
+                        sc_model **out, sc_error *err);
+void sc_model_free(sc_model *model); /* NULL is fine; free contexts first */
+
+/* Borrowed; lives as long as the model. */
+const sc_model_info *sc_model_get_info(const sc_model *model);
+
+/* A forward context: one activation arena (sized up front for max_seq) plus
+ * per-layer K and V rows, so that a later caller can recompute a window
+ * only. Contexts sharing one model may run concurrently on different
+ * threads; one context is used by one thread at a time. */
+typedef struct sc_forward_ctx sc_forward_ctx;
+
+/* max_seq 0 = the model's info.max_seq. *out owned by the caller. */
+sc_status sc_forward_ctx_new(sc_model *model, int max_seq, sc_forward_ctx **out,
+                             sc_error *err);
+void sc_forward_ctx_free(sc_forward_ctx *ctx); /* NULL is fine */
+/* Bytes of the context's arena (activations, K/V, scratch). */
+uint64_t sc_forward_ctx_bytes(const sc_forward_ctx *ctx);
+
+/* One bidirectional forward pass over ids[0..n) at positions 0..n-1
+ * (1 <= n <= max_seq, every id < vocab). Writes the raw lm_head outputs,
+ * before any logit shift, for the rows rows[0..n_rows) (each in [0, n),
+ * repeats allowed) into logits[n_rows][vocab], row-major, in that order.
+ * rows == NULL means every position (n_rows must then be n). logits is
+ * owned by the caller. */
+sc_status sc_forward_ctx_run(sc_forward_ctx *ctx, const int32_t *ids, int n,
+                             const int32_t *rows, int n_rows, float *logits,
+                             sc_error *err);
+
+/* The cached pass (Fast-dLLM's dual cache): recomputes only positions
+ * [w0, w1) of ids[0..n) and reuses every other position's K/V from the
+ * context's previous run, which must have been over the same n positions
+ * (SC_ERR_INVALID otherwise). Those K/V are approximate where tokens changed
+ * since they were computed; a full sc_forward_ctx_run refreshes them. rows
+ * must lie in [w0, w1); NULL means every window position, in order. */
+sc_status sc_forward_ctx_run_window(sc_forward_ctx *ctx, const int32_t *ids, int n,
+                                    int w0, int w1, const int32_t *rows, int n_rows,
+                                    float *logits, sc_error *err);
+
+
+/* ======================= the diffusion infill engine ===================== */
+/* (model/engine.c) Fills a canvas of mask tokens between a prefix and a
+ * suffix in a few forward passes, committing several tokens per pass.
+ * Layout, as these families were trained (no FIM sentinels):
+ *   [BOS] prefix [MASK] x m suffix [EOS]
+ * with BOS and EOS left out when the checkpoint has none. Algorithms and
+ * their sources: ../shared/notes/diffusion-models.md section B. */
+
+/* How masked positions are ranked for committing. */
+typedef enum sc_rank {
+  SC_RANK_CONFIDENCE = 0, /* p(top1) — LLaDA low-confidence remasking, Dream maskgit_plus */
+  SC_RANK_MARGIN,         /* p(top1) - p(top2) — Dream topk_margin */
+  SC_RANK_ENTROPY,        /* -H(p), larger = more certain — Dream entropy */
+} sc_rank;
+
+/* How many positions are committed per step. */
+typedef enum sc_schedule {
+  SC_SCHEDULE_THRESHOLD = 0, /* Fast-dLLM: every position scoring >= threshold,
+                                and always the best one */
+  SC_SCHEDULE_FIXED_K,       /* LLaDA: the block's masks split evenly over steps */
+} sc_schedule;
+
+typedef struct sc_infill_params {
+  sc_rank rank;
+  sc_schedule schedule;
+  /* The score compared with threshold is p(top1), p1 - p2, or exp(-H)
+   * for the three ranks, so all live in [0, 1]. */
+  float threshold;   /* default 0.9 */
+  int steps;         /* fixed-k: steps for the whole canvas (>= number of
+                        blocks); 0 = one token per step */
+  int block_len;     /* semi-autoregressive blocks inside the canvas; 0 = one block */
+  double temperature; /* 0 = greedy (argmax); else Gumbel-max sampling */
+  double top_p;       /* 1 = off */
+  int top_k;          /* 0 = off */
+  uint64_t seed;      /* same seed, same output */
+  float eos_penalty;  /* subtracted from the EOS and pad logits (Dream-Coder: 3) */
+  bool use_cache;     /* reuse prefix/suffix K/V between steps (Fast-dLLM dual
+                         cache, refreshed at block boundaries) */
+} sc_infill_params;
+
+/* Defaults: threshold 0.9 on confidence, blocks of 32, greedy, cache on. */
+void sc_infill_params_default(sc_infill_params *p);
+
+/* "confidence", "margin", "entropy" -> rank with the fixed-k schedule;
+ * "threshold" -> confidence with the threshold schedule. */
+bool sc_infill_algorithm_parse(const char *name, sc_infill_params *p);
+
+#define SC_INFILL_MAX_CANDIDATES 8
+
+/* The caller's canvas plan: one or several candidate lengths. Several are
+ * decoded as one batch and the best by mean log-confidence is returned. */
+typedef struct sc_infill_plan {
+  int n_lengths;
+  int lengths[SC_INFILL_MAX_CANDIDATES];
+} sc_infill_plan;
+
+typedef struct sc_infill_result {
+  int32_t *ids;       /* the middle, EOS/pad/mask stripped (owned) */
+  int n_ids;
+  float *confidence;  /* p of each middle token when it was committed (owned) */
+  char *text;         /* decoded middle, NUL-terminated (owned; NULL without a tokenizer) */
+  size_t text_len;
+  int canvas_len;     /* the chosen candidate's canvas length */
+  int candidate;      /* its index in the plan */
+  double mean_logp;   /* its mean log-confidence */
+  int steps;          /* forward passes used, all candidates */
+  int committed;      /* tokens committed, all candidates */
+  bool ended;         /* the model wrote an EOS/pad inside the canvas */
+  double ms_total, ms_forward, ms_sample;
+} sc_infill_result;
+
+void sc_infill_result_free(sc_infill_result *r); /* frees the members; r itself is the caller's */
+
+/* The current draft after a step: canvas[0..m) with mask ids where nothing
+ * is committed yet. Borrowed for the duration of the call. */
+typedef void (*sc_infill_progress_fn)(void *user, int candidate, const int32_t *canvas,
+                                      int m, int step, int committed);
+
+typedef struct sc_engine sc_engine;
+
+/* model and tok are borrowed and must outlive the engine; tok may be NULL
+ * (no text in results). max_seq 0 = the model's. One engine is used by one
+ * thread at a time; several engines may share one model. */
+sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
+                        sc_engine **out, sc_error *err);
+void sc_engine_free(sc_engine *e);
+
+/* Fills the middle. cancel (may be NULL) is polled between steps: when it
+ * becomes non-zero the call returns SC_ERR_CANCELLED within one step.
+ * progress may be NULL. *out is filled on success (free with
+ * sc_infill_result_free). */
+sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
+                           const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
+                           const sc_infill_params *params, const _Atomic int *cancel,
+                           sc_infill_progress_fn progress, void *user,
+                           sc_infill_result *out, sc_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,324 @@
+/* cmd_complete.c — `sculpt complete FILE:LINE:COL`: fill in the middle at a
+ * position of a file, from the text before and after it. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include "model.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "complete"
+
+typedef struct args {
+  const char *target;
+  const char *model_dir;
+  const char *family;
+  sc_device_kind device;
+  sc_infill_plan plan;
+  sc_infill_params params;
+  bool json;
+} args;
+
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+static int parse_args(int argc, char **argv, args *a) {
+  memset(a, 0, sizeof *a);
+  sc_infill_params_default(&a->params);
+  a->plan.n_lengths = 1;
+  a->plan.lengths[0] = 32;
+  a->device = SC_DEVICE_AUTO;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long n;
+    double d;
+    if (strcmp(o, "--json") == 0) { a->json = true; continue; }
+    if (strcmp(o, "--no-cache") == 0) { a->params.use_cache = false; continue; }
+    if (o[0] != '-' || strcmp(o, "-") == 0) {
+      if (a->target) { sc_cli_fail(CMD, "one FILE:LINE:COL only"); return 2; }
+      a->target = o;
+      continue;
+    }
+    if (!v) { sc_cli_fail(CMD, "%s needs a value", o); return 2; }
+    i++;
+    if (strcmp(o, "--model") == 0) a->model_dir = v;
+    else if (strcmp(o, "--family") == 0) a->family = v;
+    else if (strcmp(o, "--device") == 0) {
+      if (!sc_device_kind_parse(v, &a->device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
+    } else if (strcmp(o, "--max-tokens") == 0) {
+      if (!parse_int(v, 1, 4096, &n)) { sc_cli_fail(CMD, "--max-tokens takes 1 to 4096"); return 2; }
+      a->plan.n_lengths = 1;
+      a->plan.lengths[0] = (int)n;
+    } else if (strcmp(o, "--lengths") == 0) {
+      /* Several candidate canvas lengths, decoded and ranked. */
+      a->plan.n_lengths = 0;
+      char *copy = strdup(v), *save = NULL;
+      for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (a->plan.n_lengths == SC_INFILL_MAX_CANDIDATES || !parse_int(t, 1, 4096, &n)) {
+          free(copy);
+          sc_cli_fail(CMD, "--lengths takes 1 to %d numbers from 1 to 4096", SC_INFILL_MAX_CANDIDATES);
+          return 2;
+        }
+        a->plan.lengths[a->plan.n_lengths++] = (int)n;
+      }
+      free(copy);
+      if (a->plan.n_lengths == 0) { sc_cli_fail(CMD, "--lengths is empty"); return 2; }
+    } else if (strcmp(o, "--steps") == 0) {
+      if (!parse_int(v, 1, 1 << 20, &n)) { sc_cli_fail(CMD, "--steps takes a positive number"); return 2; }
+      a->params.steps = (int)n;
+      a->params.schedule = SC_SCHEDULE_FIXED_K;
+    } else if (strcmp(o, "--algorithm") == 0) {
+      int steps = a->params.steps;
+      if (!sc_infill_algorithm_parse(v, &a->params)) {
+        sc_cli_fail(CMD, "--algorithm takes threshold, confidence, margin or entropy");
+        return 2;
+      }
+      a->params.steps = steps;
+    } else if (strcmp(o, "--threshold") == 0) {
+      if (!parse_double(v, 0, 1, &d)) { sc_cli_fail(CMD, "--threshold takes a number in [0, 1]"); return 2; }
+      a->params.threshold = (float)d;
+      a->params.schedule = SC_SCHEDULE_THRESHOLD;
+    } else if (strcmp(o, "--seed") == 0) {
+      char *end;
+      errno = 0;
+      unsigned long long s = strtoull(v, &end, 10);
+      if (errno || *end || v[0] == '-') { sc_cli_fail(CMD, "--seed takes a non-negative number"); return 2; }
+      a->params.seed = s;
+    } else if (strcmp(o, "--temperature") == 0) {
+      if (!parse_double(v, 0, 100, &a->params.temperature)) { sc_cli_fail(CMD, "--temperature takes 0 to 100"); return 2; }
+    } else if (strcmp(o, "--top-p") == 0) {
+      if (!parse_double(v, 0, 1, &a->params.top_p)) { sc_cli_fail(CMD, "--top-p takes (0, 1]"); return 2; }
+    } else if (strcmp(o, "--top-k") == 0) {
+      if (!parse_int(v, 0, 1 << 24, &n)) { sc_cli_fail(CMD, "--top-k takes a number"); return 2; }
+      a->params.top_k = (int)n;
+    } else if (strcmp(o, "--block-len") == 0) {
+      if (!parse_int(v, 0, 4096, &n)) { sc_cli_fail(CMD, "--block-len takes 0 to 4096"); return 2; }
+      a->params.block_len = (int)n;
+    } else if (strcmp(o, "--eos-penalty") == 0) {
+      if (!parse_double(v, -100, 100, &d)) { sc_cli_fail(CMD, "--eos-penalty takes a number"); return 2; }
+      a->params.eos_penalty = (float)d;
+    } else {
+      sc_cli_fail(CMD, "unknown option '%s' (see sculpt help complete)", o);
+      return 2;
+    }
+  }
+  if (!a->target) { sc_cli_fail(CMD, "needs FILE:LINE:COL (see sculpt help complete)"); return 2; }
+  return 0;
+}
+
+/* Reads a whole file; *data owned by the caller. */
+static bool read_file(const char *path, char **data, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t cap = 65536, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+    if (n == cap) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) { free(buf); buf = NULL; }
+      else buf = nb;
+    }
+  }
+  bool ok = buf && !ferror(f);
+  fclose(f);
+  if (!ok) { free(buf); return false; }
+  *data = buf;
+  *len = n;
+  return true;
+}
+
+/* FILE:LINE:COL (1-based line, 1-based byte column) -> path and offset. */
+static int locate(const char *target, char **path, const char *text, size_t len,
+                  size_t *offset, bool read_it, long *line_out, long *col_out) {
+  const char *c2 = strrchr(target, ':');
+  if (!c2 || c2 == target) return -1;
+  const char *c1 = c2 - 1;
+  while (c1 > target && *c1 != ':') c1--;
+  if (*c1 != ':') return -1;
+  char lbuf[32], cbuf[32];
+  size_t ll = (size_t)(c2 - c1 - 1), cl = strlen(c2 + 1);
+  if (ll == 0 || ll >= sizeof lbuf || cl == 0 || cl >= sizeof cbuf) return -1;
+  memcpy(lbuf, c1 + 1, ll);
+  lbuf[ll] = '\0';
+  memcpy(cbuf, c2 + 1, cl + 1);
+  long line, col;
+  if (!parse_int(lbuf, 1, 1L << 30, &line) || !parse_int(cbuf, 1, 1L << 30, &col)) return -1;
+  *line_out = line;
+  *col_out = col;
+  if (read_it) {
+    *path = strndup(target, (size_t)(c1 - target));
+    return 0;
+  }
+  /* Find the line's start; lines end at \n (a \r before it is content). */
+  size_t pos = 0;
+  for (long l = 1; l < line; l++) {
+    const char *nl = memchr(text + pos, '\n', len - pos);
+    if (!nl) return -2;
+    pos = (size_t)(nl - text) + 1;
+  }
+  const char *nl = memchr(text + pos, '\n', len - pos);
+  size_t end = nl ? (size_t)(nl - text) : len;
+  if ((size_t)(col - 1) > end - pos) return -3;
+  *offset = pos + (size_t)(col - 1);
+  return 0;
+}
+
+static int fail_err(const sc_error *err) {
+  sc_cli_fail(CMD, "%s", err->msg);
+  return err->status == SC_ERR_INVALID ? 2 : 1;
+}
+
+int sc_cli_complete(int argc, char **argv) {
+  args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc;
+  char *path = NULL;
+  long line = 0, col = 0;
+  size_t offset = 0;
+  if (locate(a.target, &path, NULL, 0, NULL, true, &line, &col) != 0 || !path) {
+    sc_cli_fail(CMD, "'%s' is not FILE:LINE:COL with 1-based numbers", a.target);
+    free(path);
+    return 2;
+  }
+  char *text = NULL;
+  size_t len = 0;
+  if (!read_file(path, &text, &len)) {
+    sc_cli_fail(CMD, "cannot read %s: %s", path, strerror(errno));
+    free(path);
+    return 2;
+  }
+  int where = locate(a.target, NULL, text, len, &offset, false, &line, &col);
+  if (where != 0) {
+    sc_cli_fail(CMD, "%s has no %s %ld", path, where == -2 ? "line" : "column", where == -2 ? line : col);
+    free(path);
+    free(text);
+    return 2;
+  }
+
+  const char *model_dir = a.model_dir ? a.model_dir : sc_model_default_dir();
+  if (!model_dir) {
+    sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");
+    free(path);
+    free(text);
+    return 2;
+  }
+  sc_error err = {0};
+  double t0 = sc_now_ms();
+  sc_model_options mo = {0};
+  if (a.family && !sc_model_family_parse(a.family, &mo.family)) {
+    sc_cli_fail(CMD, "unknown --family '%s'", a.family);
+    free(path);
+    free(text);
+    return 2;
+  }
+  sc_device_choice dev;
+  sc_device_select(a.device, &dev);
+  mo.device = dev.kind;
+  sc_model *model = NULL;
+  sc_tokenizer *tok = NULL;
+  sc_engine *engine = NULL;
+  int32_t *pre = NULL, *suf = NULL;
+  size_t n_pre = 0, n_suf = 0;
+  sc_infill_result res = {0};
+  int exit_code = 1;
+  if (sc_model_load(model_dir, &mo, &model, &err) != SC_OK ||
+      sc_tokenizer_load_dir(model_dir, &tok, &err) != SC_OK) {
+    exit_code = fail_err(&err);
+    goto done;
+  }
+  double t_load = sc_now_ms();
+  if (sc_tokenizer_encode(tok, text, offset, &pre, &n_pre, &err) != SC_OK ||
+      sc_tokenizer_encode(tok, text + offset, len - offset, &suf, &n_suf, &err) != SC_OK) {
+    exit_code = fail_err(&err);
+    goto done;
+  }
+  double t_tok = sc_now_ms();
+  /* Keep the tokens nearest the cursor when the file is longer than the
+   * context: the suffix gets at most a quarter of the room. */
+  const sc_model_info *info = sc_model_get_info(model);
+  int max_len = 0;
+  for (int i = 0; i < a.plan.n_lengths; i++)
+    if (a.plan.lengths[i] > max_len) max_len = a.plan.lengths[i];
+  int room = info->max_seq - max_len - 2;
+  if (room < 0) {
+    sc_cli_fail(CMD, "a %d-token canvas does not fit the model's %d-token context", max_len,
+                info->max_seq);
+    exit_code = 2;
+    goto done;
+  }
+  size_t keep_suf = n_suf, keep_pre = n_pre;
+  if (n_pre + n_suf > (size_t)room) {
+    keep_suf = n_suf < (size_t)room / 4 ? n_suf : (size_t)room / 4;
+    keep_pre = n_pre < (size_t)room - keep_suf ? n_pre : (size_t)room - keep_suf;
+    keep_suf = (size_t)room - keep_pre < n_suf ? (size_t)room - keep_pre : n_suf;
+  }
+  int need = (int)(keep_pre + keep_suf) + max_len + 2;
+  if (sc_engine_new(model, tok, need, &engine, &err) != SC_OK ||
+      sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
+                       &a.plan, &a.params, NULL, NULL, NULL, &res, &err) != SC_OK) {
+    exit_code = fail_err(&err);
+    goto done;
+  }
+  if (a.json) {
+    json_t *ids = json_array(), *conf = json_array();
+    for (int i = 0; i < res.n_ids; i++) {
+      json_array_append_new(ids, json_integer(res.ids[i]));
+      json_array_append_new(conf, json_real((double)res.confidence[i]));
+    }
+    json_t *text_j = json_stringn(res.text ? res.text : "", res.text_len);
+    json_t *o = json_pack(
+        "{s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:{s:s, s:s, s:s}, "
+        "s:{s:I, s:I}, s:{s:f, s:f, s:f, s:f, s:f}}",
+        "text", text_j ? text_j : json_string(""), "ids", ids, "confidence", conf,
+        "steps", res.steps, "committed", res.committed, "canvas", res.canvas_len, "ended",
+        res.ended, "mean_logp", res.mean_logp, "model", "dir", model_dir, "family",
+        sc_model_family_name(info->family), "device", dev.description, "context",
+        "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
+        "timings", "load_ms", t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms",
+        res.ms_total, "forward_ms", res.ms_forward, "sample_ms", res.ms_sample);
+    char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+    if (!s) {
+      sc_cli_fail(CMD, "cannot format the result");
+      json_decref(o);
+      goto done;
+    }
+    puts(s);
+    free(s);
+    json_decref(o);
+  } else {
+    fwrite(res.text ? res.text : "", 1, res.text_len, stdout);
+    if (res.text_len == 0 || res.text[res.text_len - 1] != '\n') putchar('\n');
+  }
+  exit_code = 0;
+done:
+  sc_infill_result_free(&res);
+  sc_engine_free(engine);
+  free(pre);
+  free(suf);
+  sc_tokenizer_free(tok);
+  sc_model_free(model);
+  free(path);
+  free(text);
+  return exit_code;
+}

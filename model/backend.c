@@ -1,0 +1,98 @@
+/* backend.c — forward contexts: argument checks and dispatch through the
+ * backend vtable (sc_backend_ops in model_impl.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "model_impl.h"
+
+#include <stdlib.h>
+
+struct sc_forward_ctx {
+  sc_model *model;
+  const sc_backend_ops *ops;
+  void *state;
+  int max_seq;
+  uint64_t bytes;
+  int cached_n; /* length of the last run whose K/V the context holds; 0 = none */
+};
+
+const sc_backend_ops *sc_backend_for(sc_device_kind kind) {
+  /* No CUDA forward pass exists yet; sc_device_select() has already logged
+   * its own line when CUDA itself is missing, so say this only when a GPU
+   * was actually chosen. */
+  if (kind == SC_DEVICE_CUDA)
+    SC_LOG_INFO("model: the CUDA forward pass is not built yet; using the CPU backend");
+  return &sc_cpu_backend;
+}
+
+sc_status sc_forward_ctx_new(sc_model *model, int max_seq, sc_forward_ctx **out,
+                             sc_error *err) {
+  *out = NULL;
+  SC_CHECK(model, err, SC_ERR_INVALID, "no model");
+  if (max_seq == 0) max_seq = model->info.max_seq;
+  SC_CHECK(max_seq > 0 && max_seq <= (1 << 20), err, SC_ERR_INVALID,
+           "max_seq %d is out of range", max_seq);
+  sc_forward_ctx *c = calloc(1, sizeof *c);
+  SC_CHECK(c, err, SC_ERR_NOMEM, "out of memory");
+  c->model = model;
+  c->ops = model->backend;
+  c->max_seq = max_seq;
+  c->bytes = c->ops->ctx_bytes(model, max_seq);
+  sc_status st = c->ops->ctx_init(model, max_seq, &c->state, err);
+  if (st != SC_OK) {
+    free(c);
+    return st;
+  }
+  *out = c;
+  return SC_OK;
+}
+
+void sc_forward_ctx_free(sc_forward_ctx *c) {
+  if (!c) return;
+  c->ops->ctx_free(c->state);
+  free(c);
+}
+
+uint64_t sc_forward_ctx_bytes(const sc_forward_ctx *c) { return c ? c->bytes : 0; }
+
+static sc_status check_run(sc_forward_ctx *c, const int32_t *ids, int n, int w0, int w1,
+                           const int32_t *rows, int n_rows, float *logits, sc_error *err) {
+  SC_CHECK(c && ids, err, SC_ERR_INVALID, "no context or no ids");
+  SC_CHECK(n >= 1 && n <= c->max_seq, err, SC_ERR_INVALID,
+           "%d tokens: the context holds 1 to %d", n, c->max_seq);
+  SC_CHECK(0 <= w0 && w0 < w1 && w1 <= n, err, SC_ERR_INVALID,
+           "window [%d, %d) is not inside 0..%d", w0, w1, n);
+  const int vocab = c->model->info.vocab;
+  for (int i = w0; i < w1; i++)
+    SC_CHECK(ids[i] >= 0 && ids[i] < vocab, err, SC_ERR_INVALID,
+             "token id %d at position %d is outside the vocabulary (0..%d)", ids[i], i,
+             vocab - 1);
+  if (!rows) {
+    SC_CHECK(n_rows == w1 - w0, err, SC_ERR_INVALID, "rows is NULL but n_rows %d != %d",
+             n_rows, w1 - w0);
+  } else {
+    SC_CHECK(n_rows >= 0, err, SC_ERR_INVALID, "n_rows %d is negative", n_rows);
+    for (int i = 0; i < n_rows; i++)
+      SC_CHECK(rows[i] >= w0 && rows[i] < w1, err, SC_ERR_INVALID,
+               "row %d (entry %d) is outside %d..%d", rows[i], i, w0, w1 - 1);
+  }
+  SC_CHECK(n_rows == 0 || logits, err, SC_ERR_INVALID, "no logits buffer");
+  return SC_OK;
+}
+
+sc_status sc_forward_ctx_run(sc_forward_ctx *c, const int32_t *ids, int n,
+                             const int32_t *rows, int n_rows, float *logits, sc_error *err) {
+  SC_TRY(check_run(c, ids, n, 0, n, rows, n_rows, logits, err));
+  c->cached_n = 0;
+  SC_TRY(c->ops->forward(c->state, ids, n, 0, n, rows, n_rows, logits, err));
+  c->cached_n = n;
+  return SC_OK;
+}
+
+sc_status sc_forward_ctx_run_window(sc_forward_ctx *c, const int32_t *ids, int n, int w0,
+                                    int w1, const int32_t *rows, int n_rows, float *logits,
+                                    sc_error *err) {
+  SC_TRY(check_run(c, ids, n, w0, w1, rows, n_rows, logits, err));
+  SC_CHECK(c->cached_n == n, err, SC_ERR_INVALID,
+           "a window run needs the K/V of a previous %d-token run (the context holds %d)", n,
+           c->cached_n);
+  return c->ops->forward(c->state, ids, n, w0, w1, rows, n_rows, logits, err);
+}

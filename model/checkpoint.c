@@ -1,0 +1,329 @@
+/* checkpoint.c — sc_model_load: config, shards, and binding every tensor the
+ * family needs, with its shape checked against the config.
+ *
+ * Tensor names: Qwen2/Qwen3 follow HF transformers' modeling_qwen2/qwen3
+ * (model.embed_tokens, model.layers.N.self_attn.{q,k,v,o}_proj, q_norm/k_norm
+ * in Qwen3, mlp.{gate,up,down}_proj, input_layernorm,
+ * post_attention_layernorm, model.norm, lm_head). LLaDA follows its
+ * modeling_llada.py (LLaDALlamaBlock): model.transformer.wte,
+ * blocks.N.{q_proj,k_proj,v_proj,attn_out,attn_norm,ff_norm,ff_proj,up_proj,
+ * ff_out}, ln_f, and ff_out for the head. In LLaDALlamaBlock.forward,
+ * `x, x_up = self.ff_proj(x), self.up_proj(x); x = self.act(x); x = x * x_up;
+ * x = self.ff_out(x)`: ff_proj is the GATE (it goes through SiLU), up_proj
+ * the up projection and blocks.N.ff_out the down projection.
+ *
+ * The lm_head rule (CoDA states no tie_word_embeddings while its code
+ * defaults it to true): when config.json says tied, the embedding is the
+ * head, as in HF; otherwise a saved head tensor is used; with neither, the
+ * family's default decides (tied for Qwen3, else the head is missing). */
+#define _POSIX_C_SOURCE 200809L
+#include "model_impl.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct loader {
+  sc_model *m;
+  const char *dir;
+  json_t *weight_map; /* from the index, or NULL for one file */
+  float *vec_next;    /* next free slot in m->vectors */
+  int64_t n_params;
+  uint64_t bytes;
+  int dtype_seen; /* -1 none yet, else sc_dtype; SC_DTYPE_MIXED once mixed */
+} loader;
+
+/* Finds a tensor in whichever shard holds it; NULL when none does. */
+static const sc_st_tensor *find_tensor(const loader *L, const char *name, const char **file) {
+  for (size_t i = 0; i < L->m->n_files; i++) {
+    const sc_st_tensor *t = sc_st_file_find(&L->m->files[i], name);
+    if (t) {
+      *file = L->m->files[i].path;
+      return t;
+    }
+  }
+  return NULL;
+}
+
+static sc_status missing(const loader *L, const char *name, sc_error *err) {
+  if (L->weight_map)
+    return sc_error_set(err, SC_ERR_FORMAT,
+                        "%s/model.safetensors.index.json: missing tensor '%s' (no shard has it)",
+                        L->dir, name);
+  return sc_error_set(err, SC_ERR_FORMAT, "%s/model.safetensors: missing tensor '%s'", L->dir,
+                      name);
+}
+
+static sc_status take(loader *L, const char *name, int rank, int64_t d0, int64_t d1,
+                      const sc_st_tensor **out, sc_error *err) {
+  const char *file = NULL;
+  const sc_st_tensor *t = find_tensor(L, name, &file);
+  if (!t) return missing(L, name, err);
+  SC_CHECK(t->usable, err, SC_ERR_UNSUPPORTED,
+           "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16 are)", file, name,
+           t->dtype_str);
+  bool ok = t->rank == rank && t->shape[0] == d0 && (rank == 1 || t->shape[1] == d1);
+  if (!ok) {
+    char got[128] = "", *p = got;
+    for (int i = 0; i < t->rank && p < got + sizeof got - 24; i++)
+      p += snprintf(p, (size_t)(got + sizeof got - p), "%s%lld", i ? ", " : "",
+                    (long long)t->shape[i]);
+    if (rank == 1)
+      return sc_error_set(err, SC_ERR_FORMAT,
+                          "%s: tensor '%s': shape [%s] does not match config.json ([%lld])",
+                          file, name, got, (long long)d0);
+    return sc_error_set(err, SC_ERR_FORMAT,
+                        "%s: tensor '%s': shape [%s] does not match config.json ([%lld, %lld])",
+                        file, name, got, (long long)d0, (long long)d1);
+  }
+  L->n_params += rank == 1 ? d0 : d0 * d1;
+  L->bytes += t->end - t->begin;
+  if (L->dtype_seen < 0) L->dtype_seen = (int)t->dtype;
+  else if (L->dtype_seen != (int)t->dtype) L->dtype_seen = SC_DTYPE_MIXED;
+  *out = t;
+  return SC_OK;
+}
+
+static sc_status take_matrix(loader *L, const char *name, int64_t rows, int64_t cols,
+                             sc_weight *w, sc_error *err) {
+  const sc_st_tensor *t;
+  SC_TRY(take(L, name, 2, rows, cols, &t, err));
+  w->data = t->data;
+  w->dtype = t->dtype;
+  w->rows = rows;
+  w->cols = cols;
+  return SC_OK;
+}
+
+static sc_status take_vector(loader *L, const char *name, int64_t n, const float **out,
+                             sc_error *err) {
+  const sc_st_tensor *t;
+  SC_TRY(take(L, name, 1, n, 0, &t, err));
+  sc_convert_to_f32(t->data, t->dtype, (size_t)n, L->vec_next);
+  *out = L->vec_next;
+  L->vec_next += n;
+  return SC_OK;
+}
+
+/* A shard name from the index must be a plain file in the model folder. */
+static bool plain_name(const char *s) {
+  return s[0] && s[0] != '.' && !strchr(s, '/') && !strchr(s, '\\');
+}
+
+static sc_status open_files(loader *L, sc_error *err) {
+  sc_model *m = L->m;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/model.safetensors.index.json", L->dir);
+  if (access(path, F_OK) == 0) {
+    json_error_t jerr;
+    json_t *idx = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    SC_CHECK(idx, err, SC_ERR_FORMAT, "%s: invalid JSON at line %d: %s", path, jerr.line,
+             jerr.text);
+    json_t *wm = json_object_get(idx, "weight_map");
+    if (!json_is_object(wm) || json_object_size(wm) == 0) {
+      json_decref(idx);
+      return sc_error_set(err, SC_ERR_FORMAT, "%s: no \"weight_map\" object", path);
+    }
+    L->weight_map = json_incref(wm);
+    json_decref(idx);
+    /* Unique shard names, in first-seen order. */
+    size_t cap = json_object_size(wm);
+    const char **names = calloc(cap, sizeof *names);
+    SC_CHECK(names, err, SC_ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    const char *key;
+    json_t *v;
+    sc_status st = SC_OK;
+    json_object_foreach(wm, key, v) {
+      if (!json_is_string(v) || !plain_name(json_string_value(v))) {
+        st = sc_error_set(err, SC_ERR_FORMAT,
+                          "%s: tensor '%s': shard is not a plain file name", path, key);
+        break;
+      }
+      const char *f = json_string_value(v);
+      size_t j = 0;
+      while (j < n && strcmp(names[j], f) != 0) j++;
+      if (j == n) names[n++] = f;
+    }
+    if (st == SC_OK) {
+      m->files = calloc(n, sizeof *m->files);
+      if (!m->files) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    }
+    for (size_t j = 0; st == SC_OK && j < n; j++) {
+      snprintf(path, sizeof path, "%s/%s", L->dir, names[j]);
+      if (access(path, F_OK) != 0) {
+        st = sc_error_set(err, SC_ERR_IO,
+                          "%s: shard listed in model.safetensors.index.json is missing", path);
+        break;
+      }
+      st = sc_st_file_open(path, &m->files[j], err);
+      if (st == SC_OK) m->n_files++;
+    }
+    free(names);
+    SC_TRY(st);
+    /* The index and the shards must agree on where each tensor lives. */
+    json_object_foreach(wm, key, v) {
+      for (size_t j = 0; j < m->n_files; j++) {
+        const char *base = strrchr(m->files[j].path, '/') + 1;
+        if (strcmp(base, json_string_value(v)) == 0) {
+          SC_CHECK(sc_st_file_find(&m->files[j], key), err, SC_ERR_FORMAT,
+                   "%s: tensor '%s': listed in the index but not in this shard",
+                   m->files[j].path, key);
+        }
+      }
+    }
+    return SC_OK;
+  }
+  m->files = calloc(1, sizeof *m->files);
+  SC_CHECK(m->files, err, SC_ERR_NOMEM, "out of memory");
+  snprintf(path, sizeof path, "%s/model.safetensors", L->dir);
+  SC_CHECK(access(path, F_OK) == 0, err, SC_ERR_IO,
+           "%s: no model.safetensors or model.safetensors.index.json", L->dir);
+  SC_TRY(sc_st_file_open(path, &m->files[0], err));
+  m->n_files = 1;
+  return SC_OK;
+}
+
+static sc_status bind_tensors(loader *L, sc_error *err) {
+  sc_model *m = L->m;
+  const sc_config *c = &m->cfg;
+  const int64_t H = c->hidden, I = c->intermediate, V = c->vocab;
+  const int64_t QD = (int64_t)c->n_heads * c->head_dim, KD = (int64_t)c->n_kv_heads * c->head_dim;
+  const bool llada = c->family == SC_FAMILY_LLADA;
+
+  size_t per_layer = (size_t)(2 * H + (c->qkv_bias ? QD + 2 * KD : 0) +
+                              (c->qk_norm ? 2 * c->head_dim : 0));
+  m->vectors = malloc(((size_t)c->n_layers * per_layer + (size_t)H) * sizeof(float));
+  m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+  SC_CHECK(m->vectors && m->layers, err, SC_ERR_NOMEM, "out of memory for the model");
+  L->vec_next = m->vectors;
+
+  char name[256];
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+  SC_TRY(take_matrix(L, llada ? "model.transformer.wte.weight" : "model.embed_tokens.weight",
+                     V, H, &m->embed, err));
+  for (int l = 0; l < c->n_layers; l++) {
+    sc_layer *y = &m->layers[l];
+    if (llada) {
+      const char *p = "model.transformer.blocks";
+      SC_TRY(take_matrix(L, NAME("%s.%d.q_proj.weight", p, l), QD, H, &y->wq, err));
+      SC_TRY(take_matrix(L, NAME("%s.%d.k_proj.weight", p, l), KD, H, &y->wk, err));
+      SC_TRY(take_matrix(L, NAME("%s.%d.v_proj.weight", p, l), KD, H, &y->wv, err));
+      SC_TRY(take_matrix(L, NAME("%s.%d.attn_out.weight", p, l), H, QD, &y->wo, err));
+      SC_TRY(take_matrix(L, NAME("%s.%d.ff_proj.weight", p, l), I, H, &y->wgate, err));
+      SC_TRY(take_matrix(L, NAME("%s.%d.up_proj.weight", p, l), I, H, &y->wup, err));
+      SC_TRY(take_matrix(L, NAME("%s.%d.ff_out.weight", p, l), H, I, &y->wdown, err));
+      SC_TRY(take_vector(L, NAME("%s.%d.attn_norm.weight", p, l), H, &y->attn_norm, err));
+      SC_TRY(take_vector(L, NAME("%s.%d.ff_norm.weight", p, l), H, &y->mlp_norm, err));
+      continue;
+    }
+    const char *p = "model.layers";
+    SC_TRY(take_matrix(L, NAME("%s.%d.self_attn.q_proj.weight", p, l), QD, H, &y->wq, err));
+    SC_TRY(take_matrix(L, NAME("%s.%d.self_attn.k_proj.weight", p, l), KD, H, &y->wk, err));
+    SC_TRY(take_matrix(L, NAME("%s.%d.self_attn.v_proj.weight", p, l), KD, H, &y->wv, err));
+    SC_TRY(take_matrix(L, NAME("%s.%d.self_attn.o_proj.weight", p, l), H, QD, &y->wo, err));
+    if (c->qkv_bias) {
+      SC_TRY(take_vector(L, NAME("%s.%d.self_attn.q_proj.bias", p, l), QD, &y->bq, err));
+      SC_TRY(take_vector(L, NAME("%s.%d.self_attn.k_proj.bias", p, l), KD, &y->bk, err));
+      SC_TRY(take_vector(L, NAME("%s.%d.self_attn.v_proj.bias", p, l), KD, &y->bv, err));
+    }
+    if (c->qk_norm) {
+      SC_TRY(take_vector(L, NAME("%s.%d.self_attn.q_norm.weight", p, l), c->head_dim,
+                         &y->q_norm, err));
+      SC_TRY(take_vector(L, NAME("%s.%d.self_attn.k_norm.weight", p, l), c->head_dim,
+                         &y->k_norm, err));
+    }
+    SC_TRY(take_matrix(L, NAME("%s.%d.mlp.gate_proj.weight", p, l), I, H, &y->wgate, err));
+    SC_TRY(take_matrix(L, NAME("%s.%d.mlp.up_proj.weight", p, l), I, H, &y->wup, err));
+    SC_TRY(take_matrix(L, NAME("%s.%d.mlp.down_proj.weight", p, l), H, I, &y->wdown, err));
+    SC_TRY(take_vector(L, NAME("%s.%d.input_layernorm.weight", p, l), H, &y->attn_norm, err));
+    SC_TRY(take_vector(L, NAME("%s.%d.post_attention_layernorm.weight", p, l), H,
+                       &y->mlp_norm, err));
+  }
+#undef NAME
+  SC_TRY(take_vector(L, llada ? "model.transformer.ln_f.weight" : "model.norm.weight", H,
+                     &m->final_norm, err));
+
+  const char *head = llada ? "model.transformer.ff_out.weight" : "lm_head.weight";
+  const char *file;
+  bool has_head = find_tensor(L, head, &file) != NULL;
+  bool tied;
+  if (c->tie == 1) tied = true;
+  else if (has_head) tied = false;
+  else if (c->tie == -1 && c->tie_default) tied = true;
+  else return missing(L, head, err);
+  if (tied) m->lm_head = m->embed;
+  else SC_TRY(take_matrix(L, head, V, H, &m->lm_head, err));
+  m->info.tied_embeddings = tied;
+  return SC_OK;
+}
+
+sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model **out,
+                        sc_error *err) {
+  *out = NULL;
+  SC_CHECK(dir && *dir, err, SC_ERR_INVALID, "no model folder given");
+  sc_model_options o = {0};
+  if (opts) o = *opts;
+  SC_CHECK(o.max_seq >= 0 && o.n_threads >= 0, err, SC_ERR_INVALID,
+           "max_seq and n_threads must not be negative");
+  sc_model *m = calloc(1, sizeof *m);
+  SC_CHECK(m, err, SC_ERR_NOMEM, "out of memory");
+  loader L = {.m = m, .dir = dir, .dtype_seen = -1};
+  sc_status st = sc_config_load(dir, o.family, &m->cfg, err);
+  if (st == SC_OK) st = open_files(&L, err);
+  if (st == SC_OK) st = bind_tensors(&L, err);
+  json_decref(L.weight_map);
+  if (st != SC_OK) {
+    sc_model_free(m);
+    return st;
+  }
+
+  const sc_config *c = &m->cfg;
+  sc_model_info *i = &m->info;
+  i->family = c->family;
+  snprintf(i->architecture, sizeof i->architecture, "%s", c->architecture);
+  i->n_layers = c->n_layers;
+  i->hidden = c->hidden;
+  i->n_heads = c->n_heads;
+  i->n_kv_heads = c->n_kv_heads;
+  i->head_dim = c->head_dim;
+  i->intermediate = c->intermediate;
+  i->vocab = c->vocab;
+  i->n_params = L.n_params;
+  i->dtype = (sc_dtype)L.dtype_seen;
+  i->rope_theta = (float)c->rope_theta;
+  i->rms_eps = (float)c->rms_eps;
+  i->qkv_bias = c->qkv_bias;
+  i->qk_norm = c->qk_norm;
+  i->mask_id = c->mask_id;
+  i->eos_id = c->eos_id;
+  i->pad_id = c->pad_id;
+  i->bos_id = c->bos_id;
+  i->shift_logits = c->shift_logits;
+  int cap = c->max_positions > 0 && c->max_positions < 2048 ? c->max_positions : 2048;
+  i->max_seq = o.max_seq > 0 ? o.max_seq : cap;
+  i->weight_bytes = L.bytes;
+  m->backend = sc_backend_for(o.device);
+  i->context_bytes = m->backend->ctx_bytes(m, i->max_seq);
+  if (o.n_threads > 0) sc_cpu_set_threads(o.n_threads);
+  if (i->mask_id >= i->vocab)
+    SC_LOG_WARN("%s: mask id %d is outside the vocabulary (%d)", dir, i->mask_id, i->vocab);
+  SC_LOG_DEBUG("model %s: %s, %d layers, %s, %lld params", dir,
+               sc_model_family_name(i->family), i->n_layers, sc_dtype_name(i->dtype),
+               (long long)i->n_params);
+  *out = m;
+  return SC_OK;
+}
+
+void sc_model_free(sc_model *m) {
+  if (!m) return;
+  for (size_t i = 0; i < m->n_files; i++) sc_st_file_close(&m->files[i]);
+  free(m->files);
+  free(m->layers);
+  free(m->vectors);
+  free(m);
+}
+
+const sc_model_info *sc_model_get_info(const sc_model *m) { return &m->info; }

@@ -1,0 +1,342 @@
+/* cpu.c — the CPU backend: the bidirectional transformer forward pass in f32,
+ * every matrix product through OpenBLAS cblas_sgemm (threaded by OpenBLAS).
+ * It is the reference every other backend is compared to.
+ *
+ * Per layer (HF modeling_qwen2/qwen3, LLaDA's LLaDALlamaBlock):
+ *   h = x + o_proj(attn(rope(qn(q_proj(rms(x)))), rope(kn(k_proj(rms(x)))),
+ *                       v_proj(rms(x))))
+ *   x = h + down(silu(gate(rms(h))) * up(rms(h)))
+ * with no causal mask (softmax over every position), GQA (query head h reads
+ * kv head h / (n_heads / n_kv_heads)), RoPE in HF's rotate-half layout (pair
+ * i with i + head_dim/2), positions 0..n-1, then the final RMSNorm and the
+ * lm_head for the requested rows only.
+ *
+ * Weights: f32 tensors aligned to 4 bytes are passed to sgemm in place;
+ * bf16/f16 (or unaligned f32) ones are converted to f32 one block of rows at
+ * a time (at most SCRATCH_FLOATS elements) into the context's scratch, just
+ * before the sgemm for that block. Nothing is converted ahead of time, so
+ * memory is the mapped checkpoint plus one arena per context. */
+#define _POSIX_C_SOURCE 200809L
+#include "model_impl.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 4 Mi floats (16 MiB): large enough that each sgemm is efficient, small
+ * enough that a 150k-row lm_head never needs a full f32 copy. */
+#define SCRATCH_FLOATS ((int64_t)1 << 22)
+
+void sc_cpu_set_threads(int n) { openblas_set_num_threads(n); }
+
+/* ---- dtype conversion -------------------------------------------------------- */
+
+static inline float bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16; /* bf16 is the top half of an f32 */
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* IEEE 754 binary16 -> binary32, exact for every input (subnormals, inf, NaN). */
+static inline float f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
+  if (exp == 0) {
+    float f = (float)mant * 5.9604644775390625e-8f; /* mant * 2^-24 */
+    return sign ? -f : f;
+  }
+  if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
+  else bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst) {
+  /* memcpy per element: the mapping gives no alignment guarantee. */
+  switch (dtype) {
+  case SC_DTYPE_F32: memcpy(dst, src, n * sizeof(float)); break;
+  case SC_DTYPE_BF16:
+    for (size_t i = 0; i < n; i++) {
+      uint16_t h;
+      memcpy(&h, src + 2 * i, 2);
+      dst[i] = bf16_to_f32(h);
+    }
+    break;
+  case SC_DTYPE_F16:
+    for (size_t i = 0; i < n; i++) {
+      uint16_t h;
+      memcpy(&h, src + 2 * i, 2);
+      dst[i] = f16_to_f32(h);
+    }
+    break;
+  case SC_DTYPE_MIXED: break;
+  }
+}
+
+/* ---- the context's arena ----------------------------------------------------- */
+
+typedef struct cpu_layout {
+  size_t x, xn, q, att, k, v, scores, gate, up, cos, sin, scratch, total; /* float offsets */
+} cpu_layout;
+
+typedef struct cpu_state {
+  const sc_model *m;
+  int max_seq;
+  float *arena;
+  float *x;      /* [S][H] residual stream */
+  float *xn;     /* [S][H] normed input, then sublayer output */
+  float *q;      /* [S][nh*hd] */
+  float *att;    /* [S][nh*hd] attention output */
+  float *k, *v;  /* [L][S][nkv*hd] per layer, post-RoPE, kept for later reuse */
+  float *scores; /* [S][S] one head at a time */
+  float *gate, *up; /* [S][I] */
+  float *cos, *sin; /* [S][hd/2] */
+  float *scratch;   /* converted weight rows */
+} cpu_state;
+
+static bool direct(const sc_weight *w) {
+  return w->dtype == SC_DTYPE_F32 && ((uintptr_t)w->data % sizeof(float)) == 0;
+}
+
+static int64_t block_rows(const sc_weight *w) {
+  int64_t r = SCRATCH_FLOATS / w->cols;
+  if (r < 16) r = 16;
+  return r < w->rows ? r : w->rows;
+}
+
+static int64_t scratch_need(const sc_weight *w) {
+  return direct(w) ? 0 : block_rows(w) * w->cols;
+}
+
+static cpu_layout layout(const sc_model *m, int S) {
+  const sc_config *c = &m->cfg;
+  const size_t H = (size_t)c->hidden, QD = (size_t)c->n_heads * c->head_dim,
+               KD = (size_t)c->n_kv_heads * c->head_dim, FF = (size_t)c->intermediate;
+  int64_t scratch = scratch_need(&m->lm_head);
+  for (int l = 0; l < c->n_layers; l++) {
+    const sc_layer *y = &m->layers[l];
+    const sc_weight *ws[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgate, &y->wup, &y->wdown};
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+      if (scratch_need(ws[i]) > scratch) scratch = scratch_need(ws[i]);
+  }
+  if (scratch < c->hidden) scratch = c->hidden; /* one embedding row */
+  /* Every buffer starts on a 64-byte boundary (16 floats). */
+#define ROUND(n) (((n) + 15) & ~(size_t)15)
+  cpu_layout o;
+  size_t at = 0, s = (size_t)S;
+  o.x = at, at += ROUND(s * H);
+  o.xn = at, at += ROUND(s * H);
+  o.q = at, at += ROUND(s * QD);
+  o.att = at, at += ROUND(s * QD);
+  o.k = at, at += ROUND((size_t)c->n_layers * s * KD);
+  o.v = at, at += ROUND((size_t)c->n_layers * s * KD);
+  o.scores = at, at += ROUND(s * s);
+  o.gate = at, at += ROUND(s * FF);
+  o.up = at, at += ROUND(s * FF);
+  o.cos = at, at += ROUND(s * (size_t)c->head_dim / 2);
+  o.sin = at, at += ROUND(s * (size_t)c->head_dim / 2);
+  o.scratch = at, at += ROUND((size_t)scratch);
+#undef ROUND
+  o.total = at;
+  return o;
+}
+
+static uint64_t cpu_ctx_bytes(const sc_model *m, int max_seq) {
+  return (uint64_t)layout(m, max_seq).total * sizeof(float);
+}
+
+static void cpu_ctx_free(void *p) {
+  cpu_state *s = p;
+  if (!s) return;
+  free(s->arena);
+  free(s);
+}
+
+static sc_status cpu_ctx_init(const sc_model *m, int max_seq, void **out, sc_error *err) {
+  cpu_layout o = layout(m, max_seq);
+  cpu_state *s = calloc(1, sizeof *s);
+  SC_CHECK(s, err, SC_ERR_NOMEM, "out of memory");
+  void *arena = NULL;
+  if (posix_memalign(&arena, 64, o.total * sizeof(float)) != 0) {
+    free(s);
+    return sc_error_set(err, SC_ERR_NOMEM, "cannot allocate the %.1f MiB activation arena",
+                        (double)o.total * 4.0 / 1048576.0);
+  }
+  s->m = m;
+  s->max_seq = max_seq;
+  s->arena = arena;
+  s->x = s->arena + o.x;
+  s->xn = s->arena + o.xn;
+  s->q = s->arena + o.q;
+  s->att = s->arena + o.att;
+  s->k = s->arena + o.k;
+  s->v = s->arena + o.v;
+  s->scores = s->arena + o.scores;
+  s->gate = s->arena + o.gate;
+  s->up = s->arena + o.up;
+  s->cos = s->arena + o.cos;
+  s->sin = s->arena + o.sin;
+  s->scratch = s->arena + o.scratch;
+  /* RoPE tables: inv_freq_i = theta^(-2i/hd), angle = pos * inv_freq_i
+   * (HF _compute_default_rope_parameters), computed in double. */
+  const int half = m->cfg.head_dim / 2;
+  for (int p = 0; p < max_seq; p++)
+    for (int i = 0; i < half; i++) {
+      double inv = pow(m->cfg.rope_theta, -2.0 * i / m->cfg.head_dim);
+      s->cos[(size_t)p * half + i] = (float)cos(p * inv);
+      s->sin[(size_t)p * half + i] = (float)sin(p * inv);
+    }
+  *out = s;
+  return SC_OK;
+}
+
+/* ---- the pieces ----------------------------------------------------------- */
+
+/* y[n][w.rows] (leading dimension ldy) = x[n][w.cols] * w^T */
+static void linear(cpu_state *s, const sc_weight *w, const float *x, int n, float *y, int ldy) {
+  const int rows = (int)w->rows, cols = (int)w->cols;
+  if (direct(w)) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.0f, x, cols,
+                (const float *)w->data, cols, 0.0f, y, ldy);
+    return;
+  }
+  const int64_t br = block_rows(w);
+  const size_t esize = sc_dtype_size(w->dtype);
+  for (int64_t r0 = 0; r0 < w->rows; r0 += br) {
+    int64_t nr = w->rows - r0 < br ? w->rows - r0 : br;
+    sc_convert_to_f32(w->data + (size_t)r0 * (size_t)cols * esize, w->dtype,
+                      (size_t)nr * (size_t)cols, s->scratch);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, (int)nr, cols, 1.0f, x, cols,
+                s->scratch, cols, 0.0f, y + r0, ldy);
+  }
+}
+
+static void add_bias(float *y, const float *b, int n, int d) {
+  if (!b) return;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < d; j++) y[(size_t)i * d + j] += b[j];
+}
+
+/* out = x / sqrt(mean(x^2) + eps) * w over one row of d. */
+static void rms_row(const float *x, const float *w, int d, float eps, float *out) {
+  double ss = 0;
+  for (int j = 0; j < d; j++) ss += (double)x[j] * x[j];
+  float r = (float)(1.0 / sqrt(ss / d + eps));
+  for (int j = 0; j < d; j++) out[j] = x[j] * r * w[j];
+}
+
+/* Per-head RMSNorm (Qwen3 q_norm/k_norm) in place, then RoPE in place, for
+ * rows at positions pos0.. */
+static void heads_norm_rope(cpu_state *s, float *t, int n, int pos0, int nh, const float *nw) {
+  const int hd = s->m->cfg.head_dim, half = hd / 2, ld = nh * hd;
+  const float eps = (float)s->m->cfg.rms_eps;
+  for (int i = 0; i < n; i++) {
+    const size_t pos = (size_t)(pos0 + i); /* row i is position pos0 + i */
+    const float *cs = s->cos + pos * half, *sn = s->sin + pos * half;
+    for (int h = 0; h < nh; h++) {
+      float *v = t + (size_t)i * ld + (size_t)h * hd;
+      if (nw) rms_row(v, nw, hd, eps, v);
+      for (int j = 0; j < half; j++) {
+        float a = v[j], b = v[j + half];
+        v[j] = a * cs[j] - b * sn[j];
+        v[j + half] = b * cs[j] + a * sn[j];
+      }
+    }
+  }
+}
+
+static void softmax_rows(float *x, int n, int d) {
+  for (int i = 0; i < n; i++) {
+    float *r = x + (size_t)i * d, mx = r[0];
+    for (int j = 1; j < d; j++) mx = r[j] > mx ? r[j] : mx;
+    double sum = 0;
+    for (int j = 0; j < d; j++) {
+      r[j] = expf(r[j] - mx);
+      sum += r[j];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int j = 0; j < d; j++) r[j] *= inv;
+  }
+}
+
+/* Positions [w0, w1) are computed; every other position's K/V is read from
+ * the per-layer cache as the last run left it. Local row i is position w0+i. */
+static sc_status cpu_forward(void *p, const int32_t *ids, int n, int w0, int w1,
+                             const int32_t *rows, int n_rows, float *logits, sc_error *err) {
+  cpu_state *s = p;
+  const sc_model *m = s->m;
+  const sc_config *c = &m->cfg;
+  const int H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
+  const int QD = nh * hd, KD = nkv * hd, FF = c->intermediate, V = c->vocab;
+  const int group = nh / nkv;
+  const float eps = (float)c->rms_eps, scale = 1.0f / sqrtf((float)hd);
+  const size_t esize = sc_dtype_size(m->embed.dtype);
+
+  const int nw = w1 - w0; /* rows computed this pass */
+  for (int i = 0; i < nw; i++)
+    sc_convert_to_f32(m->embed.data + (size_t)ids[w0 + i] * (size_t)H * esize,
+                      m->embed.dtype, (size_t)H, s->x + (size_t)i * H);
+
+  for (int l = 0; l < c->n_layers; l++) {
+    const sc_layer *y = &m->layers[l];
+    float *K = s->k + (size_t)l * s->max_seq * KD, *Vv = s->v + (size_t)l * s->max_seq * KD;
+    float *Kw = K + (size_t)w0 * KD, *Vw = Vv + (size_t)w0 * KD; /* the window's rows */
+    for (int i = 0; i < nw; i++)
+      rms_row(s->x + (size_t)i * H, y->attn_norm, H, eps, s->xn + (size_t)i * H);
+    linear(s, &y->wq, s->xn, nw, s->q, QD);
+    linear(s, &y->wk, s->xn, nw, Kw, KD);
+    linear(s, &y->wv, s->xn, nw, Vw, KD);
+    add_bias(s->q, y->bq, nw, QD);
+    add_bias(Kw, y->bk, nw, KD);
+    add_bias(Vw, y->bv, nw, KD);
+    heads_norm_rope(s, s->q, nw, w0, nh, y->q_norm);
+    heads_norm_rope(s, Kw, nw, w0, nkv, y->k_norm);
+    /* Window queries attend to all n keys: fresh ones inside the window,
+     * cached ones outside it. */
+    for (int h = 0; h < nh; h++) {
+      const int g = h / group;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nw, n, hd, scale, s->q + h * hd,
+                  QD, K + g * hd, KD, 0.0f, s->scores, n);
+      softmax_rows(s->scores, nw, n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nw, hd, n, 1.0f, s->scores, n,
+                  Vv + g * hd, KD, 0.0f, s->att + h * hd, QD);
+    }
+    linear(s, &y->wo, s->att, nw, s->xn, H);
+    for (size_t i = 0; i < (size_t)nw * H; i++) s->x[i] += s->xn[i];
+
+    for (int i = 0; i < nw; i++)
+      rms_row(s->x + (size_t)i * H, y->mlp_norm, H, eps, s->xn + (size_t)i * H);
+    linear(s, &y->wgate, s->xn, nw, s->gate, FF);
+    linear(s, &y->wup, s->xn, nw, s->up, FF);
+    for (size_t i = 0; i < (size_t)nw * FF; i++) {
+      float g = s->gate[i];
+      s->gate[i] = g / (1.0f + expf(-g)) * s->up[i];
+    }
+    linear(s, &y->wdown, s->gate, nw, s->xn, H);
+    for (size_t i = 0; i < (size_t)nw * H; i++) s->x[i] += s->xn[i];
+  }
+
+  /* Final norm and lm_head for the requested rows only, max_seq rows at a
+   * time (xn holds that many). */
+  for (int j0 = 0; j0 < n_rows; j0 += s->max_seq) {
+    int cnt = n_rows - j0 < s->max_seq ? n_rows - j0 : s->max_seq;
+    for (int j = 0; j < cnt; j++) {
+      int r = rows ? rows[j0 + j] - w0 : j0 + j;
+      rms_row(s->x + (size_t)r * H, m->final_norm, H, eps, s->xn + (size_t)j * H);
+    }
+    linear(s, &m->lm_head, s->xn, cnt, logits + (size_t)j0 * V, V);
+  }
+  (void)err;
+  return SC_OK;
+}
+
+const sc_backend_ops sc_cpu_backend = {
+    .name = "cpu",
+    .ctx_bytes = cpu_ctx_bytes,
+    .ctx_init = cpu_ctx_init,
+    .ctx_free = cpu_ctx_free,
+    .forward = cpu_forward,
+};

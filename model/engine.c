@@ -1,0 +1,550 @@
+/* engine.c — masked-diffusion infill: parallel refinement of a canvas.
+ *
+ * One call decodes each candidate canvas length in turn and keeps the one
+ * with the best mean log-confidence. Inside a candidate, the canvas is
+ * split into blocks decoded left to right (semi-autoregressive, as LLaDA);
+ * inside a block every masked position is predicted in parallel each step,
+ * and the schedule commits the best ones: all above a threshold (Fast-dLLM)
+ * or a fixed share of the block per step (LLaDA). Sampling statistics are in
+ * double precision; Gumbel-max noise too (LLaDA's note: low precision hurts).
+ * Sources: ../shared/notes/diffusion-models.md, section B. */
+#define _POSIX_C_SOURCE 200809L
+#include "model.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sc_engine {
+  sc_model *model;         /* borrowed */
+  const sc_tokenizer *tok; /* borrowed, may be NULL */
+  const sc_model_info *info;
+  sc_forward_ctx *fctx;
+  int max_seq, vocab;
+  float *logits;      /* [max_seq][vocab]: lm_head rows of one step */
+  int32_t *rows;      /* [max_seq] rows asked of the lm_head */
+  int32_t *positions; /* [max_seq] the canvas positions those rows predict */
+  double *z;          /* [vocab] one row's adjusted logits */
+  int32_t *cand;      /* [vocab] indices kept by top-k/top-p */
+  int32_t *seq;       /* [max_seq] the token sequence being refined */
+  float *conf;        /* [max_seq] committed confidences */
+  double *score;      /* [max_seq] ranking scores of this step */
+  int32_t *pick;      /* [max_seq] predicted tokens of this step */
+  float *pprob;       /* [max_seq] their probabilities */
+  int32_t *order;     /* [max_seq] scratch for sorting */
+};
+
+/* ---- parameters ------------------------------------------------------------ */
+
+void sc_infill_params_default(sc_infill_params *p) {
+  memset(p, 0, sizeof *p);
+  p->rank = SC_RANK_CONFIDENCE;
+  p->schedule = SC_SCHEDULE_THRESHOLD;
+  p->threshold = 0.9f;
+  p->block_len = 32;
+  p->temperature = 0.0;
+  p->top_p = 1.0;
+  p->top_k = 0;
+  p->seed = 0;
+  p->eos_penalty = 0.0f;
+  p->use_cache = true;
+}
+
+bool sc_infill_algorithm_parse(const char *name, sc_infill_params *p) {
+  if (!name) return false;
+  if (strcmp(name, "threshold") == 0) {
+    p->rank = SC_RANK_CONFIDENCE;
+    p->schedule = SC_SCHEDULE_THRESHOLD;
+  } else if (strcmp(name, "confidence") == 0) {
+    p->rank = SC_RANK_CONFIDENCE;
+    p->schedule = SC_SCHEDULE_FIXED_K;
+  } else if (strcmp(name, "margin") == 0) {
+    p->rank = SC_RANK_MARGIN;
+    p->schedule = SC_SCHEDULE_FIXED_K;
+  } else if (strcmp(name, "entropy") == 0) {
+    p->rank = SC_RANK_ENTROPY;
+    p->schedule = SC_SCHEDULE_FIXED_K;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void sc_infill_result_free(sc_infill_result *r) {
+  if (!r) return;
+  free(r->ids);
+  free(r->confidence);
+  free(r->text);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- engine ------------------------------------------------------------------ */
+
+sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
+                        sc_engine **out, sc_error *err) {
+  *out = NULL;
+  SC_CHECK(model, err, SC_ERR_INVALID, "engine: no model");
+  sc_engine *e = calloc(1, sizeof *e);
+  SC_CHECK(e, err, SC_ERR_NOMEM, "engine: out of memory");
+  e->model = model;
+  e->tok = tok;
+  e->info = sc_model_get_info(model);
+  e->max_seq = max_seq > 0 ? max_seq : e->info->max_seq;
+  e->vocab = e->info->vocab;
+  sc_status st = sc_forward_ctx_new(model, e->max_seq, &e->fctx, err);
+  if (st != SC_OK) {
+    free(e);
+    return st;
+  }
+  size_t S = (size_t)e->max_seq, V = (size_t)e->vocab;
+  e->logits = malloc(S * V * sizeof *e->logits);
+  e->rows = malloc(S * sizeof *e->rows);
+  e->positions = malloc(S * sizeof *e->positions);
+  e->z = malloc(V * sizeof *e->z);
+  e->cand = malloc(V * sizeof *e->cand);
+  e->seq = malloc(S * sizeof *e->seq);
+  e->conf = malloc(S * sizeof *e->conf);
+  e->score = malloc(S * sizeof *e->score);
+  e->pick = malloc(S * sizeof *e->pick);
+  e->pprob = malloc(S * sizeof *e->pprob);
+  e->order = malloc(S * sizeof *e->order);
+  if (!e->logits || !e->rows || !e->positions || !e->z || !e->cand || !e->seq ||
+      !e->conf || !e->score || !e->pick || !e->pprob || !e->order) {
+    sc_engine_free(e);
+    return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory for %d positions x %d vocab",
+                        e->max_seq, e->vocab);
+  }
+  *out = e;
+  return SC_OK;
+}
+
+void sc_engine_free(sc_engine *e) {
+  if (!e) return;
+  sc_forward_ctx_free(e->fctx);
+  free(e->logits);
+  free(e->rows);
+  free(e->positions);
+  free(e->z);
+  free(e->cand);
+  free(e->seq);
+  free(e->conf);
+  free(e->score);
+  free(e->pick);
+  free(e->pprob);
+  free(e->order);
+  free(e);
+}
+
+/* ---- random numbers: splitmix64 seeding a xoshiro256** stream -------------- */
+
+typedef struct rng {
+  uint64_t s[4];
+} rng;
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static void rng_seed(rng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(rng *r) {
+  uint64_t *s = r->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+/* Uniform in the open interval (0, 1), 53 bits. */
+static double rng_uniform(rng *r) {
+  return ((double)(rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- one row: filter, sample, score --------------------------------------- */
+
+typedef struct row_pick {
+  int32_t token;
+  double p;     /* probability of token under the filtered distribution */
+  double score; /* ranking score in [0, 1]-comparable form, see sc_infill_params */
+} row_pick;
+
+/* qsort has no context argument in C17; the row being sorted is a global of
+ * this call chain only, so keep it thread-local. */
+static _Thread_local const double *g_sort_z;
+static int cmp_cand_desc(const void *a, const void *b) {
+  double za = g_sort_z[*(const int32_t *)a], zb = g_sort_z[*(const int32_t *)b];
+  if (za > zb) return -1;
+  if (za < zb) return 1;
+  return *(const int32_t *)a - *(const int32_t *)b;
+}
+
+static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_params *p,
+                           rng *r) {
+  const int V = e->vocab;
+  const sc_model_info *info = e->info;
+  double *z = e->z;
+  double inv_t = p->temperature > 0 ? 1.0 / p->temperature : 1.0;
+  double zmax = -INFINITY;
+  for (int i = 0; i < V; i++) {
+    z[i] = (double)logits[i] * inv_t;
+    if (z[i] > zmax) zmax = z[i];
+  }
+  /* Never predict the mask itself; EOS and pad may be penalised. */
+  if (info->mask_id >= 0 && info->mask_id < V) z[info->mask_id] = -INFINITY;
+  if (p->eos_penalty != 0.0f) {
+    if (info->eos_id >= 0 && info->eos_id < V) z[info->eos_id] -= p->eos_penalty * inv_t;
+    if (info->pad_id >= 0 && info->pad_id < V && info->pad_id != info->eos_id)
+      z[info->pad_id] -= p->eos_penalty * inv_t;
+  }
+
+  /* The kept set: everything, or the top-k, then the top-p nucleus. */
+  int32_t *cand = e->cand;
+  int nc = 0;
+  bool filtered = (p->top_k > 0 && p->top_k < V) || (p->top_p > 0 && p->top_p < 1.0);
+  double lse;
+  if (!filtered) {
+    double m = -INFINITY;
+    for (int i = 0; i < V; i++)
+      if (z[i] > m) m = z[i];
+    double s = 0;
+    for (int i = 0; i < V; i++) s += exp(z[i] - m);
+    lse = m + log(s);
+  } else {
+    /* Sort only what can matter: candidates within 30 nats of the maximum
+     * hold all but e^-30 of the mass. */
+    double m = -INFINITY;
+    for (int i = 0; i < V; i++)
+      if (z[i] > m) m = z[i];
+    for (int i = 0; i < V; i++)
+      if (z[i] > m - 30.0) cand[nc++] = i;
+    g_sort_z = z;
+    qsort(cand, (size_t)nc, sizeof *cand, cmp_cand_desc);
+    if (p->top_k > 0 && nc > p->top_k) nc = p->top_k;
+    double s = 0;
+    for (int i = 0; i < nc; i++) s += exp(z[cand[i]] - m);
+    if (p->top_p > 0 && p->top_p < 1.0) {
+      double acc = 0;
+      int keep = nc;
+      for (int i = 0; i < nc; i++) {
+        acc += exp(z[cand[i]] - m) / s;
+        if (acc >= p->top_p) {
+          keep = i + 1;
+          break;
+        }
+      }
+      nc = keep;
+      s = 0;
+      for (int i = 0; i < nc; i++) s += exp(z[cand[i]] - m);
+    }
+    lse = m + log(s);
+  }
+
+  /* Choose: argmax when greedy, else Gumbel-max over the kept set. */
+  int32_t best = -1;
+  double best_v = -INFINITY, p1 = 0, p2 = 0, plogp = 0;
+  int n = filtered ? nc : V;
+  for (int k = 0; k < n; k++) {
+    int i = filtered ? cand[k] : k;
+    if (z[i] == -INFINITY) continue;
+    double lp = z[i] - lse;
+    double pi = exp(lp);
+    plogp += pi * lp;
+    if (pi > p1) {
+      p2 = p1;
+      p1 = pi;
+    } else if (pi > p2) {
+      p2 = pi;
+    }
+    double v = lp;
+    if (p->temperature > 0) v += -log(-log(rng_uniform(r)));
+    if (v > best_v) {
+      best_v = v;
+      best = i;
+    }
+  }
+  row_pick out;
+  out.token = best >= 0 ? best : 0;
+  out.p = best >= 0 ? exp(z[best] - lse) : 0;
+  switch (p->rank) {
+  case SC_RANK_CONFIDENCE: out.score = out.p; break;
+  case SC_RANK_MARGIN: out.score = p1 - p2; break;
+  case SC_RANK_ENTROPY: out.score = exp(plogp); break; /* exp(-H): 1 when certain */
+  }
+  return out;
+}
+
+/* ---- one candidate --------------------------------------------------------- */
+
+typedef struct cand_state {
+  int m;           /* canvas length */
+  int c0;          /* canvas start in seq */
+  int n;           /* sequence length */
+  int32_t *canvas; /* [m] final tokens (owned) */
+  float *conf;     /* [m] */
+  double mean_logp;
+  int steps, committed;
+  bool ended;
+} cand_state;
+
+static bool is_end_token(const sc_model_info *info, int32_t t) {
+  return (info->eos_id >= 0 && t == info->eos_id) || (info->pad_id >= 0 && t == info->pad_id);
+}
+
+/* Sorts order[0..k) by score descending, position ascending on ties. */
+static _Thread_local const double *g_sort_score;
+static int cmp_order(const void *a, const void *b) {
+  int32_t ia = *(const int32_t *)a, ib = *(const int32_t *)b;
+  double sa = g_sort_score[ia], sb = g_sort_score[ib];
+  if (sa > sb) return -1;
+  if (sa < sb) return 1;
+  return ia - ib;
+}
+
+static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_prefix,
+                                  const int32_t *suffix, int n_suffix, int m, int cand_index,
+                                  const sc_infill_params *p, const _Atomic int *cancel,
+                                  sc_infill_progress_fn progress, void *user,
+                                  cand_state *cs, double *ms_fwd, double *ms_smp,
+                                  sc_error *err) {
+  const sc_model_info *info = e->info;
+  const int32_t mask = info->mask_id;
+  SC_CHECK(mask >= 0, err, SC_ERR_UNSUPPORTED,
+           "the checkpoint has no mask token: it is not a diffusion model");
+  int32_t *seq = e->seq;
+  int n = 0;
+  if (info->bos_id >= 0) seq[n++] = info->bos_id;
+  memcpy(seq + n, prefix, (size_t)n_prefix * sizeof *seq);
+  n += n_prefix;
+  int c0 = n;
+  for (int i = 0; i < m; i++) seq[n++] = mask;
+  memcpy(seq + n, suffix, (size_t)n_suffix * sizeof *seq);
+  n += n_suffix;
+  if (info->eos_id >= 0) seq[n++] = info->eos_id;
+  cs->m = m;
+  cs->c0 = c0;
+  cs->n = n;
+  for (int i = 0; i < m; i++) e->conf[i] = 0;
+
+  rng r;
+  rng_seed(&r, p->seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(cand_index + 1)));
+  int block = p->block_len > 0 && p->block_len < m ? p->block_len : m;
+  int n_blocks = (m + block - 1) / block;
+  /* Fixed-k: the canvas's steps shared evenly by the blocks (at least one
+   * each); 0 steps means one token per step. */
+  int steps_per_block = p->steps > 0 ? (p->steps + n_blocks - 1) / n_blocks : 0;
+  bool ended = false;
+
+  for (int b = 0; b < n_blocks && !ended; b++) {
+    int bs = c0 + b * block, be = bs + block < c0 + m ? bs + block : c0 + m;
+    int masks_left = 0;
+    for (int i = bs; i < be; i++) masks_left += seq[i] == mask;
+    int block_steps = steps_per_block > 0 ? steps_per_block : masks_left;
+    if (block_steps > masks_left) block_steps = masks_left;
+    int step_in_block = 0;
+    while (masks_left > 0) {
+      if (cancel && atomic_load(cancel))
+        return sc_error_set(err, SC_ERR_CANCELLED, "infill cancelled");
+      /* Rows for the masked positions of this block only. */
+      int nr = 0;
+      for (int i = bs; i < be; i++) {
+        if (seq[i] != mask) continue;
+        e->positions[nr] = i;
+        e->rows[nr] = info->shift_logits ? (i > 0 ? i - 1 : 0) : i;
+        nr++;
+      }
+      double t0 = sc_now_ms();
+      if (p->use_cache && step_in_block > 0) {
+        /* Dual cache: only the block is recomputed, against the prefix and
+         * suffix K/V of the block's first pass. A shifted model reads the
+         * first block position from row bs-1, so that row joins the window. */
+        int w0 = info->shift_logits && bs > 0 ? bs - 1 : bs;
+        SC_TRY(sc_forward_ctx_run_window(e->fctx, seq, n, w0, be, e->rows, nr, e->logits, err));
+      } else {
+        SC_TRY(sc_forward_ctx_run(e->fctx, seq, n, e->rows, nr, e->logits, err));
+      }
+      double t1 = sc_now_ms();
+      *ms_fwd += t1 - t0;
+      cs->steps++;
+      for (int k = 0; k < nr; k++) {
+        row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, &r);
+        e->pick[k] = rp.token;
+        e->pprob[k] = (float)rp.p;
+        e->score[k] = rp.score;
+        e->order[k] = k;
+      }
+      /* Choose which to commit. */
+      g_sort_score = e->score;
+      qsort(e->order, (size_t)nr, sizeof *e->order, cmp_order);
+      int take;
+      if (p->schedule == SC_SCHEDULE_THRESHOLD) {
+        take = 1; /* always the best one, so every step makes progress */
+        while (take < nr && e->score[e->order[take]] >= p->threshold) take++;
+      } else {
+        /* LLaDA's split: base = n / s, the first n % s steps take one more. */
+        int left_steps = block_steps - step_in_block;
+        if (left_steps < 1) left_steps = 1;
+        take = masks_left / left_steps + (masks_left % left_steps ? 1 : 0);
+        if (take < 1) take = 1;
+        if (take > nr) take = nr;
+      }
+      int end_at = -1;
+      for (int k = 0; k < take; k++) {
+        int j = e->order[k];
+        int pos = e->positions[j];
+        seq[pos] = e->pick[j];
+        e->conf[pos - c0] = e->pprob[j];
+        cs->committed++;
+        masks_left--;
+        if (is_end_token(info, e->pick[j]) && (end_at < 0 || pos < end_at)) end_at = pos;
+      }
+      /* The middle ends at the first EOS/pad: what follows it in the canvas
+       * is discarded, so it is filled with EOS now rather than decoded. */
+      if (end_at >= 0) {
+        int32_t fill = info->eos_id >= 0 ? info->eos_id : info->pad_id;
+        for (int i = end_at + 1; i < c0 + m; i++)
+          if (seq[i] == mask) {
+            seq[i] = fill;
+            e->conf[i - c0] = 1.0f;
+            if (i < be) masks_left--;
+          }
+        ended = true;
+      }
+      *ms_smp += sc_now_ms() - t1;
+      step_in_block++;
+      if (progress) progress(user, cand_index, seq + c0, m, cs->steps, cs->committed);
+    }
+  }
+  cs->canvas = malloc((size_t)m * sizeof *cs->canvas);
+  cs->conf = malloc((size_t)m * sizeof *cs->conf);
+  SC_CHECK(cs->canvas && cs->conf, err, SC_ERR_NOMEM, "engine: out of memory");
+  memcpy(cs->canvas, seq + c0, (size_t)m * sizeof *cs->canvas);
+  memcpy(cs->conf, e->conf, (size_t)m * sizeof *cs->conf);
+  /* Mean log-confidence over the middle and the EOS that ends it. */
+  double sum = 0;
+  int count = 0;
+  for (int i = 0; i < m; i++) {
+    double c = cs->conf[i] > 1e-30f ? cs->conf[i] : 1e-30;
+    sum += log(c);
+    count++;
+    if (is_end_token(info, cs->canvas[i])) {
+      cs->ended = true;
+      break;
+    }
+  }
+  cs->mean_logp = count ? sum / count : 0;
+  return SC_OK;
+}
+
+sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
+                           const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
+                           const sc_infill_params *params, const _Atomic int *cancel,
+                           sc_infill_progress_fn progress, void *user,
+                           sc_infill_result *out, sc_error *err) {
+  memset(out, 0, sizeof *out);
+  double t_start = sc_now_ms();
+  sc_infill_params defaults;
+  if (!params) {
+    sc_infill_params_default(&defaults);
+    params = &defaults;
+  }
+  SC_CHECK(plan && plan->n_lengths >= 1 && plan->n_lengths <= SC_INFILL_MAX_CANDIDATES, err,
+           SC_ERR_INVALID, "infill: the plan needs 1 to %d canvas lengths",
+           SC_INFILL_MAX_CANDIDATES);
+  SC_CHECK(n_prefix >= 0 && n_suffix >= 0 && (n_prefix == 0 || prefix) &&
+               (n_suffix == 0 || suffix),
+           err, SC_ERR_INVALID, "infill: bad prefix or suffix");
+  SC_CHECK(params->threshold >= 0 && params->threshold <= 1, err, SC_ERR_INVALID,
+           "infill: threshold must be in [0, 1]");
+  for (int c = 0; c < plan->n_lengths; c++) {
+    int m = plan->lengths[c];
+    SC_CHECK(m >= 1, err, SC_ERR_INVALID, "infill: canvas length %d must be at least 1", m);
+    SC_CHECK(n_prefix + m + n_suffix + 2 <= e->max_seq, err, SC_ERR_INVALID,
+             "infill: %d prefix + %d canvas + %d suffix tokens exceed the %d-token context",
+             n_prefix, m, n_suffix, e->max_seq);
+  }
+  for (int i = 0; i < n_prefix; i++)
+    SC_CHECK(prefix[i] >= 0 && prefix[i] < e->vocab, err, SC_ERR_INVALID,
+             "infill: prefix token %d out of the vocabulary", prefix[i]);
+  for (int i = 0; i < n_suffix; i++)
+    SC_CHECK(suffix[i] >= 0 && suffix[i] < e->vocab, err, SC_ERR_INVALID,
+             "infill: suffix token %d out of the vocabulary", suffix[i]);
+
+  cand_state best = {0};
+  int best_index = -1;
+  double ms_fwd = 0, ms_smp = 0;
+  int steps = 0, committed = 0;
+  for (int c = 0; c < plan->n_lengths; c++) {
+    cand_state cs = {0};
+    sc_status st = decode_candidate(e, prefix, n_prefix, suffix, n_suffix, plan->lengths[c],
+                                    c, params, cancel, progress, user, &cs, &ms_fwd, &ms_smp,
+                                    err);
+    steps += cs.steps;
+    committed += cs.committed;
+    if (st != SC_OK) {
+      free(cs.canvas);
+      free(cs.conf);
+      free(best.canvas);
+      free(best.conf);
+      return st;
+    }
+    if (best_index < 0 || cs.mean_logp > best.mean_logp) {
+      free(best.canvas);
+      free(best.conf);
+      best = cs;
+      best_index = c;
+    } else {
+      free(cs.canvas);
+      free(cs.conf);
+    }
+  }
+
+  /* The middle: up to the first EOS/pad, trailing mask/EOS/pad stripped. */
+  const sc_model_info *info = e->info;
+  int len = 0;
+  while (len < best.m && !is_end_token(info, best.canvas[len])) len++;
+  while (len > 0 && (best.canvas[len - 1] == info->mask_id || is_end_token(info, best.canvas[len - 1])))
+    len--;
+  out->ids = malloc((size_t)(len ? len : 1) * sizeof *out->ids);
+  out->confidence = malloc((size_t)(len ? len : 1) * sizeof *out->confidence);
+  if (!out->ids || !out->confidence) {
+    free(best.canvas);
+    free(best.conf);
+    sc_infill_result_free(out);
+    return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
+  }
+  memcpy(out->ids, best.canvas, (size_t)len * sizeof *out->ids);
+  memcpy(out->confidence, best.conf, (size_t)len * sizeof *out->confidence);
+  out->n_ids = len;
+  out->canvas_len = best.m;
+  out->candidate = best_index;
+  out->mean_logp = best.mean_logp;
+  out->ended = best.ended;
+  out->steps = steps;
+  out->committed = committed;
+  free(best.canvas);
+  free(best.conf);
+  if (e->tok) {
+    sc_status st = sc_tokenizer_decode(e->tok, out->ids, (size_t)len, &out->text,
+                                       &out->text_len, err);
+    if (st != SC_OK) {
+      sc_infill_result_free(out);
+      return st;
+    }
+  }
+  out->ms_forward = ms_fwd;
+  out->ms_sample = ms_smp;
+  out->ms_total = sc_now_ms() - t_start;
+  return SC_OK;
+}

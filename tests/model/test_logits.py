@@ -1,0 +1,111 @@
+"""`sculpt logits` against the numpy reference on every tiny checkpoint.
+
+Relative error is max|ours - ref| / max|ref| over the whole [n][vocab]
+array; it must be <= 1e-4. The reference is float64 numpy written from the
+published architectures (reference.py), not from the C code."""
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+
+from common import make_all, run, tempdir, tiny_checkpoints
+import reference
+
+TOL = 1e-4
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def rel_err(a, b):
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def logits(model, ids, *extra, out):
+    r = run("logits", "--model", model, "--ids", ",".join(map(str, ids)), "--out", out, *extra)
+    if r.returncode != 0:
+        return r, None
+    return r, np.fromfile(out, dtype="<f4")
+
+
+with tempdir() as tmp:
+    dirs = make_all(tmp)
+    rng = np.random.default_rng(1234)
+    out = os.path.join(tmp, "logits.bin")
+    for name, d in dirs.items():
+        spec = tiny_checkpoints.SPECS[name]
+        V = spec["vocab"]
+        ids = rng.integers(0, V, size=19)
+        mask = spec["expect"]["mask_id"]
+        if mask < V:
+            ids[5:9] = mask  # the shape of a real infill request
+        r, got = logits(d, ids, out=out)
+        check(r.returncode == 0, f"{name}: sculpt logits exits 0 ({r.stderr.strip()})")
+        if got is None:
+            continue
+        check(got.size == len(ids) * V, f"{name}: output is [{len(ids)}][{V}] f32")
+        got = got.reshape(len(ids), V)
+        cfg, t = reference.load(d)
+        ref = reference.forward(cfg, t, ids)
+        err = rel_err(got, ref)
+        check(np.abs(ref).max() > 0 and err <= TOL, f"{name}: rel err {err:.2e} <= {TOL}")
+        # The comparison can tell a wrong model apart: a causal mask moves
+        # every row but the last far beyond the tolerance.
+        causal = reference.forward(cfg, t, ids, causal=True)
+        check(rel_err(got[:-1], causal[:-1]) > 100 * TOL,
+              f"{name}: a causal reference does not match (the test discriminates)")
+        # One position alone equals a 1-token forward.
+        r, one = logits(d, ids[:1], out=out)
+        check(one is not None and rel_err(one, reference.forward(cfg, t, ids[:1])[0]) <= TOL,
+              f"{name}: single-token forward matches")
+
+    d = dirs["dream-bf16"]
+    ids = [3, 7, 11, 380, 380, 2]
+    r, cpu = logits(d, ids, "--device", "cpu", out=out)
+    r2, cuda = logits(d, ids, "--device", "cuda", out=out + "2")
+    check(cuda is not None and np.array_equal(cpu, cuda),
+          "--device cuda falls back to the CPU with identical output")
+
+    # --family: a config whose family cannot be detected fails without it
+    # and works with it.
+    anon = os.path.join(tmp, "anon")
+    shutil.copytree(d, anon)
+    cfgp = os.path.join(anon, "config.json")
+    with open(cfgp) as f:
+        cfg = json.load(f)
+    cfg["architectures"], cfg["model_type"] = ["SomethingElse"], "unknown"
+    with open(cfgp, "w") as f:
+        json.dump(cfg, f)
+    r, _ = logits(anon, ids, out=out)
+    check(r.returncode == 1 and "family" in r.stderr, "undetectable family: exit 1 naming it")
+    r, fam = logits(anon, ids, "--family", "dream", out=out)
+    check(fam is not None and np.array_equal(fam, cpu), "--family dream overrides detection")
+    r, _ = logits(d, ids, "--family", "llada", out=out)
+    check(r.returncode == 1 and "d_model" in r.stderr,
+          "--family llada on a Dream checkpoint: exit 1 naming the missing config key")
+    r, _ = logits(d, ids, "--family", "qwen3", out=out)
+    check(r.returncode == 1 and "self_attn.q_norm.weight" in r.stderr,
+          "--family qwen3 on a Dream checkpoint: exit 1 naming the missing tensor")
+
+    # Errors: one line on stderr, exit 2 for usage/input, 1 for failures.
+    for args, code, what in [
+        (["--model", d, "--ids", "1,2,999999", "--out", out], 2, "id outside the vocabulary"),
+        (["--model", d, "--ids", "1,x", "--out", out], 2, "malformed --ids"),
+        (["--model", d, "--ids", "1,2"], 2, "missing --out"),
+        (["--model", d, "--ids", "1", "--out", out, "--family", "gpt"], 2, "unknown --family"),
+        (["--model", os.path.join(tmp, "nope"), "--ids", "1", "--out", out], 1, "missing model"),
+    ]:
+        r = run("logits", *args)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        check(r.returncode == code and len(lines) == 1 and lines[0].startswith("sculpt logits:"),
+              f"{what}: exit {code} with one line ({r.returncode}: {r.stderr.strip()})")
+
+if failures:
+    print(f"{len(failures)} failures")
+    sys.exit(1)

@@ -1,0 +1,274 @@
+/* test_engine.c — the diffusion sampler on planted checkpoints, whose right
+ * middle is known (tools/planted_checkpoints.py), and on a random tiny one.
+ * Checks: confidence order (left to right, right to left), the logit shift,
+ * EOS ending the middle, schedules (threshold, fixed-k), block order,
+ * candidate lengths, seeded determinism, cancellation, and edge cases. */
+#define _POSIX_C_SOURCE 200809L
+#include "model.h"
+#include "sc_test.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static char g_dir[256];
+
+static sc_model *load(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  sc_model *m = NULL;
+  sc_error err = {0};
+  if (sc_model_load(path, NULL, &m, &err) != SC_OK) {
+    fprintf(stderr, "load %s: %s\n", path, err.msg);
+    return NULL;
+  }
+  return m;
+}
+
+/* Progress recorder: the order in which canvas positions were committed. */
+typedef struct trace {
+  int mask;
+  int m;
+  int order[1024]; /* order[k] = position committed k-th */
+  int n;
+  int32_t prev[1024];
+  int steps;
+  int cancel_after;
+  _Atomic int *cancel;
+  bool monotone_left, monotone_right;
+  int block;           /* when > 0: check block order */
+  bool blocks_in_order;
+} trace;
+
+static void on_progress(void *user, int cand, const int32_t *canvas, int m, int step,
+                        int committed) {
+  trace *t = user;
+  if (t->n == 0 && t->steps == 0) {
+    for (int i = 0; i < m; i++) t->prev[i] = t->mask;
+    t->monotone_left = t->monotone_right = t->blocks_in_order = true;
+  }
+  t->steps++;
+  for (int i = 0; i < m; i++) {
+    if (t->prev[i] == t->mask && canvas[i] != t->mask) {
+      if (t->n < 1024) t->order[t->n++] = i;
+      /* A block is entered only when every earlier block is full. */
+      if (t->block > 0)
+        for (int j = 0; j < (i / t->block) * t->block; j++)
+          if (canvas[j] == t->mask) t->blocks_in_order = false;
+    }
+    t->prev[i] = canvas[i];
+  }
+  if (t->cancel && t->steps >= t->cancel_after) atomic_store(t->cancel, 1);
+}
+
+static bool order_is_monotone(const trace *t, int count, bool left_to_right) {
+  for (int k = 1; k < count && k < t->n; k++)
+    if (left_to_right ? t->order[k] <= t->order[k - 1] : t->order[k] >= t->order[k - 1])
+      return false;
+  return true;
+}
+
+static void check_successor(const char *name) {
+  sc_model *m = load(name);
+  REQUIRE(m);
+  sc_engine *e = NULL;
+  REQUIRE(sc_engine_new(m, NULL, 256, &e, NULL) == SC_OK);
+  int32_t prefix[] = {5, 7, 50}, suffix[] = {3, 4};
+  sc_infill_plan plan = {1, {16}};
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  p.block_len = 0;
+  trace t = {.mask = 62};
+  sc_infill_result r;
+  sc_error err = {0};
+  REQUIRE(sc_engine_infill(e, prefix, 3, suffix, 2, &plan, &p, NULL, on_progress, &t, &r,
+                           &err) == SC_OK);
+  /* 51..59 then EOS: the middle is nine tokens and the model ended it. */
+  EXPECTF(r.n_ids == 9, "%s: %d tokens", name, r.n_ids);
+  for (int i = 0; i < r.n_ids && i < 9; i++) EXPECT(r.ids[i] == 51 + i);
+  for (int i = 0; i < r.n_ids; i++) EXPECT(r.confidence[i] > 0.99f);
+  EXPECT(r.ended);
+  /* Only one position is ever confident: one commit per step, left to right,
+   * and the EOS fills the rest of the canvas at once. */
+  EXPECTF(r.steps == 10, "%s: %d steps", name, r.steps);
+  EXPECT(order_is_monotone(&t, 10, true));
+  EXPECT(t.n == 16); /* every canvas position was filled */
+  sc_infill_result_free(&r);
+
+  /* Fixed-k at one token per step gives the same middle and order. */
+  sc_infill_algorithm_parse("confidence", &p);
+  p.steps = 16;
+  memset(&t, 0, sizeof t);
+  t.mask = 62;
+  REQUIRE(sc_engine_infill(e, prefix, 3, suffix, 2, &plan, &p, NULL, on_progress, &t, &r,
+                           &err) == SC_OK);
+  EXPECT(r.n_ids == 9);
+  EXPECT(order_is_monotone(&t, 10, true));
+  sc_infill_result_free(&r);
+
+  /* Blocks of 4 with fixed-k: block b is entered only once b-1 is full. */
+  p.block_len = 4;
+  p.steps = 0;
+  memset(&t, 0, sizeof t);
+  t.mask = 62;
+  t.block = 4;
+  plan.lengths[0] = 8;
+  int32_t low[] = {20};
+  REQUIRE(sc_engine_infill(e, low, 1, suffix, 2, &plan, &p, NULL, on_progress, &t, &r,
+                           &err) == SC_OK);
+  EXPECT(t.blocks_in_order);
+  EXPECT(r.n_ids == 8 && r.ids[0] == 21 && r.ids[7] == 28);
+  EXPECT(r.committed == 8); /* commits add up to the canvas */
+  sc_infill_result_free(&r);
+  sc_engine_free(e);
+  sc_model_free(m);
+}
+
+static void check_predecessor(const char *name) {
+  sc_model *m = load(name);
+  REQUIRE(m);
+  sc_engine *e = NULL;
+  REQUIRE(sc_engine_new(m, NULL, 256, &e, NULL) == SC_OK);
+  int32_t prefix[] = {1, 2}, suffix[] = {30, 9};
+  sc_infill_plan plan = {1, {8}};
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  p.block_len = 0;
+  trace t = {.mask = 62};
+  sc_infill_result r;
+  REQUIRE(sc_engine_infill(e, prefix, 2, suffix, 2, &plan, &p, NULL, on_progress, &t, &r,
+                           NULL) == SC_OK);
+  /* 22..29, committed right to left. */
+  EXPECTF(r.n_ids == 8, "%s: %d tokens", name, r.n_ids);
+  for (int i = 0; i < r.n_ids && i < 8; i++) EXPECT(r.ids[i] == 22 + i);
+  EXPECT(order_is_monotone(&t, 8, false));
+  EXPECT(!r.ended);
+  EXPECT(r.steps == 8);
+  sc_infill_result_free(&r);
+
+  /* Two candidate lengths: 40 runs past token 0 into unconfident guesses,
+   * 8 fits exactly; mean log-confidence picks 8. */
+  sc_infill_plan two = {2, {40, 8}};
+  REQUIRE(sc_engine_infill(e, prefix, 2, suffix, 2, &two, &p, NULL, NULL, NULL, &r, NULL) ==
+          SC_OK);
+  EXPECT(r.candidate == 1 && r.canvas_len == 8 && r.n_ids == 8);
+  sc_infill_result_free(&r);
+  sc_engine_free(e);
+  sc_model_free(m);
+}
+
+static void test_planted(void) {
+  check_successor("planted-successor-shifted");
+  check_successor("planted-successor-unshifted");
+  check_predecessor("planted-predecessor-shifted");
+  check_predecessor("planted-predecessor-unshifted");
+}
+
+static void test_cancel_and_edges(void) {
+  sc_model *m = load("planted-successor-shifted");
+  REQUIRE(m);
+  sc_engine *e = NULL;
+  REQUIRE(sc_engine_new(m, NULL, 600, &e, NULL) == SC_OK);
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  sc_infill_result r;
+  sc_error err = {0};
+  int32_t prefix[] = {10}, suffix[] = {1};
+
+  /* Cancelled from the progress callback after 3 steps: stops there. */
+  _Atomic int cancel = 0;
+  trace t = {.mask = 62, .cancel = &cancel, .cancel_after = 3};
+  sc_infill_plan plan = {1, {32}};
+  EXPECT(sc_engine_infill(e, prefix, 1, suffix, 1, &plan, &p, &cancel, on_progress, &t, &r,
+                          &err) == SC_ERR_CANCELLED);
+  EXPECT(t.steps == 3);
+
+  /* Canvas of 1; empty prefix; empty suffix; canvas of 512. */
+  plan.lengths[0] = 1;
+  EXPECT(sc_engine_infill(e, prefix, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, NULL) ==
+         SC_OK);
+  EXPECT(r.n_ids == 1 && r.ids[0] == 11 && r.steps == 1);
+  sc_infill_result_free(&r);
+  plan.lengths[0] = 4;
+  EXPECT(sc_engine_infill(e, NULL, 0, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, NULL) ==
+         SC_OK);
+  EXPECT(r.committed == 4 || r.ended);
+  sc_infill_result_free(&r);
+  EXPECT(sc_engine_infill(e, prefix, 1, NULL, 0, &plan, &p, NULL, NULL, NULL, &r, NULL) ==
+         SC_OK);
+  EXPECT(r.n_ids == 4 && r.ids[3] == 14);
+  sc_infill_result_free(&r);
+  plan.lengths[0] = 512;
+  p.block_len = 64;
+  int32_t start[] = {0};
+  EXPECT(sc_engine_infill(e, start, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, NULL) ==
+         SC_OK);
+  /* 1..59 then EOS: the long canvas ends where the model says. */
+  EXPECTF(r.n_ids == 59 && r.ended, "512: %d ids", r.n_ids);
+  sc_infill_result_free(&r);
+
+  /* Bad input is an error, not a crash. */
+  int32_t bad[] = {9999};
+  plan.lengths[0] = 4;
+  EXPECT(sc_engine_infill(e, bad, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, &err) ==
+         SC_ERR_INVALID);
+  plan.lengths[0] = 0;
+  EXPECT(sc_engine_infill(e, prefix, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, &err) ==
+         SC_ERR_INVALID);
+  plan.lengths[0] = 700;
+  EXPECT(sc_engine_infill(e, prefix, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, &err) ==
+         SC_ERR_INVALID);
+  sc_engine_free(e);
+  sc_model_free(m);
+}
+
+static void test_seeded_sampling(void) {
+  sc_model *m = load("dream-bf16");
+  REQUIRE(m);
+  sc_engine *e = NULL;
+  REQUIRE(sc_engine_new(m, NULL, 128, &e, NULL) == SC_OK);
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  p.temperature = 1.0;
+  p.top_p = 0.95;
+  p.top_k = 50;
+  p.block_len = 8;
+  int32_t prefix[] = {1, 2, 3}, suffix[] = {4, 5};
+  sc_infill_plan plan = {1, {24}};
+  sc_infill_result a, b, c;
+  p.seed = 7;
+  REQUIRE(sc_engine_infill(e, prefix, 3, suffix, 2, &plan, &p, NULL, NULL, NULL, &a, NULL) ==
+          SC_OK);
+  REQUIRE(sc_engine_infill(e, prefix, 3, suffix, 2, &plan, &p, NULL, NULL, NULL, &b, NULL) ==
+          SC_OK);
+  p.seed = 8;
+  REQUIRE(sc_engine_infill(e, prefix, 3, suffix, 2, &plan, &p, NULL, NULL, NULL, &c, NULL) ==
+          SC_OK);
+  EXPECT(a.n_ids == b.n_ids && memcmp(a.ids, b.ids, (size_t)a.n_ids * 4) == 0);
+  EXPECT(a.n_ids != c.n_ids || memcmp(a.ids, c.ids, (size_t)a.n_ids * 4) != 0);
+  /* Threshold decoding commits at least one token per step. */
+  EXPECT(a.steps >= 1 && a.steps <= a.committed);
+  sc_infill_result_free(&a);
+  sc_infill_result_free(&b);
+  sc_infill_result_free(&c);
+  sc_engine_free(e);
+  sc_model_free(m);
+}
+
+int main(void) {
+  snprintf(g_dir, sizeof g_dir, "%s/engine-checkpoints", SC_TEST_BUILD_DIR);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/python3 %s/../tools/planted_checkpoints.py %s >/dev/null && "
+           "/usr/bin/python3 %s/../tools/tiny_checkpoints.py %s --only dream-bf16 >/dev/null",
+           SC_TEST_DATA_DIR, g_dir, SC_TEST_DATA_DIR, g_dir);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "cannot generate the test checkpoints (%s)\n", cmd);
+    return 1;
+  }
+  sc_log_set_stderr_level(SC_LOG_WARN);
+  RUN(test_planted);
+  RUN(test_cancel_and_edges);
+  RUN(test_seeded_sampling);
+  TEST_MAIN_END();
+}
