@@ -20,6 +20,7 @@ int sc_cli_tokenize(int argc, char **argv);
 int sc_cli_logits(int argc, char **argv);
 int sc_cli_model(int argc, char **argv);
 int sc_cli_complete(int argc, char **argv);
+int sc_cli_bench(int argc, char **argv);
 
 /* Prints "sculpt NAME: MESSAGE" on stderr. */
 void sc_cli_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -273,7 +273,9 @@ int sc_cli_complete(int argc, char **argv) {
     keep_pre = n_pre < (size_t)room - keep_suf ? n_pre : (size_t)room - keep_suf;
     keep_suf = (size_t)room - keep_pre < n_suf ? (size_t)room - keep_pre : n_suf;
   }
-  int need = (int)(keep_pre + keep_suf) + max_len + 2;
+  /* Room for a DreamOn canvas to grow to its default limit (4x) too. */
+  int need = (int)(keep_pre + keep_suf) + 4 * max_len + 2;
+  if (need > info->max_seq) need = info->max_seq;
   if (sc_engine_new(model, tok, need, &engine, &err) != SC_OK ||
       sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
                        &a.plan, &a.params, NULL, NULL, NULL, &res, &err) != SC_OK) {

@@ -70,6 +70,16 @@ const sc_cli_command sc_cli_commands[] = {
      "  --device auto|cpu|cuda, --family NAME\n"
      "  --json              the middle with ids, confidences, steps and timings\n",
      sc_cli_complete},
+    {"bench", "time the infill engine on a checkpoint",
+     "usage: sculpt bench [--model DIR] [--canvas 16,32,64,128] [--context N]\n"
+     "                    [--tokens-per-step K] [--block-len N] [--repeat N]\n"
+     "\n"
+     "Times whole infills for each canvas size, with and without the K/V cache,\n"
+     "under a fixed schedule of K tokens committed per step (default 4), between\n"
+     "N context tokens (default 512, half before and half after). Prints steps,\n"
+     "ms per infill and per step, tokens/s and the cache's speedup, with the\n"
+     "machine. Runs on the CPU backend.\n",
+     sc_cli_bench},
     {"help", "show help for a subcommand", "usage: sculpt help [SUBCOMMAND]\n", cmd_help},
     {NULL, NULL, NULL, NULL},
 };

@@ -57,6 +57,11 @@ void sc_lsp_server_drain(sc_lsp_server *server);
 /* The client's input ended (EOF). Counts as exit. */
 void sc_lsp_server_eof(sc_lsp_server *server);
 
+/* Stops the worker and answers every request still in flight (-32800 for
+ * those it was running). Call once, after exit or EOF, before the last
+ * flush of output. Blocks until the running job reaches its next step. */
+void sc_lsp_server_finish(sc_lsp_server *server);
+
 /* True once exit arrived (or EOF); *code is then the process exit status:
  * 0 when shutdown came first, 1 otherwise. */
 bool sc_lsp_server_done(const sc_lsp_server *server, int *code);

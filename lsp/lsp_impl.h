@@ -165,7 +165,10 @@ typedef void (*sc_worker_done_fn)(void *user);
 
 /* threaded=false runs each job inline inside sc_worker_post (fuzzing). */
 sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user);
-/* Marks every job SC_JOB_SHUTDOWN, joins the thread, frees unfetched jobs. */
+/* Marks every job SC_JOB_SHUTDOWN and joins the thread; the job that was
+ * running is then in the done list. Idempotent. */
+void sc_worker_stop(sc_worker *w);
+/* Stops the worker, then frees every job not taken back. */
 void sc_worker_free(sc_worker *w);
 /* Takes ownership of job. */
 void sc_worker_post(sc_worker *w, sc_job *job);

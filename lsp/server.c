@@ -956,10 +956,8 @@ void sc_lsp_server_free(sc_lsp_server *s) {
 void sc_lsp_server_feed(sc_lsp_server *s, const char *data, size_t len) {
   if (sc_frame_reader_feed(&s->reader, data, len, on_frame, s) != SC_OK)
     SC_LOG_ERROR("out of memory buffering input; %zu bytes dropped", len);
-  if (s->garbage_run && s->reader.start == s->reader.len) {
-    SC_LOG_WARN("skipped %zu bytes that were not a message header", s->garbage_run);
-    s->garbage_run = 0;
-  }
+  /* Garbage is reported once per run, when the next message arrives (or at
+   * the end), not once per read. */
   sc_lsp_server_drain(s);
 }
 
@@ -968,6 +966,20 @@ void sc_lsp_server_eof(sc_lsp_server *s) {
   if (!s->shutdown_requested) SC_LOG_INFO("input closed without shutdown and exit");
   req r = {s, NULL, "exit", NULL};
   handle_exit(&r);
+}
+
+void sc_lsp_server_finish(sc_lsp_server *s) {
+  cancel_all_jobs(s, SC_JOB_SHUTDOWN);
+  sc_worker_stop(s->worker);
+  sc_job *job;
+  while ((job = sc_worker_take_done(s->worker))) answer_job(s, job);
+  /* Queued jobs were answered by cancel_all_jobs; nothing may be left. */
+  if (s->n_inflight) SC_LOG_ERROR("%zu requests left unanswered at exit", s->n_inflight);
+  if (s->garbage_run) {
+    SC_LOG_WARN("skipped %zu bytes that were not a message header", s->garbage_run);
+    s->garbage_run = 0;
+  }
+  flush_logs(s);
 }
 
 bool sc_lsp_server_done(const sc_lsp_server *s, int *code) {

@@ -162,7 +162,7 @@ int sc_lsp_run_stdio(const sc_lsp_options *opts) {
 
   int code = 1;
   sc_lsp_server_done(c.server, &code);
-  sc_lsp_server_drain(c.server);
+  sc_lsp_server_finish(c.server);
   /* Whatever is still queued goes out before we leave. */
   if (out_nb) set_nonblocking(STDOUT_FILENO, false);
   flush_out(&c);

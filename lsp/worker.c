@@ -101,16 +101,22 @@ static void free_list(sc_job *j) {
   }
 }
 
-void sc_worker_free(sc_worker *w) {
-  if (!w) return;
+void sc_worker_stop(sc_worker *w) {
   pthread_mutex_lock(&w->mu);
+  bool was_stopped = w->stop;
   w->stop = true;
   for (sc_job *j = w->queue_head; j; j = j->next)
     atomic_store(&j->cancel, SC_JOB_SHUTDOWN);
   if (w->running) atomic_store(&w->running->cancel, SC_JOB_SHUTDOWN);
   pthread_cond_broadcast(&w->cv);
   pthread_mutex_unlock(&w->mu);
-  if (w->threaded) pthread_join(w->thread, NULL);
+  /* The running job sees the flag at its next step and lands in done. */
+  if (w->threaded && !was_stopped) pthread_join(w->thread, NULL);
+}
+
+void sc_worker_free(sc_worker *w) {
+  if (!w) return;
+  sc_worker_stop(w);
   free_list(w->queue_head);
   free_list(w->done_head);
   pthread_mutex_destroy(&w->mu);

@@ -22,6 +22,7 @@ struct sc_engine {
   const sc_model_info *info;
   sc_forward_ctx *fctx;
   int max_seq, vocab;
+  int32_t expand_id;  /* DreamOn's <|expand|>, or -1 */
   float *logits;      /* [max_seq][vocab]: lm_head rows of one step */
   int32_t *rows;      /* [max_seq] rows asked of the lm_head */
   int32_t *positions; /* [max_seq] the canvas positions those rows predict */
@@ -92,6 +93,10 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
   e->info = sc_model_get_info(model);
   e->max_seq = max_seq > 0 ? max_seq : e->info->max_seq;
   e->vocab = e->info->vocab;
+  /* DreamOn names its expand token <|expand|> (id 151667 there); it is read
+   * from the tokenizer, so any checkpoint that ships one gets the behaviour. */
+  e->expand_id = tok ? sc_tokenizer_token_to_id(tok, "<|expand|>") : -1;
+  if (e->expand_id >= e->vocab) e->expand_id = -1;
   sc_status st = sc_forward_ctx_new(model, e->max_seq, &e->fctx, err);
   if (st != SC_OK) {
     free(e);
@@ -191,7 +196,7 @@ static int cmp_cand_desc(const void *a, const void *b) {
 }
 
 static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_params *p,
-                           rng *r) {
+                           bool allow_expand, rng *r) {
   const int V = e->vocab;
   const sc_model_info *info = e->info;
   double *z = e->z;
@@ -203,6 +208,7 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
   }
   /* Never predict the mask itself; EOS and pad may be penalised. */
   if (info->mask_id >= 0 && info->mask_id < V) z[info->mask_id] = -INFINITY;
+  if (e->expand_id >= 0 && !allow_expand) z[e->expand_id] = -INFINITY;
   if (p->eos_penalty != 0.0f) {
     if (info->eos_id >= 0 && info->eos_id < V) z[info->eos_id] -= p->eos_penalty * inv_t;
     if (info->pad_id >= 0 && info->pad_id < V && info->pad_id != info->eos_id)
@@ -325,11 +331,11 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
   int32_t *seq = e->seq;
   int n = 0;
   if (info->bos_id >= 0) seq[n++] = info->bos_id;
-  memcpy(seq + n, prefix, (size_t)n_prefix * sizeof *seq);
+  if (n_prefix) memcpy(seq + n, prefix, (size_t)n_prefix * sizeof *seq);
   n += n_prefix;
   int c0 = n;
   for (int i = 0; i < m; i++) seq[n++] = mask;
-  memcpy(seq + n, suffix, (size_t)n_suffix * sizeof *seq);
+  if (n_suffix) memcpy(seq + n, suffix, (size_t)n_suffix * sizeof *seq);
   n += n_suffix;
   if (info->eos_id >= 0) seq[n++] = info->eos_id;
   cs->m = m;
@@ -378,7 +384,7 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
       *ms_fwd += t1 - t0;
       cs->steps++;
       for (int k = 0; k < nr; k++) {
-        row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, &r);
+        row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, false, &r);
         e->pick[k] = rp.token;
         e->pprob[k] = (float)rp.p;
         e->score[k] = rp.score;
@@ -447,6 +453,134 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
   return SC_OK;
 }
 
+/* DreamOn-style variable length: one block, a full pass every step, and the
+ * canvas edited after each step (expand -> two masks, EOS -> deleted with
+ * the masks after it). Source: DreamLM/DreamOn eval/generator.py, as
+ * summarised in ../shared/notes/diffusion-models.md B5. */
+static sc_status decode_candidate_dreamon(sc_engine *e, const int32_t *prefix, int n_prefix,
+                                          const int32_t *suffix, int n_suffix, int m0,
+                                          int cand_index, const sc_infill_params *p,
+                                          const _Atomic int *cancel,
+                                          sc_infill_progress_fn progress, void *user,
+                                          cand_state *cs, double *ms_fwd, double *ms_smp,
+                                          sc_error *err) {
+  const sc_model_info *info = e->info;
+  const int32_t mask = info->mask_id;
+  SC_CHECK(mask >= 0, err, SC_ERR_UNSUPPORTED,
+           "the checkpoint has no mask token: it is not a diffusion model");
+  int room = e->max_seq - n_prefix - n_suffix - 2;
+  int max_m = p->max_canvas > 0 ? p->max_canvas : 4 * m0;
+  if (max_m > room) max_m = room;
+  if (max_m < m0) max_m = m0;
+  int32_t *cv = malloc((size_t)max_m * sizeof *cv);
+  float *cf = malloc((size_t)max_m * sizeof *cf);
+  if (!cv || !cf) {
+    free(cv);
+    free(cf);
+    return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
+  }
+  int m = m0;
+  for (int i = 0; i < m; i++) cv[i] = mask, cf[i] = 0;
+  rng r;
+  rng_seed(&r, p->seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(cand_index + 1)));
+  int32_t *seq = e->seq;
+  sc_status st = SC_OK;
+  for (;;) {
+    int masks = 0;
+    for (int i = 0; i < m; i++) masks += cv[i] == mask;
+    if (masks == 0) break;
+    if (cancel && atomic_load(cancel)) {
+      st = sc_error_set(err, SC_ERR_CANCELLED, "infill cancelled");
+      break;
+    }
+    int n = 0;
+    if (info->bos_id >= 0) seq[n++] = info->bos_id;
+    if (n_prefix) memcpy(seq + n, prefix, (size_t)n_prefix * sizeof *seq);
+    n += n_prefix;
+    int c0 = n;
+    memcpy(seq + n, cv, (size_t)m * sizeof *seq);
+    n += m;
+    if (n_suffix) memcpy(seq + n, suffix, (size_t)n_suffix * sizeof *seq);
+    n += n_suffix;
+    if (info->eos_id >= 0) seq[n++] = info->eos_id;
+    int nr = 0;
+    for (int i = 0; i < m; i++) {
+      if (cv[i] != mask) continue;
+      int pos = c0 + i;
+      e->positions[nr] = i;
+      e->rows[nr] = info->shift_logits ? (pos > 0 ? pos - 1 : 0) : pos;
+      nr++;
+    }
+    double t0 = sc_now_ms();
+    st = sc_forward_ctx_run(e->fctx, seq, n, e->rows, nr, e->logits, err);
+    if (st != SC_OK) break;
+    double t1 = sc_now_ms();
+    *ms_fwd += t1 - t0;
+    cs->steps++;
+    for (int k = 0; k < nr; k++) {
+      row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, m < max_m, &r);
+      e->pick[k] = rp.token;
+      e->pprob[k] = (float)rp.p;
+      e->score[k] = rp.score;
+      e->order[k] = k;
+    }
+    g_sort_score = e->score;
+    qsort(e->order, (size_t)nr, sizeof *e->order, cmp_order);
+    int take = 1;
+    if (p->schedule == SC_SCHEDULE_THRESHOLD) {
+      while (take < nr && e->score[e->order[take]] >= p->threshold) take++;
+    } else if (p->steps > 0) {
+      int left = p->steps - cs->steps + 1;
+      take = left > 1 ? (masks + left - 1) / left : masks;
+    }
+    if (take > nr) take = nr;
+    for (int k = 0; k < take; k++) {
+      int j = e->order[k];
+      cv[e->positions[j]] = e->pick[j];
+      cf[e->positions[j]] = e->pprob[j];
+      cs->committed++;
+    }
+    /* Delete: the first EOS/pad goes, with every mask after it. */
+    int pe = -1;
+    for (int i = 0; i < m && pe < 0; i++)
+      if (is_end_token(info, cv[i])) pe = i;
+    if (pe >= 0) {
+      int w = pe;
+      for (int i = pe + 1; i < m; i++)
+        if (cv[i] != mask && !is_end_token(info, cv[i])) cv[w] = cv[i], cf[w++] = cf[i];
+      m = w;
+      cs->ended = true;
+    }
+    /* Expand: each expand becomes two masks, right to left so indices hold. */
+    for (int i = m - 1; i >= 0; i--) {
+      if (cv[i] != e->expand_id) continue;
+      cv[i] = mask;
+      cf[i] = 0;
+      if (m < max_m) {
+        memmove(cv + i + 2, cv + i + 1, (size_t)(m - i - 1) * sizeof *cv);
+        memmove(cf + i + 2, cf + i + 1, (size_t)(m - i - 1) * sizeof *cf);
+        cv[i + 1] = mask;
+        cf[i + 1] = 0;
+        m++;
+      }
+    }
+    *ms_smp += sc_now_ms() - t1;
+    if (progress) progress(user, cand_index, cv, m, cs->steps, cs->committed);
+  }
+  if (st != SC_OK) {
+    free(cv);
+    free(cf);
+    return st;
+  }
+  cs->m = m;
+  cs->canvas = cv;
+  cs->conf = cf;
+  double sum = 0;
+  for (int i = 0; i < m; i++) sum += log(cf[i] > 1e-30f ? cf[i] : 1e-30);
+  cs->mean_logp = m ? sum / m : 0;
+  return SC_OK;
+}
+
 sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
                            const sc_infill_params *params, const _Atomic int *cancel,
@@ -487,9 +621,13 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
   int steps = 0, committed = 0;
   for (int c = 0; c < plan->n_lengths; c++) {
     cand_state cs = {0};
-    sc_status st = decode_candidate(e, prefix, n_prefix, suffix, n_suffix, plan->lengths[c],
-                                    c, params, cancel, progress, user, &cs, &ms_fwd, &ms_smp,
-                                    err);
+    bool dreamon = e->expand_id >= 0 && !params->no_expand;
+    sc_status st =
+        dreamon ? decode_candidate_dreamon(e, prefix, n_prefix, suffix, n_suffix,
+                                           plan->lengths[c], c, params, cancel, progress, user,
+                                           &cs, &ms_fwd, &ms_smp, err)
+                : decode_candidate(e, prefix, n_prefix, suffix, n_suffix, plan->lengths[c], c,
+                                   params, cancel, progress, user, &cs, &ms_fwd, &ms_smp, err);
     steps += cs.steps;
     committed += cs.committed;
     if (st != SC_OK) {
@@ -499,7 +637,11 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
       free(best.conf);
       return st;
     }
-    if (best_index < 0 || cs.mean_logp > best.mean_logp) {
+    /* Best mean log-confidence; on a tie, prefer a candidate the model
+     * ended itself over one that ran out of canvas. */
+    bool better = best_index < 0 || cs.mean_logp > best.mean_logp + 1e-9 ||
+                  (fabs(cs.mean_logp - best.mean_logp) <= 1e-9 && cs.ended && !best.ended);
+    if (better) {
       free(best.canvas);
       free(best.conf);
       best = cs;

@@ -255,9 +255,18 @@ typedef struct sc_infill_params {
   float eos_penalty;  /* subtracted from the EOS and pad logits (Dream-Coder: 3) */
   bool use_cache;     /* reuse prefix/suffix K/V between steps (Fast-dLLM dual
                          cache, refreshed at block boundaries) */
+  bool no_expand;     /* ignore the checkpoint's expand token (see below) */
+  int max_canvas;     /* DreamOn: the canvas may grow to this; 0 = 4 x the plan's */
 } sc_infill_params;
 
-/* Defaults: threshold 0.9 on confidence, blocks of 32, greedy, cache on. */
+/* Variable length (DreamOn, ../shared/notes B5): when the checkpoint has an
+ * expand token (<|expand|>), a committed expand becomes two masks (the canvas
+ * grows, up to max_canvas; at the limit expand is never predicted), and a
+ * committed EOS deletes itself and the masks after it (the canvas shrinks and
+ * the suffix moves up). The canvas is then one block, recomputed in full
+ * every step, since positions move.
+ *
+ * Defaults: threshold 0.9 on confidence, blocks of 32, greedy, cache on. */
 void sc_infill_params_default(sc_infill_params *p);
 
 /* "confidence", "margin", "entropy" -> rank with the fixed-k schedule;

@@ -19,12 +19,17 @@ so it is never confident. Both come in a shifted (Dream: row i-1 predicts
 token i) and an unshifted (LLaDA) variant; the attention offset differs
 between them, so a sampler that gets the shift wrong gets the wrong middle.
 
-    tools/planted_checkpoints.py OUTDIR     # writes OUTDIR/<name>/ for all four
+    tools/planted_checkpoints.py OUTDIR     # writes OUTDIR/<name>/ for all five
 
-Vocabulary (64): 0..59 ordinary tokens, 60 EOS (= pad), 61 BOS, 62 MASK, 63 unused.
-Hidden layout (160): dims 0..63 the token's own one-hot, dim 64 a constant 1
-(gives every token the same norm, so RMSNorm is a fixed scale and q/k are
-position-only), dims 96..159 the one-hot of the token attention copied.
+Vocabulary of the id-level models (64): 0..59 ordinary tokens, 60 EOS (= pad),
+61 BOS, 62 MASK, 63 unused. A fifth, planted-successor-shifted-bytes, has a
+real byte-level tokenizer (id = byte; 256 EOS, 257 BOS, 258 MASK) and chains
+the letters a..z, so `sculpt complete` on "abc" answers "defg...z". A sixth,
+planted-successor-shifted-bytes-expand, adds DreamOn's <|expand|> (259) and
+predicts it after "q" instead of "r".
+Hidden layout (2V + 32): the token's own one-hot, then a constant 1 (gives
+every token the same norm, so RMSNorm is a fixed scale and q/k are
+position-only), then from V + 32 the one-hot of the token attention copied.
 """
 import json
 import math
@@ -36,32 +41,54 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_checkpoints as tc  # noqa: E402  (safetensors writer, config, names)
 
-V, EOS, BOS, MASK, Z = 64, 60, 61, 62, 59
-H = 160
-BIAS, COPY = 64, 96
 PAIRS = 8       # rotary pairs used by q and k
 THETA = 1e4
 LM_SCALE = 5.0
 
 
-def spec_for(family):
-    return dict(family=family, dtype="F32", hidden=H, layers=1, heads=1, kv_heads=1,
-                head_dim=H, inter=8, vocab=V, theta=THETA, eps=1e-6, tie=False,
+class Geometry:
+    """Token ids and hidden layout of one planted model."""
+
+    def __init__(self, vocab, eos, bos, mask, first, last):
+        self.V, self.EOS, self.BOS, self.MASK = vocab, eos, bos, mask
+        self.FIRST, self.Z = first, last      # the ordinary tokens that chain
+        self.BIAS = vocab                     # constant-1 dimension
+        self.COPY = vocab + 32                # one-hot of the copied token
+        self.H = self.COPY + vocab
+
+
+# The id-level models: 0..59 ordinary, 60 EOS, 61 BOS, 62 MASK, 63 unused.
+IDS = Geometry(64, 60, 61, 62, 0, 59)
+# The byte-level model: ids are bytes (0..255), so any text tokenizes; the
+# chain runs over the letters, successor('y') = 'z', successor('z') = EOS.
+BYTES = Geometry(260, 256, 257, 258, ord("a"), ord("z"))
+BYTES.EXPAND = 259
+
+
+def spec_for(family, g):
+    return dict(family=family, dtype="F32", hidden=g.H, layers=1, heads=1, kv_heads=1,
+                head_dim=g.H, inter=8, vocab=g.V, theta=THETA, eps=1e-6, tie=False,
                 save_head=True, shards=1,
-                config_ids=dict(mask_token_id=MASK, eos_token_id=EOS, pad_token_id=EOS,
-                                bos_token_id=BOS),
-                added={"<|endoftext|>": EOS, "<|beginoftext|>": BOS, "<|mask|>": MASK})
+                config_ids=dict(mask_token_id=g.MASK, eos_token_id=g.EOS,
+                                pad_token_id=g.EOS, bos_token_id=g.BOS),
+                added={"<|endoftext|>": g.EOS, "<|beginoftext|>": g.BOS,
+                       "<|mask|>": g.MASK})
 
 
-def omegas():
+# Pair indices spread over the spectrum so that the summed cosines peak at
+# one offset only, whatever the head size.
+PAIR_INDEX = [0, 1, 2, 3, 5, 8, 13, 21]
+
+
+def omegas(H):
     # HF rotate-half RoPE: pair k is dims (k, k + hd/2), frequency theta^(-2k/hd).
-    return [THETA ** (-2.0 * k / H) for k in range(PAIRS)]
+    return [THETA ** (-2.0 * k / H) for k in PAIR_INDEX]
 
 
-def attention_scale():
+def attention_scale(H):
     """q/k magnitude so that any position other than the planted one scores
     at least 40 nats lower, for offsets up to 2048 (checked, not assumed)."""
-    om = omegas()
+    om = omegas(H)
     worst = max(sum(math.cos(w * dlt) for w in om) / PAIRS
                 for dlt in range(1, 2048))
     gap = 1.0 - worst
@@ -69,12 +96,13 @@ def attention_scale():
     return math.sqrt(40.0 * math.sqrt(H) / gap)
 
 
-def planted_weights(direction, shift):
+def planted_weights(direction, shift, g, expand_on=None):
+    V, H, BIAS, COPY, EOS, Z, FIRST = g.V, g.H, g.BIAS, g.COPY, g.EOS, g.Z, g.FIRST
     # The relative offset d (source = i - d, in rows) that attention looks at.
     d = {("successor", True): 0, ("successor", False): 1,
          ("predecessor", True): -2, ("predecessor", False): -1}[(direction, shift)]
     xn = math.sqrt(H / 2.0)  # RMSNorm of an embedding (two unit entries)
-    A = attention_scale()
+    A = attention_scale(H)
     w = {}
     emb = np.zeros((V, H), np.float32)
     emb[np.arange(V), np.arange(V)] = 1.0
@@ -83,7 +111,7 @@ def planted_weights(direction, shift):
     q = np.zeros((H, H), np.float32)
     k = np.zeros((H, H), np.float32)
     a = A / math.sqrt(PAIRS)
-    for p, om in enumerate(omegas()):
+    for p, om in zip(PAIR_INDEX, omegas(H)):
         q[p, BIAS] = a / xn
         k[p, BIAS] = a * math.cos(om * d) / xn
         k[p + H // 2, BIAS] = a * math.sin(om * d) / xn
@@ -96,13 +124,17 @@ def planted_weights(direction, shift):
     w["o"] = o
     head = np.zeros((V, H), np.float32)
     if direction == "successor":
-        for t in range(0, Z):
+        for t in range(FIRST, Z):
             head[t + 1, COPY + t] = LM_SCALE
         head[EOS, COPY + Z] = LM_SCALE
+        if expand_on is not None:
+            # DreamOn's expand: after this token the model asks for more room.
+            head[expand_on + 1, COPY + expand_on] = 0.0
+            head[g.EXPAND, COPY + expand_on] = LM_SCALE
     else:
-        for t in range(1, Z + 1):
+        for t in range(FIRST + 1, Z + 1):
             head[t - 1, COPY + t] = LM_SCALE
-        head[EOS, COPY + 0] = LM_SCALE
+        head[EOS, COPY + FIRST] = LM_SCALE
     w["head"] = head
     return w
 
@@ -122,10 +154,51 @@ def role(name):
     return "zero"  # MLP weights and QKV biases: switched off
 
 
-def generate(outdir, family, direction):
-    spec = spec_for(family)
+def bytes_to_unicode():
+    """GPT-2's byte-level alphabet: printable bytes map to themselves, the
+    others to U+0100 upwards (the mapping tokenizers' ByteLevel uses)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + \
+        list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def write_byte_tokenizer(out, g, expand=False):
+    """A real byte-level BPE tokenizer.json with no merges: id = byte value."""
+    b2u = bytes_to_unicode()
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": True}
+             for t, i in (("<|endoftext|>", g.EOS), ("<|beginoftext|>", g.BOS),
+                          ("<|mask|>", g.MASK))]
+    if expand:
+        added.append({"id": g.EXPAND, "content": "<|expand|>", "single_word": False,
+                      "lstrip": False, "rstrip": False, "normalized": False,
+                      "special": True})
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                             "trim_offsets": True, "use_regex": True},
+           "post_processor": None,
+           "decoder": {"type": "ByteLevel", "add_prefix_space": True,
+                       "trim_offsets": True, "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                     "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                     "fuse_unk": False, "byte_fallback": False,
+                     "vocab": {b2u[b]: b for b in range(256)}, "merges": []}}
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tok, f, indent=1)
+
+
+def generate(outdir, family, direction, g=IDS, expand_on=None):
+    spec = spec_for(family, g)
     shift = family != "llada"
-    w = planted_weights(direction, shift)
+    w = planted_weights(direction, shift, g, expand_on)
     tensors = []
     for name, arr in tc.tensor_list(spec, np.random.default_rng(0)):
         r = role(name)
@@ -138,11 +211,18 @@ def generate(outdir, family, direction):
         assert val.shape == arr.shape, (name, val.shape, arr.shape)
         tensors.append((name, val))
     name = f"planted-{direction}-{'shifted' if shift else 'unshifted'}"
+    if g is BYTES:
+        name += "-bytes"
+    if expand_on is not None:
+        name += "-expand"
     out = os.path.join(outdir, name)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(tc.config_json(spec), f, indent=2)
-    tc.write_tokenizer(spec, out)
+    if g is BYTES:
+        write_byte_tokenizer(out, g, expand=expand_on is not None)
+    else:
+        tc.write_tokenizer(spec, out)
     tc.write_safetensors(os.path.join(out, "model.safetensors"), tensors, "F32")
     return out
 
@@ -153,6 +233,8 @@ def main():
     for family in ("dream", "llada"):
         for direction in ("successor", "predecessor"):
             print(generate(sys.argv[1], family, direction))
+    print(generate(sys.argv[1], "dream", "successor", BYTES))
+    print(generate(sys.argv[1], "dream", "successor", BYTES, expand_on=ord("q")))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   for (size_t i = 0; i < n && !sc_lsp_server_done(s, NULL); i += chunk)
     sc_lsp_server_feed(s, p + i, n - i < chunk ? n - i : chunk);
   sc_lsp_server_eof(s);
-  sc_lsp_server_drain(s);
+  sc_lsp_server_finish(s);
   sc_lsp_server_free(s);
   return 0;
 }

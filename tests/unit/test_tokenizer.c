@@ -191,6 +191,28 @@ static void test_long_run(void) {
   sc_tokenizer_free(t);
 }
 
+/* A normalized added token is matched against NFC text with its content in
+ * NFC: the content "e" U+0301 becomes "é" (U+00E9), so both spellings in the
+ * text hit it; 'a' around it is plain BPE. */
+static void test_normalized_added(void) {
+  static const char *json =
+      "{\"added_tokens\":[{\"id\":13,\"content\":\"e\\u0301\",\"normalized\":true,"
+      "\"special\":false}],\"normalizer\":{\"type\":\"NFC\"},"
+      "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},"
+      "\"model\":{\"type\":\"BPE\",\"vocab\":" VOCAB ",\"merges\":[\"a b\"]}}";
+  sc_tokenizer *t = load("normalized", json);
+  REQUIRE(t);
+  int32_t *ids = NULL;
+  size_t n = 0;
+  REQUIRE(sc_tokenizer_encode(t, TXT("a\xc3\xa9" "b"), &ids, &n, NULL) == SC_OK);
+  EXPECTF(n == 3 && ids[0] == 0 && ids[1] == 13 && ids[2] == 1, "composed: %zu ids", n);
+  free(ids);
+  REQUIRE(sc_tokenizer_encode(t, TXT("ae\xcc\x81" "b"), &ids, &n, NULL) == SC_OK);
+  EXPECTF(n == 3 && ids[0] == 0 && ids[1] == 13 && ids[2] == 1, "decomposed: %zu ids", n);
+  free(ids);
+  sc_tokenizer_free(t);
+}
+
 typedef struct thread_arg {
   const sc_tokenizer *t;
   int ok;
@@ -356,6 +378,7 @@ int main(void) {
   RUN(test_string_merges);
   RUN(test_ranks_decide);
   RUN(test_long_run);
+  RUN(test_normalized_added);
   RUN(test_threads);
   RUN(test_malformed);
   RUN(test_slow_dir);

@@ -1,0 +1,101 @@
+"""`sculpt complete FILE:LINE:COL` end to end on a planted byte-level model
+whose right middle is known: after the letters "...abc" it writes
+"defghijklmnopqrstuvwxyz" and then ends (tools/planted_checkpoints.py)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ["SCULPT_BIN"]
+SRC = os.environ["SCULPT_SOURCE_DIR"]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args):
+    p = subprocess.run([BIN, "complete", *args], capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+tmp = tempfile.mkdtemp(prefix="sculpt-complete-")
+subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), tmp],
+               check=True, capture_output=True)
+model = os.path.join(tmp, "planted-successor-shifted-bytes")
+src = os.path.join(tmp, "main.c")
+with open(src, "w") as f:
+    f.write("int abc = 1;\r\nint pqr = 2;\nfinal\n")
+
+# Line 1, byte column 8 is right after "abc".
+rc, out, err = run(f"{src}:1:8", "--model", model, "--max-tokens", "40")
+check(rc == 0, f"exit 0 (got {rc}: {err})")
+check(out == "defghijklmnopqrstuvwxyz\n", f"middle after abc: {out!r}")
+
+# Line 2 (after a CRLF), column 8: after "pqr".
+rc, out, err = run(f"{src}:2:8", "--model", model, "--max-tokens", "40", "--json")
+check(rc == 0, "json exit 0")
+res = json.loads(out)
+check(res["text"] == "stuvwxyz", f"middle after pqr: {res['text']!r}")
+check(res["ids"] == [ord(c) for c in "stuvwxyz"], "ids are the bytes")
+check(res["ended"] is True and res["canvas"] == 40, "the model ended the middle")
+check(len(res["confidence"]) == 8 and min(res["confidence"]) > 0.99, "confidences")
+check(res["steps"] >= 1 and res["committed"] >= 9, "steps and commits")
+for k in ("load_ms", "tokenize_ms", "model_ms", "forward_ms", "sample_ms"):
+    check(isinstance(res["timings"].get(k), float), f"timing {k}")
+check(res["context"]["prefix_tokens"] == len("int abc = 1;\r\nint pqr"), "prefix token count")
+
+# A short canvas cuts the middle; several lengths pick the one the model ends.
+rc, out, _ = run(f"{src}:2:8", "--model", model, "--max-tokens", "3")
+check(out == "stu\n", f"3-token canvas: {out!r}")
+rc, out, _ = run(f"{src}:2:8", "--model", model, "--lengths", "4,12", "--json")
+res = json.loads(out)
+check(res["text"] == "stuvwxyz" and res["canvas"] == 12, f"lengths 4,12: {res['text']!r}")
+
+# Schedules and caching agree on this model.
+for extra in (["--algorithm", "confidence", "--steps", "40"], ["--no-cache"],
+              ["--algorithm", "entropy"], ["--algorithm", "margin"], ["--block-len", "0"],
+              ["--temperature", "0.5", "--seed", "3"]):
+    rc, out, err = run(f"{src}:1:8", "--model", model, "--max-tokens", "30", *extra)
+    check(rc == 0 and out == "defghijklmnopqrstuvwxyz\n", f"{extra}: {out!r} {err}")
+
+# DreamOn variable length, with a checkpoint that has <|expand|>: an EOS
+# deletes the rest of the canvas (it shrinks to the middle), and an expand
+# grows the canvas, by one mask each time, up to 4x the plan.
+xmodel = os.path.join(tmp, "planted-successor-shifted-bytes-expand")
+with open(src, "w") as f:
+    f.write("rst|XY\nmnop|XY\n")
+rc, out, err = run(f"{src}:1:4", "--model", xmodel, "--max-tokens", "20", "--json")
+res = json.loads(out)
+check(res["text"] == "uvwxyz" and res["canvas"] == 6 and res["ended"], f"delete: {res}")
+rc, out, err = run(f"{src}:2:5", "--model", xmodel, "--max-tokens", "2", "--json")
+res = json.loads(out)
+check(res["ids"][0] == ord("q") and res["canvas"] == 8, f"expand to the limit: {res}")
+check(min(res["confidence"][1:]) < 0.1, "after the limit the model has nothing confident")
+# The same checkpoint without the expand token behaves as a fixed canvas.
+rc, out, err = run(f"{src}:1:4", "--model", model, "--max-tokens", "20", "--json")
+res = json.loads(out)
+check(res["text"] == "uvwxyz" and res["canvas"] == 20, f"fixed canvas: {res}")
+
+# Usage and input errors: exit 2, one line on stderr.
+for args in ([f"{src}:9:1", "--model", model], [f"{src}:1:99", "--model", model],
+             [f"{src}:0:1", "--model", model], [f"{src}", "--model", model],
+             [f"{tmp}/missing.c:1:1", "--model", model], [f"{src}:1:1", "--model", model,
+                                                          "--threshold", "2"],
+             [f"{src}:1:1", "--model", model, "--algorithm", "magic"],
+             [f"{src}:1:1", "--bogus"]):
+    rc, out, err = run(*args)
+    check(rc == 2 and out == "" and len(err.strip().splitlines()) >= 1, f"{args}: rc {rc}")
+    check(len([l for l in err.splitlines() if l.startswith("sculpt complete:")]) == 1,
+          f"{args}: one error line")
+# A model folder that is not a model fails with exit 1 or 2 and a reason.
+rc, out, err = run(f"{src}:1:1", "--model", tmp)
+check(rc in (1, 2) and "config.json" in err, f"not a model: {err!r}")
+
+if failures:
+    sys.exit(1)
+print("ok")
