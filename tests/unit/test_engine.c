@@ -7,6 +7,7 @@
 #include "model.h"
 #include "sc_test.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,80 @@ static void test_seeded_sampling(void) {
   sc_model_free(m);
 }
 
+static void test_eos_penalty(void) {
+  sc_model *m = load("planted-successor-shifted");
+  REQUIRE(m);
+  sc_engine *e = NULL;
+  REQUIRE(sc_engine_new(m, NULL, 64, &e, NULL) == SC_OK);
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  int32_t prefix[] = {57}, suffix[] = {1};
+  sc_infill_plan plan = {1, {6}};
+  sc_infill_result r;
+  /* 58, 59, EOS: the middle ends after two tokens... */
+  REQUIRE(sc_engine_infill(e, prefix, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, NULL) ==
+          SC_OK);
+  EXPECT(r.n_ids == 2 && r.ended);
+  sc_infill_result_free(&r);
+  /* ...unless EOS is penalised out of reach: then the canvas is filled. */
+  p.eos_penalty = 1000.0f;
+  REQUIRE(sc_engine_infill(e, prefix, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, NULL) ==
+          SC_OK);
+  EXPECT(r.n_ids == 6 && !r.ended && r.ids[0] == 58 && r.ids[1] == 59);
+  sc_infill_result_free(&r);
+  sc_engine_free(e);
+  sc_model_free(m);
+}
+
+/* Several engines share one model, each on its own thread. */
+typedef struct worker_arg {
+  sc_model *m;
+  int32_t start;
+  int32_t ids[64];
+  int n;
+  sc_status st;
+} worker_arg;
+
+static void *engine_thread(void *p) {
+  worker_arg *a = p;
+  sc_engine *e = NULL;
+  a->st = sc_engine_new(a->m, NULL, 96, &e, NULL);
+  if (a->st != SC_OK) return NULL;
+  sc_infill_params prm;
+  sc_infill_params_default(&prm);
+  prm.block_len = 8;
+  int32_t suffix[] = {2};
+  sc_infill_plan plan = {1, {40}};
+  for (int rep = 0; rep < 5 && a->st == SC_OK; rep++) {
+    sc_infill_result r;
+    a->st = sc_engine_infill(e, &a->start, 1, suffix, 1, &plan, &prm, NULL, NULL, NULL, &r, NULL);
+    if (a->st == SC_OK) {
+      a->n = r.n_ids;
+      memcpy(a->ids, r.ids, (size_t)r.n_ids * sizeof *r.ids);
+      sc_infill_result_free(&r);
+    }
+  }
+  sc_engine_free(e);
+  return NULL;
+}
+
+static void test_shared_model_threads(void) {
+  sc_model *m = load("planted-successor-unshifted");
+  REQUIRE(m);
+  pthread_t t[3];
+  worker_arg a[3] = {{.m = m, .start = 10}, {.m = m, .start = 30}, {.m = m, .start = 50}};
+  for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, engine_thread, &a[i]);
+  for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 3; i++) {
+    EXPECT(a[i].st == SC_OK);
+    /* start+1 .. 59, then the model's EOS, or the 40-token canvas is full. */
+    int want = 59 - a[i].start < 40 ? 59 - a[i].start : 40;
+    EXPECTF(a[i].n == want, "thread %d: %d ids", i, a[i].n);
+    for (int k = 0; k < a[i].n; k++) EXPECT(a[i].ids[k] == a[i].start + 1 + k);
+  }
+  sc_model_free(m);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "%s/engine-checkpoints", SC_TEST_BUILD_DIR);
   char cmd[1024];
@@ -270,5 +345,7 @@ int main(void) {
   RUN(test_planted);
   RUN(test_cancel_and_edges);
   RUN(test_seeded_sampling);
+  RUN(test_eos_penalty);
+  RUN(test_shared_model_threads);
   TEST_MAIN_END();
 }
