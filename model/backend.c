@@ -96,3 +96,16 @@ sc_status sc_forward_ctx_run_window(sc_forward_ctx *c, const int32_t *ids, int n
            c->cached_n);
   return c->ops->forward(c->state, ids, n, w0, w1, rows, n_rows, logits, err);
 }
+
+sc_status sc_forward_ctx_run_packed(sc_forward_ctx *c, const int32_t *ids,
+                                    const int32_t *offsets, int n_seqs, const int32_t *rows,
+                                    int n_rows, float *logits, sc_error *err) {
+  SC_CHECK(c && offsets && n_seqs >= 1, err, SC_ERR_INVALID, "no context or no sequences");
+  SC_CHECK(offsets[0] == 0, err, SC_ERR_INVALID, "offsets[0] must be 0");
+  for (int s = 0; s < n_seqs; s++)
+    SC_CHECK(offsets[s + 1] > offsets[s], err, SC_ERR_INVALID, "sequence %d is empty", s);
+  int n = offsets[n_seqs];
+  SC_TRY(check_run(c, ids, n, 0, n, rows, n_rows, logits, err));
+  c->cached_n = 0; /* packed K/V are no cache for a window run */
+  return c->ops->forward_packed(c->state, ids, offsets, n_seqs, rows, n_rows, logits, err);
+}

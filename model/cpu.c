@@ -263,9 +263,13 @@ static void softmax_rows(float *x, int n, int d) {
 }
 
 /* Positions [w0, w1) are computed; every other position's K/V is read from
- * the per-layer cache as the last run left it. Local row i is position w0+i. */
-static sc_status cpu_forward(void *p, const int32_t *ids, int n, int w0, int w1,
-                             const int32_t *rows, int n_rows, float *logits, sc_error *err) {
+ * the per-layer cache as the last run left it. Local row i is position w0+i.
+ * With segs (n_segs + 1 offsets; then w0 = 0, w1 = n), the rows are several
+ * sequences packed back to back: RoPE positions restart and attention stays
+ * inside each one, while the matrix products run over all rows at once. */
+static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1,
+                              const int32_t *segs, int n_segs, const int32_t *rows,
+                              int n_rows, float *logits, sc_error *err) {
   cpu_state *s = p;
   const sc_model *m = s->m;
   const sc_config *c = &m->cfg;
@@ -292,17 +296,35 @@ static sc_status cpu_forward(void *p, const int32_t *ids, int n, int w0, int w1,
     add_bias(s->q, y->bq, nw, QD);
     add_bias(Kw, y->bk, nw, KD);
     add_bias(Vw, y->bv, nw, KD);
-    heads_norm_rope(s, s->q, nw, w0, nh, y->q_norm);
-    heads_norm_rope(s, Kw, nw, w0, nkv, y->k_norm);
-    /* Window queries attend to all n keys: fresh ones inside the window,
-     * cached ones outside it. */
-    for (int h = 0; h < nh; h++) {
-      const int g = h / group;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nw, n, hd, scale, s->q + h * hd,
-                  QD, K + g * hd, KD, 0.0f, s->scores, n);
-      softmax_rows(s->scores, nw, n);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nw, hd, n, 1.0f, s->scores, n,
-                  Vv + g * hd, KD, 0.0f, s->att + h * hd, QD);
+    if (!segs) {
+      heads_norm_rope(s, s->q, nw, w0, nh, y->q_norm);
+      heads_norm_rope(s, Kw, nw, w0, nkv, y->k_norm);
+      /* Window queries attend to all n keys: fresh ones inside the window,
+       * cached ones outside it. */
+      for (int h = 0; h < nh; h++) {
+        const int g = h / group;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nw, n, hd, scale, s->q + h * hd,
+                    QD, K + g * hd, KD, 0.0f, s->scores, n);
+        softmax_rows(s->scores, nw, n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nw, hd, n, 1.0f, s->scores, n,
+                    Vv + g * hd, KD, 0.0f, s->att + h * hd, QD);
+      }
+    } else {
+      for (int sg = 0; sg < n_segs; sg++) {
+        const int a = segs[sg], len = segs[sg + 1] - segs[sg];
+        float *qs = s->q + (size_t)a * QD, *ks = K + (size_t)a * KD, *vs = Vv + (size_t)a * KD;
+        heads_norm_rope(s, qs, len, 0, nh, y->q_norm);
+        heads_norm_rope(s, ks, len, 0, nkv, y->k_norm);
+        for (int h = 0; h < nh; h++) {
+          const int g = h / group;
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, len, len, hd, scale,
+                      qs + h * hd, QD, ks + g * hd, KD, 0.0f, s->scores, len);
+          softmax_rows(s->scores, len, len);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, len, hd, len, 1.0f,
+                      s->scores, len, vs + g * hd, KD, 0.0f, s->att + (size_t)a * QD + h * hd,
+                      QD);
+        }
+      }
     }
     linear(s, &y->wo, s->att, nw, s->xn, H);
     for (size_t i = 0; i < (size_t)nw * H; i++) s->x[i] += s->xn[i];
@@ -333,10 +355,23 @@ static sc_status cpu_forward(void *p, const int32_t *ids, int n, int w0, int w1,
   return SC_OK;
 }
 
+static sc_status cpu_forward(void *p, const int32_t *ids, int n, int w0, int w1,
+                             const int32_t *rows, int n_rows, float *logits, sc_error *err) {
+  return forward_impl(p, ids, n, w0, w1, NULL, 0, rows, n_rows, logits, err);
+}
+
+static sc_status cpu_forward_packed(void *p, const int32_t *ids, const int32_t *offsets,
+                                    int n_seqs, const int32_t *rows, int n_rows,
+                                    float *logits, sc_error *err) {
+  int n = offsets[n_seqs];
+  return forward_impl(p, ids, n, 0, n, offsets, n_seqs, rows, n_rows, logits, err);
+}
+
 const sc_backend_ops sc_cpu_backend = {
     .name = "cpu",
     .ctx_bytes = cpu_ctx_bytes,
     .ctx_init = cpu_ctx_init,
     .ctx_free = cpu_ctx_free,
     .forward = cpu_forward,
+    .forward_packed = cpu_forward_packed,
 };

@@ -23,6 +23,9 @@ struct sc_engine {
   sc_forward_ctx *fctx;
   int max_seq, vocab;
   int32_t expand_id;  /* DreamOn's <|expand|>, or -1 */
+  int cap_rows;       /* rows the per-step buffers below hold */
+  sc_forward_ctx *bctx; /* packed passes over several candidates (a batch) */
+  int batch_cap;      /* positions bctx holds */
   float *logits;      /* [max_seq][vocab]: lm_head rows of one step */
   int32_t *rows;      /* [max_seq] rows asked of the lm_head */
   int32_t *positions; /* [max_seq] the canvas positions those rows predict */
@@ -114,6 +117,7 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
   e->pick = malloc(S * sizeof *e->pick);
   e->pprob = malloc(S * sizeof *e->pprob);
   e->order = malloc(S * sizeof *e->order);
+  e->cap_rows = e->max_seq;
   if (!e->logits || !e->rows || !e->positions || !e->z || !e->cand || !e->seq ||
       !e->conf || !e->score || !e->pick || !e->pprob || !e->order) {
     sc_engine_free(e);
@@ -127,6 +131,7 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
 void sc_engine_free(sc_engine *e) {
   if (!e) return;
   sc_forward_ctx_free(e->fctx);
+  sc_forward_ctx_free(e->bctx);
   free(e->logits);
   free(e->rows);
   free(e->positions);
@@ -318,129 +323,174 @@ static int cmp_order(const void *a, const void *b) {
   return ia - ib;
 }
 
-static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_prefix,
-                                  const int32_t *suffix, int n_suffix, int m, int cand_index,
-                                  const sc_infill_params *p, const _Atomic int *cancel,
-                                  sc_infill_progress_fn progress, void *user,
-                                  cand_state *cs, double *ms_fwd, double *ms_smp,
-                                  sc_error *err) {
-  const sc_model_info *info = e->info;
-  const int32_t mask = info->mask_id;
-  SC_CHECK(mask >= 0, err, SC_ERR_UNSUPPORTED,
-           "the checkpoint has no mask token: it is not a diffusion model");
-  int32_t *seq = e->seq;
-  int n = 0;
-  if (info->bos_id >= 0) seq[n++] = info->bos_id;
-  if (n_prefix) memcpy(seq + n, prefix, (size_t)n_prefix * sizeof *seq);
-  n += n_prefix;
-  int c0 = n;
-  for (int i = 0; i < m; i++) seq[n++] = mask;
-  if (n_suffix) memcpy(seq + n, suffix, (size_t)n_suffix * sizeof *seq);
-  n += n_suffix;
-  if (info->eos_id >= 0) seq[n++] = info->eos_id;
-  cs->m = m;
-  cs->c0 = c0;
-  cs->n = n;
-  for (int i = 0; i < m; i++) e->conf[i] = 0;
-
+/* One candidate being decoded: its own sequence, canvas state and random
+ * stream, so that candidates can advance in lockstep through shared
+ * (batched) forward passes and still give what each would give alone. */
+typedef struct cand_run {
+  int index;
+  int32_t *seq; /* [cap] the token sequence (owned) */
+  float *conf;  /* [m] committed confidences (owned) */
+  int n, c0, m;
+  int block, n_blocks, steps_per_block;
+  int b, bs, be, masks_left, block_steps, step_in_block;
+  bool done, ended;
+  int steps, committed;
   rng r;
-  rng_seed(&r, p->seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(cand_index + 1)));
-  int block = p->block_len > 0 && p->block_len < m ? p->block_len : m;
-  int n_blocks = (m + block - 1) / block;
+  int row0, nr; /* this step's rows in the engine's shared buffers */
+} cand_run;
+
+static void run_free(cand_run *run) {
+  free(run->seq);
+  free(run->conf);
+  run->seq = NULL;
+  run->conf = NULL;
+}
+
+/* Moves to the next block that still has masks, or marks the run done. */
+static void run_next_block(cand_run *run, const sc_model_info *info) {
+  for (;;) {
+    run->b++;
+    if (run->ended || run->b >= run->n_blocks) {
+      run->done = true;
+      return;
+    }
+    run->bs = run->c0 + run->b * run->block;
+    run->be = run->bs + run->block < run->c0 + run->m ? run->bs + run->block : run->c0 + run->m;
+    run->masks_left = 0;
+    for (int i = run->bs; i < run->be; i++) run->masks_left += run->seq[i] == info->mask_id;
+    run->block_steps = run->steps_per_block > 0 ? run->steps_per_block : run->masks_left;
+    if (run->block_steps > run->masks_left) run->block_steps = run->masks_left;
+    run->step_in_block = 0;
+    if (run->masks_left > 0) return;
+  }
+}
+
+static sc_status run_init(sc_engine *e, cand_run *run, const int32_t *prefix, int n_prefix,
+                          const int32_t *suffix, int n_suffix, int m, int index,
+                          const sc_infill_params *p, sc_error *err) {
+  const sc_model_info *info = e->info;
+  memset(run, 0, sizeof *run);
+  SC_CHECK(info->mask_id >= 0, err, SC_ERR_UNSUPPORTED,
+           "the checkpoint has no mask token: it is not a diffusion model");
+  run->index = index;
+  run->seq = malloc((size_t)(n_prefix + m + n_suffix + 2) * sizeof *run->seq);
+  run->conf = calloc((size_t)m, sizeof *run->conf);
+  if (!run->seq || !run->conf) {
+    run_free(run);
+    return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
+  }
+  int n = 0;
+  if (info->bos_id >= 0) run->seq[n++] = info->bos_id;
+  if (n_prefix) memcpy(run->seq + n, prefix, (size_t)n_prefix * sizeof *run->seq);
+  n += n_prefix;
+  run->c0 = n;
+  for (int i = 0; i < m; i++) run->seq[n++] = info->mask_id;
+  if (n_suffix) memcpy(run->seq + n, suffix, (size_t)n_suffix * sizeof *run->seq);
+  n += n_suffix;
+  if (info->eos_id >= 0) run->seq[n++] = info->eos_id;
+  run->n = n;
+  run->m = m;
+  rng_seed(&run->r, p->seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(index + 1)));
+  run->block = p->block_len > 0 && p->block_len < m ? p->block_len : m;
+  run->n_blocks = (m + run->block - 1) / run->block;
   /* Fixed-k: the canvas's steps shared evenly by the blocks (at least one
    * each); 0 steps means one token per step. */
-  int steps_per_block = p->steps > 0 ? (p->steps + n_blocks - 1) / n_blocks : 0;
-  bool ended = false;
+  run->steps_per_block = p->steps > 0 ? (p->steps + run->n_blocks - 1) / run->n_blocks : 0;
+  run->b = -1;
+  run_next_block(run, info);
+  return SC_OK;
+}
 
-  for (int b = 0; b < n_blocks && !ended; b++) {
-    int bs = c0 + b * block, be = bs + block < c0 + m ? bs + block : c0 + m;
-    int masks_left = 0;
-    for (int i = bs; i < be; i++) masks_left += seq[i] == mask;
-    int block_steps = steps_per_block > 0 ? steps_per_block : masks_left;
-    if (block_steps > masks_left) block_steps = masks_left;
-    int step_in_block = 0;
-    while (masks_left > 0) {
-      if (cancel && atomic_load(cancel))
-        return sc_error_set(err, SC_ERR_CANCELLED, "infill cancelled");
-      /* Rows for the masked positions of this block only. */
-      int nr = 0;
-      for (int i = bs; i < be; i++) {
-        if (seq[i] != mask) continue;
-        e->positions[nr] = i;
-        e->rows[nr] = info->shift_logits ? (i > 0 ? i - 1 : 0) : i;
-        nr++;
-      }
-      double t0 = sc_now_ms();
-      if (p->use_cache && step_in_block > 0) {
-        /* Dual cache: only the block is recomputed, against the prefix and
-         * suffix K/V of the block's first pass. A shifted model reads the
-         * first block position from row bs-1, so that row joins the window. */
-        int w0 = info->shift_logits && bs > 0 ? bs - 1 : bs;
-        SC_TRY(sc_forward_ctx_run_window(e->fctx, seq, n, w0, be, e->rows, nr, e->logits, err));
-      } else {
-        SC_TRY(sc_forward_ctx_run(e->fctx, seq, n, e->rows, nr, e->logits, err));
-      }
-      double t1 = sc_now_ms();
-      *ms_fwd += t1 - t0;
-      cs->steps++;
-      for (int k = 0; k < nr; k++) {
-        row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, false, &r);
-        e->pick[k] = rp.token;
-        e->pprob[k] = (float)rp.p;
-        e->score[k] = rp.score;
-        e->order[k] = k;
-      }
-      /* Choose which to commit. */
-      g_sort_score = e->score;
-      qsort(e->order, (size_t)nr, sizeof *e->order, cmp_order);
-      int take;
-      if (p->schedule == SC_SCHEDULE_THRESHOLD) {
-        take = 1; /* always the best one, so every step makes progress */
-        while (take < nr && e->score[e->order[take]] >= p->threshold) take++;
-      } else {
-        /* LLaDA's split: base = n / s, the first n % s steps take one more. */
-        int left_steps = block_steps - step_in_block;
-        if (left_steps < 1) left_steps = 1;
-        take = masks_left / left_steps + (masks_left % left_steps ? 1 : 0);
-        if (take < 1) take = 1;
-        if (take > nr) take = nr;
-      }
-      int end_at = -1;
-      for (int k = 0; k < take; k++) {
-        int j = e->order[k];
-        int pos = e->positions[j];
-        seq[pos] = e->pick[j];
-        e->conf[pos - c0] = e->pprob[j];
-        cs->committed++;
-        masks_left--;
-        if (is_end_token(info, e->pick[j]) && (end_at < 0 || pos < end_at)) end_at = pos;
-      }
-      /* The middle ends at the first EOS/pad: what follows it in the canvas
-       * is discarded, so it is filled with EOS now rather than decoded. */
-      if (end_at >= 0) {
-        int32_t fill = info->eos_id >= 0 ? info->eos_id : info->pad_id;
-        for (int i = end_at + 1; i < c0 + m; i++)
-          if (seq[i] == mask) {
-            seq[i] = fill;
-            e->conf[i - c0] = 1.0f;
-            if (i < be) masks_left--;
-          }
-        ended = true;
-      }
-      *ms_smp += sc_now_ms() - t1;
-      step_in_block++;
-      if (progress) progress(user, cand_index, seq + c0, m, cs->steps, cs->committed);
-    }
+/* Lists this step's rows (masked positions of the current block) into the
+ * shared buffers at row0; `base` is added to each row (its offset in a
+ * packed batch). */
+static void run_rows(sc_engine *e, cand_run *run, int row0, int base) {
+  const sc_model_info *info = e->info;
+  run->row0 = row0;
+  run->nr = 0;
+  for (int i = run->bs; i < run->be; i++) {
+    if (run->seq[i] != info->mask_id) continue;
+    int k = row0 + run->nr++;
+    e->positions[k] = i;
+    e->rows[k] = base + (info->shift_logits ? (i > 0 ? i - 1 : 0) : i);
   }
-  cs->canvas = malloc((size_t)m * sizeof *cs->canvas);
-  cs->conf = malloc((size_t)m * sizeof *cs->conf);
-  SC_CHECK(cs->canvas && cs->conf, err, SC_ERR_NOMEM, "engine: out of memory");
-  memcpy(cs->canvas, seq + c0, (size_t)m * sizeof *cs->canvas);
-  memcpy(cs->conf, e->conf, (size_t)m * sizeof *cs->conf);
+}
+
+/* Samples this run's rows from their logits, commits by the schedule, and
+ * moves on to the next block when this one is full. */
+static void run_apply(sc_engine *e, cand_run *run, const sc_infill_params *p,
+                      sc_infill_progress_fn progress, void *user) {
+  const sc_model_info *info = e->info;
+  const int k0 = run->row0, nr = run->nr;
+  run->steps++;
+  for (int k = k0; k < k0 + nr; k++) {
+    row_pick rp =
+        sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, false, &run->r);
+    e->pick[k] = rp.token;
+    e->pprob[k] = (float)rp.p;
+    e->score[k] = rp.score;
+    e->order[k] = k;
+  }
+  g_sort_score = e->score;
+  qsort(e->order + k0, (size_t)nr, sizeof *e->order, cmp_order);
+  int take;
+  if (p->schedule == SC_SCHEDULE_THRESHOLD) {
+    take = 1; /* always the best one, so every step makes progress */
+    while (take < nr && e->score[e->order[k0 + take]] >= p->threshold) take++;
+  } else {
+    /* LLaDA's split: base = n / s, the first n % s steps take one more. */
+    int left_steps = run->block_steps - run->step_in_block;
+    if (left_steps < 1) left_steps = 1;
+    take = run->masks_left / left_steps + (run->masks_left % left_steps ? 1 : 0);
+    if (take < 1) take = 1;
+    if (take > nr) take = nr;
+  }
+  int end_at = -1;
+  for (int t = 0; t < take; t++) {
+    int j = e->order[k0 + t];
+    int pos = e->positions[j];
+    run->seq[pos] = e->pick[j];
+    run->conf[pos - run->c0] = e->pprob[j];
+    run->committed++;
+    run->masks_left--;
+    if (is_end_token(info, e->pick[j]) && (end_at < 0 || pos < end_at)) end_at = pos;
+  }
+  /* The middle ends at the first EOS/pad: what follows it in the canvas is
+   * discarded, so it is filled with EOS now rather than decoded. */
+  if (end_at >= 0) {
+    int32_t fill = info->eos_id >= 0 ? info->eos_id : info->pad_id;
+    for (int i = end_at + 1; i < run->c0 + run->m; i++)
+      if (run->seq[i] == info->mask_id) {
+        run->seq[i] = fill;
+        run->conf[i - run->c0] = 1.0f;
+        if (i < run->be) run->masks_left--;
+      }
+    run->ended = true;
+  }
+  run->step_in_block++;
+  if (progress)
+    progress(user, run->index, run->seq + run->c0, run->m, run->steps, run->committed);
+  if (run->masks_left <= 0) run_next_block(run, info);
+}
+
+/* Hands the finished canvas to cs (ownership moves) and scores it. */
+static void run_finish(sc_engine *e, cand_run *run, cand_state *cs) {
+  const sc_model_info *info = e->info;
+  cs->m = run->m;
+  cs->c0 = run->c0;
+  cs->n = run->n;
+  cs->steps = run->steps;
+  cs->committed = run->committed;
+  /* The canvas is moved to the front of seq, which the run owns. */
+  memmove(run->seq, run->seq + run->c0, (size_t)run->m * sizeof *run->seq);
+  cs->canvas = run->seq;
+  cs->conf = run->conf;
+  run->seq = NULL;
+  run->conf = NULL;
   /* Mean log-confidence over the middle and the EOS that ends it. */
   double sum = 0;
   int count = 0;
-  for (int i = 0; i < m; i++) {
+  for (int i = 0; i < cs->m; i++) {
     double c = cs->conf[i] > 1e-30f ? cs->conf[i] : 1e-30;
     sum += log(c);
     count++;
@@ -450,7 +500,138 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
     }
   }
   cs->mean_logp = count ? sum / count : 0;
+}
+
+/* Makes the per-step buffers hold n rows. */
+static sc_status ensure_rows(sc_engine *e, int n, sc_error *err) {
+  if (n <= e->cap_rows) return SC_OK;
+  size_t N = (size_t)n, V = (size_t)e->vocab;
+  float *logits = realloc(e->logits, N * V * sizeof *logits);
+  if (logits) e->logits = logits;
+  int32_t *rows = realloc(e->rows, N * sizeof *rows);
+  if (rows) e->rows = rows;
+  int32_t *positions = realloc(e->positions, N * sizeof *positions);
+  if (positions) e->positions = positions;
+  double *score = realloc(e->score, N * sizeof *score);
+  if (score) e->score = score;
+  int32_t *pick = realloc(e->pick, N * sizeof *pick);
+  if (pick) e->pick = pick;
+  float *pprob = realloc(e->pprob, N * sizeof *pprob);
+  if (pprob) e->pprob = pprob;
+  int32_t *order = realloc(e->order, N * sizeof *order);
+  if (order) e->order = order;
+  SC_CHECK(logits && rows && positions && score && pick && pprob && order, err, SC_ERR_NOMEM,
+           "engine: out of memory for %d rows", n);
+  e->cap_rows = n;
   return SC_OK;
+}
+
+/* One candidate alone, with the dual cache when asked. */
+static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_prefix,
+                                  const int32_t *suffix, int n_suffix, int m, int cand_index,
+                                  const sc_infill_params *p, const _Atomic int *cancel,
+                                  sc_infill_progress_fn progress, void *user,
+                                  cand_state *cs, double *ms_fwd, double *ms_smp,
+                                  sc_error *err) {
+  const sc_model_info *info = e->info;
+  cand_run run;
+  SC_TRY(run_init(e, &run, prefix, n_prefix, suffix, n_suffix, m, cand_index, p, err));
+  sc_status st = SC_OK;
+  while (!run.done) {
+    if (cancel && atomic_load(cancel)) {
+      st = sc_error_set(err, SC_ERR_CANCELLED, "infill cancelled");
+      break;
+    }
+    if ((st = ensure_rows(e, run.be - run.bs, err)) != SC_OK) break;
+    run_rows(e, &run, 0, 0);
+    double t0 = sc_now_ms();
+    if (p->use_cache && run.step_in_block > 0) {
+      /* Dual cache: only the block is recomputed, against the prefix and
+       * suffix K/V of the block's first pass. A shifted model reads the
+       * first block position from row bs-1, so that row joins the window. */
+      int w0 = info->shift_logits && run.bs > 0 ? run.bs - 1 : run.bs;
+      st = sc_forward_ctx_run_window(e->fctx, run.seq, run.n, w0, run.be, e->rows, run.nr,
+                                     e->logits, err);
+    } else {
+      st = sc_forward_ctx_run(e->fctx, run.seq, run.n, e->rows, run.nr, e->logits, err);
+    }
+    if (st != SC_OK) break;
+    double t1 = sc_now_ms();
+    *ms_fwd += t1 - t0;
+    run_apply(e, &run, p, progress, user);
+    *ms_smp += sc_now_ms() - t1;
+  }
+  if (st == SC_OK) run_finish(e, &run, cs);
+  else cs->steps = run.steps, cs->committed = run.committed;
+  run_free(&run);
+  return st;
+}
+
+/* Several candidates in lockstep: each step is one packed forward pass over
+ * every unfinished candidate (a batch), then each commits on its own rows. */
+static sc_status decode_batch(sc_engine *e, const int32_t *prefix, int n_prefix,
+                              const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
+                              const sc_infill_params *p, const _Atomic int *cancel,
+                              sc_infill_progress_fn progress, void *user, cand_state *cs,
+                              int *steps, double *ms_fwd, double *ms_smp, sc_error *err) {
+  const int nc = plan->n_lengths;
+  cand_run runs[SC_INFILL_MAX_CANDIDATES];
+  int total = 0, max_rows = 0;
+  sc_status st = SC_OK;
+  int inited = 0;
+  for (int c = 0; c < nc && st == SC_OK; c++) {
+    st = run_init(e, &runs[c], prefix, n_prefix, suffix, n_suffix, plan->lengths[c], c, p, err);
+    if (st == SC_OK) {
+      inited++;
+      total += runs[c].n;
+      max_rows += runs[c].block;
+    }
+  }
+  if (st == SC_OK) st = ensure_rows(e, max_rows, err);
+  if (st == SC_OK && total > e->batch_cap) {
+    sc_forward_ctx_free(e->bctx);
+    e->bctx = NULL;
+    e->batch_cap = 0;
+    st = sc_forward_ctx_new(e->model, total, &e->bctx, err);
+    if (st == SC_OK) e->batch_cap = total;
+  }
+  int32_t *packed = st == SC_OK ? malloc((size_t)total * sizeof *packed) : NULL;
+  if (st == SC_OK && !packed) st = sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
+  for (;;) {
+    if (st != SC_OK) break;
+    int32_t offsets[SC_INFILL_MAX_CANDIDATES + 1];
+    int active[SC_INFILL_MAX_CANDIDATES], na = 0, n = 0, rows = 0;
+    offsets[0] = 0;
+    for (int c = 0; c < nc; c++) {
+      if (runs[c].done) continue;
+      memcpy(packed + n, runs[c].seq, (size_t)runs[c].n * sizeof *packed);
+      run_rows(e, &runs[c], rows, n);
+      rows += runs[c].nr;
+      n += runs[c].n;
+      active[na++] = c;
+      offsets[na] = n;
+    }
+    if (na == 0) break;
+    if (cancel && atomic_load(cancel)) {
+      st = sc_error_set(err, SC_ERR_CANCELLED, "infill cancelled");
+      break;
+    }
+    double t0 = sc_now_ms();
+    st = sc_forward_ctx_run_packed(e->bctx, packed, offsets, na, e->rows, rows, e->logits,
+                                   err);
+    if (st != SC_OK) break;
+    double t1 = sc_now_ms();
+    *ms_fwd += t1 - t0;
+    (*steps)++;
+    for (int a = 0; a < na; a++) run_apply(e, &runs[active[a]], p, progress, user);
+    *ms_smp += sc_now_ms() - t1;
+  }
+  free(packed);
+  for (int c = 0; c < inited; c++) {
+    if (st == SC_OK) run_finish(e, &runs[c], &cs[c]);
+    run_free(&runs[c]);
+  }
+  return st;
 }
 
 /* DreamOn-style variable length: one block, a full pass every step, and the
@@ -615,41 +796,51 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
     SC_CHECK(suffix[i] >= 0 && suffix[i] < e->vocab, err, SC_ERR_INVALID,
              "infill: suffix token %d out of the vocabulary", suffix[i]);
 
-  cand_state best = {0};
-  int best_index = -1;
+  cand_state cands[SC_INFILL_MAX_CANDIDATES];
+  memset(cands, 0, sizeof cands);
   double ms_fwd = 0, ms_smp = 0;
   int steps = 0, committed = 0;
-  for (int c = 0; c < plan->n_lengths; c++) {
-    cand_state cs = {0};
-    bool dreamon = e->expand_id >= 0 && !params->no_expand;
-    sc_status st =
-        dreamon ? decode_candidate_dreamon(e, prefix, n_prefix, suffix, n_suffix,
-                                           plan->lengths[c], c, params, cancel, progress, user,
-                                           &cs, &ms_fwd, &ms_smp, err)
-                : decode_candidate(e, prefix, n_prefix, suffix, n_suffix, plan->lengths[c], c,
-                                   params, cancel, progress, user, &cs, &ms_fwd, &ms_smp, err);
-    steps += cs.steps;
-    committed += cs.committed;
-    if (st != SC_OK) {
-      free(cs.canvas);
-      free(cs.conf);
-      free(best.canvas);
-      free(best.conf);
-      return st;
+  sc_status st = SC_OK;
+  bool dreamon = e->expand_id >= 0 && !params->no_expand;
+  if (!dreamon && plan->n_lengths > 1 && !params->no_batch) {
+    st = decode_batch(e, prefix, n_prefix, suffix, n_suffix, plan, params, cancel, progress,
+                      user, cands, &steps, &ms_fwd, &ms_smp, err);
+    for (int c = 0; c < plan->n_lengths; c++) committed += cands[c].committed;
+  } else {
+    for (int c = 0; c < plan->n_lengths && st == SC_OK; c++) {
+      cand_state *cs = &cands[c];
+      st = dreamon ? decode_candidate_dreamon(e, prefix, n_prefix, suffix, n_suffix,
+                                              plan->lengths[c], c, params, cancel, progress,
+                                              user, cs, &ms_fwd, &ms_smp, err)
+                   : decode_candidate(e, prefix, n_prefix, suffix, n_suffix, plan->lengths[c],
+                                      c, params, cancel, progress, user, cs, &ms_fwd, &ms_smp,
+                                      err);
+      steps += cs->steps;
+      committed += cs->committed;
     }
-    /* Best mean log-confidence; on a tie, prefer a candidate the model
-     * ended itself over one that ran out of canvas. */
-    bool better = best_index < 0 || cs.mean_logp > best.mean_logp + 1e-9 ||
-                  (fabs(cs.mean_logp - best.mean_logp) <= 1e-9 && cs.ended && !best.ended);
-    if (better) {
-      free(best.canvas);
-      free(best.conf);
-      best = cs;
+  }
+  /* Best mean log-confidence; on a tie, prefer a candidate the model ended
+   * itself over one that ran out of canvas. */
+  int best_index = -1;
+  for (int c = 0; c < plan->n_lengths && st == SC_OK; c++) {
+    cand_state *cs = &cands[c], *b = best_index >= 0 ? &cands[best_index] : NULL;
+    if (!b || cs->mean_logp > b->mean_logp + 1e-9 ||
+        (fabs(cs->mean_logp - b->mean_logp) <= 1e-9 && cs->ended && !b->ended))
       best_index = c;
+  }
+  cand_state best = {0};
+  for (int c = 0; c < plan->n_lengths; c++) {
+    if (c == best_index) {
+      best = cands[c];
     } else {
-      free(cs.canvas);
-      free(cs.conf);
+      free(cands[c].canvas);
+      free(cands[c].conf);
     }
+  }
+  if (st != SC_OK) {
+    free(best.canvas);
+    free(best.conf);
+    return st;
   }
 
   /* The middle: up to the first EOS/pad, trailing mask/EOS/pad stripped. */
@@ -678,8 +869,7 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
   free(best.canvas);
   free(best.conf);
   if (e->tok) {
-    sc_status st = sc_tokenizer_decode(e->tok, out->ids, (size_t)len, &out->text,
-                                       &out->text_len, err);
+    st = sc_tokenizer_decode(e->tok, out->ids, (size_t)len, &out->text, &out->text_len, err);
     if (st != SC_OK) {
       sc_infill_result_free(out);
       return st;

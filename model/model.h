@@ -216,6 +216,15 @@ sc_status sc_forward_ctx_run_window(sc_forward_ctx *ctx, const int32_t *ids, int
                                     int w0, int w1, const int32_t *rows, int n_rows,
                                     float *logits, sc_error *err);
 
+/* Several sequences in one pass (a batch): sequence s is
+ * ids[offsets[s] .. offsets[s+1]) at positions 0.., attending only within
+ * itself, while every matrix product runs over all of them at once. rows
+ * index the packed array; offsets has n_seqs + 1 entries, offsets[0] = 0,
+ * and the total must fit the context. Leaves no cache for window runs. */
+sc_status sc_forward_ctx_run_packed(sc_forward_ctx *ctx, const int32_t *ids,
+                                    const int32_t *offsets, int n_seqs, const int32_t *rows,
+                                    int n_rows, float *logits, sc_error *err);
+
 
 /* ======================= the diffusion infill engine ===================== */
 /* (model/engine.c) Fills a canvas of mask tokens between a prefix and a
@@ -256,6 +265,9 @@ typedef struct sc_infill_params {
   bool use_cache;     /* reuse prefix/suffix K/V between steps (Fast-dLLM dual
                          cache, refreshed at block boundaries) */
   bool no_expand;     /* ignore the checkpoint's expand token (see below) */
+  bool no_batch;      /* decode several candidate lengths one after another
+                         (each with the cache) instead of as one batch of
+                         packed forward passes (without it) */
   int max_canvas;     /* DreamOn: the canvas may grow to this; 0 = 4 x the plan's */
 } sc_infill_params;
 

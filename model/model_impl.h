@@ -110,6 +110,11 @@ struct sc_backend_ops {
    * full pass is the window [0, n). */
   sc_status (*forward)(void *state, const int32_t *ids, int n, int w0, int w1,
                        const int32_t *rows, int n_rows, float *logits, sc_error *err);
+  /* As sc_forward_ctx_run_packed, arguments checked: n_seqs sequences packed
+   * back to back, sequence s at ids[offsets[s] .. offsets[s+1]). */
+  sc_status (*forward_packed)(void *state, const int32_t *ids, const int32_t *offsets,
+                              int n_seqs, const int32_t *rows, int n_rows, float *logits,
+                              sc_error *err);
 };
 
 extern const sc_backend_ops sc_cpu_backend;
