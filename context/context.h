@@ -12,6 +12,11 @@
 
 #include "model.h"
 
+/* Trees and queries are handed out as tree-sitter's own types (TSNode,
+ * TSQuery, from Debian's libtree-sitter-dev), so that callers walk them with
+ * its API rather than through a copy of it here. */
+#include <tree_sitter/api.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,6 +25,169 @@ extern "C" {
  * name ("c", "cpp", "python", ...). Returns NULL when the language is not
  * one sculpt knows. The result is a static string. */
 const char *sc_context_language_for(const char *language_id, const char *path);
+
+/* ---- grammars and queries ----------------------------------------------------
+ * Every language sc_context_language_for() returns has a tree-sitter grammar
+ * compiled in (grammars/, versions pinned in grammars/package-lock.json) and
+ * four queries written for sculpt (grammars/queries/<lang>/<kind>.scm). */
+
+/* The grammar for a sculpt language name, or NULL when there is none. Static;
+ * safe from any thread. */
+const TSLanguage *sc_context_ts_language(const char *lang);
+
+typedef enum sc_query_kind {
+  SC_QUERY_DEFINITIONS = 0, /* @definition.{function,method,class,type,module} + @name */
+  SC_QUERY_IDENTIFIERS,     /* @identifier */
+  SC_QUERY_IMPORTS,         /* @import (statement), @import.path */
+  SC_QUERY_BLOCKS,          /* @block.function, @block.class, @block */
+  SC_QUERY_KIND_COUNT
+} sc_query_kind;
+
+const char *sc_query_kind_name(sc_query_kind kind); /* static, e.g. "blocks" */
+
+/* The query's .scm source as embedded at build time (static), or NULL. */
+const char *sc_query_source(const char *lang, sc_query_kind kind, size_t *len);
+
+/* The compiled query for (lang, kind). Compiled once on first use and kept
+ * for the life of the process: the result is owned by the library, immutable
+ * and may be used from several threads at once, each with its own
+ * TSQueryCursor. A query that does not compile is SC_ERR_FORMAT with the byte
+ * offset and the kind of error in the message. */
+sc_status sc_query_get(const char *lang, sc_query_kind kind, const TSQuery **out,
+                       sc_error *err);
+
+/* ---- syntax trees ------------------------------------------------------------
+ * One per open document. The tree keeps its own copy of the text, so that an
+ * edit needs only the changed bytes (as LSP incremental sync sends them) and
+ * row/column points are computed here. Offsets are UTF-8 byte offsets;
+ * columns in TSPoint are bytes too, as tree-sitter wants. A tree is not
+ * thread-safe: one thread at a time (the document's owner) may use it. */
+typedef struct sc_syntax_tree sc_syntax_tree;
+
+/* Parses text (len bytes, borrowed; copied) in lang. *out is owned by the
+ * caller: sc_syntax_tree_free. SC_ERR_UNSUPPORTED for a language without a
+ * grammar or one the runtime cannot load (ABI). */
+sc_status sc_syntax_tree_new(const char *lang, const char *text, size_t len,
+                             sc_syntax_tree **out, sc_error *err);
+void sc_syntax_tree_free(sc_syntax_tree *tree); /* NULL is fine */
+
+/* A deep copy (the TSTree copy is cheap, the text is duplicated), e.g. to try
+ * an edit without touching the original. */
+sc_status sc_syntax_tree_copy(const sc_syntax_tree *tree, sc_syntax_tree **out,
+                              sc_error *err);
+
+/* Replaces bytes [start, old_end) with new_text (new_len bytes, borrowed) and
+ * reparses incrementally from the old tree. SC_ERR_INVALID when the range is
+ * outside the text (the tree is unchanged then). */
+sc_status sc_syntax_tree_edit(sc_syntax_tree *tree, size_t start, size_t old_end,
+                              const char *new_text, size_t new_len, sc_error *err);
+
+/* Parses the current text again from scratch. Incremental reparsing can, in
+ * rare cases, recover from a syntax error differently than a fresh parse
+ * would (tree-sitter issues #1645, #4001; seen here with the bash scanner);
+ * calling this when the document is saved or the editor idles bounds how
+ * long such a difference can last. Costs a full parse (~75 ms for 170 KB of C). */
+sc_status sc_syntax_tree_reparse(sc_syntax_tree *tree, sc_error *err);
+
+/* Replaces the whole text and parses it from scratch (LSP full sync). */
+sc_status sc_syntax_tree_set_text(sc_syntax_tree *tree, const char *text, size_t len,
+                                  sc_error *err);
+
+const char *sc_syntax_tree_language(const sc_syntax_tree *tree); /* static */
+/* The current text (owned by the tree, NUL-terminated, valid until the next
+ * edit) and its length. */
+const char *sc_syntax_tree_text(const sc_syntax_tree *tree, size_t *len);
+/* The tree-sitter tree, owned by the tree, valid until the next edit. */
+const TSTree *sc_syntax_tree_ts(const sc_syntax_tree *tree);
+TSNode sc_syntax_tree_root(const sc_syntax_tree *tree);
+
+/* How many ERROR and MISSING nodes the tree has (each counted once, nested
+ * ones too). 0 means the text parsed cleanly. */
+size_t sc_syntax_tree_error_count(const sc_syntax_tree *tree);
+
+typedef struct sc_syntax_error {
+  uint32_t start_byte, end_byte; /* a MISSING node is empty: start == end */
+  TSPoint start, end;
+  bool missing;                  /* MISSING (inserted) rather than ERROR */
+} sc_syntax_error;
+
+/* The ERROR and MISSING nodes in document order. *out is a malloc'd array
+ * owned by the caller (free()); NULL with *n == 0 when there are none. */
+sc_status sc_syntax_tree_errors(const sc_syntax_tree *tree, sc_syntax_error **out,
+                                size_t *n, sc_error *err);
+
+/* The root's S-expression (ts_node_string), malloc'd, owned by the caller.
+ * For tests and logs. */
+sc_status sc_syntax_tree_sexp(const sc_syntax_tree *tree, char **out, sc_error *err);
+
+/* ---- completion planning -----------------------------------------------------------
+ * Before the engine runs: what kind of text belongs at the cursor, how long a
+ * canvas (masked tokens) to offer the diffusion model, or that nothing should
+ * be suggested at all. */
+typedef enum sc_completion_kind {
+  SC_COMPLETION_NONE = 0,      /* suggest nothing (reason says why) */
+  SC_COMPLETION_EXPRESSION,    /* mid-line, between existing text: one line, short */
+  SC_COMPLETION_LINE,          /* the rest of the current line */
+  SC_COMPLETION_STATEMENT,     /* a statement (or declaration) on an empty line */
+  SC_COMPLETION_BLOCK,         /* the body of an empty block (if, loop, class...) */
+  SC_COMPLETION_FUNCTION_BODY, /* the whole body of an empty function */
+} sc_completion_kind;
+
+const char *sc_completion_kind_name(sc_completion_kind kind); /* static: "none", "line", ... */
+
+#define SC_COMPLETION_MAX_CANVAS 4
+
+typedef struct sc_completion_plan {
+  sc_completion_kind kind;
+  const char *reason;   /* static, for logs: e.g. "inside a string" */
+  /* Canvas lengths in tokens to try, shortest first; none for SC_COMPLETION_NONE.
+   * A starting point: the engine may grow or shrink a canvas as it denoises. */
+  uint32_t canvas[SC_COMPLETION_MAX_CANVAS];
+  size_t n_canvas;
+  bool single_line;     /* the completion must not contain a newline */
+  /* The cursor's line: [line_start, line_end) without its line break. */
+  size_t line_start, line_end;
+} sc_completion_plan;
+
+/* The engine's plan (model.h) with this plan's canvas lengths. */
+void sc_completion_plan_to_infill(const sc_completion_plan *plan, sc_infill_plan *out);
+
+/* Plans a completion at byte offset cursor in tree's text. *out is filled on
+ * SC_OK (which includes the "suggest nothing" answer, kind SC_COMPLETION_NONE);
+ * SC_ERR_INVALID when cursor is past the end of the text. */
+sc_status sc_completion_plan_at(const sc_syntax_tree *tree, size_t cursor, sc_completion_plan *out,
+                            sc_error *err);
+
+/* ---- shaping a candidate -------------------------------------------------------
+ * After the engine: keep only the syntactic unit the plan asked for, then
+ * check the kept text by reparsing the document with it inserted. */
+
+/* How many bytes of cand (len bytes) to keep: up to the first line break for
+ * one-line kinds; for a statement, its first line plus the lines that
+ * continue it (open brackets, deeper indentation); for a block or body, up
+ * to where the candidate closes (or, in Python, dedents out of) the block the
+ * cursor is in, which the text after the cursor already does. Trailing
+ * whitespace is dropped. Brackets inside strings and comments are skipped
+ * with a lexical scan (no parse: cand alone is rarely a whole program).
+ * cursor is the insertion offset in tree's text, for the indentation. */
+size_t sc_completion_cut(const sc_syntax_tree *tree, const sc_completion_plan *plan,
+                         size_t cursor, const char *cand, size_t len);
+
+typedef struct sc_completion_check {
+  bool ok;              /* the insertion created no new ERROR/MISSING node */
+  size_t errors_before; /* ERROR/MISSING nodes in the document as it is */
+  size_t errors_after;  /* ... with the candidate inserted at the offset */
+  size_t new_errors;    /* those after, not present before at the same place */
+} sc_completion_check;
+
+/* Inserts cand (len bytes, borrowed) at byte offset into a copy of tree and
+ * compares the syntax errors; tree is not changed. An error after the
+ * insertion is new unless one of the same kind (ERROR or MISSING) covered
+ * the same bytes before (shifted past the insertion). Errors the insertion
+ * repairs (the incomplete code at the cursor) simply disappear; one that it
+ * leaves half-written is new, even when the count stays the same. */
+sc_status sc_completion_check_insert(const sc_syntax_tree *tree, size_t offset, const char *cand,
+                                     size_t len, sc_completion_check *out, sc_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* language.c — which of sculpt's languages a document is in. */
 #define _POSIX_C_SOURCE 200809L
 #include "context.h"
+#include "syntax_impl.h"
 
 #include <string.h>
 #include <strings.h>
@@ -49,5 +50,43 @@ const char *sc_context_language_for(const char *language_id, const char *path) {
         if (strcasecmp(dot + 1, k_extensions[i].ext) == 0) return k_extensions[i].lang;
     }
   }
+  return NULL;
+}
+
+/* ---- grammars ---------------------------------------------------------------
+ * The entry points the generated parsers export (grammars/CMakeLists.txt
+ * compiles them into sc_grammars). */
+const TSLanguage *tree_sitter_c(void);
+const TSLanguage *tree_sitter_cpp(void);
+const TSLanguage *tree_sitter_python(void);
+const TSLanguage *tree_sitter_javascript(void);
+const TSLanguage *tree_sitter_typescript(void);
+const TSLanguage *tree_sitter_tsx(void);
+const TSLanguage *tree_sitter_go(void);
+const TSLanguage *tree_sitter_rust(void);
+const TSLanguage *tree_sitter_java(void);
+const TSLanguage *tree_sitter_bash(void);
+const TSLanguage *tree_sitter_json(void);
+
+static const struct { const char *lang; const TSLanguage *(*fn)(void); } k_grammars[] = {
+    {"c", tree_sitter_c},           {"cpp", tree_sitter_cpp},
+    {"python", tree_sitter_python}, {"javascript", tree_sitter_javascript},
+    {"typescript", tree_sitter_typescript}, {"tsx", tree_sitter_tsx},
+    {"go", tree_sitter_go},         {"rust", tree_sitter_rust},
+    {"java", tree_sitter_java},     {"bash", tree_sitter_bash},
+    {"json", tree_sitter_json},
+};
+
+const TSLanguage *sc_context_ts_language(const char *lang) {
+  if (!lang) return NULL;
+  for (size_t i = 0; i < sizeof k_grammars / sizeof k_grammars[0]; i++)
+    if (strcmp(lang, k_grammars[i].lang) == 0) return k_grammars[i].fn();
+  return NULL;
+}
+
+const char *sc_syntax__language_name(const char *lang) {
+  if (!lang) return NULL;
+  for (size_t i = 0; i < sizeof k_grammars / sizeof k_grammars[0]; i++)
+    if (strcmp(lang, k_grammars[i].lang) == 0) return k_grammars[i].lang;
   return NULL;
 }

@@ -147,6 +147,9 @@ struct sc_job {
   void *arg;
   void (*free_arg)(void *arg);
   atomic_int cancel; /* sc_job_cancel */
+  /* Runs on the loop thread when the job is done, before its response (or
+   * instead of one, for internal jobs with no id). May replace result. */
+  void (*on_done)(sc_lsp_server *s, sc_job *job);
   double queued_ms;
   /* filled by the worker */
   json_t *result;
@@ -182,5 +185,81 @@ void sc_worker_each(sc_worker *w, void (*fn)(sc_job *job, void *arg), void *arg)
 size_t sc_worker_pending(sc_worker *w);
 
 void sc_job_free(sc_job *job);
+
+/* ======================= server internals for lsp/ files ================== */
+/* Loop thread only. Double underscores: private to lsp/, shared by files. */
+
+enum {
+  SC_RPC_PARSE_ERROR = -32700,
+  SC_RPC_INVALID_REQUEST = -32600,
+  SC_RPC_METHOD_NOT_FOUND = -32601,
+  SC_RPC_INVALID_PARAMS = -32602,
+  SC_RPC_INTERNAL_ERROR = -32603,
+  SC_RPC_SERVER_NOT_INITIALIZED = -32002,
+  SC_RPC_REQUEST_FAILED = -32803,
+  SC_RPC_REQUEST_CANCELLED = -32800,
+  SC_RPC_CONTENT_MODIFIED = -32801,
+};
+
+/* One incoming request or notification. */
+typedef struct sc_lsp_req {
+  sc_lsp_server *s;
+  json_t *id; /* NULL for notifications */
+  const char *method;
+  json_t *params; /* may be NULL */
+} sc_lsp_req;
+
+/* Takes ownership of result / params. */
+void sc_lsp__send_result(sc_lsp_server *s, json_t *id, json_t *result);
+void sc_lsp__send_error(sc_lsp_server *s, json_t *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void sc_lsp__send_notification(sc_lsp_server *s, const char *method, json_t *params);
+/* An error response for requests, a log line for notifications. */
+bool sc_lsp__bad_params(sc_lsp_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool sc_lsp__get_position(json_t *pos, uint32_t *line, uint32_t *character);
+/* params.textDocument's open document, or NULL after reporting why. */
+sc_document *sc_lsp__get_open_document(sc_lsp_req *r);
+sc_pos_encoding sc_lsp__encoding(const sc_lsp_server *s);
+const sc_lsp_options *sc_lsp__options(const sc_lsp_server *s);
+/* True when the client accepts window/workDoneProgress/create. */
+bool sc_lsp__client_progress(const sc_lsp_server *s);
+/* Sends a server->client request; on_response runs when the answer comes. */
+void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
+                          void (*on_response)(sc_lsp_server *, json_t *, json_t *));
+/* Posts a job (id NULL: an internal job, never answered; its on_done runs).
+ * Takes ownership of arg. Returns the job (still owned by the server) or
+ * NULL when it was refused for lack of memory (the request is answered). */
+sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const char *uri,
+                         sc_job_fn fn, void *arg, void (*free_arg)(void *),
+                         void (*on_done)(sc_lsp_server *s, sc_job *job));
+/* Cancels the in-flight jobs of one method on one document (a newer request
+ * supersedes them). */
+void sc_lsp__cancel_method(sc_lsp_server *s, const char *method, const char *uri);
+
+/* ======================= completion (complete.c) =========================== */
+
+typedef struct sc_completer sc_completer;
+
+sc_completer *sc_completer_new(void);
+void sc_completer_free(sc_completer *c);
+/* Applies a "sculpt" settings object (initializationOptions, configuration). */
+void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *settings);
+/* The client is initialized: load the model in the background. */
+void sc_completer_start(sc_lsp_server *s, sc_completer *c);
+/* A document changed: typing speed for the adaptive debounce. */
+void sc_completer_on_change(sc_completer *c, const char *uri);
+/* Fills the capabilities the completer implements. */
+void sc_completer_capabilities(json_t *caps);
+/* Counters for sculpt/test/stats. */
+json_t *sc_completer_stats(const sc_completer *c);
+sc_completer *sc_lsp__completer(sc_lsp_server *s);
+
+/* Trims a raw middle for the editor (see complete.c); returns the kept length. */
+size_t sc_completer_shape(const char *mid, size_t len, const char *suffix, size_t suffix_len,
+                          bool single_line);
+
+void sc_completer_handle_inline(sc_lsp_req *r);
+void sc_completer_handle_completion(sc_lsp_req *r);
+void sc_completer_handle_execute(sc_lsp_req *r);
 
 #endif /* SCULPT_LSP_IMPL_H */

@@ -11,17 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-enum {
-  RPC_PARSE_ERROR = -32700,
-  RPC_INVALID_REQUEST = -32600,
-  RPC_METHOD_NOT_FOUND = -32601,
-  RPC_INVALID_PARAMS = -32602,
-  RPC_INTERNAL_ERROR = -32603,
-  RPC_SERVER_NOT_INITIALIZED = -32002,
-  RPC_REQUEST_FAILED = -32803,
-  RPC_REQUEST_CANCELLED = -32800,
-  RPC_CONTENT_MODIFIED = -32801,
-};
 
 typedef enum lifecycle {
   LC_UNINITIALIZED, /* waiting for initialize */
@@ -68,6 +57,8 @@ struct sc_lsp_server {
   outgoing *outgoing;
   json_int_t next_out_id;
   bool client_config_pull; /* client supports workspace/configuration */
+  bool client_progress;    /* client supports window/workDoneProgress */
+  sc_completer *completer;
 
   pthread_mutex_t log_mu;
   log_entry *log_head, *log_tail;
@@ -127,16 +118,14 @@ static void send_message(sc_lsp_server *s, json_t *msg) {
   free(body);
 }
 
-static void send_result(sc_lsp_server *s, json_t *id, json_t *result) {
+void sc_lsp__send_result(sc_lsp_server *s, json_t *id, json_t *result) {
   json_t *msg = json_object();
   json_object_set(msg, "id", id ? id : json_null());
   json_object_set_new(msg, "result", result ? result : json_null());
   send_message(s, msg);
 }
 
-static void send_error(sc_lsp_server *s, json_t *id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void send_error(sc_lsp_server *s, json_t *id, int code, const char *fmt, ...) {
+void sc_lsp__send_error(sc_lsp_server *s, json_t *id, int code, const char *fmt, ...) {
   char text[600];
   va_list ap;
   va_start(ap, fmt);
@@ -151,14 +140,14 @@ static void send_error(sc_lsp_server *s, json_t *id, int code, const char *fmt, 
   send_message(s, msg);
 }
 
-static void send_notification(sc_lsp_server *s, const char *method, json_t *params) {
+void sc_lsp__send_notification(sc_lsp_server *s, const char *method, json_t *params) {
   json_t *msg = json_object();
   json_object_set_new(msg, "method", json_string(method));
   json_object_set_new(msg, "params", params ? params : json_object());
   send_message(s, msg);
 }
 
-static void send_request(sc_lsp_server *s, const char *method, json_t *params,
+void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
                          void (*on_response)(sc_lsp_server *, json_t *, json_t *)) {
   outgoing *o = calloc(1, sizeof *o);
   if (!o) {
@@ -219,7 +208,7 @@ static void flush_logs(sc_lsp_server *s) {
     json_t *p = json_object();
     json_object_set_new(p, "type", json_integer(2));
     json_object_set_new(p, "message", json_string(text));
-    send_notification(s, "window/logMessage", p);
+    sc_lsp__send_notification(s, "window/logMessage", p);
   }
   while (e) {
     log_entry *next = e->next;
@@ -227,7 +216,7 @@ static void flush_logs(sc_lsp_server *s) {
     json_t *p = json_object();
     json_object_set_new(p, "type", json_integer((int)e->level));
     json_object_set_new(p, "message", json_string_lossy(e->text));
-    send_notification(s, "window/logMessage", p);
+    sc_lsp__send_notification(s, "window/logMessage", p);
     free(e);
     e = next;
   }
@@ -252,6 +241,7 @@ static bool level_from_trace(const char *trace, sc_log_level *out) {
  * clients work with older servers. */
 static void apply_settings(sc_lsp_server *s, json_t *settings) {
   if (!json_is_object(settings)) return;
+  sc_completer_settings(s, s->completer, settings);
   json_t *lvl = json_object_get(settings, "logLevel");
   if (lvl) {
     sc_log_level level;
@@ -299,18 +289,21 @@ static void inflight_remove(sc_lsp_server *s, sc_job *job) {
 /* The one place a job's response is sent; frees the job. */
 static void answer_job(sc_lsp_server *s, sc_job *job) {
   inflight_remove(s, job);
+  if (job->on_done) job->on_done(s, job);
   sc_job_cancel c = sc_job_cancelled(job);
-  if (c == SC_JOB_STALE) {
-    send_error(s, job->id, RPC_CONTENT_MODIFIED, "%s: the document changed", job->method);
+  if (!job->id) {
+    /* An internal job: on_done was its whole answer. */
+  } else if (c == SC_JOB_STALE) {
+    sc_lsp__send_error(s, job->id, SC_RPC_CONTENT_MODIFIED, "%s: the document changed", job->method);
   } else if (c == SC_JOB_CANCELLED || c == SC_JOB_SHUTDOWN) {
-    send_error(s, job->id, RPC_REQUEST_CANCELLED, "%s: cancelled", job->method);
+    sc_lsp__send_error(s, job->id, SC_RPC_REQUEST_CANCELLED, "%s: cancelled", job->method);
   } else if (job->result) {
-    send_result(s, job->id, json_incref(job->result));
+    sc_lsp__send_result(s, job->id, json_incref(job->result));
   } else {
-    int code = job->err.status == SC_ERR_INVALID ? RPC_INVALID_PARAMS
-               : job->err.status == SC_ERR_CANCELLED ? RPC_REQUEST_CANCELLED
-                                                     : RPC_REQUEST_FAILED;
-    send_error(s, job->id, code, "%s: %s", job->method, job->err.msg);
+    int code = job->err.status == SC_ERR_INVALID ? SC_RPC_INVALID_PARAMS
+               : job->err.status == SC_ERR_CANCELLED ? SC_RPC_REQUEST_CANCELLED
+                                                     : SC_RPC_REQUEST_FAILED;
+    sc_lsp__send_error(s, job->id, code, "%s: %s", job->method, job->err.msg);
   }
   SC_LOG_DEBUG("%s answered after %.1f ms", job->method, sc_now_ms() - job->queued_ms);
   sc_job_free(job);
@@ -345,12 +338,12 @@ static void cancel_all_jobs(sc_lsp_server *s, sc_job_cancel why) {
   }
 }
 
-/* Takes ownership of arg (freed with free_arg). */
-static void post_job(sc_lsp_server *s, json_t *id, const char *method, const char *uri,
-                     sc_job_fn fn, void *arg, void (*free_arg)(void *)) {
+sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const char *uri,
+                         sc_job_fn fn, void *arg, void (*free_arg)(void *),
+                         void (*on_done)(sc_lsp_server *s, sc_job *job)) {
   sc_job *job = calloc(1, sizeof *job);
   if (job) {
-    job->id = json_incref(id);
+    job->id = id ? json_incref(id) : NULL;
     job->method = strdup(method);
     job->uri = uri ? strdup(uri) : NULL;
   }
@@ -362,14 +355,33 @@ static void post_job(sc_lsp_server *s, json_t *id, const char *method, const cha
     } else if (free_arg) {
       free_arg(arg);
     }
-    send_error(s, id, RPC_INTERNAL_ERROR, "%s: out of memory", method);
-    return;
+    if (id) sc_lsp__send_error(s, id, SC_RPC_INTERNAL_ERROR, "%s: out of memory", method);
+    else SC_LOG_ERROR("%s: out of memory", method);
+    return NULL;
   }
   job->fn = fn;
   job->arg = arg;
   job->free_arg = free_arg;
+  job->on_done = on_done;
   sc_worker_post(s->worker, job);
+  return job;
 }
+
+void sc_lsp__cancel_method(sc_lsp_server *s, const char *method, const char *uri) {
+  for (size_t i = 0; i < s->n_inflight;) {
+    sc_job *job = s->inflight[i];
+    size_t before = s->n_inflight;
+    if (job->id && job->uri && uri && strcmp(job->uri, uri) == 0 &&
+        strcmp(job->method, method) == 0)
+      cancel_job(s, job, SC_JOB_CANCELLED);
+    if (s->n_inflight == before) i++;
+  }
+}
+
+sc_pos_encoding sc_lsp__encoding(const sc_lsp_server *s) { return s->enc; }
+const sc_lsp_options *sc_lsp__options(const sc_lsp_server *s) { return &s->opts; }
+bool sc_lsp__client_progress(const sc_lsp_server *s) { return s->client_progress; }
+sc_completer *sc_lsp__completer(sc_lsp_server *s) { return s->completer; }
 
 void sc_lsp_server_drain(sc_lsp_server *s) {
   sc_job *job;
@@ -379,23 +391,17 @@ void sc_lsp_server_drain(sc_lsp_server *s) {
 
 /* ======================= parameter helpers ================================= */
 
-typedef struct req {
-  sc_lsp_server *s;
-  json_t *id;     /* NULL for notifications */
-  const char *method;
-  json_t *params; /* may be NULL */
-} req;
+typedef sc_lsp_req req;
 
 /* Reports invalid params: an error response for requests, a log line for
  * notifications (which cannot be answered). Returns false for chaining. */
-static bool bad_params(req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool bad_params(req *r, const char *fmt, ...) {
+bool sc_lsp__bad_params(req *r, const char *fmt, ...) {
   char text[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  if (r->id) send_error(r->s, r->id, RPC_INVALID_PARAMS, "%s: %s", r->method, text);
+  if (r->id) sc_lsp__send_error(r->s, r->id, SC_RPC_INVALID_PARAMS, "%s: %s", r->method, text);
   else SC_LOG_WARN("%s: invalid params: %s", r->method, text);
   return false;
 }
@@ -408,7 +414,7 @@ static bool get_uint32(json_t *v, uint32_t *out) {
   return true;
 }
 
-static bool get_position(json_t *pos, uint32_t *line, uint32_t *character) {
+bool sc_lsp__get_position(json_t *pos, uint32_t *line, uint32_t *character) {
   return json_is_object(pos) && get_uint32(json_object_get(pos, "line"), line) &&
          get_uint32(json_object_get(pos, "character"), character);
 }
@@ -417,15 +423,15 @@ static bool get_position(json_t *pos, uint32_t *line, uint32_t *character) {
 static const char *get_uri(req *r) {
   json_t *td = json_object_get(r->params, "textDocument");
   const char *uri = json_string_value(json_object_get(td, "uri"));
-  if (!uri) bad_params(r, "textDocument.uri must be a string");
+  if (!uri) sc_lsp__bad_params(r, "textDocument.uri must be a string");
   return uri;
 }
 
-static sc_document *get_open_document(req *r) {
+sc_document *sc_lsp__get_open_document(req *r) {
   const char *uri = get_uri(r);
   if (!uri) return NULL;
   sc_document *d = sc_document_store_get(r->s->docs, uri);
-  if (!d) bad_params(r, "document not open: %s", uri);
+  if (!d) sc_lsp__bad_params(r, "document not open: %s", uri);
   return d;
 }
 
@@ -434,16 +440,16 @@ static sc_document *get_open_document(req *r) {
 static void handle_initialize(req *r) {
   sc_lsp_server *s = r->s;
   if (s->state != LC_UNINITIALIZED) {
-    send_error(s, r->id, RPC_INVALID_REQUEST, "initialize: already initialized");
+    sc_lsp__send_error(s, r->id, SC_RPC_INVALID_REQUEST, "initialize: already initialized");
     return;
   }
   if (!json_is_object(r->params)) {
-    send_error(s, r->id, RPC_INVALID_PARAMS, "initialize: params must be an object");
+    sc_lsp__send_error(s, r->id, SC_RPC_INVALID_PARAMS, "initialize: params must be an object");
     return;
   }
   json_t *caps = json_object_get(r->params, "capabilities");
   if (caps && !json_is_object(caps)) {
-    send_error(s, r->id, RPC_INVALID_PARAMS, "initialize: capabilities must be an object");
+    sc_lsp__send_error(s, r->id, SC_RPC_INVALID_PARAMS, "initialize: capabilities must be an object");
     return;
   }
   /* Prefer utf-8 (our native form, no conversion), then utf-32, else the
@@ -461,6 +467,8 @@ static void handle_initialize(req *r) {
   s->enc = utf8 ? SC_POS_UTF8 : utf32 ? SC_POS_UTF32 : SC_POS_UTF16;
   s->client_config_pull =
       json_is_true(json_object_get(json_object_get(caps, "workspace"), "configuration"));
+  s->client_progress =
+      json_is_true(json_object_get(json_object_get(caps, "window"), "workDoneProgress"));
 
   sc_log_level level;
   if (level_from_trace(json_string_value(json_object_get(r->params, "trace")), &level))
@@ -480,11 +488,12 @@ static void handle_initialize(req *r) {
   json_object_set_new(capabilities, "positionEncoding",
                       json_string(sc_pos_encoding_name(s->enc)));
   json_object_set_new(capabilities, "textDocumentSync", sync);
+  sc_completer_capabilities(capabilities);
   json_t *result = json_object();
   json_object_set_new(result, "capabilities", capabilities);
   json_object_set_new(result, "serverInfo",
                       json_pack("{s:s, s:s}", "name", "sculpt", "version", sc_version()));
-  send_result(s, r->id, result);
+  sc_lsp__send_result(s, r->id, result);
   s->state = LC_INITIALIZING;
 }
 
@@ -492,8 +501,9 @@ static void handle_initialized(req *r) {
   sc_lsp_server *s = r->s;
   if (s->state != LC_INITIALIZING) return;
   s->state = LC_RUNNING;
+  sc_completer_start(s, s->completer);
   if (s->client_config_pull)
-    send_request(s, "workspace/configuration",
+    sc_lsp__send_request(s, "workspace/configuration",
                  json_pack("{s:[{s:s}]}", "items", "section", "sculpt"), on_configuration);
 }
 
@@ -502,7 +512,7 @@ static void handle_shutdown(req *r) {
   s->shutdown_requested = true;
   s->state = LC_SHUTDOWN;
   cancel_all_jobs(s, SC_JOB_CANCELLED);
-  send_result(s, r->id, json_null());
+  sc_lsp__send_result(s, r->id, json_null());
 }
 
 static void handle_exit(req *r) {
@@ -521,7 +531,7 @@ static void handle_did_open(req *r) {
   json_t *version = json_object_get(td, "version");
   const char *lang = json_string_value(json_object_get(td, "languageId"));
   if (!uri || !json_is_string(text) || !json_is_integer(version)) {
-    bad_params(r, "textDocument needs uri, version (integer) and text");
+    sc_lsp__bad_params(r, "textDocument needs uri, version (integer) and text");
     return;
   }
   if (sc_document_store_get(r->s->docs, uri))
@@ -549,7 +559,7 @@ static void handle_did_change(req *r) {
   json_t *version = json_object_get(td, "version");
   json_t *changes = json_object_get(r->params, "contentChanges");
   if (!uri || !json_is_array(changes)) {
-    bad_params(r, "needs textDocument.uri and a contentChanges array");
+    sc_lsp__bad_params(r, "needs textDocument.uri and a contentChanges array");
     return;
   }
   sc_document *d = sc_document_store_get(s->docs, uri);
@@ -570,7 +580,7 @@ static void handle_did_change(req *r) {
     json_t *text = json_object_get(c, "text");
     if (!json_is_string(text)) {
       free(cs);
-      bad_params(r, "contentChanges[%zu].text must be a string", i);
+      sc_lsp__bad_params(r, "contentChanges[%zu].text must be a string", i);
       return;
     }
     cs[i].text = json_string_value(text);
@@ -580,10 +590,10 @@ static void handle_did_change(req *r) {
       cs[i].full = true;
       continue;
     }
-    if (!get_position(json_object_get(range, "start"), &cs[i].sl, &cs[i].sc) ||
-        !get_position(json_object_get(range, "end"), &cs[i].el, &cs[i].ec)) {
+    if (!sc_lsp__get_position(json_object_get(range, "start"), &cs[i].sl, &cs[i].sc) ||
+        !sc_lsp__get_position(json_object_get(range, "end"), &cs[i].el, &cs[i].ec)) {
       free(cs);
-      bad_params(r, "contentChanges[%zu].range needs start and end positions", i);
+      sc_lsp__bad_params(r, "contentChanges[%zu].range needs start and end positions", i);
       return;
     }
   }
@@ -609,6 +619,7 @@ static void handle_did_change(req *r) {
   }
   free(cs);
   cancel_jobs_for_uri(s, uri);
+  sc_completer_on_change(s->completer, uri);
 }
 
 static void handle_did_close(req *r) {
@@ -646,40 +657,40 @@ static void handle_did_change_configuration(req *r) {
   json_t *settings = json_object_get(r->params, "settings");
   apply_settings(r->s, json_object_get(settings, "sculpt"));
   if (r->s->client_config_pull && !json_object_get(settings, "sculpt"))
-    send_request(r->s, "workspace/configuration",
+    sc_lsp__send_request(r->s, "workspace/configuration",
                  json_pack("{s:[{s:s}]}", "items", "section", "sculpt"), on_configuration);
 }
 
 /* ======================= test hooks ======================================== */
 
 static void handle_test_document(req *r) {
-  sc_document *d = get_open_document(r);
+  sc_document *d = sc_lsp__get_open_document(r);
   if (!d) return;
   json_t *text = json_stringn(d->text, d->len);
-  send_result(r->s, r->id,
+  sc_lsp__send_result(r->s, r->id,
               json_pack("{s:s, s:I, s:s, s:o}", "uri", d->uri, "version",
                         (json_int_t)d->version, "languageId", d->language_id, "text",
                         text ? text : json_null()));
 }
 
 static void handle_test_offset(req *r) {
-  sc_document *d = get_open_document(r);
+  sc_document *d = sc_lsp__get_open_document(r);
   if (!d) return;
   uint32_t line, character;
-  if (!get_position(json_object_get(r->params, "position"), &line, &character)) {
-    bad_params(r, "position needs line and character");
+  if (!sc_lsp__get_position(json_object_get(r->params, "position"), &line, &character)) {
+    sc_lsp__bad_params(r, "position needs line and character");
     return;
   }
   const sc_line_index *idx = sc_document_lines(d);
   if (!idx) {
-    send_error(r->s, r->id, RPC_INTERNAL_ERROR, "out of memory");
+    sc_lsp__send_error(r->s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
   bool clamped = false;
   size_t off = sc_pos_to_offset(d->text, d->len, idx, line, character, r->s->enc, &clamped);
   uint32_t bl, bc;
   sc_offset_to_pos(d->text, d->len, idx, off, r->s->enc, &bl, &bc);
-  send_result(r->s, r->id,
+  sc_lsp__send_result(r->s, r->id,
               json_pack("{s:I, s:b, s:{s:i, s:i}}", "offset", (json_int_t)off, "clamped",
                         clamped, "position", "line", (int)bl, "character", (int)bc));
 }
@@ -701,19 +712,19 @@ static void handle_test_sleep(req *r) {
   json_t *ms = json_object_get(r->params, "ms");
   if (!json_is_integer(ms) || json_integer_value(ms) < 0 ||
       json_integer_value(ms) > 600000) {
-    bad_params(r, "ms must be an integer from 0 to 600000");
+    sc_lsp__bad_params(r, "ms must be an integer from 0 to 600000");
     return;
   }
   const char *uri = NULL;
   if (json_object_get(r->params, "textDocument") && !(uri = get_uri(r))) return;
   json_int_t *arg = malloc(sizeof *arg);
   if (!arg) {
-    send_error(r->s, r->id, RPC_INTERNAL_ERROR, "out of memory");
+    sc_lsp__send_error(r->s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
   /* Inline jobs (fuzzing) must not stall the caller: they do not sleep. */
   *arg = r->s->opts.synchronous_jobs ? 0 : json_integer_value(ms);
-  post_job(r->s, r->id, r->method, uri, sleep_job, arg, free);
+  sc_lsp__post_job(r->s, r->id, r->method, uri, sleep_job, arg, free, NULL);
 }
 
 static long rss_kb(void) {
@@ -726,12 +737,15 @@ static long rss_kb(void) {
 }
 
 static void handle_test_stats(req *r) {
-  send_result(r->s, r->id,
-              json_pack("{s:I, s:I, s:I, s:I, s:I}", "openDocuments",
+  json_t *stats = json_pack("{s:I, s:I, s:I, s:I, s:I}", "openDocuments",
                         (json_int_t)sc_document_store_count(r->s->docs), "pendingJobs",
                         (json_int_t)sc_worker_pending(r->s->worker), "inflight",
                         (json_int_t)r->s->n_inflight, "rssKb", (json_int_t)rss_kb(),
-                        "garbageBytes", (json_int_t)r->s->reader.garbage_bytes));
+                        "garbageBytes", (json_int_t)r->s->reader.garbage_bytes);
+  json_t *cstats = sc_completer_stats(r->s->completer);
+  json_object_update(stats, cstats);
+  json_decref(cstats);
+  sc_lsp__send_result(r->s, r->id, stats);
 }
 
 /* ======================= dispatch ========================================== */
@@ -755,6 +769,9 @@ static const method k_methods[] = {
     {"$/cancelRequest", handle_cancel, false, false},
     {"$/setTrace", handle_set_trace, false, false},
     {"workspace/didChangeConfiguration", handle_did_change_configuration, false, false},
+    {"textDocument/inlineCompletion", sc_completer_handle_inline, true, false},
+    {"textDocument/completion", sc_completer_handle_completion, true, false},
+    {"workspace/executeCommand", sc_completer_handle_execute, true, false},
     {"sculpt/test/document", handle_test_document, true, true},
     {"sculpt/test/offset", handle_test_offset, true, true},
     {"sculpt/test/sleep", handle_test_sleep, true, true},
@@ -789,11 +806,11 @@ static void handle_response(sc_lsp_server *s, json_t *msg) {
 
 static void dispatch(sc_lsp_server *s, json_t *msg) {
   if (json_is_array(msg)) {
-    send_error(s, NULL, RPC_INVALID_REQUEST, "batch requests are not supported");
+    sc_lsp__send_error(s, NULL, SC_RPC_INVALID_REQUEST, "batch requests are not supported");
     return;
   }
   if (!json_is_object(msg)) {
-    send_error(s, NULL, RPC_INVALID_REQUEST, "a message must be a JSON object");
+    sc_lsp__send_error(s, NULL, SC_RPC_INVALID_REQUEST, "a message must be a JSON object");
     return;
   }
   json_t *id = json_object_get(msg, "id");
@@ -802,7 +819,7 @@ static void dispatch(sc_lsp_server *s, json_t *msg) {
   json_t *reply_id = id_ok ? id : NULL;
   const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
   if (!version || strcmp(version, "2.0") != 0) {
-    send_error(s, reply_id, RPC_INVALID_REQUEST, "jsonrpc must be \"2.0\"");
+    sc_lsp__send_error(s, reply_id, SC_RPC_INVALID_REQUEST, "jsonrpc must be \"2.0\"");
     return;
   }
   json_t *jmethod = json_object_get(msg, "method");
@@ -811,20 +828,20 @@ static void dispatch(sc_lsp_server *s, json_t *msg) {
       handle_response(s, msg);
       return;
     }
-    send_error(s, reply_id, RPC_INVALID_REQUEST, "a message needs a method");
+    sc_lsp__send_error(s, reply_id, SC_RPC_INVALID_REQUEST, "a message needs a method");
     return;
   }
   if (!json_is_string(jmethod)) {
-    send_error(s, reply_id, RPC_INVALID_REQUEST, "method must be a string");
+    sc_lsp__send_error(s, reply_id, SC_RPC_INVALID_REQUEST, "method must be a string");
     return;
   }
   if (has_id && !id_ok) {
-    send_error(s, NULL, RPC_INVALID_REQUEST, "id must be an integer or a string");
+    sc_lsp__send_error(s, NULL, SC_RPC_INVALID_REQUEST, "id must be an integer or a string");
     return;
   }
   json_t *params = json_object_get(msg, "params");
   if (params && !json_is_object(params) && !json_is_array(params)) {
-    if (has_id) send_error(s, id, RPC_INVALID_PARAMS, "params must be an object or an array");
+    if (has_id) sc_lsp__send_error(s, id, SC_RPC_INVALID_PARAMS, "params must be an object or an array");
     else SC_LOG_WARN("%s: params must be an object or an array", json_string_value(jmethod));
     return;
   }
@@ -848,16 +865,16 @@ static void dispatch(sc_lsp_server *s, json_t *msg) {
   }
 
   if (s->state == LC_UNINITIALIZED && strcmp(name, "initialize") != 0) {
-    send_error(s, id, RPC_SERVER_NOT_INITIALIZED, "%s: the server is not initialized", name);
+    sc_lsp__send_error(s, id, SC_RPC_SERVER_NOT_INITIALIZED, "%s: the server is not initialized", name);
     return;
   }
   if (s->state == LC_SHUTDOWN || s->state == LC_EXITED) {
-    send_error(s, id, RPC_INVALID_REQUEST, "%s: the server is shutting down", name);
+    sc_lsp__send_error(s, id, SC_RPC_INVALID_REQUEST, "%s: the server is shutting down", name);
     return;
   }
   const method *m = find_method(s, name);
   if (!m || !m->request) {
-    send_error(s, id, RPC_METHOD_NOT_FOUND, "method not found: %s", name);
+    sc_lsp__send_error(s, id, SC_RPC_METHOD_NOT_FOUND, "method not found: %s", name);
     return;
   }
   m->fn(&r);
@@ -884,7 +901,7 @@ static void on_frame(void *user, sc_frame_event ev, const char *body, size_t len
   json_error_t jerr;
   json_t *msg = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
   if (!msg) {
-    send_error(s, NULL, RPC_PARSE_ERROR, "parse error at line %d column %d: %s",
+    sc_lsp__send_error(s, NULL, SC_RPC_PARSE_ERROR, "parse error at line %d column %d: %s",
                jerr.line, jerr.column, jerr.text);
     return;
   }
@@ -921,9 +938,10 @@ sc_lsp_server *sc_lsp_server_new(const sc_lsp_options *opts, sc_lsp_write_fn wri
   pthread_mutex_init(&s->log_mu, NULL);
   sc_frame_reader_init(&s->reader, opts->max_message_size);
   s->docs = sc_document_store_new();
+  s->completer = sc_completer_new();
   /* Inline jobs complete inside post; their answers wait for the next drain. */
   s->worker = sc_worker_new(!opts->synchronous_jobs, on_worker_done, s);
-  if (!s->docs || !s->worker) {
+  if (!s->docs || !s->worker || !s->completer) {
     sc_lsp_server_free(s);
     return NULL;
   }
@@ -935,6 +953,7 @@ void sc_lsp_server_free(sc_lsp_server *s) {
   if (!s) return;
   sc_log_set_sink(NULL, NULL);
   if (s->worker) sc_worker_free(s->worker);
+  sc_completer_free(s->completer);
   free(s->inflight);
   sc_document_store_free(s->docs);
   sc_frame_reader_free(&s->reader);

@@ -3,6 +3,7 @@
 #include "model.h"
 #include "kernels.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -49,7 +50,9 @@ void sc_device_select(sc_device_kind requested, sc_device_choice *out) {
   }
   describe_cpu(out);
   snprintf(out->fallback_reason, sizeof out->fallback_reason, "%s", err.msg);
-  /* One line, whatever was asked: the user should know the GPU is not used. */
-  if (sc_kernels_compiled() || requested == SC_DEVICE_CUDA)
+  /* One line per process, whatever was asked: the user should know the GPU
+   * is not used, once. */
+  static atomic_flag said = ATOMIC_FLAG_INIT;
+  if ((sc_kernels_compiled() || requested == SC_DEVICE_CUDA) && !atomic_flag_test_and_set(&said))
     SC_LOG_INFO("device: CUDA unavailable (%s); falling back to the CPU", err.msg);
 }

@@ -34,7 +34,9 @@ install_missing() {
 }
 
 install_node() {
-  # Any node >= 18 will do (Debian 12 ships 18); a newer one already here is kept.
+  # npm brings the pinned tree-sitter grammars (grammars/, built into the
+  # binary) and test oracles. Any node >= 18 will do (Debian 12 ships 18);
+  # a newer one already here is kept.
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     install_missing nodejs npm
   fi
@@ -44,7 +46,7 @@ install_node() {
     case "$dir" in editors/*) continue ;; esac  # the editor clients install their own
     if [ ! -d "$dir/node_modules" ] || [ "$lock" -nt "$dir/node_modules" ]; then
       echo "bootstrap: npm ci in $dir"
-      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+      (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
       touch "$dir/node_modules"
     fi
   done
@@ -59,10 +61,12 @@ configure_build() { # DIR [cmake args...]
 case "$mode" in
   build)
     install_missing "${BUILD_PKGS[@]}"
+    install_node
     configure_build build
     ;;
   demo)
     install_missing "${BUILD_PKGS[@]}"
+    install_node
     configure_build build
     python3 tools/demo_session.py build/sculpt
     ;;

@@ -82,6 +82,10 @@ def server(init_options=None, trace=None, caps=None, stderr_level=None):
     if trace is not None:
         extra["trace"] = trace
     s.start(caps or {}, **extra)
+    # The model loads in the background after initialized and logs when it
+    # is done (or failed); wait for that so it stays out of the bursts.
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"]["state"] in ("ready", "error"), what="the model load")
     return s
 
 

@@ -57,6 +57,14 @@ static void test_bad_arguments(void) {
   EXPECT(sc_query_get(NULL, SC_QUERY_BLOCKS, &q, &err) == SC_ERR_UNSUPPORTED);
   EXPECT(sc_query_get("c", SC_QUERY_BLOCKS, NULL, &err) == SC_ERR_INVALID);
   EXPECT(sc_context_ts_language("cobol") == NULL);
+  /* Every language the document mapping can return has a grammar. */
+  static const char *const files[] = {"a.c", "a.hpp", "a.py", "a.mjs", "a.ts", "a.tsx",
+                                      "a.go", "a.rs", "A.java", "a.sh", "a.json"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    const char *lang = sc_context_language_for(NULL, files[i]);
+    EXPECTF(lang && sc_context_ts_language(lang), "%s -> %s has no grammar", files[i],
+            lang ? lang : "(null)");
+  }
   size_t len = 0;
   EXPECT(sc_query_source("c", SC_QUERY_IMPORTS, &len) != NULL && len > 0);
 }

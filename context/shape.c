@@ -1,0 +1,185 @@
+/* shape.c — cutting an engine candidate to the unit the plan asked for, and
+ * checking it by reparsing. */
+#define _POSIX_C_SOURCE 200809L
+#include "context.h"
+#include "syntax_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* An error in the new tree is "new" unless the old tree had one of the same
+ * kind at the same place (shifted by the insertion when it lay after it). */
+static size_t count_new_errors(const sc_syntax_error *old, size_t n_old,
+                               const sc_syntax_error *cur, size_t n_cur, size_t offset,
+                               size_t ins) {
+  size_t fresh = 0;
+  for (size_t i = 0; i < n_cur; i++) {
+    bool seen = false;
+    for (size_t j = 0; j < n_old && !seen; j++) {
+      size_t s = old[j].start_byte, e = old[j].end_byte;
+      if (s >= offset) s += ins;
+      if (e >= offset && !(e == offset && s < offset)) e += ins;
+      seen = old[j].missing == cur[i].missing && s == cur[i].start_byte && e == cur[i].end_byte;
+    }
+    fresh += !seen;
+  }
+  return fresh;
+}
+
+sc_status sc_completion_check_insert(const sc_syntax_tree *tree, size_t offset, const char *cand,
+                                     size_t len, sc_completion_check *out, sc_error *err) {
+  SC_CHECK(tree && out && (cand || len == 0), err, SC_ERR_INVALID,
+           "sc_completion_check_insert: NULL argument");
+  size_t doc_len = 0;
+  sc_syntax_tree_text(tree, &doc_len);
+  SC_CHECK(offset <= doc_len, err, SC_ERR_INVALID, "offset %zu is past the end (%zu bytes)",
+           offset, doc_len);
+  sc_syntax_tree *copy = NULL;
+  SC_TRY(sc_syntax_tree_copy(tree, &copy, err));
+  sc_syntax_error *old = NULL, *cur = NULL;
+  size_t n_old = 0, n_cur = 0;
+  sc_status s = sc_syntax_tree_edit(copy, offset, offset, cand, len, err);
+  if (s == SC_OK) s = sc_syntax_tree_errors(tree, &old, &n_old, err);
+  if (s == SC_OK) s = sc_syntax_tree_errors(copy, &cur, &n_cur, err);
+  if (s == SC_OK) {
+    out->errors_before = n_old;
+    out->errors_after = n_cur;
+    out->new_errors = count_new_errors(old, n_old, cur, n_cur, offset, len);
+    out->ok = out->new_errors == 0;
+  }
+  free(old);
+  free(cur);
+  sc_syntax_tree_free(copy);
+  return s;
+}
+
+typedef struct {
+  bool hash_comments;   /* '#' starts a line comment (Python, bash) */
+  bool slash_comments;  /* '//' and block comments */
+  bool single_quotes;   /* '...' is a string (not Rust: lifetimes) */
+  bool backticks;       /* `...` is a string (JS/TS/Go raw strings, bash) */
+  bool indent_blocks;   /* Python: blocks are indentation */
+  bool dedent_closes;   /* a dedent leaves the block (Python; bash's fi/done) */
+} lex_rules;
+
+static lex_rules rules_for(const char *lang) {
+  lex_rules r = {false, true, true, false, false, false};
+  if (strcmp(lang, "python") == 0) r = (lex_rules){true, false, true, false, true, true};
+  else if (strcmp(lang, "bash") == 0) r = (lex_rules){true, false, true, true, false, true};
+  else if (strcmp(lang, "rust") == 0) r.single_quotes = false;
+  else if (!strcmp(lang, "javascript") || !strcmp(lang, "typescript") || !strcmp(lang, "tsx") ||
+           !strcmp(lang, "go"))
+    r.backticks = true;
+  return r;
+}
+
+static size_t rtrim(const char *s, size_t n) {
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+    n--;
+  return n;
+}
+
+static size_t line_indent(const char *s, size_t n) {
+  size_t i = 0, w = 0;
+  for (; i < n && (s[i] == ' ' || s[i] == '\t'); i++) w += s[i] == '\t' ? 8 : 1;
+  return w;
+}
+
+size_t sc_completion_cut(const sc_syntax_tree *tree, const sc_completion_plan *plan,
+                         size_t cursor, const char *cand, size_t len) {
+  if (!tree || !plan || !cand || plan->kind == SC_COMPLETION_NONE) return 0;
+  if (plan->single_line) {
+    const char *nl = memchr(cand, '\n', len);
+    return rtrim(cand, nl ? (size_t)(nl - cand) : len);
+  }
+  lex_rules r = rules_for(sc_syntax_tree_language(tree));
+  size_t doc_len = 0;
+  const char *doc = sc_syntax_tree_text(tree, &doc_len);
+  if (cursor > doc_len) cursor = doc_len;
+  /* The column the candidate starts at: its first line continues the
+   * cursor's line. */
+  size_t ls = cursor;
+  while (ls > 0 && doc[ls - 1] != '\n') ls--;
+  size_t first_indent = line_indent(doc + ls, cursor - ls);
+  bool on_cursor_line = true; /* still on the candidate's first line */
+  bool seen_code = false;     /* a non-blank character outside comments */
+  size_t unit_indent = (size_t)-1; /* indentation of the unit's first code line */
+  int depth = 0;
+  char quote = 0;
+  bool line_comment = false, block_comment = false;
+
+  for (size_t i = 0; i < len; i++) {
+    char ch = cand[i];
+    if (ch == '\n') {
+      line_comment = false;
+      if (quote && quote != '`' && !r.indent_blocks) quote = 0; /* unterminated: give up on it */
+      on_cursor_line = false;
+      /* A statement ends at a line break at depth 0 unless the next code
+       * line is indented deeper (a continuation, or a Python block). */
+      size_t j = i + 1, ind = 0;
+      bool more = false;
+      while (j < len) { /* the next line that is not blank */
+        size_t e = j;
+        while (e < len && cand[e] != '\n') e++;
+        if (rtrim(cand + j, e - j) > 0) {
+          ind = line_indent(cand + j, e - j);
+          more = true;
+          break;
+        }
+        j = e + 1;
+      }
+      if (!more) return rtrim(cand, i);
+      if (depth == 0 && !quote && !block_comment && seen_code) {
+        size_t ref = unit_indent == (size_t)-1 ? first_indent : unit_indent;
+        if (plan->kind == SC_COMPLETION_STATEMENT && ind <= ref) return rtrim(cand, i);
+        /* Blocks and bodies: a line indented less than the body's lines
+         * leaves the block (Python's dedent, bash's fi/done; with braces the
+         * '}' check below catches it). */
+        if (plan->kind != SC_COMPLETION_STATEMENT && r.dedent_closes && ind < ref)
+          return rtrim(cand, i);
+      }
+      continue;
+    }
+    if (line_comment) continue;
+    if (block_comment) {
+      if (ch == '*' && i + 1 < len && cand[i + 1] == '/') block_comment = false, i++;
+      continue;
+    }
+    if (quote) {
+      if (ch == '\\') i++;
+      else if (ch == quote) quote = 0;
+      continue;
+    }
+    if (ch == ' ' || ch == '\t' || ch == '\r') continue;
+    if ((r.hash_comments && ch == '#') ||
+        (r.slash_comments && ch == '/' && i + 1 < len && cand[i + 1] == '/')) {
+      line_comment = true;
+      continue;
+    }
+    if (r.slash_comments && ch == '/' && i + 1 < len && cand[i + 1] == '*') {
+      block_comment = true;
+      i++;
+      continue;
+    }
+    if (unit_indent == (size_t)-1) { /* the first code line sets the unit's indentation */
+      size_t b = i;
+      while (b > 0 && cand[b - 1] != '\n') b--;
+      unit_indent = on_cursor_line ? first_indent : line_indent(cand + b, i - b);
+    }
+    seen_code = true;
+    if (ch == '"' || (ch == '\'' && r.single_quotes) || (ch == '`' && r.backticks)) {
+      quote = ch;
+    } else if (ch == '(' || ch == '[' || ch == '{') {
+      depth++;
+    } else if (ch == ')' || ch == ']' || ch == '}') {
+      if (--depth < 0) {
+        /* Closes what the cursor is in: the suffix already does that. Keep
+         * the lines before this one. */
+        size_t b = i;
+        while (b > 0 && cand[b - 1] != '\n') b--;
+        return rtrim(cand, b > 0 ? b : i);
+      }
+    }
+  }
+  return rtrim(cand, len);
+}

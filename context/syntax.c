@@ -1,0 +1,296 @@
+/* syntax.c — one tree-sitter tree per document, kept in step with edits. */
+#define _POSIX_C_SOURCE 200809L
+#include "context.h"
+#include "syntax_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sc_syntax_tree {
+  const char *lang;    /* static name from the grammar table */
+  TSParser *parser;    /* one per tree: parsers are not thread-safe */
+  TSTree *ts;
+  char *text;          /* NUL-terminated copy of the document */
+  size_t len, cap;
+};
+
+/* tree-sitter counts bytes in uint32_t. */
+#define SC_SYNTAX_MAX_BYTES ((size_t)UINT32_MAX - 1)
+
+/* Row and byte column of a byte offset, as TSPoint wants them. */
+TSPoint sc_syntax__point_at(const char *text, size_t len, size_t byte) {
+  if (byte > len) byte = len;
+  uint32_t row = 0;
+  size_t line_start = 0;
+  for (const char *p = text, *end = text + byte;
+       (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) {
+    row++;
+    line_start = (size_t)(p - text) + 1;
+  }
+  return (TSPoint){row, (uint32_t)(byte - line_start)};
+}
+
+/* The point reached after appending s[0..n) at point p. */
+static TSPoint point_advance(TSPoint p, const char *s, size_t n) {
+  if (n == 0) return p; /* s may be NULL then */
+  const char *last_nl = NULL;
+  for (const char *q = s, *end = s + n; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) {
+    p.row++;
+    last_nl = q;
+  }
+  if (last_nl) p.column = (uint32_t)(s + n - last_nl - 1);
+  else p.column += (uint32_t)n;
+  return p;
+}
+
+static sc_status reserve(sc_syntax_tree *t, size_t need, sc_error *err) {
+  if (need + 1 <= t->cap) return SC_OK;
+  size_t cap = t->cap ? t->cap : 256;
+  while (cap < need + 1) cap *= 2;
+  char *p = realloc(t->text, cap);
+  SC_CHECK(p, err, SC_ERR_NOMEM, "syntax tree: out of memory for %zu bytes", cap);
+  t->text = p;
+  t->cap = cap;
+  return SC_OK;
+}
+
+static sc_status parse(sc_syntax_tree *t, TSTree *old, sc_error *err) {
+  TSTree *next = ts_parser_parse_string(t->parser, old, t->text, (uint32_t)t->len);
+  if (!next && old) /* should not happen without a timeout; try from scratch */
+    next = ts_parser_parse_string(t->parser, NULL, t->text, (uint32_t)t->len);
+  SC_CHECK(next, err, SC_ERR_INTERNAL, "tree-sitter returned no tree for %s (%zu bytes)",
+           t->lang, t->len);
+  if (t->ts) ts_tree_delete(t->ts);
+  t->ts = next;
+  return SC_OK;
+}
+
+static sc_status tree_alloc(const char *lang, sc_syntax_tree **out, sc_error *err) {
+  const TSLanguage *ts_lang = sc_context_ts_language(lang);
+  SC_CHECK(ts_lang, err, SC_ERR_UNSUPPORTED, "no grammar for language '%s'",
+           lang ? lang : "(null)");
+  uint32_t abi = ts_language_version(ts_lang);
+  SC_CHECK(abi >= TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION &&
+               abi <= TREE_SITTER_LANGUAGE_VERSION,
+           err, SC_ERR_UNSUPPORTED,
+           "grammar %s has ABI %u; the tree-sitter runtime takes %d..%d", lang, abi,
+           TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION, TREE_SITTER_LANGUAGE_VERSION);
+  sc_syntax_tree *t = calloc(1, sizeof *t);
+  SC_CHECK(t, err, SC_ERR_NOMEM, "syntax tree: out of memory");
+  /* The table's static name, so the pointer outlives the caller's string. */
+  t->lang = sc_syntax__language_name(lang);
+  t->parser = ts_parser_new();
+  if (!t->parser || !ts_parser_set_language(t->parser, ts_lang)) {
+    sc_syntax_tree_free(t);
+    return sc_error_set(err, SC_ERR_UNSUPPORTED, "tree-sitter refused the %s grammar", lang);
+  }
+  *out = t;
+  return SC_OK;
+}
+
+sc_status sc_syntax_tree_new(const char *lang, const char *text, size_t len,
+                             sc_syntax_tree **out, sc_error *err) {
+  SC_CHECK(out, err, SC_ERR_INVALID, "sc_syntax_tree_new: out is NULL");
+  *out = NULL;
+  SC_CHECK(text || len == 0, err, SC_ERR_INVALID, "sc_syntax_tree_new: text is NULL");
+  SC_CHECK(len <= SC_SYNTAX_MAX_BYTES, err, SC_ERR_UNSUPPORTED,
+           "document of %zu bytes is too large to parse", len);
+  sc_syntax_tree *t = NULL;
+  SC_TRY(tree_alloc(lang, &t, err));
+  sc_status s = sc_syntax_tree_set_text(t, text, len, err);
+  if (s != SC_OK) {
+    sc_syntax_tree_free(t);
+    return s;
+  }
+  *out = t;
+  return SC_OK;
+}
+
+void sc_syntax_tree_free(sc_syntax_tree *t) {
+  if (!t) return;
+  if (t->ts) ts_tree_delete(t->ts);
+  if (t->parser) ts_parser_delete(t->parser);
+  free(t->text);
+  free(t);
+}
+
+sc_status sc_syntax_tree_copy(const sc_syntax_tree *src, sc_syntax_tree **out, sc_error *err) {
+  SC_CHECK(src && out, err, SC_ERR_INVALID, "sc_syntax_tree_copy: NULL argument");
+  *out = NULL;
+  sc_syntax_tree *t = NULL;
+  SC_TRY(tree_alloc(src->lang, &t, err));
+  sc_status s = reserve(t, src->len, err);
+  if (s != SC_OK) {
+    sc_syntax_tree_free(t);
+    return s;
+  }
+  memcpy(t->text, src->text, src->len + 1);
+  t->len = src->len;
+  t->ts = ts_tree_copy(src->ts);
+  if (!t->ts) {
+    sc_syntax_tree_free(t);
+    return sc_error_set(err, SC_ERR_NOMEM, "syntax tree: ts_tree_copy failed");
+  }
+  *out = t;
+  return SC_OK;
+}
+
+sc_status sc_syntax_tree_set_text(sc_syntax_tree *t, const char *text, size_t len,
+                                  sc_error *err) {
+  SC_CHECK(t, err, SC_ERR_INVALID, "sc_syntax_tree_set_text: tree is NULL");
+  SC_CHECK(text || len == 0, err, SC_ERR_INVALID, "sc_syntax_tree_set_text: text is NULL");
+  SC_CHECK(len <= SC_SYNTAX_MAX_BYTES, err, SC_ERR_UNSUPPORTED,
+           "document of %zu bytes is too large to parse", len);
+  SC_TRY(reserve(t, len, err));
+  if (len) memmove(t->text, text, len);
+  t->text[len] = '\0';
+  t->len = len;
+  return parse(t, NULL, err);
+}
+
+sc_status sc_syntax_tree_edit(sc_syntax_tree *t, size_t start, size_t old_end,
+                              const char *new_text, size_t new_len, sc_error *err) {
+  SC_CHECK(t, err, SC_ERR_INVALID, "sc_syntax_tree_edit: tree is NULL");
+  SC_CHECK(new_text || new_len == 0, err, SC_ERR_INVALID, "sc_syntax_tree_edit: text is NULL");
+  SC_CHECK(start <= old_end && old_end <= t->len, err, SC_ERR_INVALID,
+           "edit range [%zu, %zu) is outside the document (%zu bytes)", start, old_end,
+           t->len);
+  size_t tail = t->len - old_end;
+  SC_CHECK(start + new_len <= SC_SYNTAX_MAX_BYTES - tail, err, SC_ERR_UNSUPPORTED,
+           "document would be too large to parse");
+  size_t new_total = start + new_len + tail;
+
+  /* The points come from the text before it changes. */
+  TSInputEdit e;
+  e.start_byte = (uint32_t)start;
+  e.old_end_byte = (uint32_t)old_end;
+  e.new_end_byte = (uint32_t)(start + new_len);
+  e.start_point = sc_syntax__point_at(t->text, t->len, start);
+  e.old_end_point = point_advance(e.start_point, t->text + start, old_end - start);
+  e.new_end_point = point_advance(e.start_point, new_text, new_len);
+
+  /* new_text may point into our own buffer: copy it aside before moving. */
+  char *ins = NULL;
+  if (new_len && new_text >= t->text && new_text < t->text + t->cap) {
+    ins = malloc(new_len);
+    SC_CHECK(ins, err, SC_ERR_NOMEM, "syntax tree: out of memory");
+    memcpy(ins, new_text, new_len);
+    new_text = ins;
+  }
+  sc_status s = reserve(t, new_total, err);
+  if (s != SC_OK) {
+    free(ins);
+    return s;
+  }
+  memmove(t->text + start + new_len, t->text + old_end, tail);
+  if (new_len) memcpy(t->text + start, new_text, new_len);
+  t->len = new_total;
+  t->text[new_total] = '\0';
+  free(ins);
+
+  ts_tree_edit(t->ts, &e);
+  return parse(t, t->ts, err);
+}
+
+sc_status sc_syntax_tree_reparse(sc_syntax_tree *t, sc_error *err) {
+  SC_CHECK(t, err, SC_ERR_INVALID, "sc_syntax_tree_reparse: tree is NULL");
+  return parse(t, NULL, err);
+}
+
+const char *sc_syntax_tree_language(const sc_syntax_tree *t) { return t ? t->lang : NULL; }
+
+const char *sc_syntax_tree_text(const sc_syntax_tree *t, size_t *len) {
+  if (!t) {
+    if (len) *len = 0;
+    return NULL;
+  }
+  if (len) *len = t->len;
+  return t->text;
+}
+
+const TSTree *sc_syntax_tree_ts(const sc_syntax_tree *t) { return t ? t->ts : NULL; }
+
+TSNode sc_syntax_tree_root(const sc_syntax_tree *t) { return ts_tree_root_node(t->ts); }
+
+/* ts_builtin_sym_error in tree_sitter/parser.h; the 0.20 API has no
+ * ts_node_is_error. */
+bool sc_syntax__is_error(TSNode n) { return ts_node_symbol(n) == (TSSymbol)-1; }
+
+/* Visits every ERROR/MISSING node in document order, descending only into
+ * subtrees that contain one (ts_node_has_error), so clean code costs little. */
+typedef void (*error_visit_fn)(void *user, TSNode node);
+static void walk_errors(TSNode root, error_visit_fn fn, void *user) {
+  if (!ts_node_has_error(root)) return;
+  TSTreeCursor c = ts_tree_cursor_new(root);
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    if (sc_syntax__is_error(n) || ts_node_is_missing(n)) fn(user, n);
+    if (ts_node_has_error(n) && ts_tree_cursor_goto_first_child(&c)) continue;
+    bool moved = false;
+    while (!moved) {
+      if (ts_tree_cursor_goto_next_sibling(&c)) {
+        moved = true;
+      } else if (!ts_tree_cursor_goto_parent(&c)) {
+        ts_tree_cursor_delete(&c);
+        return;
+      }
+    }
+  }
+}
+
+static void count_one(void *user, TSNode n) {
+  (void)n;
+  (*(size_t *)user)++;
+}
+
+size_t sc_syntax_tree_error_count(const sc_syntax_tree *t) {
+  size_t n = 0;
+  if (t && t->ts) walk_errors(ts_tree_root_node(t->ts), count_one, &n);
+  return n;
+}
+
+typedef struct {
+  sc_syntax_error *v;
+  size_t n, cap;
+  bool oom;
+} error_list;
+
+static void collect_one(void *user, TSNode n) {
+  error_list *l = user;
+  if (l->oom) return;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 8;
+    sc_syntax_error *v = realloc(l->v, cap * sizeof *v);
+    if (!v) {
+      l->oom = true;
+      return;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = (sc_syntax_error){
+      .start_byte = ts_node_start_byte(n), .end_byte = ts_node_end_byte(n),
+      .start = ts_node_start_point(n), .end = ts_node_end_point(n),
+      .missing = ts_node_is_missing(n)};
+}
+
+sc_status sc_syntax_tree_errors(const sc_syntax_tree *t, sc_syntax_error **out, size_t *n,
+                                sc_error *err) {
+  SC_CHECK(t && out && n, err, SC_ERR_INVALID, "sc_syntax_tree_errors: NULL argument");
+  error_list l = {0};
+  walk_errors(ts_tree_root_node(t->ts), collect_one, &l);
+  if (l.oom) {
+    free(l.v);
+    return sc_error_set(err, SC_ERR_NOMEM, "syntax errors: out of memory");
+  }
+  *out = l.v;
+  *n = l.n;
+  return SC_OK;
+}
+
+sc_status sc_syntax_tree_sexp(const sc_syntax_tree *t, char **out, sc_error *err) {
+  SC_CHECK(t && out, err, SC_ERR_INVALID, "sc_syntax_tree_sexp: NULL argument");
+  *out = ts_node_string(ts_tree_root_node(t->ts));
+  SC_CHECK(*out, err, SC_ERR_NOMEM, "ts_node_string: out of memory");
+  return SC_OK;
+}

@@ -1,0 +1,3 @@
+(function_definition body: (compound_statement) @block.function)
+[(field_declaration_list) (enumerator_list)] @block.class
+(compound_statement) @block

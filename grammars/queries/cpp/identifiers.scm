@@ -1,0 +1,2 @@
+[(identifier) (field_identifier) (type_identifier) (namespace_identifier)
+ (statement_identifier)] @identifier

@@ -1,0 +1,2 @@
+(preproc_include path: [(string_literal) (system_lib_string)] @import.path) @import
+(using_declaration [(identifier) (qualified_identifier)] @import.path) @import

@@ -1,0 +1,1 @@
+[(identifier) (field_identifier) (type_identifier) (package_identifier)] @identifier

@@ -1,0 +1,1 @@
+[(identifier) (type_identifier)] @identifier

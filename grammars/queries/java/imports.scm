@@ -1,0 +1,1 @@
+(import_declaration [(identifier) (scoped_identifier)] @import.path) @import

@@ -1,0 +1,1 @@
+[(object) (array)] @block

@@ -1,0 +1,1 @@
+(pair key: (string (string_content) @identifier))

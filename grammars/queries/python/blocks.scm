@@ -1,0 +1,3 @@
+(function_definition body: (block) @block.function)
+(class_definition body: (block) @block.class)
+(block) @block

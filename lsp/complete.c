@@ -1,0 +1,806 @@
+/* complete.c — completions in the editor: textDocument/inlineCompletion
+ * (LSP 3.18), textDocument/completion for clients without it, accept and
+ * dismiss through workspace/executeCommand, the model loaded in the
+ * background with $/progress and sculpt/status, a result cache with
+ * typing-through, and an adaptive debounce for automatic triggers.
+ *
+ * Threads: handlers run on the loop thread and only copy what the job needs
+ * (the text around the cursor, the settings); the model, tokenizer and engine
+ * are created, used and freed only by jobs on the worker thread, which runs
+ * them one at a time. */
+#define _POSIX_C_SOURCE 200809L
+#include "context.h"
+#include "lsp_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CACHE_ENTRIES 32
+#define PREFIX_WINDOW_BYTES (256 * 1024) /* text copied for the job; the */
+#define SUFFIX_WINDOW_BYTES (64 * 1024)  /* token budget then trims it  */
+
+typedef struct settings {
+  char *model_path; /* NULL: sc_model_default_dir() */
+  sc_device_kind device;
+  char algorithm[16];
+  double threshold;
+  int max_tokens;
+  int context_budget;
+  int debounce_ms;
+  char **languages; /* NULL: every language sculpt knows */
+  int n_languages;
+} settings;
+
+typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
+
+typedef struct cache_entry {
+  bool used;
+  uint64_t uri_hash, prefix_hash, suffix_hash;
+  size_t prefix_len;
+  char *middle; /* shaped text the user was shown */
+  size_t middle_len;
+  uint64_t stamp;
+} cache_entry;
+
+struct sc_completer {
+  settings set;
+  /* Worker-thread state: only jobs touch these. */
+  sc_model *model;
+  sc_tokenizer *tok;
+  sc_engine *engine;
+  char *loaded_path;
+  sc_device_kind loaded_device;
+  /* Loop-thread state. */
+  model_state state;
+  char model_name[256], device_name[192], error[512];
+  double last_latency_ms;
+  int load_generation;
+  char progress_token[48];
+  bool progress_begun, progress_end_pending;
+  cache_entry cache[CACHE_ENTRIES];
+  uint64_t cache_clock;
+  uint64_t typing_uri;
+  double last_change_ms, avg_interval_ms;
+  /* Counters; engine_calls is bumped by jobs, read on the loop. */
+  _Atomic long engine_calls;
+  long requests, cache_hits, accepted, dismissed;
+};
+
+/* ======================= settings ========================================== */
+
+static void settings_defaults(settings *st) {
+  memset(st, 0, sizeof *st);
+  st->device = SC_DEVICE_AUTO;
+  snprintf(st->algorithm, sizeof st->algorithm, "threshold");
+  st->threshold = 0.9;
+  st->max_tokens = 64;
+  st->context_budget = 1024;
+  st->debounce_ms = 75;
+}
+
+static void settings_free(settings *st) {
+  free(st->model_path);
+  for (int i = 0; i < st->n_languages; i++) free(st->languages[i]);
+  free(st->languages);
+  memset(st, 0, sizeof *st);
+}
+
+static bool settings_copy(settings *dst, const settings *src) {
+  *dst = *src;
+  dst->model_path = src->model_path ? strdup(src->model_path) : NULL;
+  dst->languages = NULL;
+  dst->n_languages = 0;
+  if (src->n_languages) {
+    dst->languages = calloc((size_t)src->n_languages, sizeof *dst->languages);
+    if (!dst->languages) return false;
+    for (int i = 0; i < src->n_languages; i++) {
+      dst->languages[i] = strdup(src->languages[i]);
+      if (!dst->languages[i]) return false;
+      dst->n_languages++;
+    }
+  }
+  return !src->model_path || dst->model_path;
+}
+
+static bool get_int(json_t *o, const char *key, int lo, int hi, int *out) {
+  json_t *v = json_object_get(o, key);
+  if (!v) return false;
+  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+    SC_LOG_WARN("settings: %s must be an integer from %d to %d; ignored", key, lo, hi);
+    return false;
+  }
+  *out = (int)json_integer_value(v);
+  return true;
+}
+
+static void start_load(sc_lsp_server *s, sc_completer *c);
+
+void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
+  settings *st = &c->set;
+  bool reload = false;
+  json_t *v;
+  if ((v = json_object_get(o, "modelPath"))) {
+    const char *path = json_string_value(v);
+    if (json_is_null(v) || (path && !*path)) path = NULL;
+    else if (!path) SC_LOG_WARN("settings: modelPath must be a string; ignored");
+    if (json_is_null(v) || path || (json_is_string(v))) {
+      bool changed = (path == NULL) != (st->model_path == NULL) ||
+                     (path && strcmp(path, st->model_path) != 0);
+      if (changed) {
+        free(st->model_path);
+        st->model_path = path ? strdup(path) : NULL;
+        reload = true;
+      }
+    }
+  }
+  if ((v = json_object_get(o, "device"))) {
+    sc_device_kind k;
+    if (json_is_string(v) && sc_device_kind_parse(json_string_value(v), &k)) {
+      if (k != st->device) reload = true;
+      st->device = k;
+    } else {
+      SC_LOG_WARN("settings: device must be auto, cpu or cuda; ignored");
+    }
+  }
+  if ((v = json_object_get(o, "algorithm"))) {
+    sc_infill_params probe;
+    if (json_is_string(v) && sc_infill_algorithm_parse(json_string_value(v), &probe))
+      snprintf(st->algorithm, sizeof st->algorithm, "%s", json_string_value(v));
+    else
+      SC_LOG_WARN("settings: algorithm must be threshold, confidence, margin or entropy");
+  }
+  if ((v = json_object_get(o, "threshold"))) {
+    if (json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) <= 1)
+      st->threshold = json_number_value(v);
+    else
+      SC_LOG_WARN("settings: threshold must be a number in [0, 1]; ignored");
+  }
+  get_int(o, "maxTokens", 1, 1024, &st->max_tokens);
+  get_int(o, "contextBudget", 64, 65536, &st->context_budget);
+  get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
+  if ((v = json_object_get(o, "enabledLanguages"))) {
+    if (!json_is_array(v) && !json_is_null(v)) {
+      SC_LOG_WARN("settings: enabledLanguages must be an array of names; ignored");
+    } else {
+      for (int i = 0; i < st->n_languages; i++) free(st->languages[i]);
+      free(st->languages);
+      st->languages = NULL;
+      st->n_languages = 0;
+      size_t n = json_array_size(v);
+      if (n) st->languages = calloc(n, sizeof *st->languages);
+      for (size_t i = 0; i < n && st->languages; i++) {
+        const char *name = json_string_value(json_array_get(v, i));
+        if (name && (st->languages[st->n_languages] = strdup(name))) st->n_languages++;
+      }
+    }
+  }
+  /* A new model or device is loaded at once, once the session runs. */
+  if (reload && c->state != MS_NONE) start_load(s, c);
+}
+
+/* ======================= status and progress ================================ */
+
+static const char *state_name(model_state st) {
+  switch (st) {
+  case MS_NONE: return "idle";
+  case MS_LOADING: return "loading";
+  case MS_READY: return "ready";
+  case MS_ERROR: return "error";
+  }
+  return "?";
+}
+
+static void send_status(sc_lsp_server *s, sc_completer *c) {
+  json_t *p = json_pack("{s:s, s:s, s:s, s:i}", "state", state_name(c->state), "model",
+                        c->model_name, "device", c->device_name, "progress",
+                        c->state == MS_READY ? 100 : 0);
+  if (c->last_latency_ms > 0)
+    json_object_set_new(p, "lastLatencyMs", json_real(c->last_latency_ms));
+  if (c->state == MS_ERROR) json_object_set_new(p, "message", json_string(c->error));
+  sc_lsp__send_notification(s, "sculpt/status", p);
+}
+
+static void progress_send(sc_lsp_server *s, sc_completer *c, const char *kind,
+                          const char *message) {
+  json_t *v = json_pack("{s:s}", "kind", kind);
+  if (strcmp(kind, "begin") == 0) {
+    json_object_set_new(v, "title", json_string("sculpt: loading the model"));
+    json_object_set_new(v, "percentage", json_integer(0));
+  }
+  if (message) json_object_set_new(v, "message", json_string(message));
+  sc_lsp__send_notification(s, "$/progress",
+                            json_pack("{s:s, s:o}", "token", c->progress_token, "value", v));
+}
+
+static void on_progress_created(sc_lsp_server *s, json_t *result, json_t *error) {
+  sc_completer *c = sc_lsp__completer(s);
+  if (error) return; /* the client refused: no progress, status still goes */
+  c->progress_begun = true;
+  progress_send(s, c, "begin", c->model_name);
+  if (c->progress_end_pending) {
+    progress_send(s, c, "end", state_name(c->state));
+    c->progress_begun = c->progress_end_pending = false;
+  }
+}
+
+/* ======================= the model, loaded on the worker =================== */
+
+typedef struct load_arg {
+  sc_completer *c;
+  char *path;
+  sc_device_kind device;
+  int generation;
+  int max_seq;
+  /* out */
+  char model_name[256], device_name[192];
+} load_arg;
+
+static void load_arg_free(void *p) {
+  load_arg *a = p;
+  free(a->path);
+  free(a);
+}
+
+static void release_model(sc_completer *c) {
+  sc_engine_free(c->engine);
+  sc_tokenizer_free(c->tok);
+  sc_model_free(c->model);
+  c->engine = NULL;
+  c->tok = NULL;
+  c->model = NULL;
+  free(c->loaded_path);
+  c->loaded_path = NULL;
+}
+
+static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
+  load_arg *a = argp;
+  sc_completer *c = a->c;
+  release_model(c);
+  if (!a->path) {
+    sc_error_set(err, SC_ERR_INVALID,
+                 "no model: set sculpt.modelPath or $SCULPT_MODEL (no default model is installed)");
+    return NULL;
+  }
+  sc_device_choice dev;
+  sc_device_select(a->device, &dev);
+  snprintf(a->device_name, sizeof a->device_name, "%s", dev.description);
+  sc_model_options mo = {0};
+  mo.device = dev.kind;
+  double t0 = sc_now_ms();
+  if (sc_model_load(a->path, &mo, &c->model, err) != SC_OK) return NULL;
+  if (sc_tokenizer_load_dir(a->path, &c->tok, err) != SC_OK) {
+    release_model(c);
+    return NULL;
+  }
+  const sc_model_info *info = sc_model_get_info(c->model);
+  int max_seq = a->max_seq < info->max_seq ? a->max_seq : info->max_seq;
+  if (sc_engine_new(c->model, c->tok, max_seq, &c->engine, err) != SC_OK) {
+    release_model(c);
+    return NULL;
+  }
+  c->loaded_path = strdup(a->path);
+  const char *base = strrchr(a->path, '/');
+  snprintf(a->model_name, sizeof a->model_name, "%s (%s, %.1fM params)",
+           base && base[1] ? base + 1 : a->path, sc_model_family_name(info->family),
+           (double)info->n_params / 1e6);
+  SC_LOG_INFO("model %s loaded in %.0f ms on %s", a->model_name, sc_now_ms() - t0,
+              a->device_name);
+  return json_null();
+}
+
+static void load_done(sc_lsp_server *s, sc_job *job) {
+  sc_completer *c = sc_lsp__completer(s);
+  load_arg *a = job->arg;
+  if (a->generation != c->load_generation) return; /* a newer load follows */
+  if (job->result) {
+    c->state = MS_READY;
+    snprintf(c->model_name, sizeof c->model_name, "%s", a->model_name);
+    snprintf(c->device_name, sizeof c->device_name, "%s", a->device_name);
+    c->error[0] = '\0';
+  } else {
+    c->state = MS_ERROR;
+    snprintf(c->error, sizeof c->error, "%s",
+             sc_job_cancelled(job) ? "loading was cancelled" : job->err.msg);
+    SC_LOG_ERROR("model: %s", c->error);
+  }
+  if (c->progress_begun) {
+    progress_send(s, c, "end", c->state == MS_READY ? "ready" : c->error);
+    c->progress_begun = false;
+  } else if (c->progress_token[0]) {
+    c->progress_end_pending = true;
+  }
+  send_status(s, c);
+}
+
+static void start_load(sc_lsp_server *s, sc_completer *c) {
+  load_arg *a = calloc(1, sizeof *a);
+  if (!a) return;
+  const char *path = c->set.model_path ? c->set.model_path : sc_model_default_dir();
+  a->c = c;
+  a->path = path ? strdup(path) : NULL;
+  if (path && !a->path) {
+    free(a);
+    return;
+  }
+  a->device = c->set.device;
+  a->generation = ++c->load_generation;
+  /* Context for the budget, a DreamOn canvas growing 4x, and specials. */
+  a->max_seq = c->set.context_budget + 4 * c->set.max_tokens + 8;
+  c->state = MS_LOADING;
+  c->cache_clock++;
+  for (int i = 0; i < CACHE_ENTRIES; i++) {
+    free(c->cache[i].middle);
+    c->cache[i] = (cache_entry){0};
+  }
+  snprintf(c->model_name, sizeof c->model_name, "%s", path ? path : "(none)");
+  if (!path) {
+    /* Nothing to load: say so once, plainly; completions answer with the
+     * same reason until a model is configured. */
+    free(a);
+    c->state = MS_ERROR;
+    snprintf(c->error, sizeof c->error,
+             "no model configured: set sculpt.modelPath or $SCULPT_MODEL");
+    SC_LOG_WARN("%s", c->error);
+    send_status(s, c);
+    return;
+  }
+  c->progress_begun = c->progress_end_pending = false;
+  c->progress_token[0] = '\0';
+  if (sc_lsp__client_progress(s)) {
+    snprintf(c->progress_token, sizeof c->progress_token, "sculpt/load/%d", a->generation);
+    sc_lsp__send_request(s, "window/workDoneProgress/create",
+                         json_pack("{s:s}", "token", c->progress_token), on_progress_created);
+  }
+  send_status(s, c);
+  sc_lsp__post_job(s, NULL, "sculpt/loadModel", NULL, load_job, a, load_arg_free, load_done);
+}
+
+void sc_completer_start(sc_lsp_server *s, sc_completer *c) {
+  if (c->state == MS_NONE) start_load(s, c);
+}
+
+/* ======================= shaping ============================================ */
+
+/* Trims a raw middle for the editor: a single-line completion stops at the
+ * line's end; a middle that runs into the suffix (repeats the text after the
+ * cursor, or the next non-blank line) is cut there; trailing blank space in
+ * a multi-line middle goes. Returns the kept length. */
+size_t sc_completer_shape(const char *mid, size_t len, const char *suffix, size_t suffix_len,
+                          bool single_line) {
+  if (single_line) {
+    const char *nl = memchr(mid, '\n', len);
+    if (nl) len = (size_t)(nl - mid);
+    /* Drop a tail the suffix already has (e.g. a closing bracket). */
+    const char *eol = memchr(suffix, '\n', suffix_len);
+    size_t rest = eol ? (size_t)(eol - suffix) : suffix_len;
+    while (rest > 0 && (suffix[rest - 1] == ' ' || suffix[rest - 1] == '\t' ||
+                        suffix[rest - 1] == '\r'))
+      rest--;
+    for (size_t k = rest < len ? rest : len; k > 0; k--)
+      if (memcmp(mid + len - k, suffix, k) == 0) {
+        len -= k;
+        break;
+      }
+    return len;
+  }
+  /* The first non-blank line of the suffix, trimmed. */
+  size_t i = 0;
+  const char *line = NULL;
+  size_t line_len = 0;
+  while (i < suffix_len) {
+    const char *eol = memchr(suffix + i, '\n', suffix_len - i);
+    size_t end = eol ? (size_t)(eol - suffix) : suffix_len;
+    size_t a = i, b = end;
+    while (a < b && (suffix[a] == ' ' || suffix[a] == '\t')) a++;
+    while (b > a && (suffix[b - 1] == ' ' || suffix[b - 1] == '\t' || suffix[b - 1] == '\r')) b--;
+    if (b > a) {
+      line = suffix + a;
+      line_len = b - a;
+      break;
+    }
+    i = end + 1;
+  }
+  if (line && line_len >= 2) {
+    /* Cut before the first middle line that equals it. */
+    size_t p = 0;
+    while (p < len) {
+      const char *eol = memchr(mid + p, '\n', len - p);
+      size_t end = eol ? (size_t)(eol - mid) : len;
+      size_t a = p, b = end;
+      while (a < b && (mid[a] == ' ' || mid[a] == '\t')) a++;
+      while (b > a && (mid[b - 1] == ' ' || mid[b - 1] == '\t' || mid[b - 1] == '\r')) b--;
+      if (b - a == line_len && memcmp(mid + a, line, line_len) == 0 && p > 0) {
+        len = p;
+        break;
+      }
+      p = end + 1;
+    }
+  }
+  while (len > 0 && (mid[len - 1] == ' ' || mid[len - 1] == '\t' || mid[len - 1] == '\n' ||
+                     mid[len - 1] == '\r'))
+    len--;
+  return len;
+}
+
+/* ======================= the cache ========================================== */
+
+static cache_entry *cache_find(sc_completer *c, uint64_t uri_hash, const char *text,
+                               size_t offset, size_t len, size_t *typed) {
+  uint64_t suffix_hash = sc_hash64(text + offset, len - offset, 1);
+  for (int i = 0; i < CACHE_ENTRIES; i++) {
+    cache_entry *e = &c->cache[i];
+    if (!e->used || e->uri_hash != uri_hash || e->suffix_hash != suffix_hash) continue;
+    if (offset < e->prefix_len || offset - e->prefix_len >= e->middle_len) continue;
+    size_t t = offset - e->prefix_len;
+    /* Typed so far must be the start of what was shown. */
+    if (memcmp(text + e->prefix_len, e->middle, t) != 0) continue;
+    if (sc_hash64(text, e->prefix_len, 2) != e->prefix_hash) continue;
+    *typed = t;
+    e->stamp = ++c->cache_clock;
+    return e;
+  }
+  return NULL;
+}
+
+static void cache_put(sc_completer *c, uint64_t uri_hash, uint64_t prefix_hash,
+                      size_t prefix_len, uint64_t suffix_hash, const char *middle,
+                      size_t middle_len) {
+  if (middle_len == 0) return;
+  cache_entry *slot = &c->cache[0];
+  for (int i = 0; i < CACHE_ENTRIES; i++) {
+    if (!c->cache[i].used) {
+      slot = &c->cache[i];
+      break;
+    }
+    if (c->cache[i].stamp < slot->stamp) slot = &c->cache[i];
+  }
+  char *copy = malloc(middle_len + 1);
+  if (!copy) return;
+  memcpy(copy, middle, middle_len);
+  copy[middle_len] = '\0';
+  free(slot->middle);
+  *slot = (cache_entry){true, uri_hash, prefix_hash, suffix_hash, prefix_len, copy,
+                        middle_len, ++c->cache_clock};
+}
+
+/* ======================= completion jobs ==================================== */
+
+typedef enum request_kind { RK_INLINE, RK_ITEMS } request_kind;
+
+typedef struct complete_arg {
+  sc_completer *c;
+  request_kind kind;
+  settings set;
+  char *prefix; /* the window before the cursor (owned) */
+  size_t prefix_len;
+  char *suffix; /* the window after it (owned) */
+  size_t suffix_len;
+  bool single_line;
+  int debounce_ms;
+  int canvas_hint; /* 0: from the settings */
+  json_t *position; /* the client's position, for ranges (owned) */
+  char language[16];
+  uint64_t uri_hash, prefix_hash, suffix_hash;
+  size_t doc_prefix_len;
+  double t_request;
+  /* out, for on_done */
+  char *middle;
+  size_t middle_len;
+  double model_ms;
+} complete_arg;
+
+static void complete_arg_free(void *p) {
+  complete_arg *a = p;
+  settings_free(&a->set);
+  free(a->prefix);
+  free(a->suffix);
+  free(a->middle);
+  json_decref(a->position);
+  free(a);
+}
+
+static json_t *build_items(const complete_arg *a, const char *text, size_t len, json_t *data) {
+  json_t *range = json_pack("{s:O, s:O}", "start", a->position, "end", a->position);
+  json_t *t = json_stringn(text, len);
+  if (!t) t = json_string("");
+  if (a->kind == RK_INLINE) {
+    json_t *cmd = json_pack("{s:s, s:s, s:[{s:I}]}", "title", "sculpt: accepted", "command",
+                            "sculpt.accept", "arguments", "length", (json_int_t)len);
+    json_t *items = json_array();
+    if (len > 0)
+      json_array_append_new(items, json_pack("{s:o, s:o, s:o}", "insertText", t, "range",
+                                             range, "command", cmd));
+    else
+      json_decref(t), json_decref(range), json_decref(cmd);
+    return json_pack("{s:o, s:o}", "items", items, "data", data);
+  }
+  /* CompletionItem: a label recognisable in a menu, the whole text in the
+   * documentation, and a textEdit that inserts it at the cursor. */
+  json_t *items = json_array();
+  if (len > 0) {
+    size_t a0 = 0;
+    while (a0 < len && (text[a0] == ' ' || text[a0] == '\t' || text[a0] == '\n')) a0++;
+    const char *nl = memchr(text + a0, '\n', len - a0);
+    size_t l1 = nl ? (size_t)(nl - (text + a0)) : len - a0;
+    if (l1 > 60) l1 = 60;
+    char label[96];
+    snprintf(label, sizeof label, "%.*s%s", (int)l1, text + a0, nl || l1 == 60 ? " …" : "");
+    char *doc = malloc(len + 64);
+    if (doc) snprintf(doc, len + 64, "```%s\n%.*s\n```", a->language, (int)len, text);
+    json_t *item = json_pack(
+        "{s:s, s:i, s:i, s:{s:o, s:O}, s:s, s:{s:s, s:s}, s:s, s:s, s:O}", "label", label,
+        "kind", 1, "insertTextFormat", 1, "textEdit", "range", range, "newText", t,
+        "filterText", label, "documentation", "kind", "markdown", "value", doc ? doc : "",
+        "detail", "sculpt", "sortText", "0", "data", data);
+    free(doc);
+    if (item) json_array_append_new(items, item);
+  } else {
+    json_decref(range);
+    json_decref(t);
+  }
+  json_decref(data);
+  return json_pack("{s:b, s:o}", "isIncomplete", 1, "items", items);
+}
+
+static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
+  complete_arg *a = argp;
+  sc_completer *c = a->c;
+  /* Debounce (automatic triggers only), in steps so a newer edit or request
+   * cancels it at once. */
+  for (int i = 0; i < a->debounce_ms; i++) {
+    if (sc_job_cancelled(job) != SC_JOB_LIVE) {
+      sc_error_set(err, SC_ERR_CANCELLED, "cancelled while waiting");
+      return NULL;
+    }
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  if (!c->engine) {
+    sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
+    return NULL;
+  }
+  double t0 = sc_now_ms();
+  int32_t *pre = NULL, *suf = NULL;
+  size_t n_pre = 0, n_suf = 0;
+  if (sc_tokenizer_encode(c->tok, a->prefix, a->prefix_len, &pre, &n_pre, err) != SC_OK)
+    return NULL;
+  if (sc_tokenizer_encode(c->tok, a->suffix, a->suffix_len, &suf, &n_suf, err) != SC_OK) {
+    free(pre);
+    return NULL;
+  }
+  /* The budget: three quarters before the cursor, the rest after. */
+  size_t budget = (size_t)a->set.context_budget;
+  size_t keep_suf = n_suf < budget / 4 ? n_suf : budget / 4;
+  size_t keep_pre = n_pre < budget - keep_suf ? n_pre : budget - keep_suf;
+  double t_ctx = sc_now_ms();
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  sc_infill_algorithm_parse(a->set.algorithm, &p);
+  p.threshold = (float)a->set.threshold;
+  int m = a->canvas_hint > 0 ? a->canvas_hint : a->set.max_tokens;
+  if (a->single_line && m > 24) m = 24;
+  if (m > a->set.max_tokens) m = a->set.max_tokens;
+  sc_infill_plan plan = {1, {m}};
+  sc_infill_result res;
+  atomic_fetch_add(&c->engine_calls, 1);
+  sc_status st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
+                                  (int)keep_suf, &plan, &p, &job->cancel, NULL, NULL, &res, err);
+  free(pre);
+  free(suf);
+  if (st != SC_OK) return NULL;
+  size_t len = sc_completer_shape(res.text ? res.text : "", res.text_len, a->suffix,
+                                  a->suffix_len, a->single_line);
+  a->middle = malloc(len + 1);
+  if (a->middle) {
+    memcpy(a->middle, res.text ? res.text : "", len);
+    a->middle[len] = '\0';
+    a->middle_len = len;
+  }
+  double t_end = sc_now_ms();
+  a->model_ms = res.ms_total;
+  json_t *data = json_pack("{s:b, s:f, s:i, s:f, s:i, s:i, s:f}", "cached", 0, "contextMs",
+                           t_ctx - t0, "steps", res.steps, "modelMs", res.ms_total, "tokens",
+                           res.n_ids, "debounceMs", a->debounce_ms, "totalMs",
+                           t_end - a->t_request);
+  SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
+               res.n_ids, res.steps, t_ctx - t0, res.ms_total, t_end - a->t_request);
+  json_t *out = build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
+  sc_infill_result_free(&res);
+  return out;
+}
+
+static void complete_done(sc_lsp_server *s, sc_job *job) {
+  sc_completer *c = sc_lsp__completer(s);
+  complete_arg *a = job->arg;
+  if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
+  if (a->middle)
+    cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
+              a->middle_len);
+  c->last_latency_ms = sc_now_ms() - a->t_request;
+  send_status(s, c);
+}
+
+/* The debounce for an automatic trigger: the configured base, stretched to
+ * the user's typing rhythm so that fast typing does not start a model call
+ * per keystroke (Tabby's adaptive debounce, simplified). */
+static int debounce_for(const sc_completer *c) {
+  int base = c->set.debounce_ms;
+  if (c->avg_interval_ms <= 0) return base;
+  double d = 0.5 * base + 0.75 * c->avg_interval_ms;
+  if (d < base * 0.5) d = base * 0.5;
+  if (d > 400) d = 400;
+  return (int)d;
+}
+
+static bool language_enabled(const sc_completer *c, const char *lang) {
+  if (!lang) return false;
+  if (!c->set.languages) return true;
+  for (int i = 0; i < c->set.n_languages; i++)
+    if (strcmp(c->set.languages[i], lang) == 0) return true;
+  return false;
+}
+
+static void handle_request(sc_lsp_req *r, request_kind kind) {
+  sc_lsp_server *s = r->s;
+  sc_completer *c = sc_lsp__completer(s);
+  sc_document *d = sc_lsp__get_open_document(r);
+  if (!d) return;
+  json_t *pos = json_object_get(r->params, "position");
+  uint32_t line, character;
+  if (!sc_lsp__get_position(pos, &line, &character)) {
+    sc_lsp__bad_params(r, "position needs line and character");
+    return;
+  }
+  json_t *context = json_object_get(r->params, "context");
+  json_t *trig = json_object_get(context, "triggerKind");
+  /* InlineCompletionTriggerKind: 1 Invoked, 2 Automatic. CompletionTriggerKind:
+   * 1 Invoked, 2 TriggerCharacter, 3 TriggerForIncompleteCompletions. */
+  bool automatic = kind == RK_INLINE ? json_integer_value(trig) == 2
+                                     : json_integer_value(trig) != 1 && trig != NULL;
+  c->requests++;
+  const char *lang = sc_context_language_for(d->language_id, d->uri);
+  json_t *empty_data = json_pack("{s:b, s:s}", "cached", 0, "skipped", "language");
+  complete_arg probe = {.kind = kind, .position = pos};
+  if (!language_enabled(c, lang)) {
+    sc_lsp__send_result(s, r->id, build_items(&probe, "", 0, empty_data));
+    return;
+  }
+  json_decref(empty_data);
+  if (c->state == MS_ERROR || c->state == MS_NONE) {
+    if (automatic) {
+      sc_lsp__send_result(s, r->id,
+                          build_items(&probe, "", 0, json_pack("{s:s}", "skipped", "model")));
+    } else {
+      sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED, "%s: no model: %s", r->method,
+                         c->error[0] ? c->error : "not loaded");
+    }
+    return;
+  }
+  const sc_line_index *idx = sc_document_lines(d);
+  if (!idx) {
+    sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
+  size_t off = sc_pos_to_offset(d->text, d->len, idx, line, character, sc_lsp__encoding(s), NULL);
+  uint64_t uri_hash = sc_hash64(d->uri, strlen(d->uri), 3);
+  double t_request = sc_now_ms();
+
+  /* A newer request on this document supersedes the older ones. */
+  sc_lsp__cancel_method(s, r->method, d->uri);
+
+  /* Typing-through: the user typed the start of what we showed. */
+  size_t typed = 0;
+  cache_entry *hit = cache_find(c, uri_hash, d->text, off, d->len, &typed);
+  if (hit) {
+    c->cache_hits++;
+    complete_arg a = {.kind = kind, .position = pos};
+    snprintf(a.language, sizeof a.language, "%s", lang);
+    json_t *data = json_pack("{s:b, s:i, s:f}", "cached", 1, "typed", (int)typed, "totalMs",
+                             sc_now_ms() - t_request);
+    sc_lsp__send_result(s, r->id,
+                        build_items(&a, hit->middle + typed, hit->middle_len - typed, data));
+    return;
+  }
+
+  complete_arg *a = calloc(1, sizeof *a);
+  size_t p0 = off > PREFIX_WINDOW_BYTES ? off - PREFIX_WINDOW_BYTES : 0;
+  size_t s1 = d->len - off > SUFFIX_WINDOW_BYTES ? off + SUFFIX_WINDOW_BYTES : d->len;
+  if (a) {
+    a->c = c;
+    a->kind = kind;
+    a->prefix_len = off - p0;
+    a->suffix_len = s1 - off;
+    a->prefix = malloc(a->prefix_len + 1);
+    a->suffix = malloc(a->suffix_len + 1);
+  }
+  if (!a || !a->prefix || !a->suffix || !settings_copy(&a->set, &c->set)) {
+    if (a) complete_arg_free(a);
+    sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
+  memcpy(a->prefix, d->text + p0, a->prefix_len);
+  memcpy(a->suffix, d->text + off, a->suffix_len);
+  a->position = json_incref(pos);
+  snprintf(a->language, sizeof a->language, "%s", lang);
+  /* Mid-line (code after the cursor on its line): complete that line only. */
+  const char *eol = memchr(d->text + off, '\n', d->len - off);
+  size_t rest_end = eol ? (size_t)(eol - d->text) : d->len;
+  a->single_line = false;
+  for (size_t i = off; i < rest_end; i++)
+    if (d->text[i] != ' ' && d->text[i] != '\t' && d->text[i] != '\r') a->single_line = true;
+  a->debounce_ms = automatic ? debounce_for(c) : 0;
+  a->uri_hash = uri_hash;
+  a->prefix_hash = sc_hash64(d->text, off, 2);
+  a->suffix_hash = sc_hash64(d->text + off, d->len - off, 1);
+  a->doc_prefix_len = off;
+  a->t_request = t_request;
+  sc_lsp__post_job(s, r->id, r->method, d->uri, complete_job, a, complete_arg_free,
+                   complete_done);
+}
+
+void sc_completer_handle_inline(sc_lsp_req *r) { handle_request(r, RK_INLINE); }
+void sc_completer_handle_completion(sc_lsp_req *r) { handle_request(r, RK_ITEMS); }
+
+void sc_completer_handle_execute(sc_lsp_req *r) {
+  sc_completer *c = sc_lsp__completer(r->s);
+  const char *cmd = json_string_value(json_object_get(r->params, "command"));
+  if (!cmd) {
+    sc_lsp__bad_params(r, "command must be a string");
+    return;
+  }
+  if (strcmp(cmd, "sculpt.accept") == 0) {
+    c->accepted++;
+  } else if (strcmp(cmd, "sculpt.dismiss") == 0) {
+    c->dismissed++;
+  } else {
+    sc_lsp__bad_params(r, "unknown command %s", cmd);
+    return;
+  }
+  SC_LOG_DEBUG("%s (accepted %ld, dismissed %ld)", cmd, c->accepted, c->dismissed);
+  sc_lsp__send_result(r->s, r->id, json_null());
+}
+
+/* ======================= the rest =========================================== */
+
+void sc_completer_on_change(sc_completer *c, const char *uri) {
+  double now = sc_now_ms();
+  uint64_t h = sc_hash64(uri, strlen(uri), 3);
+  if (h == c->typing_uri && now - c->last_change_ms < 2000) {
+    double dt = now - c->last_change_ms;
+    c->avg_interval_ms = c->avg_interval_ms > 0 ? 0.7 * c->avg_interval_ms + 0.3 * dt : dt;
+  }
+  c->typing_uri = h;
+  c->last_change_ms = now;
+}
+
+void sc_completer_capabilities(json_t *caps) {
+  json_object_set_new(caps, "inlineCompletionProvider", json_true());
+  json_object_set_new(caps, "completionProvider", json_pack("{s:b}", "resolveProvider", 0));
+  json_object_set_new(caps, "executeCommandProvider",
+                      json_pack("{s:[s, s]}", "commands", "sculpt.accept", "sculpt.dismiss"));
+}
+
+json_t *sc_completer_stats(const sc_completer *c) {
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s}", "engineCalls",
+                   (json_int_t)atomic_load(&((sc_completer *)c)->engine_calls),
+                   "completionRequests", (json_int_t)c->requests, "cacheHits",
+                   (json_int_t)c->cache_hits, "accepted", (json_int_t)c->accepted,
+                   "dismissed", (json_int_t)c->dismissed, "modelState", state_name(c->state));
+}
+
+sc_completer *sc_completer_new(void) {
+  sc_completer *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  settings_defaults(&c->set);
+  return c;
+}
+
+void sc_completer_free(sc_completer *c) {
+  if (!c) return;
+  release_model(c);
+  settings_free(&c->set);
+  for (int i = 0; i < CACHE_ENTRIES; i++) free(c->cache[i].middle);
+  free(c);
+}

@@ -1,0 +1,232 @@
+"""Completions through LSP with a planted byte-level model whose right answer
+is known: after the letters "...abc" it writes "defghijklmnopqrstuvwxyz" and
+ends (tools/planted_checkpoints.py). Covers textDocument/inlineCompletion,
+textDocument/completion, the model load with $/progress and sculpt/status,
+typing-through from the cache (no engine call), stale requests (-32801),
+cancellation, accept/dismiss commands, settings, and the no-model errors."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from lspclient import (CONTENT_MODIFIED, INVALID_PARAMS, REQUEST_CANCELLED, check, eq,
+                       expect_error, run_tests, spawn)
+
+SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+TMP = tempfile.mkdtemp(prefix="sculpt-completion-")
+subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), TMP],
+               check=True, capture_output=True)
+MODEL = os.path.join(TMP, "planted-successor-shifted-bytes")
+URI = "file:///w/main.c"
+ALPHABET = "defghijklmnopqrstuvwxyz"
+
+
+def start(settings=None, progress=False, model=MODEL):
+    opts = {"modelPath": model}
+    opts.update(settings or {})
+    s = spawn()
+    caps = {"window": {"workDoneProgress": True}} if progress else {}
+    init = s.start(caps, initializationOptions=opts)
+    return s, init
+
+
+def wait_ready(s, state="ready"):
+    return s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                          m["params"]["state"] == state, what="sculpt/status " + state)
+
+
+def open_doc(s, text, uri=URI, lang="c", version=1):
+    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
+                                                       "version": version, "text": text}})
+
+
+def inline(s, line, character, trigger=1, uri=URI, timeout=30):
+    return s.request("textDocument/inlineCompletion",
+                     {"textDocument": {"uri": uri}, "position": {"line": line, "character": character},
+                      "context": {"triggerKind": trigger}}, timeout)
+
+
+def stats(s):
+    return s.result("sculpt/test/stats", {})
+
+
+def gcc_parses(text):
+    if not shutil.which("gcc"):
+        return True
+    p = subprocess.run(["gcc", "-fsyntax-only", "-x", "c", "-"], input=text.encode(),
+                       capture_output=True)
+    return p.returncode == 0
+
+
+def test_capabilities_and_load():
+    s, init = start(progress=True)
+    caps = init["capabilities"]
+    check(caps.get("inlineCompletionProvider") is True, "inlineCompletionProvider")
+    check("completionProvider" in caps, "completionProvider")
+    eq(caps["executeCommandProvider"]["commands"], ["sculpt.accept", "sculpt.dismiss"],
+       "commands")
+    # The client said it takes work-done progress: create, begin, end.
+    create = s.wait_for(lambda: next((m for m in s.messages
+                                      if m.get("method") == "window/workDoneProgress/create"),
+                                     None), what="progress create")
+    s.respond(create["id"], None)
+    token = create["params"]["token"]
+    status = wait_ready(s)
+    check(status["params"]["model"].startswith("planted-successor-shifted-bytes"), "model name")
+    check(status["params"]["device"].startswith("cpu"), "device")
+    s.wait_message(lambda m: m.get("method") == "$/progress" and
+                   m["params"]["token"] == token and m["params"]["value"]["kind"] == "end",
+                   what="$/progress end")
+    begin = [m for m in s.messages if m.get("method") == "$/progress" and
+             m["params"]["value"]["kind"] == "begin"]
+    check(len(begin) == 1, "one $/progress begin")
+    eq(s.shutdown_and_exit(), 0, "exit code")
+
+
+def test_inline_completion_parses():
+    s, _ = start()
+    wait_ready(s)
+    text = "int abc;\n"
+    open_doc(s, text)
+    r = inline(s, 0, 7)
+    items = r["result"]["items"]
+    eq(len(items), 1, "one item")
+    it = items[0]
+    eq(it["insertText"], ALPHABET, "the planted middle")
+    eq(it["range"], {"start": {"line": 0, "character": 7}, "end": {"line": 0, "character": 7}},
+       "range")
+    eq(it["command"]["command"], "sculpt.accept", "acceptance command")
+    data = r["result"]["data"]
+    check(data["cached"] is False and data["steps"] >= 1 and data["tokens"] == len(ALPHABET),
+          "timings data", data)
+    for k in ("contextMs", "modelMs", "totalMs"):
+        check(isinstance(data[k], float), "timing " + k)
+    # Inserted, the text still parses as C.
+    check(gcc_parses(text[:7] + it["insertText"] + text[7:]), "parses once inserted")
+    s.shutdown_and_exit()
+
+
+def test_completion_items():
+    s, _ = start()
+    wait_ready(s)
+    open_doc(s, "int abc;\n")
+    r = s.request("textDocument/completion", {"textDocument": {"uri": URI},
+                                              "position": {"line": 0, "character": 7},
+                                              "context": {"triggerKind": 1}}, 30)
+    res = r["result"]
+    check(res["isIncomplete"] is True, "isIncomplete")
+    it = res["items"][0]
+    check(it["label"].startswith("defghij"), "recognisable label", it["label"])
+    eq(it["textEdit"]["newText"], ALPHABET, "textEdit inserts the middle")
+    eq(it["textEdit"]["range"]["start"], {"line": 0, "character": 7}, "textEdit range")
+    check(ALPHABET in it["documentation"]["value"], "full text in the documentation")
+    s.shutdown_and_exit()
+
+
+def test_typing_through_is_cached():
+    s, _ = start()
+    wait_ready(s)
+    open_doc(s, "int abc;\n")
+    first = inline(s, 0, 7)["result"]
+    calls = stats(s)["engineCalls"]
+    # The user types "de", the start of the suggestion: served from the cache.
+    for i, ch in enumerate("de"):
+        s.notify("textDocument/didChange", {
+            "textDocument": {"uri": URI, "version": 2 + i},
+            "contentChanges": [{"range": {"start": {"line": 0, "character": 7 + i},
+                                          "end": {"line": 0, "character": 7 + i}}, "text": ch}]})
+        r = inline(s, 0, 8 + i, trigger=2)["result"]
+        eq(r["items"][0]["insertText"], ALPHABET[i + 1:], "rest of the suggestion")
+        check(r["data"]["cached"] is True, "served from the cache")
+    st = stats(s)
+    eq(st["engineCalls"], calls, "no engine call while typing through")
+    eq(st["cacheHits"], 2, "two cache hits")
+    check(first["data"]["cached"] is False, "the first was computed")
+    # Diverging ("dX") is not served from the cache: the model runs again.
+    s.notify("textDocument/didChange", {
+        "textDocument": {"uri": URI, "version": 9},
+        "contentChanges": [{"range": {"start": {"line": 0, "character": 9},
+                                      "end": {"line": 0, "character": 9}}, "text": "X"}]})
+    r = inline(s, 0, 10)["result"]
+    check(r["data"]["cached"] is False, "divergence recomputes")
+    eq(stats(s)["engineCalls"], calls + 1, "one more engine call")
+    s.shutdown_and_exit()
+
+
+def test_stale_and_cancelled():
+    # A long debounce keeps the automatic request in flight long enough.
+    s, _ = start({"debounceMs": 3000})
+    wait_ready(s)
+    open_doc(s, "int abc;\n")
+    rid = s.send_request("textDocument/inlineCompletion",
+                         {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 7},
+                          "context": {"triggerKind": 2}})
+    s.notify("textDocument/didChange", {
+        "textDocument": {"uri": URI, "version": 2},
+        "contentChanges": [{"range": {"start": {"line": 0, "character": 7},
+                                      "end": {"line": 0, "character": 7}}, "text": "q"}]})
+    expect_error(s.wait_response(rid, 5), CONTENT_MODIFIED, rid)
+    rid = s.send_request("textDocument/inlineCompletion",
+                         {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 8},
+                          "context": {"triggerKind": 2}})
+    s.notify("$/cancelRequest", {"id": rid})
+    expect_error(s.wait_response(rid, 5), REQUEST_CANCELLED, rid)
+    # A newer request on the same document supersedes an older one.
+    r1 = s.send_request("textDocument/inlineCompletion",
+                        {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 8},
+                         "context": {"triggerKind": 2}})
+    r2 = s.send_request("textDocument/inlineCompletion",
+                        {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 8},
+                         "context": {"triggerKind": 1}})
+    expect_error(s.wait_response(r1, 5), REQUEST_CANCELLED, r1)
+    res = s.wait_response(r2, 30)
+    eq(res["result"]["items"][0]["insertText"], "rstuvwxyz", "the newer one is answered")
+    s.shutdown_and_exit()
+
+
+def test_commands_settings_and_languages():
+    s, _ = start({"enabledLanguages": ["python"]})
+    wait_ready(s)
+    open_doc(s, "int abc;\n")
+    r = inline(s, 0, 7)["result"]
+    eq(r["items"], [], "a disabled language gets nothing")
+    eq(stats(s)["engineCalls"], 0, "and costs no engine call")
+    s.notify("workspace/didChangeConfiguration",
+             {"settings": {"sculpt": {"enabledLanguages": None, "maxTokens": 5}}})
+    r = inline(s, 0, 7)["result"]
+    eq(r["items"][0]["insertText"], "defgh", "maxTokens bounds the canvas")
+    eq(s.result("workspace/executeCommand", {"command": "sculpt.accept",
+                                             "arguments": [{"length": 5}]}), None, "accept")
+    s.result("workspace/executeCommand", {"command": "sculpt.dismiss", "arguments": []})
+    st = stats(s)
+    check(st["accepted"] == 1 and st["dismissed"] == 1, "accept/dismiss counted", st)
+    expect_error(s.request("workspace/executeCommand", {"command": "sculpt.frobnicate"}),
+                 INVALID_PARAMS, check_id=False)
+    s.shutdown_and_exit()
+
+
+def test_no_model():
+    s, _ = start(model=os.path.join(TMP, "does-not-exist"))
+    st = wait_ready(s, "error")
+    check("does-not-exist" in st["params"]["message"], "the status names the problem",
+          st["params"])
+    open_doc(s, "int abc;\n")
+    r = inline(s, 0, 7, trigger=1)
+    check("error" in r and "no model" in r["error"]["message"], "invoked: a clear error", r)
+    r = inline(s, 0, 7, trigger=2)
+    eq(r["result"]["items"], [], "automatic: nothing")
+    # Pointing the setting at a real model loads it.
+    s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"modelPath": MODEL}}})
+    wait_ready(s)
+    eq(inline(s, 0, 7)["result"]["items"][0]["insertText"], ALPHABET, "after the reload")
+    s.shutdown_and_exit()
+
+
+if __name__ == "__main__":
+    try:
+        run_tests([test_capabilities_and_load, test_inline_completion_parses,
+                   test_completion_items, test_typing_through_is_cached, test_stale_and_cancelled,
+                   test_commands_settings_and_languages, test_no_model])
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
