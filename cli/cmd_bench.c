@@ -1,9 +1,16 @@
 /* cmd_bench.c — `sculpt bench`: the infill engine's speed on a checkpoint.
  * For each canvas size it times whole infills, with and without the K/V
  * cache, under a stated schedule (fixed tokens per step), on random context
- * ids. A benchmark, not a test: it prints numbers and the machine. */
+ * ids. A benchmark, not a test: it prints numbers and the machine.
+ *
+ * `sculpt bench --synthetic SHAPE` times one denoising step of the CUDA
+ * backend instead, with random weights generated on the GPU at a real
+ * model's shapes (nothing to download): ms per step for each canvas and
+ * cached context, tokens/s at K tokens committed per step, peak memory, and
+ * the step's HBM roofline (bytes of weights and K/V read / peak bandwidth). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "kernels.h"
 #include "model.h"
 
 #include <errno.h>
@@ -50,10 +57,180 @@ static bool parse_list(const char *s, int *out, int max, int *n) {
   return ok && *n > 0;
 }
 
+/* ---- --synthetic: one denoising step on the GPU ---------------------------- */
+
+/* Real shapes (config.json of each model; ../shared/notes/diffusion-models.md). */
+typedef struct synth_shape {
+  const char *name;
+  sc_kernels_dims d;
+  float theta;
+  bool bias, qk_norm, tied;
+} synth_shape;
+
+static const synth_shape SHAPES[] = {
+    /* Qwen2.5-Coder-0.5B: 24 layers, 14/2 heads, QKV bias, tied. */
+    {"open-dcoder-0.5b", {24, 896, 14, 2, 64, 4864, 151936}, 1e6f, true, false, true},
+    /* Qwen3-1.7B: 28 layers, 16/8 heads, hd 128, q/k-norm, own lm_head. */
+    {"coda-1.7b", {28, 2048, 16, 8, 128, 6144, 151936}, 1e6f, false, true, false},
+    /* Qwen2.5-7B: 28 layers, 28/4 heads, hd 128, QKV bias, untied. */
+    {"dream-7b", {28, 3584, 28, 4, 128, 18944, 152064}, 1e6f, true, false, false},
+};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int bench_synthetic(const char *shape_name, const char *device, const int *canvases,
+                           int n_canvas, const int *contexts, int n_context, int per_step,
+                           int repeat) {
+  const synth_shape *sh = NULL;
+  for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
+    if (strcmp(SHAPES[i].name, shape_name) == 0) sh = &SHAPES[i];
+  if (!sh) {
+    sc_cli_fail(CMD, "--synthetic takes open-dcoder-0.5b, coda-1.7b or dream-7b, not '%s'",
+                shape_name);
+    return 2;
+  }
+  if (strcmp(device, "cuda") != 0 && strcmp(device, "gpu") != 0) {
+    sc_cli_fail(CMD, "--synthetic times the CUDA backend: use --device cuda, not '%s'", device);
+    return 2;
+  }
+  sc_error err = {0};
+  sc_kernels_device_info dev;
+  if (sc_kernels_probe(&dev, &err) != SC_OK) {
+    sc_cli_fail(CMD, "--synthetic needs a CUDA GPU, and there is none: %s", err.msg);
+    return 1;
+  }
+  int sms = 0;
+  double bw = 0;
+  if (sc_kernels_device_bandwidth(&sms, &bw, &err) != SC_OK) {
+    sc_cli_fail(CMD, "%s", err.msg);
+    return 1;
+  }
+  int max_canvas = 0, max_context = 0;
+  for (int i = 0; i < n_canvas; i++) max_canvas = canvases[i] > max_canvas ? canvases[i] : max_canvas;
+  for (int i = 0; i < n_context; i++)
+    max_context = contexts[i] > max_context ? contexts[i] : max_context;
+  const int S = max_context + max_canvas;
+
+  sc_kernels_model_desc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.dims = sh->d;
+  desc.rope_theta = sh->theta;
+  desc.rms_eps = 1e-6f;
+  desc.synthetic = true;
+  desc.synthetic_bias = sh->bias;
+  desc.synthetic_qk_norm = sh->qk_norm;
+  desc.synthetic_tied = sh->tied;
+  desc.seed = 42;
+  sc_kernels_model *km = NULL;
+  sc_kernels_ctx *kc = NULL;
+  double t0 = sc_now_ms();
+  if (sc_kernels_model_new(&desc, &km, &err) != SC_OK ||
+      sc_kernels_ctx_new(km, S, &kc, &err) != SC_OK) {
+    sc_cli_fail(CMD, "%s", err.msg);
+    sc_kernels_model_free(km);
+    return 1;
+  }
+  double setup_ms = sc_now_ms() - t0;
+  const sc_kernels_dims *d = &sh->d;
+  const double H = d->hidden, V = d->vocab, KD = (double)d->n_kv_heads * d->head_dim;
+  /* Bytes a step must read: every weight once, except the embedding table,
+   * of which only the window's rows are gathered (unless it is the head). */
+  const double w_bytes = (double)sc_kernels_model_bytes(km) - (sh->tied ? 0.0 : V * H * 2.0);
+  printf("sculpt bench --synthetic %s: %d layers, hidden %d, heads %d/%d x %d, ffn %d, "
+         "vocab %d, bf16 weights %.2f GiB (random, generated on the GPU in %.0f ms)\n",
+         sh->name, d->n_layers, d->hidden, d->n_heads, d->n_kv_heads, d->head_dim,
+         d->intermediate, d->vocab, sc_kernels_model_bytes(km) / 1073741824.0, setup_ms);
+  printf("device: %s, %d SMs, peak HBM bandwidth %.0f GB/s (2 x memory clock x bus width), "
+         "driver %d, runtime %d\n",
+         dev.name, sms, bw / 1e9, dev.driver_version, dev.runtime_version);
+  printf("step: the canvas rows recomputed over the cached context K/V (window pass), "
+         "lm_head + softmax stats on the device for every canvas row; %d tokens committed per "
+         "step; median of %d steps\n\n",
+         per_step, repeat);
+  printf("%8s %7s | %9s %9s | %10s %8s | %9s\n", "context", "canvas", "ms/step", "mean ms",
+         "roofline", "ratio", "tok/s");
+
+  int status = 0;
+  const int vocab_ok = d->vocab - 1000; /* ordinary ids */
+  int32_t *ids = malloc((size_t)S * sizeof *ids);
+  double *times = malloc((size_t)repeat * sizeof *times);
+  sc_kernels_row_stats *st = malloc((size_t)max_canvas * sizeof *st);
+  if (!ids || !times || !st) {
+    sc_cli_fail(CMD, "out of memory");
+    status = 1;
+  }
+  uint64_t x = 12345;
+  for (int i = 0; status == 0 && i < S; i++) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    ids[i] = (int32_t)((x >> 33) % (uint64_t)vocab_ok);
+  }
+  for (int ci = 0; status == 0 && ci < n_context; ci++) {
+    for (int mi = 0; status == 0 && mi < n_canvas; mi++) {
+      const int C = contexts[ci], m = canvases[mi], n = C + m, w0 = C / 2;
+      int32_t none = 0;
+      sc_kernels_pass full = {ids, n, 0, n, NULL, 0, &none, 0};
+      sc_kernels_pass step = {ids, n, w0, w0 + m, NULL, 0, NULL, m};
+      sc_kernels_sample smp = {0.0f, 7};
+      if (sc_kernels_forward(kc, &full, NULL, &err) != SC_OK) {
+        status = 1;
+        break;
+      }
+      for (int r = -3; r < repeat; r++) { /* 3 warm-up steps: cuBLAS heuristics, graph capture */
+        double t = sc_now_ms();
+        if (sc_kernels_forward_stats(kc, &step, &smp, st, &err) != SC_OK) {
+          status = 1;
+          break;
+        }
+        t = sc_now_ms() - t;
+        if (r >= 0) times[r] = t;
+        /* Commit per_step tokens (the argmax), as a decoder would. */
+        for (int k = 0; k < per_step && k < m; k++) {
+          int j = (((r + 3) * per_step) + k) % m;
+          ids[w0 + j] = st[j].argmax;
+        }
+      }
+      if (status) break;
+      double mean = 0;
+      for (int r = 0; r < repeat; r++) mean += times[r];
+      mean /= repeat;
+      qsort(times, (size_t)repeat, sizeof *times, cmp_double);
+      const double med = times[repeat / 2];
+      const double kv_bytes = (double)d->n_layers * n * KD * 2.0 * 2.0;
+      const double roof = (w_bytes + kv_bytes) / bw * 1000.0;
+      const double tps = per_step / med * 1000.0;
+      printf("%8d %7d | %9.3f %9.3f | %8.3fms %7.2fx | %9.0f\n", C, m, med, mean, roof,
+             med / roof, tps);
+      printf("RESULT impl=sculpt model=%s context=%d canvas=%d ms=%.4f roofline_ms=%.4f "
+             "tok_s=%.1f\n",
+             sh->name, C, m, med, roof, tps);
+      fflush(stdout);
+    }
+  }
+  if (status) sc_cli_fail(CMD, "%s", err.msg);
+  uint64_t used = 0, total = 0;
+  if (status == 0 && sc_kernels_device_memory(&used, &total, &err) == SC_OK)
+    printf("\nmemory: weights %.2f GiB + context arena %.2f GiB (max_seq %d, planned up front, "
+           "so also the peak); device in use %.2f of %.2f GiB\n",
+           sc_kernels_model_bytes(km) / 1073741824.0, sc_kernels_ctx_bytes(kc) / 1073741824.0,
+           S, used / 1073741824.0, total / 1073741824.0);
+  free(ids);
+  free(times);
+  free(st);
+  sc_kernels_ctx_free(kc);
+  sc_kernels_model_free(km);
+  return status;
+}
+
 int sc_cli_bench(int argc, char **argv) {
   const char *model_dir = NULL;
+  const char *synthetic = NULL, *device = NULL;
   int canvases[16] = {16, 32, 64, 128}, n_canvas = 4;
+  int contexts[16] = {512, 4096}, n_context = 0;
   int context = 512, per_step = 4, repeat = 3, block = 32;
+  bool repeat_set = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
@@ -65,19 +242,46 @@ int sc_cli_bench(int argc, char **argv) {
     long x = strtol(v, &end, 10);
     bool num = end && *end == '\0' && x >= 0;
     if (strcmp(o, "--model") == 0) model_dir = v;
+    else if (strcmp(o, "--synthetic") == 0) synthetic = v;
+    else if (strcmp(o, "--device") == 0) device = v;
     else if (strcmp(o, "--canvas") == 0) {
       if (!parse_list(v, canvases, 16, &n_canvas)) {
         sc_cli_fail(CMD, "--canvas takes sizes like 16,32,64,128");
         return 2;
       }
-    } else if (strcmp(o, "--context") == 0 && num && x >= 2) context = (int)x;
-    else if (strcmp(o, "--tokens-per-step") == 0 && num && x >= 1) per_step = (int)x;
-    else if (strcmp(o, "--repeat") == 0 && num && x >= 1) repeat = (int)x;
-    else if (strcmp(o, "--block-len") == 0 && num) block = (int)x;
+    } else if (strcmp(o, "--context") == 0) {
+      /* One size for a checkpoint; a list (512,4096) with --synthetic. */
+      if (!parse_list(v, contexts, 16, &n_context) || contexts[0] < 2) {
+        sc_cli_fail(CMD, "--context takes a size like 512 (a list with --synthetic)");
+        return 2;
+      }
+      context = contexts[0];
+    } else if (strcmp(o, "--tokens-per-step") == 0 && num && x >= 1) per_step = (int)x;
+    else if (strcmp(o, "--repeat") == 0 && num && x >= 1 && x <= 100000) {
+      repeat = (int)x;
+      repeat_set = true;
+    } else if (strcmp(o, "--block-len") == 0 && num) block = (int)x;
     else {
       sc_cli_fail(CMD, "bad option '%s %s' (see sculpt help bench)", o, v);
       return 2;
     }
+  }
+  if (synthetic) {
+    if (model_dir) {
+      sc_cli_fail(CMD, "--synthetic and --model exclude each other");
+      return 2;
+    }
+    if (n_context == 0) n_context = 2;
+    return bench_synthetic(synthetic, device ? device : "cuda", canvases, n_canvas, contexts,
+                           n_context, per_step, repeat_set ? repeat : 20);
+  }
+  if (n_context > 1) {
+    sc_cli_fail(CMD, "--context takes one size without --synthetic");
+    return 2;
+  }
+  if (device && strcmp(device, "cpu") != 0) {
+    sc_cli_fail(CMD, "a checkpoint is timed on the CPU engine; --device cuda needs --synthetic");
+    return 2;
   }
   if (!model_dir) model_dir = sc_model_default_dir();
   if (!model_dir) {

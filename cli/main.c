@@ -73,12 +73,17 @@ const sc_cli_command sc_cli_commands[] = {
     {"bench", "time the infill engine on a checkpoint",
      "usage: sculpt bench [--model DIR] [--canvas 16,32,64,128] [--context N]\n"
      "                    [--tokens-per-step K] [--block-len N] [--repeat N]\n"
+     "       sculpt bench --synthetic open-dcoder-0.5b|coda-1.7b|dream-7b --device cuda\n"
+     "                    [--context 512,4096] [--canvas 16,32,64,128] [--repeat N]\n"
      "\n"
      "Times whole infills for each canvas size, with and without the K/V cache,\n"
      "under a fixed schedule of K tokens committed per step (default 4), between\n"
      "N context tokens (default 512, half before and half after). Prints steps,\n"
      "ms per infill and per step, tokens/s and the cache's speedup, with the\n"
-     "machine. Runs on the CPU backend.\n",
+     "machine. Runs on the CPU backend.\n"
+     "\n"
+     "With --synthetic, weights at a real model's shapes are generated on the GPU\n"
+     "and each denoising step is timed against the HBM roofline (needs a GPU).\n",
      sc_cli_bench},
     {"help", "show help for a subcommand", "usage: sculpt help [SUBCOMMAND]\n", cmd_help},
     {NULL, NULL, NULL, NULL},

@@ -1,7 +1,7 @@
 // device.cu — device discovery for the CUDA backend.
 // Only runtime queries here: no kernels launch, so a machine without a GPU
 // (or with a driver older than the runtime) gets a clear reason, not a crash.
-#include "kernels.h"
+#include "kernels_impl.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -40,5 +40,42 @@ extern "C" sc_status sc_kernels_probe(sc_kernels_device_info *out, sc_error *err
   info.cc_major = prop.major;
   info.cc_minor = prop.minor;
   if (out) *out = info;
+  return SC_OK;
+}
+
+// ---- error records shared by every kernels/ file ------------------------------
+
+sc_status sck_cuda_fail(cudaError_t e, const char *what, const char *file, int line,
+                        sc_error *err) {
+  return sc_error_set_at(err, SC_ERR_DEVICE, file, line, "CUDA: %s failed: %s (%s)", what,
+                         cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+sc_status sck_cublas_fail(cublasStatus_t s, const char *what, const char *file,
+                                     int line, sc_error *err) {
+  return sc_error_set_at(err, SC_ERR_DEVICE, file, line, "cuBLAS: %s failed: %s (%d)", what,
+                         cublasGetStatusString(s), (int)s);
+}
+
+extern "C" sc_status sc_kernels_device_bandwidth(int *sm_count, double *bytes_per_s,
+                                                 sc_error *err) {
+  SC_TRY(sc_kernels_probe(NULL, err));
+  int sms = 0, clock_khz = 0, bus_bits = 0;
+  SCK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), err);
+  SCK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, 0), err);
+  SCK_CUDA(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0), err);
+  if (sm_count) *sm_count = sms;
+  // Double data rate: two transfers per memory clock (the CUDA samples'
+  // bandwidthTest and deviceQuery compute peak bandwidth the same way).
+  if (bytes_per_s) *bytes_per_s = 2.0 * (double)clock_khz * 1000.0 * (double)bus_bits / 8.0;
+  return SC_OK;
+}
+
+extern "C" sc_status sc_kernels_device_memory(uint64_t *used, uint64_t *total, sc_error *err) {
+  SC_TRY(sc_kernels_probe(NULL, err));
+  size_t f = 0, t = 0;
+  SCK_CUDA(cudaMemGetInfo(&f, &t), err);
+  if (used) *used = (uint64_t)(t - f);
+  if (total) *total = (uint64_t)t;
   return SC_OK;
 }

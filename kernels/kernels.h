@@ -32,6 +32,132 @@ bool sc_kernels_compiled(void);
  * CPU-only build) with a one-line reason in err. Never aborts. */
 sc_status sc_kernels_probe(sc_kernels_device_info *out, sc_error *err);
 
+/* Device 0's memory bandwidth and size of the chip, for rooflines: SMs
+ * and the peak HBM bandwidth in bytes/s (2 x memory clock x bus width).
+ * SC_ERR_DEVICE / SC_ERR_UNSUPPORTED as sc_kernels_probe. */
+sc_status sc_kernels_device_bandwidth(int *sm_count, double *bytes_per_s, sc_error *err);
+
+/* Device memory now in use by this process and everything else (total -
+ * free) and the device's total, in bytes. */
+sc_status sc_kernels_device_memory(uint64_t *used, uint64_t *total, sc_error *err);
+
+/* ======================= the device model ================================
+ * A transformer of the Qwen2/Qwen3/LLaDA shape (model/cpu.c is the
+ * reference for the math) held on device 0: weights uploaded once in bf16
+ * (f16 and f32 converted on upload), then forward contexts, each with ONE
+ * device arena planned up front for max_seq positions. Activations are bf16
+ * with fp32 accumulation; the residual stream, norms, softmax and sampling
+ * statistics are fp32. kernels/ knows nothing of checkpoints: the caller
+ * describes every tensor with host pointers. */
+
+typedef enum sc_kernels_dtype {
+  SC_KERNELS_F32 = 0,
+  SC_KERNELS_F16,
+  SC_KERNELS_BF16,
+} sc_kernels_dtype;
+
+typedef struct sc_kernels_dims {
+  int n_layers, hidden, n_heads, n_kv_heads, head_dim, intermediate, vocab;
+} sc_kernels_dims;
+
+/* A weight [rows][cols], row-major (PyTorch Linear: out x in). data is a
+ * host pointer (may be unaligned, e.g. into an mmapped file), borrowed only
+ * for the duration of sc_kernels_model_new. */
+typedef struct sc_kernels_matrix {
+  const void *data;
+  sc_kernels_dtype dtype;
+  int64_t rows, cols;
+} sc_kernels_matrix;
+
+typedef struct sc_kernels_layer_desc {
+  sc_kernels_matrix wq, wk, wv, wo, wgate, wup, wdown;
+  const float *bq, *bk, *bv;         /* [nh*hd], [nkv*hd], [nkv*hd], or NULL */
+  const float *q_norm, *k_norm;      /* [head_dim] (Qwen3), or NULL */
+  const float *attn_norm, *mlp_norm; /* [hidden] */
+} sc_kernels_layer_desc;
+
+typedef struct sc_kernels_model_desc {
+  sc_kernels_dims dims;
+  float rope_theta, rms_eps;
+  const sc_kernels_layer_desc *layers; /* [n_layers]; unused when synthetic */
+  sc_kernels_matrix embed, lm_head;    /* lm_head.data == embed.data: tied, one copy */
+  const float *final_norm;             /* [hidden] */
+  /* Benchmarks: no host weights; random bf16 weights at these dims are
+   * generated on the device from seed (norms near 1, small biases). */
+  bool synthetic;
+  bool synthetic_bias, synthetic_qk_norm, synthetic_tied;
+  uint64_t seed;
+} sc_kernels_model_desc;
+
+typedef struct sc_kernels_model sc_kernels_model;
+typedef struct sc_kernels_ctx sc_kernels_ctx;
+
+/* Uploads (or generates) the weights. Fails with SC_ERR_INVALID on shapes
+ * that disagree with dims, SC_ERR_UNSUPPORTED on a head size the attention
+ * kernel has no instance for (> 256 or odd), SC_ERR_DEVICE on no device,
+ * out of device memory or a driver mismatch (nothing is left allocated).
+ * *out owned by the caller: sc_kernels_model_free, after its contexts. */
+sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc, sc_kernels_model **out,
+                               sc_error *err);
+void sc_kernels_model_free(sc_kernels_model *m); /* NULL is fine */
+uint64_t sc_kernels_model_bytes(const sc_kernels_model *m); /* device bytes of weights */
+
+/* Bytes of one context's device arena for max_seq positions (pure
+ * arithmetic; no device needed; 0 in a CPU-only build). */
+uint64_t sc_kernels_ctx_plan_bytes(const sc_kernels_dims *dims, int max_seq);
+
+/* A context: arena (activations, per-layer K/V cache, lm_head chunk,
+ * attention partials, cuBLAS workspace), its own stream and cuBLAS handle.
+ * One thread at a time per context; contexts of one model may run
+ * concurrently. *out owned by the caller. */
+sc_status sc_kernels_ctx_new(sc_kernels_model *m, int max_seq, sc_kernels_ctx **out,
+                             sc_error *err);
+void sc_kernels_ctx_free(sc_kernels_ctx *c); /* NULL is fine */
+uint64_t sc_kernels_ctx_bytes(const sc_kernels_ctx *c);
+
+/* One forward pass, as model.h's sc_forward_ctx_run_window / _run_packed:
+ * positions [w0, w1) of ids[0..n) are computed and every other position's
+ * K/V comes from this context's cache; with segs (n_segs + 1 offsets,
+ * segs[0] = 0, segs[n_segs] = n; then w0 = 0 and w1 = n) the rows are
+ * independent sequences packed back to back (RoPE positions restart,
+ * attention stays inside each). rows index the packed/absolute positions
+ * and must lie in [w0, w1); NULL = every window row in order. Only
+ * ids[w0..w1) are read. All host pointers are borrowed for the call. */
+typedef struct sc_kernels_pass {
+  const int32_t *ids;
+  int n, w0, w1;
+  const int32_t *segs;
+  int n_segs;
+  const int32_t *rows;
+  int n_rows;
+} sc_kernels_pass;
+
+/* Raw lm_head outputs for the rows, copied to logits_host [n_rows][vocab]
+ * (f32, row-major). */
+sc_status sc_kernels_forward(sc_kernels_ctx *c, const sc_kernels_pass *p, float *logits_host,
+                             sc_error *err);
+
+/* The fused lm_head epilogue: per requested row, statistics of softmax(raw
+ * logits) and a Gumbel-max sample of logits / temperature, computed on the
+ * device; only these n_rows records cross to the host. */
+typedef struct sc_kernels_sample {
+  float temperature; /* <= 0: the sample is the argmax */
+  uint64_t seed;     /* the Gumbel noise of row r, token t is a pure function
+                        of (seed, r, t): r is the row's position */
+} sc_kernels_sample;
+
+typedef struct sc_kernels_row_stats {
+  float max_prob; /* p(top1) */
+  float margin;   /* p(top1) - p(top2) */
+  float entropy;  /* -sum p log p, nats */
+  int32_t argmax; /* lowest index among equal maxima */
+  int32_t sample; /* argmax of logits/T + Gumbel noise */
+} sc_kernels_row_stats;
+
+sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernels_pass *p,
+                                   const sc_kernels_sample *s, sc_kernels_row_stats *out,
+                                   sc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -481,6 +481,9 @@ typedef struct complete_arg {
   int debounce_ms;
   int canvas_hint; /* 0: from the settings */
   json_t *position; /* the client's position, for ranges (owned) */
+  sc_syntax_tree *tree; /* a copy of the document's tree, for shaping (owned; may be NULL) */
+  sc_completion_plan plan;
+  size_t cursor;        /* byte offset of the cursor in the document */
   char language[16];
   uint64_t uri_hash, prefix_hash, suffix_hash;
   size_t doc_prefix_len;
@@ -498,6 +501,7 @@ static void complete_arg_free(void *p) {
   free(a->suffix);
   free(a->middle);
   json_decref(a->position);
+  sc_syntax_tree_free(a->tree);
   free(a);
 }
 
@@ -579,10 +583,25 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   sc_infill_params_default(&p);
   sc_infill_algorithm_parse(a->set.algorithm, &p);
   p.threshold = (float)a->set.threshold;
-  int m = a->canvas_hint > 0 ? a->canvas_hint : a->set.max_tokens;
-  if (a->single_line && m > 24) m = 24;
-  if (m > a->set.max_tokens) m = a->set.max_tokens;
-  sc_infill_plan plan = {1, {m}};
+  sc_infill_plan plan = {0};
+  if (a->tree) {
+    /* The syntax plan's lengths, within the maxTokens setting, no repeats. */
+    sc_infill_plan from;
+    sc_completion_plan_to_infill(&a->plan, &from);
+    for (int i = 0; i < from.n_lengths; i++) {
+      int m = from.lengths[i] < a->set.max_tokens ? from.lengths[i] : a->set.max_tokens;
+      bool seen = false;
+      for (int k = 0; k < plan.n_lengths; k++) seen |= plan.lengths[k] == m;
+      if (!seen && m > 0) plan.lengths[plan.n_lengths++] = m;
+    }
+  }
+  if (plan.n_lengths == 0) {
+    int m = a->canvas_hint > 0 ? a->canvas_hint : a->set.max_tokens;
+    if (a->single_line && m > 24) m = 24;
+    if (m > a->set.max_tokens) m = a->set.max_tokens;
+    plan.n_lengths = 1;
+    plan.lengths[0] = m;
+  }
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
   sc_status st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
@@ -590,20 +609,38 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   free(pre);
   free(suf);
   if (st != SC_OK) return NULL;
-  size_t len = sc_completer_shape(res.text ? res.text : "", res.text_len, a->suffix,
-                                  a->suffix_len, a->single_line);
+  const char *raw = res.text ? res.text : "";
+  size_t len = res.text_len;
+  /* Shaping: the syntactic unit the plan asked for, nothing the suffix
+   * already has, and no new syntax error once inserted. */
+  if (a->tree) len = sc_completion_cut(a->tree, &a->plan, a->cursor, raw, len);
+  len = sc_completer_shape(raw, len, a->suffix, a->suffix_len, a->single_line);
+  const char *discarded = NULL;
+  if (a->tree && len > 0) {
+    sc_completion_check chk;
+    sc_error cerr = {0};
+    if (sc_completion_check_insert(a->tree, a->cursor, raw, len, &chk, &cerr) == SC_OK &&
+        !chk.ok) {
+      discarded = "new syntax errors";
+      SC_LOG_DEBUG("completion discarded: %zu new syntax errors", chk.new_errors);
+      len = 0;
+    }
+  }
   a->middle = malloc(len + 1);
   if (a->middle) {
-    memcpy(a->middle, res.text ? res.text : "", len);
+    memcpy(a->middle, raw, len);
     a->middle[len] = '\0';
     a->middle_len = len;
   }
   double t_end = sc_now_ms();
   a->model_ms = res.ms_total;
-  json_t *data = json_pack("{s:b, s:f, s:i, s:f, s:i, s:i, s:f}", "cached", 0, "contextMs",
-                           t_ctx - t0, "steps", res.steps, "modelMs", res.ms_total, "tokens",
-                           res.n_ids, "debounceMs", a->debounce_ms, "totalMs",
-                           t_end - a->t_request);
+  json_t *data = json_pack("{s:b, s:f, s:i, s:f, s:i, s:i, s:f, s:s, s:i}", "cached", 0,
+                           "contextMs", t_ctx - t0, "steps", res.steps, "modelMs", res.ms_total,
+                           "tokens", res.n_ids, "debounceMs", a->debounce_ms, "totalMs",
+                           t_end - a->t_request, "kind",
+                           a->tree ? sc_completion_kind_name(a->plan.kind) : "unplanned",
+                           "canvas", res.canvas_len);
+  if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
   SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
                res.n_ids, res.steps, t_ctx - t0, res.ms_total, t_end - a->t_request);
   json_t *out = build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
@@ -690,6 +727,25 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   /* A newer request on this document supersedes the older ones. */
   sc_lsp__cancel_method(s, r->method, d->uri);
 
+  /* What belongs at the cursor, from the syntax tree: nothing inside a
+   * comment or a string, one line mid-line, a body for an empty block. */
+  sc_syntax_tree *tree = sc_document_syntax(d);
+  sc_completion_plan plan;
+  if (tree) {
+    sc_error perr = {0};
+    if (sc_completion_plan_at(tree, off, &plan, &perr) != SC_OK) {
+      SC_LOG_WARN("planning: %s", perr.msg);
+      tree = NULL;
+    } else if (plan.kind == SC_COMPLETION_NONE) {
+      complete_arg none = {.kind = kind, .position = pos};
+      sc_lsp__send_result(s, r->id,
+                          build_items(&none, "", 0,
+                                      json_pack("{s:b, s:s, s:s}", "cached", 0, "kind", "none",
+                                                "skipped", plan.reason ? plan.reason : "")));
+      return;
+    }
+  }
+
   /* Typing-through: the user typed the start of what we showed. */
   size_t typed = 0;
   cache_entry *hit = cache_find(c, uri_hash, d->text, off, d->len, &typed);
@@ -724,12 +780,20 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   memcpy(a->suffix, d->text + off, a->suffix_len);
   a->position = json_incref(pos);
   snprintf(a->language, sizeof a->language, "%s", lang);
-  /* Mid-line (code after the cursor on its line): complete that line only. */
-  const char *eol = memchr(d->text + off, '\n', d->len - off);
-  size_t rest_end = eol ? (size_t)(eol - d->text) : d->len;
-  a->single_line = false;
-  for (size_t i = off; i < rest_end; i++)
-    if (d->text[i] != ' ' && d->text[i] != '\t' && d->text[i] != '\r') a->single_line = true;
+  a->cursor = off;
+  if (tree) {
+    a->plan = plan;
+    a->single_line = plan.single_line;
+    sc_error cerr = {0};
+    if (sc_syntax_tree_copy(tree, &a->tree, &cerr) != SC_OK) a->tree = NULL;
+  } else {
+    /* No grammar: mid-line (code after the cursor) completes that line only. */
+    const char *eol = memchr(d->text + off, '\n', d->len - off);
+    size_t rest_end = eol ? (size_t)(eol - d->text) : d->len;
+    a->single_line = false;
+    for (size_t i = off; i < rest_end; i++)
+      if (d->text[i] != ' ' && d->text[i] != '\t' && d->text[i] != '\r') a->single_line = true;
+  }
   a->debounce_ms = automatic ? debounce_for(c) : 0;
   a->uri_hash = uri_hash;
   a->prefix_hash = sc_hash64(d->text, off, 2);

@@ -1,5 +1,6 @@
 /* document.c — open documents: text, version, line index; keyed by URI. */
 #define _POSIX_C_SOURCE 200809L
+#include "context.h"
 #include "lsp_impl.h"
 
 #include <stdlib.h>
@@ -29,8 +30,16 @@ sc_document_store *sc_document_store_new(void) {
   return s;
 }
 
+static void clear_edits(sc_document *d) {
+  for (size_t i = 0; i < d->n_edits; i++) free(d->edits[i].text);
+  d->n_edits = 0;
+}
+
 static void document_free(sc_document *d) {
   if (!d || d == &k_tombstone) return;
+  clear_edits(d);
+  free(d->edits);
+  sc_syntax_tree_free(d->tree);
   free(d->uri);
   free(d->language_id);
   free(d->text);
@@ -105,6 +114,8 @@ sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
   doc->len = len;
   doc->lines_valid = false;
   doc->edit_seq++;
+  clear_edits(doc);
+  doc->tree_stale = true;
   return SC_OK;
 }
 
@@ -133,6 +144,11 @@ sc_status sc_document_store_open(sc_document_store *s, const char *uri,
   free(d->language_id);
   d->language_id = lang;
   d->version = version;
+  d->lang = sc_context_language_for(lang, uri);
+  if (d->tree && (!d->lang || strcmp(sc_syntax_tree_language(d->tree), d->lang) != 0)) {
+    sc_syntax_tree_free(d->tree);
+    d->tree = NULL;
+  }
   if (!found) {
     if (s->slots[i] != &k_tombstone) s->used++;
     s->slots[i] = d;
@@ -190,5 +206,56 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
   doc->text[new_len] = '\0';
   doc->lines_valid = false;
   doc->edit_seq++;
+  /* Queue the edit for the tree; past a few hundred, a fresh parse is
+   * cheaper than replaying them. */
+  if (doc->lang && doc->tree && !doc->tree_stale) {
+    if (doc->n_edits == doc->cap_edits) {
+      size_t cap = doc->cap_edits ? doc->cap_edits * 2 : 16;
+      sc_pending_edit *ne = cap <= 512 ? realloc(doc->edits, cap * sizeof *ne) : NULL;
+      if (ne) {
+        doc->edits = ne;
+        doc->cap_edits = cap;
+      }
+    }
+    char *copy = doc->n_edits < doc->cap_edits ? malloc(len + 1) : NULL;
+    if (copy) {
+      memcpy(copy, text, len);
+      doc->edits[doc->n_edits++] = (sc_pending_edit){a, b, copy, len};
+    } else {
+      clear_edits(doc);
+      doc->tree_stale = true;
+    }
+  }
   return SC_OK;
+}
+
+struct sc_syntax_tree *sc_document_syntax(sc_document *doc) {
+  if (!doc->lang) return NULL;
+  sc_error err = {0};
+  if (!doc->tree) {
+    if (sc_syntax_tree_new(doc->lang, doc->text, doc->len, &doc->tree, &err) != SC_OK) {
+      SC_LOG_WARN("syntax: %s: %s", doc->uri, err.msg);
+      doc->lang = NULL; /* do not retry on every request */
+      return NULL;
+    }
+  } else if (doc->tree_stale) {
+    if (sc_syntax_tree_set_text(doc->tree, doc->text, doc->len, &err) != SC_OK) {
+      SC_LOG_WARN("syntax: %s: %s", doc->uri, err.msg);
+      return NULL;
+    }
+  } else {
+    for (size_t i = 0; i < doc->n_edits; i++) {
+      sc_pending_edit *e = &doc->edits[i];
+      if (sc_syntax_tree_edit(doc->tree, e->start, e->old_end, e->text, e->len, &err) !=
+          SC_OK) {
+        SC_LOG_WARN("syntax: %s: %s; parsing afresh", doc->uri, err.msg);
+        clear_edits(doc);
+        if (sc_syntax_tree_set_text(doc->tree, doc->text, doc->len, &err) != SC_OK) return NULL;
+        break;
+      }
+    }
+  }
+  clear_edits(doc);
+  doc->tree_stale = false;
+  return doc->tree;
 }

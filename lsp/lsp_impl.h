@@ -93,7 +93,25 @@ typedef struct sc_document {
   sc_line_index lines;
   bool lines_valid;
   uint64_t edit_seq; /* bumps on every change; jobs compare it */
+  /* The syntax tree follows the text lazily: edits are queued as they come
+   * (a keystroke costs a copy, not a reparse) and applied when a request
+   * needs the tree (sc_document_syntax). */
+  const char *lang;              /* sculpt's language name, NULL = no grammar */
+  struct sc_syntax_tree *tree;   /* NULL until first needed */
+  bool tree_stale;               /* reparse from the text instead of the queue */
+  struct sc_pending_edit *edits; /* queued edits, in order */
+  size_t n_edits, cap_edits;
 } sc_document;
+
+typedef struct sc_pending_edit {
+  size_t start, old_end;
+  char *text;
+  size_t len;
+} sc_pending_edit;
+
+/* The document's syntax tree, brought up to date; NULL when the language
+ * has no grammar or parsing failed (logged). Owned by the document. */
+struct sc_syntax_tree *sc_document_syntax(sc_document *doc);
 
 typedef struct sc_document_store sc_document_store;
 

@@ -15,11 +15,19 @@ struct sc_forward_ctx {
 };
 
 const sc_backend_ops *sc_backend_for(sc_device_kind kind) {
-  /* No CUDA forward pass exists yet; sc_device_select() has already logged
-   * its own line when CUDA itself is missing, so say this only when a GPU
-   * was actually chosen. */
-  if (kind == SC_DEVICE_CUDA)
-    SC_LOG_INFO("model: the CUDA forward pass is not built yet; using the CPU backend");
+  /* model/cuda.c; declared here so that backend.c needs no kernels header. */
+  extern const sc_backend_ops *sc_cuda_backend_get(sc_error * err);
+  /* Only an explicit CUDA choice (what sc_device_select() resolved) leaves
+   * the CPU: AUTO here means no selection was made, and the CPU is the
+   * exact reference. sc_device_select() has already logged its own line
+   * when no device answered, so this logs only for callers that skipped it.
+   * Device OOM and unsupported shapes fall back later, per context
+   * (cuda.c). */
+  if (kind != SC_DEVICE_CUDA) return &sc_cpu_backend;
+  sc_error err = {0};
+  const sc_backend_ops *ops = sc_cuda_backend_get(&err);
+  if (ops) return ops;
+  SC_LOG_INFO("model: CUDA unavailable (%s); falling back to the CPU", err.msg);
   return &sc_cpu_backend;
 }
 

@@ -3,6 +3,7 @@
  * positions with its own (deliberately simple) counting. The server's
  * document gets the incremental edits; the text must equal the client's,
  * which is what full sync would have sent, after every edit. */
+#include "context.h"
 #include "lsp_impl.h"
 #include "sc_test.h"
 
@@ -69,8 +70,10 @@ static void test_random_sequences(void) {
     client[len] = '\0';
     sc_document_store *store = sc_document_store_new();
     REQUIRE(store);
-    REQUIRE(sc_document_store_open(store, "file:///t", "c", 1, client, len, NULL) == SC_OK);
-    sc_document *doc = sc_document_store_get(store, "file:///t");
+    REQUIRE(sc_document_store_open(store, "file:///t.c", "c", 1, client, len, NULL) == SC_OK);
+    sc_document *doc = sc_document_store_get(store, "file:///t.c");
+    /* Half the sequences build the syntax tree first, so that edits queue. */
+    if (seq % 2) REQUIRE(sc_document_syntax(doc) != NULL);
     int edits = 1 + (int)rnd(30);
     for (int e = 0; e < edits; e++) {
       size_t a = random_boundary(client, len), b = random_boundary(client, len);
@@ -95,6 +98,13 @@ static void test_random_sequences(void) {
       EXPECT(sc_document_apply_edit(doc, sl, sc, el, ec, enc, ins, il, &clamped, NULL) ==
              SC_OK);
       EXPECT(!clamped);
+      /* The lazily updated tree sees the same text. */
+      if (e % 7 == 6 || e == edits - 1) {
+        struct sc_syntax_tree *tree = sc_document_syntax(doc);
+        size_t tl = 0;
+        const char *tt = tree ? sc_syntax_tree_text(tree, &tl) : NULL;
+        EXPECT(tree && tl == len && memcmp(tt, client, len) == 0);
+      }
       if (doc->len != len || memcmp(doc->text, client, len) != 0) {
         mismatches++;
         fprintf(stderr, "seq %d edit %d (%s): server text differs from full sync\n", seq, e,

@@ -1,0 +1,147 @@
+/*
+ * kernels_impl.h — private to kernels/ and its tests (tests/gpu): the error
+ * macros, the RNG shared by device and host, and the launchers of every
+ * kernel in ops.cu. Only CUDA translation units include it.
+ *
+ * Conventions: activations and weights are bf16 ("bf16" below), row-major;
+ * the residual stream, norm weights, biases, RoPE tables, logits and every
+ * reduction are fp32. Every launcher enqueues on `stream` and returns the
+ * launch status (errors of the kernel itself surface at the next sync).
+ */
+#ifndef SCULPT_KERNELS_IMPL_H
+#define SCULPT_KERNELS_IMPL_H
+
+#include "kernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+typedef __nv_bfloat16 sck_bf16;
+
+/* ---- errors: every CUDA/cuBLAS call's failure becomes an sc_error ------- */
+
+sc_status sck_cuda_fail(cudaError_t e, const char *what, const char *file, int line,
+                        sc_error *err);
+sc_status sck_cublas_fail(cublasStatus_t s, const char *what, const char *file, int line,
+                          sc_error *err);
+
+/* Records the failing call (its text, file and line) and returns from the
+ * enclosing function, which must return sc_status. Never exits. */
+#define SCK_CUDA(call, err)                                                    \
+  do {                                                                         \
+    cudaError_t sck_e_ = (call);                                               \
+    if (sck_e_ != cudaSuccess)                                                 \
+      return sck_cuda_fail(sck_e_, #call, __FILE__, __LINE__, (err));          \
+  } while (0)
+#define SCK_CUBLAS(call, err)                                                  \
+  do {                                                                         \
+    cublasStatus_t sck_s_ = (call);                                            \
+    if (sck_s_ != CUBLAS_STATUS_SUCCESS)                                       \
+      return sck_cublas_fail(sck_s_, #call, __FILE__, __LINE__, (err));        \
+  } while (0)
+
+/* ---- the sampling RNG (device and host tests use the same bits) ---------- */
+
+/* splitmix64's finaliser (Steele, Lea, Flood 2014): a bijective mixer. */
+static inline __host__ __device__ uint64_t sck_mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/* A uniform in (0, 1), never 0 or 1 (24 bits plus a half step), keyed by
+ * (seed, a, b): counter-based, so any thread can draw any element. */
+static inline __host__ __device__ float sck_uniform(uint64_t seed, uint64_t a, uint64_t b) {
+  uint64_t h = sck_mix64(seed ^ sck_mix64(a * 0x100000001b3ULL + sck_mix64(b)));
+  return ((float)(h >> 40) + 0.5f) * (1.0f / 16777216.0f);
+}
+
+/* ---- launchers (ops.cu) --------------------------------------------------- */
+
+/* x[n][H] f32 = table[ids[i]][H] (bf16 -> f32). */
+cudaError_t sck_embed(const int32_t *ids, int n, const sck_bf16 *table, int H, float *x,
+                      cudaStream_t stream);
+
+/* Per row i < n: x[i] += delta[i] (when delta is not NULL), then
+ * out[i] = bf16(x[i] / sqrt(mean(x[i]^2) + eps) * w). x f32 [n][H], delta
+ * and out bf16 [n][H], w f32 [H]. */
+cudaError_t sck_add_rmsnorm(float *x, const sck_bf16 *delta, const float *w, float eps, int H,
+                            int n, sck_bf16 *out, cudaStream_t stream);
+
+/* After the fused QKV GEMM: qkv bf16 [n][QD + 2 KD] (QD = nh*hd, KD =
+ * nkv*hd). Adds bias (f32 [QD + 2 KD], may be NULL); applies the per-head
+ * RMSNorm qn / kn (f32 [hd], may be NULL) to q / k heads; rotates q and k by
+ * RoPE (rotate-half, cos/sin f32 [*][hd/2] indexed by pos[i]); writes q back
+ * in place and k, v to kc, vc bf16 [*][KD] at row cache_row0 + i. */
+cudaError_t sck_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const float *bias,
+                         const float *qn, const float *kn, float eps, const float *cos_t,
+                         const float *sin_t, const int32_t *pos, sck_bf16 *kc, sck_bf16 *vc,
+                         int cache_row0, cudaStream_t stream);
+
+/* One attention tile: query rows [q0, q0 + nq) attend to keys [k0, k1). */
+typedef struct sck_tile {
+  int q0, nq, k0, k1;
+} sck_tile;
+
+typedef struct sck_attn_plan {
+  int hd_tmpl;    /* the kernel instance: 32, 64, 128 or 256 (>= head_dim) */
+  int qv;         /* query vectors (rows x heads of one kv group) per block */
+  int tq;         /* query rows per tile: max(1, qv / group) */
+  size_t smem;    /* dynamic shared memory per block */
+} sck_attn_plan;
+
+/* The kernel instance for a head size and group; false when unsupported
+ * (head_dim > 256 or odd, or a group larger than qv). */
+bool sck_attn_plan_for(int head_dim, int group, sck_attn_plan *out);
+/* Raises the kernel's dynamic shared memory limit (once per context). */
+cudaError_t sck_attn_prepare(const sck_attn_plan *p);
+
+/* Bidirectional GQA attention, flash style (online softmax, no score
+ * matrix in global memory). q bf16 [*][ldq] (head h at column h*hd, after
+ * RoPE; the kernel applies the 1/sqrt(hd) scale); k, v bf16 [*][nkv*hd];
+ * out bf16 [*][nh*hd]. tiles (device) [n_tiles]. Each tile's keys are split
+ * into n_chunks chunks of chunk_keys (a multiple of 32); with n_chunks > 1
+ * the partial results go to part (f32 [n_tiles * nkv * n_chunks][qv][hd + 2])
+ * and a second kernel combines them. */
+cudaError_t sck_attention(const sck_attn_plan *p, const sck_bf16 *q, int ldq, const sck_bf16 *k,
+                          const sck_bf16 *v, sck_bf16 *out, const sck_tile *tiles, int n_tiles,
+                          int nh, int nkv, int hd, int n_chunks, int chunk_keys, float *part,
+                          cudaStream_t stream);
+
+/* h[n][I] = silu(gu[n][0:I]) * gu[n][I:2I], in f32, stored bf16. */
+cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, sck_bf16 *h, cudaStream_t stream);
+
+/* out[j][H] = x[rows[j]][H] for j < n_rows. */
+cudaError_t sck_gather_rows(const sck_bf16 *x, int H, const int32_t *rows, int n_rows,
+                            sck_bf16 *out, cudaStream_t stream);
+
+/* The lm_head epilogue over logits f32 [n][V] (row-major): per row the
+ * softmax statistics of the raw logits and a Gumbel-max sample of
+ * logits / temperature, keyed by (seed, keys[j], vocab index); temperature
+ * <= 0 samples the argmax. */
+cudaError_t sck_lm_stats(const float *logits, int n, int V, float temperature, uint64_t seed,
+                         const int32_t *keys, sc_kernels_row_stats *out, cudaStream_t stream);
+
+/* dtype conversion on upload, and synthetic weights. */
+cudaError_t sck_f32_to_bf16(const float *src, size_t n, sck_bf16 *dst, cudaStream_t stream);
+cudaError_t sck_f16_to_bf16(const __half *src, size_t n, sck_bf16 *dst, cudaStream_t stream);
+/* dst[i] = bf16(scale * (2u - 1)), u = sck_uniform(seed, i, 0). */
+cudaError_t sck_fill_uniform(sck_bf16 *dst, size_t n, float scale, uint64_t seed,
+                             cudaStream_t stream);
+/* dst[i] = base + jitter * (2u - 1). */
+cudaError_t sck_fill_f32(float *dst, size_t n, float base, float jitter, uint64_t seed,
+                         cudaStream_t stream);
+
+/* ---- cuBLAS (gemm.cu) ----------------------------------------------------- */
+
+/* Y[n][out] (leading dimension ldy) = beta * Y + X[n][in] (ld ldx) * W^T,
+ * W bf16 [out][in] (PyTorch Linear layout), X bf16, Y bf16 or f32
+ * (y_f32), fp32 accumulation. */
+sc_status sck_gemm(cublasHandle_t h, const sck_bf16 *W, int out, int in, const sck_bf16 *X,
+                   int n, int ldx, void *Y, bool y_f32, int ldy, float beta, sc_error *err);
+
+#endif

@@ -1,0 +1,697 @@
+// model.cu — the device model (weights in one device allocation) and forward
+// contexts (one device arena each, planned up front), the per-layer launch
+// sequence, and CUDA graphs for repeated shapes. model/cpu.c is the
+// reference for every step of the math.
+#include "kernels_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 256
+static size_t align_up(size_t x) { return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+// Upper bound on (tile x kv head x key chunk) partial records of split
+// attention; sizes the partial buffer and caps the split.
+#define PART_BLOCKS 1024
+// Rows of lm_head output per chunk ([RC][vocab] f32 in the arena).
+#define ROW_CHUNK 128
+#define WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLAS's advice for Hopper */
+#define STAGING_BYTES ((size_t)64 << 20)
+
+struct dev_layer {
+  sck_bf16 *wqkv;  // [QD + 2 KD][H]: q, k, v projections stacked (one GEMM)
+  sck_bf16 *wo;    // [H][QD]
+  sck_bf16 *wgu;   // [2 I][H]: gate then up (one GEMM)
+  sck_bf16 *wdown; // [H][I]
+  float *bqkv;     // [QD + 2 KD] or NULL
+  float *qn, *kn;  // [hd] or NULL
+  float *attn_norm, *mlp_norm; // [H]
+};
+
+struct sc_kernels_model {
+  sc_kernels_dims d;
+  float theta, eps;
+  int QD, KD;
+  bool bias, qk_norm, tied;
+  char *arena;
+  size_t bytes;
+  dev_layer *layers;  // host array of device pointers
+  sck_bf16 *embed;    // [V][H]
+  sck_bf16 *lm_head;  // [V][H] (== embed when tied)
+  float *final_norm;  // [H]
+  sck_attn_plan attn;
+  int sm_count;
+};
+
+// ---- planning ------------------------------------------------------------------
+
+// Assigns every weight its offset; with base NULL only sizes. Returns bytes.
+static size_t plan_model(sc_kernels_model *m, char *base) {
+  size_t at = 0;
+  auto take = [&](size_t bytes) -> char * {
+    char *p = base ? base + at : nullptr;
+    at += align_up(bytes);
+    return p;
+  };
+  const size_t H = (size_t)m->d.hidden, QD = (size_t)m->QD, KD = (size_t)m->KD,
+               I = (size_t)m->d.intermediate, V = (size_t)m->d.vocab, hd = (size_t)m->d.head_dim;
+  const size_t b2 = sizeof(sck_bf16), f4 = sizeof(float);
+  for (int l = 0; l < m->d.n_layers; l++) {
+    dev_layer *y = &m->layers[l];
+    y->wqkv = (sck_bf16 *)take((QD + 2 * KD) * H * b2);
+    y->wo = (sck_bf16 *)take(H * QD * b2);
+    y->wgu = (sck_bf16 *)take(2 * I * H * b2);
+    y->wdown = (sck_bf16 *)take(H * I * b2);
+    y->bqkv = m->bias ? (float *)take((QD + 2 * KD) * f4) : nullptr;
+    y->qn = m->qk_norm ? (float *)take(hd * f4) : nullptr;
+    y->kn = m->qk_norm ? (float *)take(hd * f4) : nullptr;
+    y->attn_norm = (float *)take(H * f4);
+    y->mlp_norm = (float *)take(H * f4);
+  }
+  m->embed = (sck_bf16 *)take(V * H * b2);
+  m->lm_head = m->tied ? m->embed : (sck_bf16 *)take(V * H * b2);
+  m->final_norm = (float *)take(H * f4);
+  return at;
+}
+
+struct ctx_plan {
+  size_t x, xn, qkv, att, tmp, gu, hmid, kc, vc, xr, cos_t, sin_t, logits, part;
+  size_t ids, pos, rows, keys, tiles, stats, ws, total;
+  int rc, tile_cap;
+  sck_attn_plan attn;
+};
+
+static bool plan_ctx(const sc_kernels_dims *d, int S, ctx_plan *p) {
+  if (!d || S < 1 || d->n_layers < 1 || d->hidden < 1 || d->n_heads < 1 || d->n_kv_heads < 1 ||
+      d->n_heads % d->n_kv_heads || d->head_dim < 2 || d->intermediate < 1 || d->vocab < 1)
+    return false;
+  if (!sck_attn_plan_for(d->head_dim, d->n_heads / d->n_kv_heads, &p->attn)) return false;
+  const size_t s = (size_t)S, H = (size_t)d->hidden, hd = (size_t)d->head_dim;
+  const size_t QD = (size_t)d->n_heads * hd, KD = (size_t)d->n_kv_heads * hd;
+  const size_t I = (size_t)d->intermediate, V = (size_t)d->vocab, L = (size_t)d->n_layers;
+  const size_t b2 = sizeof(sck_bf16), f4 = sizeof(float);
+  p->rc = S < ROW_CHUNK ? S : ROW_CHUNK;
+  p->tile_cap = S + S / p->attn.tq + 2;  // window tiles + one partial tile per segment
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    size_t o = at;
+    at += align_up(bytes);
+    return o;
+  };
+  p->x = take(s * H * f4);                 // residual stream f32 [S][H]
+  p->xn = take(s * H * b2);                // normed input [S][H]
+  p->qkv = take(s * (QD + 2 * KD) * b2);   // [S][QD + 2 KD]
+  p->att = take(s * QD * b2);              // attention output [S][QD]
+  p->tmp = take(s * H * b2);               // o_proj / down output [S][H]
+  p->gu = take(s * 2 * I * b2);            // gate|up [S][2I]
+  p->hmid = take(s * I * b2);              // SwiGLU output [S][I]
+  p->kc = take(L * s * KD * b2);           // K cache [L][S][KD], post-RoPE
+  p->vc = take(L * s * KD * b2);           // V cache [L][S][KD]
+  p->xr = take((size_t)p->rc * H * b2);    // gathered rows [RC][H]
+  p->cos_t = take(s * (hd / 2) * f4);      // [S][hd/2]
+  p->sin_t = take(s * (hd / 2) * f4);
+  p->logits = take((size_t)p->rc * V * f4);  // [RC][V]
+  p->part = take((size_t)PART_BLOCKS * p->attn.qv * (hd + 2) * f4);
+  p->ids = take(s * sizeof(int32_t));
+  p->pos = take(s * sizeof(int32_t));
+  p->rows = take((size_t)p->rc * sizeof(int32_t));
+  p->keys = take((size_t)p->rc * sizeof(int32_t));
+  p->tiles = take((size_t)p->tile_cap * sizeof(sck_tile));
+  p->stats = take((size_t)p->rc * sizeof(sc_kernels_row_stats));
+  p->ws = take(WORKSPACE_BYTES);
+  p->total = at;
+  return true;
+}
+
+extern "C" uint64_t sc_kernels_ctx_plan_bytes(const sc_kernels_dims *dims, int max_seq) {
+  ctx_plan p;
+  return plan_ctx(dims, max_seq, &p) ? (uint64_t)p.total : 0;
+}
+
+// ---- the model ---------------------------------------------------------------------
+
+// Copies a host matrix into dst as bf16, converting through the staging
+// buffer on the legacy default stream (ordered with cudaMemcpy).
+static sc_status upload_matrix(const sc_kernels_matrix *src, int64_t rows, int64_t cols,
+                               const char *what, int layer, sck_bf16 *dst, void *staging,
+                               sc_error *err) {
+  SC_CHECK(src->data, err, SC_ERR_INVALID, "layer %d %s: no data", layer, what);
+  SC_CHECK(src->rows == rows && src->cols == cols, err, SC_ERR_INVALID,
+           "layer %d %s: shape [%lld, %lld], expected [%lld, %lld]", layer, what,
+           (long long)src->rows, (long long)src->cols, (long long)rows, (long long)cols);
+  const size_t n = (size_t)rows * (size_t)cols;
+  switch (src->dtype) {
+  case SC_KERNELS_BF16:
+    SCK_CUDA(cudaMemcpy(dst, src->data, n * sizeof(sck_bf16), cudaMemcpyHostToDevice), err);
+    return SC_OK;
+  case SC_KERNELS_F16:
+  case SC_KERNELS_F32: {
+    const size_t es = src->dtype == SC_KERNELS_F32 ? 4 : 2, per = STAGING_BYTES / es;
+    const char *s = (const char *)src->data;
+    for (size_t o = 0; o < n; o += per) {
+      const size_t cnt = n - o < per ? n - o : per;
+      SCK_CUDA(cudaMemcpy(staging, s + o * es, cnt * es, cudaMemcpyHostToDevice), err);
+      cudaError_t e = src->dtype == SC_KERNELS_F32
+                          ? sck_f32_to_bf16((const float *)staging, cnt, dst + o, 0)
+                          : sck_f16_to_bf16((const __half *)staging, cnt, dst + o, 0);
+      SCK_CUDA(e, err);
+    }
+    return SC_OK;
+  }
+  }
+  return sc_error_set(err, SC_ERR_INVALID, "layer %d %s: unknown dtype %d", layer, what,
+                      (int)src->dtype);
+}
+
+static sc_status upload_vec(float *dst, const float *src, size_t n, const char *what, int layer,
+                            sc_error *err) {
+  SC_CHECK(src, err, SC_ERR_INVALID, "layer %d %s: missing", layer, what);
+  SCK_CUDA(cudaMemcpy(dst, src, n * sizeof(float), cudaMemcpyHostToDevice), err);
+  return SC_OK;
+}
+
+static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc *desc,
+                                sc_error *err) {
+  const int64_t H = m->d.hidden, QD = m->QD, KD = m->KD, I = m->d.intermediate,
+                V = m->d.vocab, hd = m->d.head_dim;
+  void *staging = nullptr;
+  SCK_CUDA(cudaMalloc(&staging, STAGING_BYTES), err);
+  float *bias = m->bias ? (float *)calloc((size_t)(QD + 2 * KD), sizeof(float)) : nullptr;
+  sc_status st = SC_OK;
+  if (m->bias && !bias) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  for (int l = 0; st == SC_OK && l < m->d.n_layers; l++) {
+    const sc_kernels_layer_desc *y = &desc->layers[l];
+    dev_layer *g = &m->layers[l];
+    if (st == SC_OK) st = upload_matrix(&y->wq, QD, H, "wq", l, g->wqkv, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wk, KD, H, "wk", l, g->wqkv + QD * H, staging, err);
+    if (st == SC_OK)
+      st = upload_matrix(&y->wv, KD, H, "wv", l, g->wqkv + (QD + KD) * H, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wo, H, QD, "wo", l, g->wo, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wgate, I, H, "wgate", l, g->wgu, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wup, I, H, "wup", l, g->wgu + I * H, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wdown, H, I, "wdown", l, g->wdown, staging, err);
+    if (st == SC_OK && m->bias) {
+      // Missing parts of the stacked bias are zero (e.g. only q has one).
+      memset(bias, 0, (size_t)(QD + 2 * KD) * sizeof(float));
+      if (y->bq) memcpy(bias, y->bq, (size_t)QD * sizeof(float));
+      if (y->bk) memcpy(bias + QD, y->bk, (size_t)KD * sizeof(float));
+      if (y->bv) memcpy(bias + QD + KD, y->bv, (size_t)KD * sizeof(float));
+      st = upload_vec(g->bqkv, bias, (size_t)(QD + 2 * KD), "qkv bias", l, err);
+    }
+    if (st == SC_OK && m->qk_norm) {
+      st = upload_vec(g->qn, y->q_norm, (size_t)hd, "q_norm", l, err);
+      if (st == SC_OK) st = upload_vec(g->kn, y->k_norm, (size_t)hd, "k_norm", l, err);
+    }
+    if (st == SC_OK) st = upload_vec(g->attn_norm, y->attn_norm, (size_t)H, "attn_norm", l, err);
+    if (st == SC_OK) st = upload_vec(g->mlp_norm, y->mlp_norm, (size_t)H, "mlp_norm", l, err);
+  }
+  if (st == SC_OK) st = upload_matrix(&desc->embed, V, H, "embed", -1, m->embed, staging, err);
+  if (st == SC_OK && !m->tied)
+    st = upload_matrix(&desc->lm_head, V, H, "lm_head", -1, m->lm_head, staging, err);
+  if (st == SC_OK) st = upload_vec(m->final_norm, desc->final_norm, (size_t)H, "final_norm", -1, err);
+  if (st == SC_OK) {
+    cudaError_t e = cudaStreamSynchronize(0);
+    if (e != cudaSuccess) st = sck_cuda_fail(e, "weight upload", __FILE__, __LINE__, err);
+  }
+  free(bias);
+  cudaFree(staging);
+  return st;
+}
+
+// Random weights at the real shapes, generated on the device (benchmarks).
+static sc_status synth_weights(sc_kernels_model *m, uint64_t seed, sc_error *err) {
+  const size_t H = (size_t)m->d.hidden, QD = (size_t)m->QD, KD = (size_t)m->KD,
+               I = (size_t)m->d.intermediate, V = (size_t)m->d.vocab, hd = (size_t)m->d.head_dim;
+  uint64_t k = seed;
+  // Uniform(-a, a) with a = 1/sqrt(fan_in): activations stay O(1).
+  auto mat = [&](sck_bf16 *w, size_t rows, size_t cols) {
+    return sck_fill_uniform(w, rows * cols, 1.0f / sqrtf((float)cols), ++k, 0);
+  };
+  for (int l = 0; l < m->d.n_layers; l++) {
+    dev_layer *g = &m->layers[l];
+    SCK_CUDA(mat(g->wqkv, QD + 2 * KD, H), err);
+    SCK_CUDA(mat(g->wo, H, QD), err);
+    SCK_CUDA(mat(g->wgu, 2 * I, H), err);
+    SCK_CUDA(mat(g->wdown, H, I), err);
+    if (g->bqkv) SCK_CUDA(sck_fill_f32(g->bqkv, QD + 2 * KD, 0.0f, 0.02f, ++k, 0), err);
+    if (g->qn) SCK_CUDA(sck_fill_f32(g->qn, hd, 1.0f, 0.05f, ++k, 0), err);
+    if (g->kn) SCK_CUDA(sck_fill_f32(g->kn, hd, 1.0f, 0.05f, ++k, 0), err);
+    SCK_CUDA(sck_fill_f32(g->attn_norm, H, 1.0f, 0.05f, ++k, 0), err);
+    SCK_CUDA(sck_fill_f32(g->mlp_norm, H, 1.0f, 0.05f, ++k, 0), err);
+  }
+  SCK_CUDA(sck_fill_uniform(m->embed, V * H, 1.0f, ++k, 0), err);
+  if (!m->tied) SCK_CUDA(mat(m->lm_head, V, H), err);
+  SCK_CUDA(sck_fill_f32(m->final_norm, H, 1.0f, 0.05f, ++k, 0), err);
+  SCK_CUDA(cudaStreamSynchronize(0), err);
+  return SC_OK;
+}
+
+// cudaMalloc with an out-of-memory message that says how much was asked.
+static sc_status dev_alloc(void **p, size_t bytes, const char *what, sc_error *err) {
+  cudaError_t e = cudaMalloc(p, bytes);
+  if (e == cudaSuccess) return SC_OK;
+  *p = nullptr;
+  cudaGetLastError();  // an allocation failure is not sticky; clear it
+  size_t f = 0, t = 0;
+  cudaMemGetInfo(&f, &t);
+  if (e == cudaErrorMemoryAllocation)
+    return sc_error_set(err, SC_ERR_DEVICE,
+                        "out of device memory: %s needs %.2f GiB, %.2f GiB of %.2f GiB free",
+                        what, bytes / 1073741824.0, f / 1073741824.0, t / 1073741824.0);
+  return sck_cuda_fail(e, what, __FILE__, __LINE__, err);
+}
+
+extern "C" sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc,
+                                          sc_kernels_model **out, sc_error *err) {
+  SC_CHECK(out, err, SC_ERR_INVALID, "no output");
+  *out = nullptr;
+  SC_CHECK(desc, err, SC_ERR_INVALID, "no model description");
+  const sc_kernels_dims *d = &desc->dims;
+  ctx_plan probe_plan;
+  SC_CHECK(plan_ctx(d, 1, &probe_plan), err, SC_ERR_UNSUPPORTED,
+           "the CUDA backend cannot run this shape (%d heads, %d kv heads, head_dim %d; "
+           "head_dim must be even and <= 256, heads a multiple of kv heads)",
+           d->n_heads, d->n_kv_heads, d->head_dim);
+  SC_CHECK(desc->synthetic || (desc->layers && desc->final_norm), err, SC_ERR_INVALID,
+           "no layers or final norm");
+  SC_TRY(sc_kernels_probe(nullptr, err));
+  SCK_CUDA(cudaSetDevice(0), err);
+
+  sc_kernels_model *m = (sc_kernels_model *)calloc(1, sizeof *m);
+  SC_CHECK(m, err, SC_ERR_NOMEM, "out of memory");
+  m->d = *d;
+  m->theta = desc->rope_theta;
+  m->eps = desc->rms_eps;
+  m->QD = d->n_heads * d->head_dim;
+  m->KD = d->n_kv_heads * d->head_dim;
+  m->attn = probe_plan.attn;
+  if (desc->synthetic) {
+    m->bias = desc->synthetic_bias;
+    m->qk_norm = desc->synthetic_qk_norm;
+    m->tied = desc->synthetic_tied;
+  } else {
+    m->tied = desc->lm_head.data == desc->embed.data;
+    for (int l = 0; l < d->n_layers; l++) {
+      const sc_kernels_layer_desc *y = &desc->layers[l];
+      if (y->bq || y->bk || y->bv) m->bias = true;
+      if (y->q_norm || y->k_norm) m->qk_norm = true;
+    }
+  }
+  sc_status st = SC_OK;
+  m->layers = (dev_layer *)calloc((size_t)d->n_layers, sizeof *m->layers);
+  if (!m->layers) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  if (st == SC_OK) {
+    m->bytes = plan_model(m, nullptr);
+    st = dev_alloc((void **)&m->arena, m->bytes, "the model's weights", err);
+  }
+  if (st == SC_OK) {
+    plan_model(m, m->arena);
+    cudaError_t e = cudaDeviceGetAttribute(&m->sm_count, cudaDevAttrMultiProcessorCount, 0);
+    if (e != cudaSuccess) st = sck_cuda_fail(e, "SM count", __FILE__, __LINE__, err);
+  }
+  if (st == SC_OK)
+    st = desc->synthetic ? synth_weights(m, desc->seed, err) : upload_weights(m, desc, err);
+  if (st != SC_OK) {
+    sc_kernels_model_free(m);
+    return st;
+  }
+  *out = m;
+  return SC_OK;
+}
+
+extern "C" void sc_kernels_model_free(sc_kernels_model *m) {
+  if (!m) return;
+  if (m->arena) cudaFree(m->arena);
+  free(m->layers);
+  free(m);
+}
+
+extern "C" uint64_t sc_kernels_model_bytes(const sc_kernels_model *m) {
+  return m ? (uint64_t)m->bytes : 0;
+}
+
+// ---- contexts ------------------------------------------------------------------------
+
+struct sc_kernels_ctx {
+  sc_kernels_model *m;
+  int S;
+  ctx_plan plan;
+  char *arena;
+  float *x;
+  sck_bf16 *xn, *qkv, *att, *tmp, *gu, *hmid, *kc, *vc, *xr;
+  float *cos_t, *sin_t, *logits, *part;
+  int32_t *d_ids, *d_pos, *d_rows, *d_keys;
+  sck_tile *d_tiles;
+  sc_kernels_row_stats *d_stats;
+  // Pinned host staging for the small per-pass uploads and the stats.
+  char *host;
+  int32_t *h_ids, *h_pos, *h_rows, *h_keys;
+  sck_tile *h_tiles;
+  sc_kernels_row_stats *h_stats;
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  // The shape whose positions and tiles are on the device.
+  bool shape_valid;
+  uint64_t shape_key;
+  int n_tiles, n_chunks, chunk_keys;
+  // CUDA graph of the transformer body for the last repeated shape.
+  bool graphs;
+  cudaGraphExec_t graph;
+  uint64_t graph_key, last_key;
+  bool have_last;
+};
+
+extern "C" void sc_kernels_ctx_free(sc_kernels_ctx *c) {
+  if (!c) return;
+  if (c->graph) cudaGraphExecDestroy(c->graph);
+  if (c->blas) cublasDestroy(c->blas);
+  if (c->stream) cudaStreamDestroy(c->stream);
+  if (c->host) cudaFreeHost(c->host);
+  if (c->arena) cudaFree(c->arena);
+  free(c);
+}
+
+extern "C" uint64_t sc_kernels_ctx_bytes(const sc_kernels_ctx *c) {
+  return c ? (uint64_t)c->plan.total : 0;
+}
+
+static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
+  const sc_kernels_model *m = c->m;
+  ctx_plan *p = &c->plan;
+  SC_TRY(dev_alloc((void **)&c->arena, p->total, "a forward context's arena", err));
+  char *a = c->arena;
+  c->x = (float *)(a + p->x);
+  c->xn = (sck_bf16 *)(a + p->xn);
+  c->qkv = (sck_bf16 *)(a + p->qkv);
+  c->att = (sck_bf16 *)(a + p->att);
+  c->tmp = (sck_bf16 *)(a + p->tmp);
+  c->gu = (sck_bf16 *)(a + p->gu);
+  c->hmid = (sck_bf16 *)(a + p->hmid);
+  c->kc = (sck_bf16 *)(a + p->kc);
+  c->vc = (sck_bf16 *)(a + p->vc);
+  c->xr = (sck_bf16 *)(a + p->xr);
+  c->cos_t = (float *)(a + p->cos_t);
+  c->sin_t = (float *)(a + p->sin_t);
+  c->logits = (float *)(a + p->logits);
+  c->part = (float *)(a + p->part);
+  c->d_ids = (int32_t *)(a + p->ids);
+  c->d_pos = (int32_t *)(a + p->pos);
+  c->d_rows = (int32_t *)(a + p->rows);
+  c->d_keys = (int32_t *)(a + p->keys);
+  c->d_tiles = (sck_tile *)(a + p->tiles);
+  c->d_stats = (sc_kernels_row_stats *)(a + p->stats);
+  // The cache starts as zeros so a window run on a fresh context reads
+  // defined values (model/ rejects that case anyway).
+  SCK_CUDA(cudaMemset(a + p->kc, 0, p->cos_t - p->kc), err);
+
+  const size_t S = (size_t)c->S, rc = (size_t)p->rc;
+  const size_t hb = align_up(2 * S * sizeof(int32_t)) + align_up(2 * rc * sizeof(int32_t)) +
+                    align_up((size_t)p->tile_cap * sizeof(sck_tile)) +
+                    align_up(rc * sizeof(sc_kernels_row_stats));
+  SCK_CUDA(cudaMallocHost((void **)&c->host, hb), err);
+  char *h = c->host;
+  c->h_ids = (int32_t *)h;
+  c->h_pos = c->h_ids + S;
+  h += align_up(2 * S * sizeof(int32_t));
+  c->h_rows = (int32_t *)h;
+  c->h_keys = c->h_rows + rc;
+  h += align_up(2 * rc * sizeof(int32_t));
+  c->h_tiles = (sck_tile *)h;
+  h += align_up((size_t)p->tile_cap * sizeof(sck_tile));
+  c->h_stats = (sc_kernels_row_stats *)h;
+
+  // RoPE tables as the CPU reference builds them: inv_freq_i =
+  // theta^(-2i/hd), angle = pos * inv_freq_i, in double (HF
+  // _compute_default_rope_parameters).
+  const int half = m->d.head_dim / 2;
+  float *tab = (float *)malloc(2 * S * (size_t)half * sizeof(float));
+  SC_CHECK(tab, err, SC_ERR_NOMEM, "out of memory for the RoPE tables");
+  for (size_t ps = 0; ps < S; ps++)
+    for (int i = 0; i < half; i++) {
+      double inv = pow((double)m->theta, -2.0 * i / m->d.head_dim);
+      tab[ps * half + i] = (float)cos((double)ps * inv);
+      tab[S * half + ps * half + i] = (float)sin((double)ps * inv);
+    }
+  cudaError_t e = cudaMemcpy(c->cos_t, tab, S * half * sizeof(float), cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(c->sin_t, tab + S * half, S * half * sizeof(float), cudaMemcpyHostToDevice);
+  free(tab);
+  SCK_CUDA(e, err);
+
+  SCK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), err);
+  SCK_CUBLAS(cublasCreate(&c->blas), err);
+  SCK_CUBLAS(cublasSetStream(c->blas, c->stream), err);
+  // A fixed workspace keeps cuBLAS from allocating, which graph capture needs.
+  SCK_CUBLAS(cublasSetWorkspace(c->blas, a + p->ws, WORKSPACE_BYTES), err);
+  SCK_CUDA(sck_attn_prepare(&m->attn), err);
+  const char *g = getenv("SCULPT_CUDA_GRAPH");
+  c->graphs = !(g && strcmp(g, "0") == 0);
+  return SC_OK;
+}
+
+extern "C" sc_status sc_kernels_ctx_new(sc_kernels_model *m, int max_seq, sc_kernels_ctx **out,
+                                        sc_error *err) {
+  SC_CHECK(out, err, SC_ERR_INVALID, "no output");
+  *out = nullptr;
+  SC_CHECK(m, err, SC_ERR_INVALID, "no model");
+  SC_CHECK(max_seq >= 1 && max_seq <= (1 << 20), err, SC_ERR_INVALID,
+           "max_seq %d is out of range", max_seq);
+  sc_kernels_ctx *c = (sc_kernels_ctx *)calloc(1, sizeof *c);
+  SC_CHECK(c, err, SC_ERR_NOMEM, "out of memory");
+  c->m = m;
+  c->S = max_seq;
+  sc_status st = plan_ctx(&m->d, max_seq, &c->plan)
+                     ? ctx_setup(c, err)
+                     : sc_error_set(err, SC_ERR_INTERNAL, "no arena plan for this model");
+  if (st != SC_OK) {
+    sc_kernels_ctx_free(c);
+    return st;
+  }
+  *out = c;
+  return SC_OK;
+}
+
+// ---- one pass -------------------------------------------------------------------------
+
+static sc_status check_pass(const sc_kernels_ctx *c, const sc_kernels_pass *p, sc_error *err) {
+  SC_CHECK(p && p->ids, err, SC_ERR_INVALID, "no pass or no ids");
+  SC_CHECK(p->n >= 1 && p->n <= c->S, err, SC_ERR_INVALID, "%d tokens: the context holds 1 to %d",
+           p->n, c->S);
+  SC_CHECK(0 <= p->w0 && p->w0 < p->w1 && p->w1 <= p->n, err, SC_ERR_INVALID,
+           "window [%d, %d) is not inside 0..%d", p->w0, p->w1, p->n);
+  if (p->segs) {
+    SC_CHECK(p->n_segs >= 1 && p->segs[0] == 0 && p->segs[p->n_segs] == p->n && p->w0 == 0 &&
+                 p->w1 == p->n,
+             err, SC_ERR_INVALID, "packed sequences must cover 0..n exactly");
+    for (int s = 0; s < p->n_segs; s++)
+      SC_CHECK(p->segs[s + 1] > p->segs[s], err, SC_ERR_INVALID, "sequence %d is empty", s);
+  }
+  for (int i = p->w0; i < p->w1; i++)
+    SC_CHECK(p->ids[i] >= 0 && p->ids[i] < c->m->d.vocab, err, SC_ERR_INVALID,
+             "token id %d at position %d is outside the vocabulary", p->ids[i], i);
+  if (p->rows) {
+    SC_CHECK(p->n_rows >= 0, err, SC_ERR_INVALID, "negative n_rows");
+    for (int j = 0; j < p->n_rows; j++)
+      SC_CHECK(p->rows[j] >= p->w0 && p->rows[j] < p->w1, err, SC_ERR_INVALID,
+               "row %d is outside the window [%d, %d)", p->rows[j], p->w0, p->w1);
+  } else {
+    SC_CHECK(p->n_rows == p->w1 - p->w0, err, SC_ERR_INVALID, "rows NULL but n_rows %d != %d",
+             p->n_rows, p->w1 - p->w0);
+  }
+  return SC_OK;
+}
+
+static uint64_t pass_key(const sc_kernels_pass *p) {
+  int32_t h[4] = {p->n, p->w0, p->w1, p->segs ? p->n_segs : 0};
+  uint64_t k = sc_hash64(h, sizeof h, 0x5c0ffee);
+  if (p->segs) k = sc_hash64(p->segs, (size_t)(p->n_segs + 1) * sizeof(int32_t), k);
+  return k;
+}
+
+// Positions and attention tiles for the pass's shape, uploaded only when
+// the shape changes (a diffusion step repeats it).
+static sc_status set_shape(sc_kernels_ctx *c, const sc_kernels_pass *p, uint64_t key,
+                           sc_error *err) {
+  if (c->shape_valid && c->shape_key == key) return SC_OK;
+  const int nw = p->w1 - p->w0, tq = c->m->attn.tq;
+  int nt = 0, max_keys = 0;
+  if (!p->segs) {
+    for (int i = 0; i < nw; i++) c->h_pos[i] = p->w0 + i;
+    for (int r0 = 0; r0 < nw; r0 += tq)
+      c->h_tiles[nt++] = sck_tile{r0, nw - r0 < tq ? nw - r0 : tq, 0, p->n};
+    max_keys = p->n;
+  } else {
+    for (int s = 0; s < p->n_segs; s++) {
+      const int a = p->segs[s], b = p->segs[s + 1];
+      for (int i = a; i < b; i++) c->h_pos[i] = i - a;
+      for (int r0 = a; r0 < b; r0 += tq)
+        c->h_tiles[nt++] = sck_tile{r0, b - r0 < tq ? b - r0 : tq, a, b};
+      if (b - a > max_keys) max_keys = b - a;
+    }
+  }
+  SC_CHECK(nt <= c->plan.tile_cap, err, SC_ERR_INTERNAL, "%d attention tiles > %d planned", nt,
+           c->plan.tile_cap);
+  // Split the keys when tiles x kv heads alone leave SMs idle (a small
+  // canvas over a long context), up to the planned partial buffer.
+  const int nkv = c->m->d.n_kv_heads, base = nt * nkv;
+  const int max_chunks = (max_keys + 31) / 32;
+  int chunks = 1;
+  const char *force = getenv("SCULPT_CUDA_ATTN_CHUNKS");  // tests: force the split path
+  if (force && atoi(force) > 0) chunks = atoi(force);
+  else if (base < 2 * c->m->sm_count) chunks = (2 * c->m->sm_count + base - 1) / base;
+  if (chunks > max_chunks) chunks = max_chunks;
+  if (chunks > PART_BLOCKS / base) chunks = PART_BLOCKS / base;
+  if (chunks < 1) chunks = 1;
+  int ck = (max_keys + chunks - 1) / chunks;
+  ck = (ck + 31) / 32 * 32;
+  c->chunk_keys = ck;
+  c->n_chunks = (max_keys + ck - 1) / ck;
+  c->n_tiles = nt;
+  SCK_CUDA(cudaMemcpyAsync(c->d_pos, c->h_pos, (size_t)nw * sizeof(int32_t),
+                           cudaMemcpyHostToDevice, c->stream),
+           err);
+  SCK_CUDA(cudaMemcpyAsync(c->d_tiles, c->h_tiles, (size_t)nt * sizeof(sck_tile),
+                           cudaMemcpyHostToDevice, c->stream),
+           err);
+  c->shape_valid = true;
+  c->shape_key = key;
+  return SC_OK;
+}
+
+// The transformer over the window's rows, ending with the final norm in xn:
+// only device buffers and the shape, so it can be captured as a graph.
+static sc_status run_body(sc_kernels_ctx *c, int nw, int w0, sc_error *err) {
+  const sc_kernels_model *m = c->m;
+  const int H = m->d.hidden, QD = m->QD, KD = m->KD, I = m->d.intermediate;
+  const int nh = m->d.n_heads, nkv = m->d.n_kv_heads, hd = m->d.head_dim;
+  const size_t cache_layer = (size_t)c->S * KD;
+  cudaStream_t s = c->stream;
+  SCK_CUDA(sck_embed(c->d_ids, nw, m->embed, H, c->x, s), err);
+  for (int l = 0; l < m->d.n_layers; l++) {
+    const dev_layer *y = &m->layers[l];
+    sck_bf16 *kc = c->kc + l * cache_layer, *vc = c->vc + l * cache_layer;
+    // x += previous layer's MLP output; xn = rms(x) * attn_norm
+    SCK_CUDA(sck_add_rmsnorm(c->x, l ? c->tmp : nullptr, y->attn_norm, m->eps, H, nw, c->xn, s),
+             err);
+    SC_TRY(sck_gemm(c->blas, y->wqkv, QD + 2 * KD, H, c->xn, nw, H, c->qkv, false, QD + 2 * KD,
+                    0.0f, err));
+    SCK_CUDA(sck_qkv_post(c->qkv, nw, nh, nkv, hd, y->bqkv, y->qn, y->kn, m->eps, c->cos_t,
+                          c->sin_t, c->d_pos, kc, vc, w0, s),
+             err);
+    SCK_CUDA(sck_attention(&m->attn, c->qkv, QD + 2 * KD, kc, vc, c->att, c->d_tiles, c->n_tiles,
+                           nh, nkv, hd, c->n_chunks, c->chunk_keys, c->part, s),
+             err);
+    SC_TRY(sck_gemm(c->blas, y->wo, H, QD, c->att, nw, QD, c->tmp, false, H, 0.0f, err));
+    SCK_CUDA(sck_add_rmsnorm(c->x, c->tmp, y->mlp_norm, m->eps, H, nw, c->xn, s), err);
+    SC_TRY(sck_gemm(c->blas, y->wgu, 2 * I, H, c->xn, nw, H, c->gu, false, 2 * I, 0.0f, err));
+    SCK_CUDA(sck_swiglu(c->gu, nw, I, c->hmid, s), err);
+    SC_TRY(sck_gemm(c->blas, y->wdown, H, I, c->hmid, nw, I, c->tmp, false, H, 0.0f, err));
+  }
+  SCK_CUDA(sck_add_rmsnorm(c->x, c->tmp, m->final_norm, m->eps, H, nw, c->xn, s), err);
+  return SC_OK;
+}
+
+// Runs the body: from the graph when this shape ran before, capturing it on
+// its second consecutive use; eagerly otherwise or when capture fails.
+static sc_status launch_body(sc_kernels_ctx *c, uint64_t key, int nw, int w0, sc_error *err) {
+  const bool repeat = c->have_last && c->last_key == key;
+  c->last_key = key;
+  c->have_last = true;
+  if (c->graphs && c->graph && c->graph_key == key) {
+    SCK_CUDA(cudaGraphLaunch(c->graph, c->stream), err);
+    return SC_OK;
+  }
+  if (!c->graphs || !repeat) return run_body(c, nw, w0, err);
+  cudaGraph_t g = nullptr;
+  SCK_CUDA(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), err);
+  sc_error cap_err = {};
+  sc_status st = run_body(c, nw, w0, &cap_err);
+  cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+  cudaGraphExec_t exec = nullptr;
+  if (st == SC_OK && e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+  if (g) cudaGraphDestroy(g);
+  if (st != SC_OK || e != cudaSuccess) {
+    // Not fatal: note it once, stop trying on this context, run eagerly.
+    cudaGetLastError();
+    SC_LOG_DEBUG("cuda: graph capture failed (%s); running without graphs",
+                 st != SC_OK ? cap_err.msg : cudaGetErrorString(e));
+    c->graphs = false;
+    return run_body(c, nw, w0, err);
+  }
+  if (c->graph) cudaGraphExecDestroy(c->graph);
+  c->graph = exec;
+  c->graph_key = key;
+  SCK_CUDA(cudaGraphLaunch(c->graph, c->stream), err);
+  return SC_OK;
+}
+
+static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float *logits_host,
+                              const sc_kernels_sample *smp, sc_kernels_row_stats *stats,
+                              sc_error *err) {
+  SC_CHECK(c, err, SC_ERR_INVALID, "no context");
+  SC_TRY(check_pass(c, p, err));
+  const sc_kernels_model *m = c->m;
+  const int nw = p->w1 - p->w0, H = m->d.hidden, V = m->d.vocab;
+  SC_CHECK(p->n_rows == 0 || logits_host || stats, err, SC_ERR_INVALID, "no output buffer");
+  const uint64_t key = pass_key(p);
+  SC_TRY(set_shape(c, p, key, err));
+  memcpy(c->h_ids, p->ids + p->w0, (size_t)nw * sizeof(int32_t));
+  SCK_CUDA(cudaMemcpyAsync(c->d_ids, c->h_ids, (size_t)nw * sizeof(int32_t),
+                           cudaMemcpyHostToDevice, c->stream),
+           err);
+  SC_TRY(launch_body(c, key, nw, p->w0, err));
+
+  // lm_head over the requested rows only, a chunk at a time.
+  const int rc = c->plan.rc;
+  for (int j0 = 0; j0 < p->n_rows; j0 += rc) {
+    const int cnt = p->n_rows - j0 < rc ? p->n_rows - j0 : rc;
+    for (int j = 0; j < cnt; j++) {
+      const int r = p->rows ? p->rows[j0 + j] : p->w0 + j0 + j;
+      c->h_rows[j] = r - p->w0;  // local row in the window
+      c->h_keys[j] = r;          // absolute position: the sampling key
+    }
+    SCK_CUDA(cudaMemcpyAsync(c->d_rows, c->h_rows, (size_t)cnt * sizeof(int32_t),
+                             cudaMemcpyHostToDevice, c->stream),
+             err);
+    SCK_CUDA(cudaMemcpyAsync(c->d_keys, c->h_keys, (size_t)cnt * sizeof(int32_t),
+                             cudaMemcpyHostToDevice, c->stream),
+             err);
+    SCK_CUDA(sck_gather_rows(c->xn, H, c->d_rows, cnt, c->xr, c->stream), err);
+    SC_TRY(sck_gemm(c->blas, m->lm_head, V, H, c->xr, cnt, H, c->logits, true, V, 0.0f, err));
+    if (logits_host) {
+      SCK_CUDA(cudaMemcpyAsync(logits_host + (size_t)j0 * V, c->logits,
+                               (size_t)cnt * V * sizeof(float), cudaMemcpyDeviceToHost,
+                               c->stream),
+               err);
+    } else {
+      SCK_CUDA(sck_lm_stats(c->logits, cnt, V, smp->temperature, smp->seed, c->d_keys,
+                            c->d_stats, c->stream),
+               err);
+      SCK_CUDA(cudaMemcpyAsync(c->h_stats, c->d_stats, (size_t)cnt * sizeof *stats,
+                               cudaMemcpyDeviceToHost, c->stream),
+               err);
+    }
+    // The staging buffers are reused by the next chunk.
+    SCK_CUDA(cudaStreamSynchronize(c->stream), err);
+    if (!logits_host) memcpy(stats + j0, c->h_stats, (size_t)cnt * sizeof *stats);
+  }
+  SCK_CUDA(cudaStreamSynchronize(c->stream), err);
+  SCK_CUDA(cudaGetLastError(), err);
+  return SC_OK;
+}
+
+extern "C" sc_status sc_kernels_forward(sc_kernels_ctx *c, const sc_kernels_pass *p,
+                                        float *logits_host, sc_error *err) {
+  SC_CHECK(!p || p->n_rows == 0 || logits_host, err, SC_ERR_INVALID, "no logits buffer");
+  return forward_impl(c, p, logits_host, nullptr, nullptr, err);
+}
+
+extern "C" sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernels_pass *p,
+                                              const sc_kernels_sample *s,
+                                              sc_kernels_row_stats *out, sc_error *err) {
+  SC_CHECK(s && (out || (p && p->n_rows == 0)), err, SC_ERR_INVALID, "no sample or output");
+  sc_kernels_row_stats dummy;
+  return forward_impl(c, p, nullptr, s, out ? out : &dummy, err);
+}

@@ -1,0 +1,197 @@
+/* cuda.c — the CUDA backend: sc_backend_ops over kernels.h's device model.
+ *
+ * The weights go to the device once per model, when its first context is
+ * made, and stay while any context of that model lives (sc_model has no
+ * slot for backend state, so a small registry keyed by the model holds
+ * them; model.h already asks callers to free contexts before the model).
+ *
+ * Anything the device cannot do becomes a CPU context, with one log line
+ * per model: the weights do not fit, a context's arena does not fit, the
+ * shape has no kernel instance, or the driver refuses. Failures during a
+ * pass are returned as errors (a window pass cannot move to the CPU, whose
+ * K/V cache would be empty). */
+#define _POSIX_C_SOURCE 200809L
+#include "kernels.h"
+#include "model_impl.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cuda_entry {
+  const sc_model *model;
+  sc_kernels_model *km; /* NULL when the device refused this model */
+  int refs;             /* live contexts of the model, device or CPU */
+  bool logged;          /* the fallback line was written */
+  struct cuda_entry *next;
+} cuda_entry;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static cuda_entry *g_entries;
+
+typedef struct cuda_state {
+  cuda_entry *entry;
+  sc_kernels_ctx *kc; /* the device context, or NULL ... */
+  void *cpu;          /* ... and then this CPU state */
+} cuda_state;
+
+static sc_kernels_dtype kdtype(sc_dtype t) {
+  return t == SC_DTYPE_BF16 ? SC_KERNELS_BF16 : t == SC_DTYPE_F16 ? SC_KERNELS_F16 : SC_KERNELS_F32;
+}
+
+static sc_kernels_matrix kmat(const sc_weight *w) {
+  sc_kernels_matrix k = {w->data, kdtype(w->dtype), w->rows, w->cols};
+  return k;
+}
+
+static sc_kernels_dims dims_of(const sc_model *m) {
+  const sc_config *c = &m->cfg;
+  sc_kernels_dims d = {c->n_layers, c->hidden, c->n_heads, c->n_kv_heads,
+                       c->head_dim, c->intermediate, c->vocab};
+  return d;
+}
+
+/* Uploads the model's weights (caller holds g_lock). */
+static sc_status upload(const sc_model *m, sc_kernels_model **out, sc_error *err) {
+  const sc_config *c = &m->cfg;
+  sc_kernels_layer_desc *ls = calloc((size_t)c->n_layers, sizeof *ls);
+  SC_CHECK(ls, err, SC_ERR_NOMEM, "out of memory");
+  for (int l = 0; l < c->n_layers; l++) {
+    const sc_layer *y = &m->layers[l];
+    sc_kernels_layer_desc *k = &ls[l];
+    k->wq = kmat(&y->wq), k->wk = kmat(&y->wk), k->wv = kmat(&y->wv), k->wo = kmat(&y->wo);
+    k->wgate = kmat(&y->wgate), k->wup = kmat(&y->wup), k->wdown = kmat(&y->wdown);
+    k->bq = y->bq, k->bk = y->bk, k->bv = y->bv;
+    k->q_norm = y->q_norm, k->k_norm = y->k_norm;
+    k->attn_norm = y->attn_norm, k->mlp_norm = y->mlp_norm;
+  }
+  sc_kernels_model_desc d;
+  memset(&d, 0, sizeof d);
+  d.dims = dims_of(m);
+  d.rope_theta = (float)c->rope_theta;
+  d.rms_eps = (float)c->rms_eps;
+  d.layers = ls;
+  d.embed = kmat(&m->embed);
+  d.lm_head = kmat(&m->lm_head); /* same data pointer when tied: one copy */
+  d.final_norm = m->final_norm;
+  double t0 = sc_now_ms();
+  sc_status st = sc_kernels_model_new(&d, out, err);
+  free(ls);
+  if (st == SC_OK)
+    SC_LOG_INFO("model: %.2f GiB of weights on the GPU in %.0f ms",
+                (double)sc_kernels_model_bytes(*out) / 1073741824.0, sc_now_ms() - t0);
+  return st;
+}
+
+static uint64_t cuda_ctx_bytes(const sc_model *m, int max_seq) {
+  sc_kernels_dims d = dims_of(m);
+  uint64_t b = sc_kernels_ctx_plan_bytes(&d, max_seq);
+  return b ? b : sc_cpu_backend.ctx_bytes(m, max_seq);
+}
+
+static void release(cuda_entry *e) {
+  pthread_mutex_lock(&g_lock);
+  if (--e->refs == 0) {
+    for (cuda_entry **p = &g_entries; *p; p = &(*p)->next)
+      if (*p == e) {
+        *p = e->next;
+        break;
+      }
+    sc_kernels_model_free(e->km);
+    free(e);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+static void cuda_ctx_free(void *p) {
+  cuda_state *s = p;
+  if (!s) return;
+  sc_kernels_ctx_free(s->kc);
+  if (s->cpu) sc_cpu_backend.ctx_free(s->cpu);
+  if (s->entry) release(s->entry);
+  free(s);
+}
+
+static sc_status cuda_ctx_init(const sc_model *m, int max_seq, void **out, sc_error *err) {
+  *out = NULL;
+  cuda_state *s = calloc(1, sizeof *s);
+  SC_CHECK(s, err, SC_ERR_NOMEM, "out of memory");
+  sc_error why = {0};
+  bool first_failure = false;
+
+  pthread_mutex_lock(&g_lock);
+  cuda_entry *e = g_entries;
+  while (e && e->model != m) e = e->next;
+  if (!e) {
+    e = calloc(1, sizeof *e);
+    if (!e) {
+      pthread_mutex_unlock(&g_lock);
+      free(s);
+      return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    }
+    e->model = m;
+    e->next = g_entries;
+    g_entries = e;
+    if (upload(m, &e->km, &why) != SC_OK) {
+      e->km = NULL;
+      first_failure = true;
+    }
+  }
+  e->refs++;
+  s->entry = e;
+  if (e->km && sc_kernels_ctx_new(e->km, max_seq, &s->kc, &why) != SC_OK) {
+    s->kc = NULL;
+    first_failure = true;
+  }
+  bool log_it = first_failure && !e->logged;
+  if (log_it) e->logged = true;
+  pthread_mutex_unlock(&g_lock);
+
+  if (!s->kc) {
+    if (log_it)
+      SC_LOG_INFO("model: CUDA cannot run this model (%s); falling back to the CPU", why.msg);
+    sc_status st = sc_cpu_backend.ctx_init(m, max_seq, &s->cpu, err);
+    if (st != SC_OK) {
+      cuda_ctx_free(s);
+      return st;
+    }
+  }
+  *out = s;
+  return SC_OK;
+}
+
+static sc_status cuda_forward(void *p, const int32_t *ids, int n, int w0, int w1,
+                              const int32_t *rows, int n_rows, float *logits, sc_error *err) {
+  cuda_state *s = p;
+  if (s->cpu) return sc_cpu_backend.forward(s->cpu, ids, n, w0, w1, rows, n_rows, logits, err);
+  sc_kernels_pass pass = {ids, n, w0, w1, NULL, 0, rows, n_rows};
+  return sc_kernels_forward(s->kc, &pass, logits, err);
+}
+
+static sc_status cuda_forward_packed(void *p, const int32_t *ids, const int32_t *offsets,
+                                     int n_seqs, const int32_t *rows, int n_rows, float *logits,
+                                     sc_error *err) {
+  cuda_state *s = p;
+  if (s->cpu)
+    return sc_cpu_backend.forward_packed(s->cpu, ids, offsets, n_seqs, rows, n_rows, logits, err);
+  const int n = offsets[n_seqs];
+  sc_kernels_pass pass = {ids, n, 0, n, offsets, n_seqs, rows, n_rows};
+  return sc_kernels_forward(s->kc, &pass, logits, err);
+}
+
+static const sc_backend_ops sc_cuda_backend = {
+    .name = "cuda",
+    .ctx_bytes = cuda_ctx_bytes,
+    .ctx_init = cuda_ctx_init,
+    .ctx_free = cuda_ctx_free,
+    .forward = cuda_forward,
+    .forward_packed = cuda_forward_packed,
+};
+
+/* The CUDA backend when device 0 answers, else NULL with the reason in err
+ * (used by sc_backend_for in backend.c). */
+const sc_backend_ops *sc_cuda_backend_get(sc_error *err);
+const sc_backend_ops *sc_cuda_backend_get(sc_error *err) {
+  if (sc_kernels_probe(NULL, err) != SC_OK) return NULL;
+  return &sc_cuda_backend;
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh — the one prepared GPU session (about 5 minutes on an
+# H200; bounded by timeouts to stay under 8): builds sculpt with CUDA
+# (Release, -Werror), runs the GPU tests (ctest label "gpu": per-kernel
+# parity, CUDA-vs-CPU forward and `sculpt logits`), then `sculpt bench
+# --synthetic` and the PyTorch baseline (bench_torch.py) on the same shapes,
+# and writes a results file: $OUT/gpu-results.md when $OUT is set, else
+# tests/gpu/results/<date>-<gpu>.md. No network needed.
+# Without a GPU it says so and exits 77 (nothing to run).
+set -u
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${SCULPT_GPU_BUILD:-$SRC/build-gpu}
+MODELS=${SCULPT_GPU_MODELS:-"open-dcoder-0.5b coda-1.7b dream-7b"}
+REPEAT=${SCULPT_GPU_REPEAT:-20}
+T0=$SECONDS
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "run.sh: no GPU here (nvidia-smi finds no device); nothing to run"
+  exit 77
+fi
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
+DATE=$(date -u +%Y-%m-%d)
+if [ -n "${OUT:-}" ]; then
+  RES=$OUT/gpu-results.md; LOGS=$OUT/gpu-logs
+else
+  SLUG=$(echo "$GPU" | tr -cs 'A-Za-z0-9' '-' | sed 's/-*$//')
+  RES=$SRC/tests/gpu/results/$DATE-$SLUG.md; LOGS=$SRC/tests/gpu/results/logs-$DATE-$SLUG
+fi
+mkdir -p "$(dirname "$RES")" "$LOGS"
+NVCC=$( (command -v nvcc || ls /usr/local/cuda/bin/nvcc) 2>/dev/null | head -1)
+{
+  echo "# sculpt GPU results, $DATE"
+  echo
+  echo "- GPU: $GPU (driver $DRIVER)"
+  echo "- CUDA toolkit: $([ -n "$NVCC" ] && "$NVCC" --version | tail -1 || echo 'nvcc not found')"
+  echo "- commit: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$SRC" diff --quiet 2>/dev/null || echo ' (+ local changes)')"
+  echo "- host: $(nproc) cores"
+  echo
+} > "$RES"
+say() { echo "$@" | tee -a "$RES"; }
+
+# ---- build ---------------------------------------------------------------
+say "## Build (Release, CUDA, -Werror)"
+if timeout 120 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DSCULPT_WERROR=ON >"$LOGS/configure.log" 2>&1 &&
+   timeout 300 cmake --build "$BUILD" -j "$(nproc)" >"$LOGS/build.log" 2>&1; then
+  say "- built in $((SECONDS - T0)) s; $("$BUILD/sculpt" --version | tr '\n' ' ')"
+else
+  say "- BUILD FAILED after $((SECONDS - T0)) s; last lines:"
+  { echo '```'; tail -30 "$LOGS/build.log" "$LOGS/configure.log" 2>/dev/null; echo '```'; } >> "$RES"
+  exit 1
+fi
+if ! "$BUILD/sculpt" --version | grep -q cuda; then
+  say "- the binary has no CUDA backend (nvcc or cuBLAS not found); stopping"
+  exit 1
+fi
+
+# ---- tests ---------------------------------------------------------------
+say ""
+say "## Tests (ctest -L gpu)"
+timeout 240 ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$LOGS/ctest-gpu.log" 2>&1
+TRC=$?
+{ echo '```'; grep -E "Test +#|tests passed|tests failed|Skipped|\*\*\*|FAIL|err " "$LOGS/ctest-gpu.log" | head -60; echo '```'; } >> "$RES"
+say "- ctest exit $TRC ($((SECONDS - T0)) s elapsed)"
+
+# ---- benchmark -------------------------------------------------------------
+say ""
+say "## Benchmark: one denoising step, synthetic weights at real shapes"
+PY=""
+for p in python3 /usr/bin/python3 python; do
+  if command -v "$p" >/dev/null 2>&1 && "$p" -c "import torch" >/dev/null 2>&1; then PY=$p; break; fi
+done
+for m in $MODELS; do
+  timeout 150 "$BUILD/sculpt" bench --synthetic "$m" --device cuda --repeat "$REPEAT" \
+    >"$LOGS/bench-$m.log" 2>&1 || say "- sculpt bench $m failed (exit $?), see logs"
+  if [ -n "$PY" ]; then
+    timeout 150 "$PY" "$SRC/tests/gpu/bench_torch.py" --model "$m" --repeat "$REPEAT" \
+      >"$LOGS/torch-$m.log" 2>&1 || say "- bench_torch $m failed or skipped (exit $?)"
+  fi
+  echo "$m done at $((SECONDS - T0)) s"
+done
+[ -n "$PY" ] || say "- no python with torch found: no PyTorch comparison"
+{ echo; echo '```'; cat "$LOGS"/bench-*.log; echo '```'; echo; } >> "$RES"
+
+# Side by side: sculpt vs torch, roofline ratio, and the issue's targets.
+/usr/bin/env python3 - "$LOGS" >> "$RES" <<'PYEOF'
+import glob, os, sys
+rows = {}
+for f in glob.glob(os.path.join(sys.argv[1], "*.log")):
+    for line in open(f, errors="replace"):
+        if line.startswith("RESULT "):
+            kv = dict(t.split("=", 1) for t in line.split()[1:])
+            key = (kv["model"], int(kv["context"]), int(kv["canvas"]))
+            rows.setdefault(key, {})[kv["impl"]] = kv
+print("| model | context | canvas | sculpt ms | roofline ms | x roofline | tok/s (4/step) | torch ms | torch / sculpt |")
+print("|---|---|---|---|---|---|---|---|---|")
+for key in sorted(rows):
+    s, t = rows[key].get("sculpt"), rows[key].get("torch")
+    sm = float(s["ms"]) if s else None
+    tm = float(t["ms"]) if t else None
+    cells = [key[0], key[1], key[2], f"{sm:.3f}" if s else "-",
+             s["roofline_ms"] if s else "-",
+             f"{sm / float(s['roofline_ms']):.2f}" if s else "-", s["tok_s"] if s else "-",
+             f"{tm:.3f}" if t else "-", f"{tm / sm:.2f}" if (s and t) else "-"]
+    print("| " + " | ".join(map(str, cells)) + " |")
+print()
+print("Targets (issue 5, H200): dream-7b canvas 32 with the cache <= 1.25x roofline; "
+      ">= 1000 tok/s at 4 tokens/step; >= 3x faster than PyTorch eager.")
+for C in (512, 4096):
+    r = rows.get(("dream-7b", C, 32), {})
+    s, t = r.get("sculpt"), r.get("torch")
+    if not s:
+        continue
+    ratio = float(s["ms"]) / float(s["roofline_ms"])
+    line = (f"- dream-7b canvas 32, context {C}: {ratio:.2f}x roofline "
+            f"({'met' if ratio <= 1.25 else 'NOT met'}), {float(s['tok_s']):.0f} tok/s "
+            f"({'met' if float(s['tok_s']) >= 1000 else 'NOT met'})")
+    if t:
+        sp = float(t["ms"]) / float(s["ms"])
+        line += f", {sp:.2f}x PyTorch ({'met' if sp >= 3 else 'NOT met'})"
+    print(line)
+PYEOF
+say ""
+say "Total: $((SECONDS - T0)) s. Logs: $LOGS"
+echo "results: $RES"
+[ "$TRC" -eq 0 ]

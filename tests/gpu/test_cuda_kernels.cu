@@ -1,0 +1,417 @@
+// test_cuda_kernels.cu — one parity test per kernel of kernels/ops.cu (and the
+// cuBLAS wrapper) against a CPU reference written here in double precision
+// from the same formulas as model/cpu.c. Inputs are bf16-representable, so
+// the only differences are the kernels' own rounding. Relative error is
+// max|gpu - ref| / max|ref| over the output; tolerances per op:
+//   embedding, gather, dtype conversion: exact (they copy bf16 values)
+//   residual add (f32 stream): 1e-6; RMSNorm output (bf16): 8e-3 (bf16's
+//     relative half-ulp is 2^-9 = 2e-3, plus f32 reduction order)
+//   GEMM: f32 output 1e-3 (fp32 accumulation order), bf16 output 1e-2
+//   q/k-norm + RoPE, SwiGLU (bf16 out, f32 math): 1e-2
+//   attention (bf16 in/out, f32 online softmax): 2e-2
+//   lm_head epilogue (f32 logits in): stats 1e-4, argmax/sample exact
+// Without a usable device it prints why and exits 77 (skip).
+#include "kernels_impl.h"
+#include "sc_test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <vector>
+
+typedef std::vector<float> vecf;
+
+static uint64_t rng_state = 88172645463325252ULL;
+static float frand(void) {  // uniform in [-1, 1), xorshift64
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (float)((rng_state >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+static float bfr(float x) { return __bfloat162float(__float2bfloat16(x)); }
+static vecf rand_bf(size_t n, float scale) {
+  vecf v(n);
+  for (auto &x : v) x = bfr(frand() * scale);
+  return v;
+}
+static std::vector<sck_bf16> to_bf(const vecf &v) {
+  std::vector<sck_bf16> o(v.size());
+  for (size_t i = 0; i < v.size(); i++) o[i] = __float2bfloat16(v[i]);
+  return o;
+}
+static vecf from_bf(const std::vector<sck_bf16> &v) {
+  vecf o(v.size());
+  for (size_t i = 0; i < v.size(); i++) o[i] = __bfloat162float(v[i]);
+  return o;
+}
+static double rel_err(const vecf &a, const vecf &b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    num = fmax(num, fabs((double)a[i] - b[i]));
+    den = fmax(den, fabs((double)b[i]));
+  }
+  return den > 0 ? num / den : num;
+}
+
+// Device buffers freed at scope exit.
+template <typename T> struct dbuf {
+  T *p = nullptr;
+  size_t n = 0;
+  explicit dbuf(size_t n_) : n(n_) {
+    if (cudaMalloc(&p, (n ? n : 1) * sizeof(T)) != cudaSuccess) p = nullptr;
+  }
+  dbuf(const std::vector<T> &h) : dbuf(h.size()) {
+    if (p) cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~dbuf() { cudaFree(p); }
+  std::vector<T> get() const {
+    std::vector<T> h(n);
+    cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
+
+static bool ok(cudaError_t e) {
+  cudaError_t s = cudaDeviceSynchronize();
+  if (e != cudaSuccess || s != cudaSuccess) {
+    fprintf(stderr, "CUDA error: %s / %s\n", cudaGetErrorString(e), cudaGetErrorString(s));
+    return false;
+  }
+  return true;
+}
+
+static void test_embed(void) {
+  const int V = 50, H = 40, n = 7;
+  vecf table = rand_bf((size_t)V * H, 1.0f);
+  std::vector<int32_t> ids = {3, 0, 49, 3, 17, 25, 1};
+  dbuf<sck_bf16> dt(to_bf(table));
+  dbuf<int32_t> di(ids);
+  dbuf<float> dx((size_t)n * H);
+  REQUIRE(ok(sck_embed(di.p, n, dt.p, H, dx.p, 0)));
+  vecf x = dx.get(), ref((size_t)n * H);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < H; j++) ref[(size_t)i * H + j] = table[(size_t)ids[i] * H + j];
+  EXPECTF(rel_err(x, ref) == 0.0, "embed err %g", rel_err(x, ref));
+}
+
+static void test_add_rmsnorm(void) {
+  const int n = 5, H = 300;
+  const float eps = 1e-6f;
+  vecf x0((size_t)n * H), w(H), delta = rand_bf((size_t)n * H, 2.0f);
+  for (auto &v : x0) v = frand() * 3.0f;
+  for (auto &v : w) v = 1.0f + 0.3f * frand();
+  for (int with_delta = 0; with_delta < 2; with_delta++) {
+    dbuf<float> dx(x0), dw(w);
+    dbuf<sck_bf16> dd(to_bf(delta)), dout((size_t)n * H);
+    REQUIRE(ok(sck_add_rmsnorm(dx.p, with_delta ? dd.p : nullptr, dw.p, eps, H, n, dout.p, 0)));
+    vecf xr(x0), outr((size_t)n * H);
+    for (int i = 0; i < n; i++) {
+      double ss = 0;
+      for (int j = 0; j < H; j++) {
+        size_t k = (size_t)i * H + j;
+        if (with_delta) xr[k] = x0[k] + delta[k];
+        ss += (double)xr[k] * xr[k];
+      }
+      double r = 1.0 / sqrt(ss / H + eps);
+      for (int j = 0; j < H; j++) outr[(size_t)i * H + j] = (float)(xr[(size_t)i * H + j] * r * w[j]);
+    }
+    double ex = rel_err(dx.get(), xr), eo = rel_err(from_bf(dout.get()), outr);
+    EXPECTF(ex <= 1e-6, "residual err %g (delta %d)", ex, with_delta);
+    EXPECTF(eo <= 8e-3, "rmsnorm err %g (delta %d)", eo, with_delta);
+  }
+}
+
+static void test_gemm(void) {
+  const int out = 96, in = 80, n = 13;
+  vecf W = rand_bf((size_t)out * in, 1.0f), X = rand_bf((size_t)n * in, 1.0f);
+  vecf Y0 = rand_bf((size_t)n * out, 1.0f);
+  vecf ref((size_t)n * out);
+  for (int i = 0; i < n; i++)
+    for (int o = 0; o < out; o++) {
+      double s = 0;
+      for (int k = 0; k < in; k++) s += (double)X[(size_t)i * in + k] * W[(size_t)o * in + k];
+      ref[(size_t)i * out + o] = (float)s;
+    }
+  cublasHandle_t h;
+  REQUIRE(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS);
+  dbuf<sck_bf16> dW(to_bf(W)), dX(to_bf(X)), dYb((size_t)n * out);
+  dbuf<float> dYf((size_t)n * out), dYacc(Y0);
+  sc_error err = {};
+  EXPECT(sck_gemm(h, dW.p, out, in, dX.p, n, in, dYf.p, true, out, 0.0f, &err) == SC_OK);
+  EXPECT(sck_gemm(h, dW.p, out, in, dX.p, n, in, dYb.p, false, out, 0.0f, &err) == SC_OK);
+  EXPECT(sck_gemm(h, dW.p, out, in, dX.p, n, in, dYacc.p, true, out, 1.0f, &err) == SC_OK);
+  REQUIRE(ok(cudaSuccess));
+  vecf acc_ref(ref);
+  for (size_t i = 0; i < acc_ref.size(); i++) acc_ref[i] += Y0[i];
+  double ef = rel_err(dYf.get(), ref), eb = rel_err(from_bf(dYb.get()), ref),
+         ea = rel_err(dYacc.get(), acc_ref);
+  EXPECTF(ef <= 1e-3, "gemm f32 err %g", ef);
+  EXPECTF(eb <= 1e-2, "gemm bf16 err %g", eb);
+  EXPECTF(ea <= 1e-3, "gemm beta=1 err %g", ea);
+  cublasDestroy(h);
+}
+
+static void test_qkv_post(void) {
+  const int n = 6, nh = 4, nkv = 2, hd = 24, half = hd / 2, QD = nh * hd, KD = nkv * hd;
+  const int ld = QD + 2 * KD, row0 = 3, S = 40;
+  const float eps = 1e-6f;
+  const double theta = 1e4;
+  vecf qkv = rand_bf((size_t)n * ld, 2.0f), bias(ld), qn(hd), kn(hd);
+  for (auto &v : bias) v = 0.1f * frand();
+  for (auto &v : qn) v = 1.0f + 0.2f * frand();
+  for (auto &v : kn) v = 1.0f + 0.2f * frand();
+  std::vector<int32_t> pos = {7, 8, 9, 0, 1, 30};  // a window offset, then a restart
+  vecf cs((size_t)S * half), sn((size_t)S * half);
+  for (int p = 0; p < S; p++)
+    for (int i = 0; i < half; i++) {
+      double inv = pow(theta, -2.0 * i / hd);
+      cs[(size_t)p * half + i] = (float)cos(p * inv);
+      sn[(size_t)p * half + i] = (float)sin(p * inv);
+    }
+  for (int variant = 0; variant < 2; variant++) {  // 0: bias + q/k-norm, 1: neither
+    dbuf<sck_bf16> dq(to_bf(qkv)), dk((size_t)S * KD), dv((size_t)S * KD);
+    dbuf<float> db(bias), dqn(qn), dkn(kn), dcs(cs), dsn(sn);
+    dbuf<int32_t> dp(pos);
+    REQUIRE(ok(sck_qkv_post(dq.p, n, nh, nkv, hd, variant ? nullptr : db.p,
+                            variant ? nullptr : dqn.p, variant ? nullptr : dkn.p, eps, dcs.p,
+                            dsn.p, dp.p, dk.p, dv.p, row0, 0)));
+    vecf gq = from_bf(dq.get()), gk = from_bf(dk.get()), gv = from_bf(dv.get());
+    vecf rq, gq_only, rk, gk_only, rv, gv_only;
+    for (int i = 0; i < n; i++)
+      for (int s = 0; s < nh + 2 * nkv; s++) {
+        double v[256];
+        for (int j = 0; j < hd; j++)
+          v[j] = qkv[(size_t)i * ld + s * hd + j] + (variant ? 0.0 : bias[s * hd + j]);
+        if (s >= nh + nkv) {
+          for (int j = 0; j < hd; j++) {
+            rv.push_back((float)v[j]);
+            gv_only.push_back(gv[(size_t)(row0 + i) * KD + (s - nh - nkv) * hd + j]);
+          }
+          continue;
+        }
+        if (!variant) {
+          double ss = 0;
+          for (int j = 0; j < hd; j++) ss += v[j] * v[j];
+          double r = 1.0 / sqrt(ss / hd + eps);
+          for (int j = 0; j < hd; j++) v[j] *= r * (s < nh ? qn[j] : kn[j]);
+        }
+        double o[256];
+        for (int j = 0; j < half; j++) {
+          double c = cs[(size_t)pos[i] * half + j], si = sn[(size_t)pos[i] * half + j];
+          o[j] = v[j] * c - v[j + half] * si;
+          o[j + half] = v[j + half] * c + v[j] * si;
+        }
+        for (int j = 0; j < hd; j++) {
+          if (s < nh) {
+            rq.push_back((float)o[j]);
+            gq_only.push_back(gq[(size_t)i * ld + s * hd + j]);
+          } else {
+            rk.push_back((float)o[j]);
+            gk_only.push_back(gk[(size_t)(row0 + i) * KD + (s - nh) * hd + j]);
+          }
+        }
+      }
+    double eq = rel_err(gq_only, rq), ek = rel_err(gk_only, rk), ev = rel_err(gv_only, rv);
+    EXPECTF(eq <= 1e-2 && ek <= 1e-2 && ev <= 1e-2, "qkv_post variant %d: q %g k %g v %g",
+            variant, eq, ek, ev);
+  }
+}
+
+// Reference attention: every query row i of tile t against keys [k0, k1).
+static vecf attn_ref(const vecf &q, int ldq, const vecf &k, const vecf &v, int nh, int nkv,
+                     int hd, const std::vector<sck_tile> &tiles, int n_rows) {
+  const int group = nh / nkv, KD = nkv * hd;
+  vecf out((size_t)n_rows * nh * hd, 0.0f);
+  for (const sck_tile &t : tiles)
+    for (int r = t.q0; r < t.q0 + t.nq; r++)
+      for (int h = 0; h < nh; h++) {
+        const int g = h / group;
+        std::vector<double> s(t.k1 - t.k0);
+        double mx = -1e300;
+        for (int kk = t.k0; kk < t.k1; kk++) {
+          double d = 0;
+          for (int j = 0; j < hd; j++)
+            d += (double)q[(size_t)r * ldq + h * hd + j] * k[(size_t)kk * KD + g * hd + j];
+          s[kk - t.k0] = d / sqrt((double)hd);
+          mx = fmax(mx, s[kk - t.k0]);
+        }
+        double z = 0;
+        for (auto &x : s) z += (x = exp(x - mx));
+        for (int j = 0; j < hd; j++) {
+          double a = 0;
+          for (int kk = t.k0; kk < t.k1; kk++)
+            a += s[kk - t.k0] * v[(size_t)kk * KD + g * hd + j];
+          out[(size_t)r * nh * hd + h * hd + j] = (float)(a / z);
+        }
+      }
+  return out;
+}
+
+static void attn_case(int nh, int nkv, int hd, int n_keys, bool packed, int n_chunks) {
+  sck_attn_plan plan;
+  REQUIRE(sck_attn_plan_for(hd, nh / nkv, &plan));
+  REQUIRE(ok(sck_attn_prepare(&plan)));
+  const int QD = nh * hd, KD = nkv * hd, ldq = QD + 2 * KD;  // q inside a qkv buffer
+  // Window: the last 9 of n_keys positions are the queries (local rows
+  // 0..8), attending to all keys. Packed: 3 sequences, queries = keys.
+  std::vector<sck_tile> tiles;
+  int n_rows;
+  if (!packed) {
+    n_rows = 9;
+    for (int r0 = 0; r0 < n_rows; r0 += plan.tq)
+      tiles.push_back({r0, n_rows - r0 < plan.tq ? n_rows - r0 : plan.tq, 0, n_keys});
+  } else {
+    n_rows = n_keys;
+    const int segs[4] = {0, 5, n_keys / 2, n_keys};
+    for (int s = 0; s < 3; s++)
+      for (int r0 = segs[s]; r0 < segs[s + 1]; r0 += plan.tq)
+        tiles.push_back({r0, segs[s + 1] - r0 < plan.tq ? segs[s + 1] - r0 : plan.tq, segs[s],
+                         segs[s + 1]});
+  }
+  int max_keys = 0;
+  for (auto &t : tiles) max_keys = t.k1 - t.k0 > max_keys ? t.k1 - t.k0 : max_keys;
+  int ck = (max_keys + n_chunks - 1) / n_chunks;
+  ck = (ck + 31) / 32 * 32;
+  const int chunks = (max_keys + ck - 1) / ck;
+  vecf q = rand_bf((size_t)n_rows * ldq, 2.0f), k = rand_bf((size_t)n_keys * KD, 2.0f),
+       v = rand_bf((size_t)n_keys * KD, 1.0f);
+  dbuf<sck_bf16> dq(to_bf(q)), dk(to_bf(k)), dv(to_bf(v)), dout((size_t)n_rows * QD);
+  dbuf<sck_tile> dt(tiles);
+  dbuf<float> part((size_t)tiles.size() * nkv * chunks * plan.qv * (hd + 2));
+  REQUIRE(ok(sck_attention(&plan, dq.p, ldq, dk.p, dv.p, dout.p, dt.p, (int)tiles.size(), nh,
+                           nkv, hd, chunks, ck, part.p, 0)));
+  vecf ref = attn_ref(q, ldq, k, v, nh, nkv, hd, tiles, n_rows);
+  double e = rel_err(from_bf(dout.get()), ref);
+  EXPECTF(e <= 2e-2, "attention nh %d nkv %d hd %d keys %d packed %d chunks %d: err %g", nh, nkv,
+          hd, n_keys, packed, chunks, e);
+}
+
+static void test_attention(void) {
+  attn_case(4, 2, 24, 70, false, 1);   // tiny-checkpoint shape, odd head size
+  attn_case(4, 2, 24, 70, false, 2);   // split keys + combine
+  attn_case(4, 2, 24, 70, true, 1);    // packed sequences
+  attn_case(4, 4, 12, 45, true, 2);    // MHA, hd 12, packed and split
+  attn_case(14, 2, 64, 300, false, 3); // Open-dCoder: group 7 (tq 9)
+  attn_case(28, 4, 128, 600, false, 5);// Dream 7B heads
+  attn_case(16, 8, 128, 200, true, 1); // CoDA heads, packed
+  attn_case(8, 2, 256, 100, false, 2); // the hd 256 instance
+}
+
+static void test_swiglu(void) {
+  const int n = 7, I = 333;
+  vecf gu = rand_bf((size_t)n * 2 * I, 4.0f), ref((size_t)n * I);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < I; j++) {
+      double g = gu[(size_t)i * 2 * I + j], u = gu[(size_t)i * 2 * I + I + j];
+      ref[(size_t)i * I + j] = (float)(g / (1.0 + exp(-g)) * u);
+    }
+  dbuf<sck_bf16> dgu(to_bf(gu)), dh((size_t)n * I);
+  REQUIRE(ok(sck_swiglu(dgu.p, n, I, dh.p, 0)));
+  double e = rel_err(from_bf(dh.get()), ref);
+  EXPECTF(e <= 1e-2, "swiglu err %g", e);
+}
+
+static void test_gather(void) {
+  const int H = 33, n = 10;
+  vecf x = rand_bf((size_t)n * H, 1.0f);
+  std::vector<int32_t> rows = {9, 0, 4, 4};
+  dbuf<sck_bf16> dx(to_bf(x)), dout(rows.size() * H);
+  dbuf<int32_t> dr(rows);
+  REQUIRE(ok(sck_gather_rows(dx.p, H, dr.p, (int)rows.size(), dout.p, 0)));
+  vecf got = from_bf(dout.get()), ref;
+  for (int r : rows) ref.insert(ref.end(), x.begin() + (size_t)r * H, x.begin() + (size_t)(r + 1) * H);
+  EXPECT(rel_err(got, ref) == 0.0);
+}
+
+static void test_convert(void) {
+  const size_t n = 1000;
+  vecf f(n);
+  std::vector<__half> h(n);
+  for (size_t i = 0; i < n; i++) {
+    f[i] = frand() * 100.0f;
+    h[i] = __float2half(frand() * 10.0f);
+  }
+  dbuf<float> df(f);
+  dbuf<__half> dh(h);
+  dbuf<sck_bf16> o1(n), o2(n);
+  REQUIRE(ok(sck_f32_to_bf16(df.p, n, o1.p, 0)));
+  REQUIRE(ok(sck_f16_to_bf16(dh.p, n, o2.p, 0)));
+  vecf g1 = from_bf(o1.get()), g2 = from_bf(o2.get()), r1(n), r2(n);
+  for (size_t i = 0; i < n; i++) {
+    r1[i] = bfr(f[i]);
+    r2[i] = bfr(__half2float(h[i]));
+  }
+  EXPECT(rel_err(g1, r1) == 0.0);
+  EXPECT(rel_err(g2, r2) == 0.0);
+}
+
+static void test_lm_stats(void) {
+  const int n = 5, V = 1000;
+  vecf lg((size_t)n * V);
+  for (auto &x : lg) x = frand() * 6.0f;
+  lg[(size_t)1 * V + 10] = lg[(size_t)1 * V + 500] = 9.0f;  // a tie: lowest index wins, margin 0
+  lg[(size_t)2 * V + 999] = 30.0f;                           // nearly one-hot
+  std::vector<int32_t> keys = {100, 101, 102, 7, 7};
+  for (int pass = 0; pass < 2; pass++) {
+    const float temp = pass ? 0.8f : 0.0f;
+    const uint64_t seed = 1234;
+    dbuf<float> dl(lg);
+    dbuf<int32_t> dk(keys);
+    dbuf<sc_kernels_row_stats> ds(n);
+    REQUIRE(ok(sck_lm_stats(dl.p, n, V, temp, seed, dk.p, ds.p, 0)));
+    std::vector<sc_kernels_row_stats> got = ds.get();
+    for (int i = 0; i < n; i++) {
+      const float *r = &lg[(size_t)i * V];
+      int am = 0;
+      for (int j = 1; j < V; j++)
+        if (r[j] > r[am]) am = j;
+      double second = -1e300;
+      for (int j = 0; j < V; j++)
+        if (j != am && r[j] > second) second = r[j];
+      double z = 0, s1 = 0;
+      for (int j = 0; j < V; j++) {
+        double d = (double)r[j] - r[am];
+        z += exp(d);
+        s1 += exp(d) * d;
+      }
+      double pmax = 1.0 / z, margin = (1.0 - exp(second - r[am])) / z, ent = log(z) - s1 / z;
+      int sample = am;
+      if (temp > 0) {
+        double best = -1e300;
+        for (int j = 0; j < V; j++) {
+          float u = sck_uniform(seed, (uint64_t)(int64_t)keys[i], (uint64_t)j);
+          double gk = (double)(r[j] * (1.0f / temp)) - log(-log((double)u));
+          if (gk > best) best = gk, sample = j;
+        }
+      }
+      EXPECTF(got[i].argmax == am, "row %d argmax %d != %d", i, got[i].argmax, am);
+      EXPECTF(got[i].sample == sample, "row %d sample %d != %d (T %g)", i, got[i].sample, sample,
+              temp);
+      EXPECTF(fabs(got[i].max_prob - pmax) <= 1e-4 * pmax, "row %d p %g vs %g", i,
+              got[i].max_prob, pmax);
+      EXPECTF(fabs(got[i].margin - margin) <= 1e-4 * fmax(pmax, 1e-3), "row %d margin %g vs %g", i,
+              got[i].margin, margin);
+      EXPECTF(fabs(got[i].entropy - ent) <= 1e-4 * fmax(ent, 1.0), "row %d entropy %g vs %g", i,
+              got[i].entropy, ent);
+    }
+  }
+}
+
+int main(void) {
+  sc_kernels_device_info info;
+  sc_error err = {};
+  if (sc_kernels_probe(&info, &err) != SC_OK) {
+    printf("no CUDA device: %s; skipping the kernel parity tests\n", err.msg);
+    return 77;
+  }
+  fprintf(stderr, "device: %s (sm_%d%d)\n", info.name, info.cc_major, info.cc_minor);
+  RUN(test_embed);
+  RUN(test_add_rmsnorm);
+  RUN(test_gemm);
+  RUN(test_qkv_post);
+  RUN(test_attention);
+  RUN(test_swiglu);
+  RUN(test_gather);
+  RUN(test_convert);
+  RUN(test_lm_stats);
+  TEST_MAIN_END();
+}
