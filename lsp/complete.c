@@ -534,7 +534,7 @@ static json_t *build_items(const complete_arg *a, const char *text, size_t len, 
     char *doc = malloc(len + 64);
     if (doc) snprintf(doc, len + 64, "```%s\n%.*s\n```", a->language, (int)len, text);
     json_t *item = json_pack(
-        "{s:s, s:i, s:i, s:{s:o, s:O}, s:s, s:{s:s, s:s}, s:s, s:s, s:O}", "label", label,
+        "{s:s, s:i, s:i, s:{s:o, s:o}, s:s, s:{s:s, s:s}, s:s, s:s, s:O}", "label", label,
         "kind", 1, "insertTextFormat", 1, "textEdit", "range", range, "newText", t,
         "filterText", label, "documentation", "kind", "markdown", "value", doc ? doc : "",
         "detail", "sculpt", "sortText", "0", "data", data);
