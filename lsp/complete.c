@@ -31,6 +31,7 @@ typedef struct settings {
   int debounce_ms;
   char **languages; /* NULL: every language sculpt knows */
   int n_languages;
+  char *hole_marker; /* NULL: TODO(sculpt) */
 } settings;
 
 typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
@@ -82,6 +83,7 @@ static void settings_defaults(settings *st) {
 
 static void settings_free(settings *st) {
   free(st->model_path);
+  free(st->hole_marker);
   for (int i = 0; i < st->n_languages; i++) free(st->languages[i]);
   free(st->languages);
   memset(st, 0, sizeof *st);
@@ -90,6 +92,7 @@ static void settings_free(settings *st) {
 static bool settings_copy(settings *dst, const settings *src) {
   *dst = *src;
   dst->model_path = src->model_path ? strdup(src->model_path) : NULL;
+  dst->hole_marker = src->hole_marker ? strdup(src->hole_marker) : NULL;
   dst->languages = NULL;
   dst->n_languages = 0;
   if (src->n_languages) {
@@ -158,6 +161,14 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
       SC_LOG_WARN("settings: threshold must be a number in [0, 1]; ignored");
   }
   get_int(o, "maxTokens", 1, 1024, &st->max_tokens);
+  if ((v = json_object_get(o, "holeMarker"))) {
+    if (json_is_string(v) && json_string_length(v) > 0) {
+      free(st->hole_marker);
+      st->hole_marker = strdup(json_string_value(v));
+    } else {
+      SC_LOG_WARN("settings: holeMarker must be a non-empty string; ignored");
+    }
+  }
   get_int(o, "contextBudget", 64, 65536, &st->context_budget);
   get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
   if ((v = json_object_get(o, "enabledLanguages"))) {
@@ -842,6 +853,8 @@ void sc_completer_on_change(sc_completer *c, const char *uri) {
 void sc_completer_capabilities(json_t *caps) {
   json_object_set_new(caps, "inlineCompletionProvider", json_true());
   json_object_set_new(caps, "completionProvider", json_pack("{s:b}", "resolveProvider", 0));
+  json_object_set_new(caps, "codeActionProvider",
+                      json_pack("{s:[s, s]}", "codeActionKinds", "quickfix", "refactor.rewrite"));
   json_object_set_new(caps, "executeCommandProvider",
                       json_pack("{s:[s, s]}", "commands", "sculpt.accept", "sculpt.dismiss"));
 }
@@ -867,4 +880,311 @@ void sc_completer_free(sc_completer *c) {
   settings_free(&c->set);
   for (int i = 0; i < CACHE_ENTRIES; i++) free(c->cache[i].middle);
   free(c);
+}
+
+/* ======================= code actions ======================================= */
+/* Quick fixes by re-infilling: for each diagnostic, the span from the
+ * diagnostic to the end of its statement, and the whole statement, are
+ * masked and infilled; a candidate is offered when the document then has
+ * fewer syntax errors, none of them new, and it differs from what was there.
+ * Also "Fill hole" on a hole marker (setting holeMarker, default
+ * TODO(sculpt); and a Python body that is only `...`) and "Complete block"
+ * on an empty body. Everything runs in one cancellable job. */
+
+#define MAX_TARGETS 6
+
+typedef struct action_target {
+  size_t a, b;       /* the span to replace */
+  char title[48];    /* "fix", "fill hole", "complete block" */
+  const char *kind;  /* CodeActionKind */
+  json_t *diagnostic; /* the diagnostic it fixes, or NULL (owned) */
+} action_target;
+
+typedef struct action_arg {
+  sc_completer *c;
+  settings set;
+  char *uri;
+  char *text; /* the whole document (owned) */
+  size_t len;
+  sc_syntax_tree *tree; /* a copy (owned) */
+  sc_pos_encoding enc;
+  action_target t[MAX_TARGETS];
+  int n;
+} action_arg;
+
+static void action_arg_free(void *p) {
+  action_arg *a = p;
+  settings_free(&a->set);
+  free(a->uri);
+  free(a->text);
+  sc_syntax_tree_free(a->tree);
+  for (int i = 0; i < a->n; i++) json_decref(a->t[i].diagnostic);
+  free(a);
+}
+
+/* Statement-like node types across our grammars. */
+static bool is_statement(const char *type) {
+  size_t n = strlen(type);
+  return (n >= 9 && strcmp(type + n - 9, "statement") == 0) ||
+         (n >= 11 && strcmp(type + n - 11, "declaration") == 0) ||
+         strcmp(type, "expression_statement") == 0 || strcmp(type, "ERROR") == 0;
+}
+
+/* The statement around byte a: the smallest statement-like ancestor that
+ * spans at most a few lines; else the line. */
+static void statement_span(const sc_syntax_tree *tree, const char *text, size_t len, size_t a,
+                           size_t *s0, size_t *s1) {
+  size_t ls = a, le = a;
+  while (ls > 0 && text[ls - 1] != '\n') ls--;
+  while (le < len && text[le] != '\n') le++;
+  *s0 = ls;
+  *s1 = le;
+  /* Skip the line's indentation. */
+  while (*s0 < *s1 && (text[*s0] == ' ' || text[*s0] == '\t')) (*s0)++;
+  TSNode root = sc_syntax_tree_root(tree);
+  TSNode n = ts_node_descendant_for_byte_range(root, (uint32_t)a, (uint32_t)a);
+  while (!ts_node_is_null(n)) {
+    if (is_statement(ts_node_type(n))) {
+      size_t x = ts_node_start_byte(n), y = ts_node_end_byte(n);
+      int lines = 0;
+      for (size_t i = x; i < y; i++) lines += text[i] == '\n';
+      if (lines <= 4 && x <= a && y >= a) {
+        *s0 = x;
+        *s1 = y;
+      }
+      break;
+    }
+    n = ts_node_parent(n);
+  }
+  /* A trailing newline is the separator, not the statement's. */
+  while (*s1 > *s0 && (text[*s1 - 1] == '\n' || text[*s1 - 1] == '\r')) (*s1)--;
+}
+
+static void add_target(action_arg *a, size_t x, size_t y, const char *title, const char *kind,
+                       json_t *diag) {
+  if (a->n == MAX_TARGETS || y < x) return;
+  for (int i = 0; i < a->n; i++)
+    if (a->t[i].a == x && a->t[i].b == y) return;
+  action_target *t = &a->t[a->n++];
+  t->a = x;
+  t->b = y;
+  snprintf(t->title, sizeof t->title, "%s", title);
+  t->kind = kind;
+  t->diagnostic = diag ? json_incref(diag) : NULL;
+}
+
+static json_t *range_json(const char *text, size_t len, const sc_line_index *idx, size_t a,
+                          size_t b, sc_pos_encoding enc) {
+  uint32_t l0, c0, l1, c1;
+  sc_offset_to_pos(text, len, idx, a, enc, &l0, &c0);
+  sc_offset_to_pos(text, len, idx, b, enc, &l1, &c1);
+  return json_pack("{s:{s:i, s:i}, s:{s:i, s:i}}", "start", "line", (int)l0, "character",
+                   (int)c0, "end", "line", (int)l1, "character", (int)c1);
+}
+
+/* One candidate for a target: greedy, or sampled with a seed. Returns a
+ * malloc'd text (or NULL) that passed the checks. */
+static char *candidate_for(sc_completer *c, action_arg *a, const action_target *t,
+                           uint64_t seed, sc_job *job, sc_error *err) {
+  int32_t *pre = NULL, *suf = NULL;
+  size_t n_pre = 0, n_suf = 0, budget = (size_t)a->set.context_budget;
+  size_t p0 = t->a > PREFIX_WINDOW_BYTES ? t->a - PREFIX_WINDOW_BYTES : 0;
+  size_t s1 = a->len - t->b > SUFFIX_WINDOW_BYTES ? t->b + SUFFIX_WINDOW_BYTES : a->len;
+  if (sc_tokenizer_encode(c->tok, a->text + p0, t->a - p0, &pre, &n_pre, err) != SC_OK)
+    return NULL;
+  if (sc_tokenizer_encode(c->tok, a->text + t->b, s1 - t->b, &suf, &n_suf, err) != SC_OK) {
+    free(pre);
+    return NULL;
+  }
+  size_t keep_suf = n_suf < budget / 4 ? n_suf : budget / 4;
+  size_t keep_pre = n_pre < budget - keep_suf ? n_pre : budget - keep_suf;
+  /* Canvas lengths around the span's own size: a fix is usually close to it. */
+  int32_t *old = NULL;
+  size_t n_old = 0;
+  sc_tokenizer_encode(c->tok, a->text + t->a, t->b - t->a, &old, &n_old, NULL);
+  free(old);
+  int base = (int)n_old;
+  sc_infill_plan plan = {3, {base + 8, 2 * base + 16, 4 * base + 32}};
+  for (int i = 0; i < 3; i++)
+    if (plan.lengths[i] > a->set.max_tokens * 2) plan.lengths[i] = a->set.max_tokens * 2;
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  sc_infill_algorithm_parse(a->set.algorithm, &p);
+  p.threshold = (float)a->set.threshold;
+  p.seed = seed;
+  p.temperature = seed ? 0.8 : 0.0;
+  sc_infill_result res;
+  atomic_fetch_add(&c->engine_calls, 1);
+  sc_status st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
+                                  (int)keep_suf, &plan, &p, &job->cancel, NULL, NULL, &res, err);
+  free(pre);
+  free(suf);
+  if (st != SC_OK) return NULL;
+  const char *cand = res.text ? res.text : "";
+  size_t len = res.text_len;
+  while (len > 0 && (cand[len - 1] == '\n' || cand[len - 1] == '\r')) len--;
+  char *out = NULL;
+  bool same = len == t->b - t->a && memcmp(cand, a->text + t->a, len) == 0;
+  if (!same) {
+    /* Parse check: the span replaced by the candidate. */
+    sc_syntax_tree *copy = NULL;
+    sc_completion_check chk;
+    size_t before = sc_syntax_tree_error_count(a->tree);
+    if (sc_syntax_tree_copy(a->tree, &copy, NULL) == SC_OK &&
+        sc_syntax_tree_edit(copy, t->a, t->b, "", 0, NULL) == SC_OK &&
+        sc_completion_check_insert(copy, t->a, cand, len, &chk, NULL) == SC_OK &&
+        chk.new_errors == 0 && (t->diagnostic == NULL || chk.errors_after < before ||
+                                before == 0)) {
+      out = malloc(len + 1);
+      if (out) {
+        memcpy(out, cand, len);
+        out[len] = '\0';
+      }
+    }
+    sc_syntax_tree_free(copy);
+  }
+  sc_infill_result_free(&res);
+  return out;
+}
+
+static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
+  action_arg *a = argp;
+  sc_completer *c = a->c;
+  if (!c->engine) {
+    sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
+    return NULL;
+  }
+  sc_line_index idx = {0};
+  if (sc_line_index_build(&idx, a->text, a->len) != SC_OK) {
+    sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  json_t *out = json_array();
+  for (int i = 0; i < a->n; i++) {
+    const action_target *t = &a->t[i];
+    /* Greedy first; if it does not pass, two seeded samples. */
+    char *seen[3] = {0};
+    int n_seen = 0;
+    for (uint64_t seed = 0; seed < 3 && n_seen < 1; seed++) {
+      if (sc_job_cancelled(job) != SC_JOB_LIVE) break;
+      sc_error cerr = {0};
+      char *cand = candidate_for(c, a, t, seed, job, &cerr);
+      if (!cand) continue;
+      bool dup = false;
+      for (int k = 0; k < n_seen; k++) dup |= strcmp(seen[k], cand) == 0;
+      if (dup) {
+        free(cand);
+        continue;
+      }
+      seen[n_seen++] = cand;
+      const char *nl = strchr(cand, '\n');
+      char title[128];
+      snprintf(title, sizeof title, "sculpt: %s: %.*s%s", t->title,
+               (int)(nl ? (nl - cand > 48 ? 48 : nl - cand) : (strlen(cand) > 48 ? 48 : (int)strlen(cand))),
+               cand, nl || strlen(cand) > 48 ? " …" : "");
+      json_t *edit = json_pack("{s:{s:[{s:o, s:s}]}}", "changes", a->uri, "range",
+                               range_json(a->text, a->len, &idx, t->a, t->b, a->enc),
+                               "newText", cand);
+      json_t *action = json_pack("{s:s, s:s, s:o}", "title", title, "kind", t->kind, "edit",
+                                 edit);
+      if (t->diagnostic) {
+        json_object_set_new(action, "diagnostics", json_pack("[O]", t->diagnostic));
+        json_object_set_new(action, "isPreferred", json_true());
+      }
+      if (action) json_array_append_new(out, action);
+    }
+    for (int k = 0; k < n_seen; k++) free(seen[k]);
+  }
+  sc_line_index_free(&idx);
+  if (sc_job_cancelled(job) != SC_JOB_LIVE) {
+    json_decref(out);
+    sc_error_set(err, SC_ERR_CANCELLED, "cancelled");
+    return NULL;
+  }
+  return out;
+}
+
+void sc_completer_handle_action(sc_lsp_req *r) {
+  sc_lsp_server *s = r->s;
+  sc_completer *c = sc_lsp__completer(s);
+  sc_document *d = sc_lsp__get_open_document(r);
+  if (!d) return;
+  json_t *range = json_object_get(r->params, "range");
+  uint32_t l0, c0, l1, c1;
+  if (!sc_lsp__get_position(json_object_get(range, "start"), &l0, &c0) ||
+      !sc_lsp__get_position(json_object_get(range, "end"), &l1, &c1)) {
+    sc_lsp__bad_params(r, "range needs start and end positions");
+    return;
+  }
+  json_t *diags = json_object_get(json_object_get(r->params, "context"), "diagnostics");
+  if (diags && !json_is_array(diags)) {
+    sc_lsp__bad_params(r, "context.diagnostics must be an array");
+    return;
+  }
+  sc_syntax_tree *tree = sc_document_syntax(d);
+  const sc_line_index *idx = sc_document_lines(d);
+  if (!tree || !idx || !language_enabled(c, d->lang) || c->state != MS_READY) {
+    sc_lsp__send_result(s, r->id, json_array()); /* nothing we can offer here */
+    return;
+  }
+  sc_pos_encoding enc = sc_lsp__encoding(s);
+  action_arg *a = calloc(1, sizeof *a);
+  if (!a || !settings_copy(&a->set, &c->set) || !(a->uri = strdup(d->uri)) ||
+      !(a->text = malloc(d->len + 1)) || sc_syntax_tree_copy(tree, &a->tree, NULL) != SC_OK) {
+    if (a) action_arg_free(a);
+    sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
+  memcpy(a->text, d->text, d->len);
+  a->text[d->len] = '\0';
+  a->len = d->len;
+  a->c = c;
+  a->enc = enc;
+  /* Diagnostics: from the error to its statement's end, then the statement. */
+  size_t i;
+  json_t *dg;
+  json_array_foreach(diags, i, dg) {
+    json_t *dr = json_object_get(dg, "range");
+    uint32_t dl, dc;
+    if (!sc_lsp__get_position(json_object_get(dr, "start"), &dl, &dc)) continue;
+    size_t x = sc_pos_to_offset(d->text, d->len, idx, dl, dc, enc, NULL), s0, s1;
+    statement_span(tree, d->text, d->len, x, &s0, &s1);
+    if (x > s0 && x < s1) add_target(a, x, s1, "fix", "quickfix", dg);
+    add_target(a, s0, s1, "fix", "quickfix", dg);
+  }
+  /* Hole markers on the lines of the range. */
+  size_t ra = sc_pos_to_offset(d->text, d->len, idx, l0, c0, enc, NULL);
+  size_t rb = sc_pos_to_offset(d->text, d->len, idx, l1, c1, enc, NULL);
+  size_t ls = ra, le = rb;
+  while (ls > 0 && d->text[ls - 1] != '\n') ls--;
+  while (le < d->len && d->text[le] != '\n') le++;
+  const char *marker = c->set.hole_marker ? c->set.hole_marker : "TODO(sculpt)";
+  for (size_t p = ls; p < le;) {
+    const char *nl = memchr(d->text + p, '\n', le - p);
+    size_t e = nl ? (size_t)(nl - d->text) : le;
+    size_t x = p, y = e;
+    while (x < y && (d->text[x] == ' ' || d->text[x] == '\t')) x++;
+    while (y > x && (d->text[y - 1] == ' ' || d->text[y - 1] == '\t' || d->text[y - 1] == '\r')) y--;
+    bool python_hole = d->lang && strcmp(d->lang, "python") == 0 && y - x == 3 &&
+                       memcmp(d->text + x, "...", 3) == 0;
+    char *line = strndup(d->text + x, y - x);
+    if (line && (strstr(line, marker) || python_hole))
+      add_target(a, x, y, "fill hole", "refactor.rewrite", NULL);
+    free(line);
+    p = e + 1;
+  }
+  /* An empty body at the cursor. */
+  if (ra == rb) {
+    sc_completion_plan plan;
+    if (sc_completion_plan_at(tree, ra, &plan, NULL) == SC_OK &&
+        (plan.kind == SC_COMPLETION_BLOCK || plan.kind == SC_COMPLETION_FUNCTION_BODY))
+      add_target(a, ra, ra, "complete block", "refactor.rewrite", NULL);
+  }
+  if (a->n == 0) {
+    action_arg_free(a);
+    sc_lsp__send_result(s, r->id, json_array());
+    return;
+  }
+  sc_lsp__cancel_method(s, r->method, d->uri);
+  sc_lsp__post_job(s, r->id, r->method, d->uri, actions_job, a, action_arg_free, NULL);
 }

@@ -279,5 +279,6 @@ size_t sc_completer_shape(const char *mid, size_t len, const char *suffix, size_
 void sc_completer_handle_inline(sc_lsp_req *r);
 void sc_completer_handle_completion(sc_lsp_req *r);
 void sc_completer_handle_execute(sc_lsp_req *r);
+void sc_completer_handle_action(sc_lsp_req *r);
 
 #endif /* SCULPT_LSP_IMPL_H */

@@ -772,6 +772,7 @@ static const method k_methods[] = {
     {"textDocument/inlineCompletion", sc_completer_handle_inline, true, false},
     {"textDocument/completion", sc_completer_handle_completion, true, false},
     {"workspace/executeCommand", sc_completer_handle_execute, true, false},
+    {"textDocument/codeAction", sc_completer_handle_action, true, false},
     {"sculpt/test/document", handle_test_document, true, true},
     {"sculpt/test/offset", handle_test_offset, true, true},
     {"sculpt/test/sleep", handle_test_sleep, true, true},

@@ -223,10 +223,79 @@ def test_no_model():
     s.shutdown_and_exit()
 
 
+def python_parses(text):
+    try:
+        compile(text, "<fixture>", "exec")
+        return True
+    except SyntaxError:
+        return False
+
+
+def code_actions(s, uri, line, c0, c1, diagnostics=()):
+    return s.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri},
+        "range": {"start": {"line": line, "character": c0}, "end": {"line": line, "character": c1}},
+        "context": {"diagnostics": list(diagnostics)}}, 60)
+
+
+def apply_edit(text, edit):
+    lines = text.split("\n")
+    def off(p):
+        return sum(len(l) + 1 for l in lines[:p["line"]]) + p["character"]
+    r = edit["range"]
+    return text[:off(r["start"])] + edit["newText"] + text[off(r["end"]):]
+
+
+def test_quick_fix_repairs_a_syntax_error():
+    s, init = start()
+    check("codeActionProvider" in init["capabilities"], "codeActionProvider")
+    wait_ready(s)
+    uri = "file:///w/fix.py"
+    text = "total = abc$\nprint(total)\n"
+    check(not python_parses(text), "the fixture is broken")
+    open_doc(s, text, uri=uri, lang="python")
+    diag = {"range": {"start": {"line": 0, "character": 11}, "end": {"line": 0, "character": 12}},
+            "severity": 1, "message": "invalid syntax"}
+    acts = code_actions(s, uri, 0, 11, 11, [diag])["result"]
+    check(len(acts) >= 1, "a quick fix is offered", acts)
+    for a in acts:
+        eq(a["kind"], "quickfix", "kind")
+        eq(a["diagnostics"], [diag], "the diagnostic it fixes")
+        edits = a["edit"]["changes"][uri]
+        fixed = apply_edit(text, edits[0])
+        check(python_parses(fixed), "the fix parses", fixed)
+        check(fixed != text, "the fix changes something")
+    fixed = apply_edit(text, acts[0]["edit"]["changes"][uri][0])
+    eq(fixed, "total = abc" + ALPHABET + "\nprint(total)\n", "the planted model's repair")
+    # No diagnostic, no hole, no empty block: nothing offered, no model call.
+    calls = stats(s)["engineCalls"]
+    eq(code_actions(s, uri, 1, 0, 0)["result"], [], "nothing to offer")
+    eq(stats(s)["engineCalls"], calls, "and no engine call for it")
+    s.shutdown_and_exit()
+
+
+def test_hole_candidates_must_parse():
+    # A hole the planted model cannot fill with valid code: its candidates
+    # are tried, and none is offered, since none parses.
+    s, _ = start()
+    wait_ready(s)
+    uri = "file:///w/hole.py"
+    text = "def f():\n    ...\n"
+    open_doc(s, text, uri=uri, lang="python")
+    calls = stats(s)["engineCalls"]
+    acts = code_actions(s, uri, 1, 4, 4)["result"]
+    check(stats(s)["engineCalls"] > calls, "the hole was tried")
+    for a in acts:
+        fixed = apply_edit(text, a["edit"]["changes"][uri][0])
+        check(python_parses(fixed), "every offered fill parses", fixed)
+    s.shutdown_and_exit()
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_capabilities_and_load, test_inline_completion_parses,
                    test_completion_items, test_typing_through_is_cached, test_stale_and_cancelled,
-                   test_commands_settings_and_languages, test_no_model])
+                   test_commands_settings_and_languages, test_no_model,
+                   test_quick_fix_repairs_a_syntax_error, test_hole_candidates_must_parse])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
