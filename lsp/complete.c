@@ -18,8 +18,10 @@
 #include <time.h>
 
 #define CACHE_ENTRIES 32
-#define PREFIX_WINDOW_BYTES (256 * 1024) /* text copied for the job; the */
-#define SUFFIX_WINDOW_BYTES (64 * 1024)  /* token budget then trims it  */
+/* Text copied around the cursor for a job: enough bytes for the token budget
+ * (code averages 3-4 bytes a token; 8 leaves room), never the whole file,
+ * since tokenizing what the budget then drops is wasted time. */
+#define WINDOW_BYTES_PER_TOKEN 8
 
 typedef struct settings {
   char *model_path; /* NULL: sc_model_default_dir() */
@@ -32,6 +34,7 @@ typedef struct settings {
   char **languages; /* NULL: every language sculpt knows */
   int n_languages;
   char *hole_marker; /* NULL: TODO(sculpt) */
+  int length_candidates; /* canvas lengths decoded per completion (batched) */
 } settings;
 
 typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
@@ -79,6 +82,7 @@ static void settings_defaults(settings *st) {
   st->max_tokens = 64;
   st->context_budget = 1024;
   st->debounce_ms = 75;
+  st->length_candidates = 1;
 }
 
 static void settings_free(settings *st) {
@@ -171,6 +175,7 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
   }
   get_int(o, "contextBudget", 64, 65536, &st->context_budget);
   get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
+  get_int(o, "lengthCandidates", 1, SC_INFILL_MAX_CANDIDATES, &st->length_candidates);
   if ((v = json_object_get(o, "enabledLanguages"))) {
     if (!json_is_array(v) && !json_is_null(v)) {
       SC_LOG_WARN("settings: enabledLanguages must be an array of names; ignored");
@@ -499,6 +504,7 @@ typedef struct complete_arg {
   uint64_t uri_hash, prefix_hash, suffix_hash;
   size_t doc_prefix_len;
   double t_request;
+  double prepare_ms; /* loop-thread time: syntax, planning, copies */
   /* out, for on_done */
   char *middle;
   size_t middle_len;
@@ -564,12 +570,14 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   sc_completer *c = a->c;
   /* Debounce (automatic triggers only), in steps so a newer edit or request
    * cancels it at once. */
-  for (int i = 0; i < a->debounce_ms; i++) {
+  double deadline = sc_now_ms() + a->debounce_ms;
+  for (double now = sc_now_ms(); now < deadline; now = sc_now_ms()) {
     if (sc_job_cancelled(job) != SC_JOB_LIVE) {
       sc_error_set(err, SC_ERR_CANCELLED, "cancelled while waiting");
       return NULL;
     }
-    struct timespec ts = {0, 1000000};
+    double left = deadline - now;
+    struct timespec ts = {0, (long)((left < 1.0 ? left : 1.0) * 1e6)};
     nanosleep(&ts, NULL);
   }
   if (!c->engine) {
@@ -596,10 +604,15 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   p.threshold = (float)a->set.threshold;
   sc_infill_plan plan = {0};
   if (a->tree) {
-    /* The syntax plan's lengths, within the maxTokens setting, no repeats. */
+    /* The syntax plan's lengths, within the maxTokens setting, no repeats.
+     * Each extra length is a whole extra decode, so by default only the
+     * plan's middle one runs (setting lengthCandidates). */
     sc_infill_plan from;
     sc_completion_plan_to_infill(&a->plan, &from);
-    for (int i = 0; i < from.n_lengths; i++) {
+    int want = a->set.length_candidates < from.n_lengths ? a->set.length_candidates
+                                                          : from.n_lengths;
+    int first = (from.n_lengths - want) / 2;
+    for (int i = first; i < first + want; i++) {
       int m = from.lengths[i] < a->set.max_tokens ? from.lengths[i] : a->set.max_tokens;
       bool seen = false;
       for (int k = 0; k < plan.n_lengths; k++) seen |= plan.lengths[k] == m;
@@ -620,6 +633,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   free(pre);
   free(suf);
   if (st != SC_OK) return NULL;
+  double t_shape0 = sc_now_ms();
   const char *raw = res.text ? res.text : "";
   size_t len = res.text_len;
   /* Shaping: the syntactic unit the plan asked for, nothing the suffix
@@ -645,6 +659,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   }
   double t_end = sc_now_ms();
   a->model_ms = res.ms_total;
+  double shape_ms = t_end - t_shape0;
   json_t *data = json_pack("{s:b, s:f, s:i, s:f, s:i, s:i, s:f, s:s, s:i}", "cached", 0,
                            "contextMs", t_ctx - t0, "steps", res.steps, "modelMs", res.ms_total,
                            "tokens", res.n_ids, "debounceMs", a->debounce_ms, "totalMs",
@@ -652,6 +667,8 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
                            a->tree ? sc_completion_kind_name(a->plan.kind) : "unplanned",
                            "canvas", res.canvas_len);
   if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
+  json_object_set_new(data, "shapeMs", json_real(shape_ms));
+  json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
   SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
                res.n_ids, res.steps, t_ctx - t0, res.ms_total, t_end - a->t_request);
   json_t *out = build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
@@ -675,7 +692,7 @@ static void complete_done(sc_lsp_server *s, sc_job *job) {
  * per keystroke (Tabby's adaptive debounce, simplified). */
 static int debounce_for(const sc_completer *c) {
   int base = c->set.debounce_ms;
-  if (c->avg_interval_ms <= 0) return base;
+  if (c->avg_interval_ms <= 0 || base == 0) return base; /* 0: the user wants none */
   double d = 0.5 * base + 0.75 * c->avg_interval_ms;
   if (d < base * 0.5) d = base * 0.5;
   if (d > 400) d = 400;
@@ -772,8 +789,9 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   }
 
   complete_arg *a = calloc(1, sizeof *a);
-  size_t p0 = off > PREFIX_WINDOW_BYTES ? off - PREFIX_WINDOW_BYTES : 0;
-  size_t s1 = d->len - off > SUFFIX_WINDOW_BYTES ? off + SUFFIX_WINDOW_BYTES : d->len;
+  size_t pw = (size_t)c->set.context_budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
+  size_t p0 = off > pw ? off - pw : 0;
+  size_t s1 = d->len - off > sw ? off + sw : d->len;
   if (a) {
     a->c = c;
     a->kind = kind;
@@ -811,6 +829,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->suffix_hash = sc_hash64(d->text + off, d->len - off, 1);
   a->doc_prefix_len = off;
   a->t_request = t_request;
+  a->prepare_ms = sc_now_ms() - t_request;
   sc_lsp__post_job(s, r->id, r->method, d->uri, complete_job, a, complete_arg_free,
                    complete_done);
 }
@@ -988,8 +1007,9 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
                            uint64_t seed, sc_job *job, sc_error *err) {
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, n_suf = 0, budget = (size_t)a->set.context_budget;
-  size_t p0 = t->a > PREFIX_WINDOW_BYTES ? t->a - PREFIX_WINDOW_BYTES : 0;
-  size_t s1 = a->len - t->b > SUFFIX_WINDOW_BYTES ? t->b + SUFFIX_WINDOW_BYTES : a->len;
+  size_t pw = budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
+  size_t p0 = t->a > pw ? t->a - pw : 0;
+  size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
   if (sc_tokenizer_encode(c->tok, a->text + p0, t->a - p0, &pre, &n_pre, err) != SC_OK)
     return NULL;
   if (sc_tokenizer_encode(c->tok, a->text + t->b, s1 - t->b, &suf, &n_suf, err) != SC_OK) {

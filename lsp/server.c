@@ -841,6 +841,8 @@ static void dispatch(sc_lsp_server *s, json_t *msg) {
     return;
   }
   json_t *params = json_object_get(msg, "params");
+  /* "params": null is what some clients send for void; treat it as absent. */
+  if (json_is_null(params)) params = NULL;
   if (params && !json_is_object(params) && !json_is_array(params)) {
     if (has_id) sc_lsp__send_error(s, id, SC_RPC_INVALID_PARAMS, "params must be an object or an array");
     else SC_LOG_WARN("%s: params must be an object or an array", json_string_value(jmethod));

@@ -23,7 +23,8 @@ ALPHABET = "defghijklmnopqrstuvwxyz"
 
 
 def start(settings=None, progress=False, model=MODEL):
-    opts = {"modelPath": model}
+    # Every canvas length the plan offers, so that the planted middle fits.
+    opts = {"modelPath": model, "lengthCandidates": 4}
     opts.update(settings or {})
     s = spawn()
     caps = {"window": {"workDoneProgress": True}} if progress else {}
