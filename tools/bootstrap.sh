@@ -16,7 +16,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 BUILD_PKGS=(build-essential cmake ninja-build pkg-config git ca-certificates
             libjansson-dev libev-dev libtree-sitter-dev libpcre2-dev libutf8proc-dev
             libopenblas-dev python3)
-TEST_PKGS=(python3-numpy clang libclang-rt-14-dev)
+TEST_PKGS=(python3-numpy python3-torch clang libclang-rt-14-dev)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -69,6 +69,9 @@ case "$mode" in
     install_node
     configure_build build
     python3 tools/demo_session.py build/sculpt
+    echo
+    echo "== sculpt complete tools/demo/fib.py:4:5 (the default model, model/default)"
+    ./build/sculpt complete tools/demo/fib.py:4:5 --max-tokens 24 --json
     ;;
   test)
     install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"

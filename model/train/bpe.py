@@ -54,7 +54,7 @@ BYTE_DEC = {c: b for b, c in BYTE_ENC.items()}
 
 
 def _ranges(pred):
-    out, start, prev = [], None, None
+    out, start = [], None
     for cp in range(0x110000):
         if 0xD800 <= cp <= 0xDFFF:
             ok = False

@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 
 EXT_LANG = {".py": "python", ".c": "c", ".h": "c", ".js": "javascript",
@@ -100,7 +99,7 @@ def dpkg_sources():
             for line in f:
                 p = line.rstrip("\n")
                 ext = os.path.splitext(p)[1]
-                if ext in EXT_LANG and "/dist-packages/" not in p[:0] and os.path.isfile(p):
+                if ext in EXT_LANG and os.path.isfile(p):
                     files.append(p)
         if not files:
             continue
@@ -228,7 +227,7 @@ def build(out_dir, npm_roots, max_mb_per_lang, heldout_pct, log=print):
             line = json.dumps({k: r[k] for k in ("path", "lang", "source", "license", "sha256", "text")},
                               ensure_ascii=False) + "\n"
             (fh if split == "heldout" else ft).write(line)
-            digest.update(line.encode())
+            digest.update(split.encode() + b"\t" + line.encode())
             c = counts[split]
             c[r["lang"]] = c.get(r["lang"], 0) + 1
     manifest = dict(

@@ -142,14 +142,20 @@ class DiffusionLM(nn.Module):
 
     def forward(self, ids):
         """ids [B, T] -> logits [B, T, V] (unshifted rows, as the checkpoint's)."""
+        return self.head(self.hidden(ids))
+
+    def head(self, h):
+        return h @ self.model.embed_tokens.weight.t().to(h.dtype)
+
+    def hidden(self, ids):
+        """ids [B, T] -> final-norm hidden states [B, T, H]."""
         T = ids.shape[1]
         hd = self.config["hidden_size"] // self.config["num_attention_heads"]
         cos, sin = rope_tables(T, hd, self.config["rope_theta"], ids.device)
         x = self.model.embed_tokens(ids)
         for layer in self.model.layers:
             x = layer(x, cos, sin)
-        x = self.model.norm(x)
-        return x @ self.model.embed_tokens.weight.t().to(x.dtype)
+        return self.model.norm(x)
 
 
 def shifted(logits):
@@ -157,13 +163,20 @@ def shifted(logits):
     return torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
 
 
-def diffusion_loss(logits, targets, masked, t, maskable):
+def diffusion_loss(model, inp, targets, masked, t, maskable):
     """Masked-diffusion ELBO estimate (LLaDA / MDLM objective): per sequence,
     cross-entropy summed over its masked tokens, weighted by 1/t, divided by
     the number of positions that could have been masked; then the batch mean.
-    logits [B,T,V] unshifted; targets [B,T]; masked, maskable bool [B,T]; t [B]."""
-    lg = shifted(logits).float()
-    ce = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), targets.reshape(-1), reduction="none")
-    ce = ce.view(targets.shape) * masked.float()
-    per_seq = ce.sum(1) / t / maskable.float().sum(1).clamp(min=1)
-    return per_seq.mean(), ce.sum() / masked.float().sum().clamp(min=1)
+    Shifted: hidden row i-1 predicts token i, so position 0 (BOS) is never a
+    target. The head runs only on the rows that predict a masked token.
+    inp, targets [B,T]; masked, maskable bool [B,T]; t [B].
+    Returns (loss, mean cross-entropy per masked token)."""
+    h = model.hidden(inp)
+    sel = masked[:, 1:]
+    rows = h[:, :-1][sel]
+    lg = model.head(rows).float()
+    ce = F.cross_entropy(lg, targets[:, 1:][sel], reduction="none")
+    B = targets.shape[0]
+    w = 1.0 / (t[:, None] * maskable.float().sum(1, keepdim=True).clamp(min=1) * B)
+    w = w.expand(-1, sel.shape[1])[sel]
+    return (ce * w).sum(), ce.mean()

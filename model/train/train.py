@@ -39,8 +39,8 @@ PRESETS = {
     # hidden, layers, heads, kv_heads, inter, seq, batch, lr
     "toy": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, intermediate_size=128, seq=128, batch=8, lr=3e-3),
-    "cpu": dict(hidden_size=192, num_hidden_layers=6, num_attention_heads=4,
-                num_key_value_heads=2, intermediate_size=512, seq=256, batch=16, lr=2e-3),
+    "cpu": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
+                num_key_value_heads=2, intermediate_size=384, seq=256, batch=8, lr=3e-3),
     "gpu": dict(hidden_size=320, num_hidden_layers=8, num_attention_heads=5,
                 num_key_value_heads=1, intermediate_size=864, seq=512, batch=256, lr=1.5e-3),
 }
@@ -73,6 +73,8 @@ def tokenize_corpus(corpus_dir, split, tok, cache_dir, log=print):
 
 class Batcher:
     def __init__(self, stream, tok, seq, seed, infill_frac=0.5, max_canvas=64):
+        if len(stream) < 4 * seq + 4:  # a tiny held-out split: repeat it
+            stream = np.tile(stream, (4 * seq + 4) // max(1, len(stream)) + 1)
         self.s = stream
         self.seq = seq
         self.rng = np.random.default_rng(seed)
@@ -171,8 +173,7 @@ def eval_loss(model, batcher, device, n_batches, B, amp):
     for _ in range(n_batches):
         inp, x, masked, maskable, t = (v.to(device) for v in batcher.batch(B))
         with amp():
-            logits = model(inp)
-        _, per_tok = diffusion_loss(logits, x, masked, t, maskable)
+            _, per_tok = diffusion_loss(model, inp, x, masked, t, maskable)
         tot += float(per_tok)
         tot_tok += 1
     model.train()
@@ -195,6 +196,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--eval-every", type=float, default=60, help="seconds between held-out evals")
+    ap.add_argument("--init-from", default=None,
+                    help="start from an exported checkpoint (same tokenizer and preset)")
     ap.add_argument("--log", default=None, help="also append log lines to this file")
     a = ap.parse_args(argv)
 
@@ -220,7 +223,15 @@ def main(argv=None):
     cfg = default_config(vocab_size=tok.n_vocab, max_position_embeddings=seq, **p)
     train_s = tokenize_corpus(a.corpus, "train", tok, a.cache, log)
     held_s = tokenize_corpus(a.corpus, "heldout", tok, a.cache, log)
-    model = DiffusionLM(cfg, seed=a.seed).to(device)
+    if len(held_s) < 2 * seq:
+        log("held-out split too small; evaluating on the tail of the training stream")
+        held_s = train_s[-max(4 * seq, len(train_s) // 20):]
+    model = DiffusionLM(cfg, seed=a.seed)
+    if a.init_from:
+        prev, _ = export.load(a.init_from)
+        model.load_state_dict(prev.state_dict())
+        log(f"initialized from {a.init_from}")
+    model = model.to(device)
     log(f"model {model.n_params() / 1e6:.2f}M params, config {cfg}, device {dev}, "
         f"seq {seq} batch {B} lr {lr}; train {len(train_s)} tokens, heldout {len(held_s)}")
     decay = [q for n, q in model.named_parameters() if q.dim() >= 2]
@@ -252,8 +263,7 @@ def main(argv=None):
             g["lr"] = lr_at(max(frac, step / a.max_steps if a.max_steps else 0), lr)
         inp, x, masked, maskable, t = (v.to(device, non_blocking=True) for v in tb.batch(B))
         with amp():
-            logits = model(inp)
-        loss, per_tok = diffusion_loss(logits, x, masked, t, maskable)
+            loss, per_tok = diffusion_loss(model, inp, x, masked, t, maskable)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -271,7 +281,7 @@ def main(argv=None):
     el = time.time() - t0
     hl = eval_loss(model, Batcher(held_s, tok, seq, hb_seed), device, 8, B, amp)
     log(f"done: {step} steps, {el:.0f}s, {tokens} tokens, heldout masked ce {hl:.3f}")
-    meta = dict(preset=a.preset, config=cfg, params=model.n_params(), steps=step,
+    meta = dict(preset=a.preset, init_from=a.init_from, config=cfg, params=model.n_params(), steps=step,
                 seconds=round(el, 1), tokens=tokens, batch=B, seq=seq, lr=lr, device=dev,
                 device_name=(torch.cuda.get_device_name(0) if dev == "cuda" else
                              f"cpu x{torch.get_num_threads()} threads"),
