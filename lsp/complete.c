@@ -442,18 +442,22 @@ size_t sc_completer_shape(const char *mid, size_t len, const char *suffix, size_
 
 /* ======================= the cache ========================================== */
 
+/* A shown suggestion the user is typing into. With *diverged false, what
+ * was typed is the start of the suggestion (serve the rest). With *diverged
+ * true, the typing left it: the typed bytes become part of the prefix, and
+ * the canvas is sized to what remained of the suggestion, so only the rest
+ * is denoised again, conditioned on what the user actually typed. */
 static cache_entry *cache_find(sc_completer *c, uint64_t uri_hash, const char *text,
-                               size_t offset, size_t len, size_t *typed) {
+                               size_t offset, size_t len, size_t *typed, bool *diverged) {
   uint64_t suffix_hash = sc_hash64(text + offset, len - offset, 1);
   for (int i = 0; i < CACHE_ENTRIES; i++) {
     cache_entry *e = &c->cache[i];
     if (!e->used || e->uri_hash != uri_hash || e->suffix_hash != suffix_hash) continue;
     if (offset < e->prefix_len || offset - e->prefix_len >= e->middle_len) continue;
     size_t t = offset - e->prefix_len;
-    /* Typed so far must be the start of what was shown. */
-    if (memcmp(text + e->prefix_len, e->middle, t) != 0) continue;
     if (sc_hash64(text, e->prefix_len, 2) != e->prefix_hash) continue;
     *typed = t;
+    *diverged = memcmp(text + e->prefix_len, e->middle, t) != 0;
     e->stamp = ++c->cache_clock;
     return e;
   }
@@ -495,7 +499,7 @@ typedef struct complete_arg {
   size_t suffix_len;
   bool single_line;
   int debounce_ms;
-  int canvas_hint; /* 0: from the settings */
+  char *rest;      /* the remains of a suggestion the typing diverged from (owned) */
   json_t *position; /* the client's position, for ranges (owned) */
   sc_syntax_tree *tree; /* a copy of the document's tree, for shaping (owned; may be NULL) */
   sc_completion_plan plan;
@@ -519,6 +523,7 @@ static void complete_arg_free(void *p) {
   free(a->middle);
   json_decref(a->position);
   sc_syntax_tree_free(a->tree);
+  free(a->rest);
   free(a);
 }
 
@@ -603,7 +608,19 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   sc_infill_algorithm_parse(a->set.algorithm, &p);
   p.threshold = (float)a->set.threshold;
   sc_infill_plan plan = {0};
-  if (a->tree) {
+  int reconditioned = 0;
+  if (a->rest) {
+    /* The canvas is what remained of the diverged suggestion. */
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (sc_tokenizer_encode(c->tok, a->rest, strlen(a->rest), &ids, &n, NULL) == SC_OK && n) {
+      reconditioned = (int)(n < (size_t)a->set.max_tokens ? n : (size_t)a->set.max_tokens);
+      plan.n_lengths = 1;
+      plan.lengths[0] = reconditioned;
+    }
+    free(ids);
+  }
+  if (a->tree && plan.n_lengths == 0) {
     /* The syntax plan's lengths, within the maxTokens setting, no repeats.
      * Each extra length is a whole extra decode, so by default only the
      * plan's middle one runs (setting lengthCandidates). */
@@ -620,7 +637,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
     }
   }
   if (plan.n_lengths == 0) {
-    int m = a->canvas_hint > 0 ? a->canvas_hint : a->set.max_tokens;
+    int m = a->set.max_tokens;
     if (a->single_line && m > 24) m = 24;
     if (m > a->set.max_tokens) m = a->set.max_tokens;
     plan.n_lengths = 1;
@@ -668,6 +685,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
                            "canvas", res.canvas_len);
   if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
   json_object_set_new(data, "shapeMs", json_real(shape_ms));
+  if (reconditioned) json_object_set_new(data, "reconditioned", json_true());
   json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
   SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
                res.n_ids, res.steps, t_ctx - t0, res.ms_total, t_end - a->t_request);
@@ -776,7 +794,13 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
 
   /* Typing-through: the user typed the start of what we showed. */
   size_t typed = 0;
-  cache_entry *hit = cache_find(c, uri_hash, d->text, off, d->len, &typed);
+  bool diverged = false;
+  cache_entry *hit = cache_find(c, uri_hash, d->text, off, d->len, &typed, &diverged);
+  char *rest = NULL; /* what remained of a suggestion the typing left */
+  if (hit && diverged) {
+    rest = strndup(hit->middle + typed, hit->middle_len - typed);
+    hit = NULL;
+  }
   if (hit) {
     c->cache_hits++;
     complete_arg a = {.kind = kind, .position = pos};
@@ -800,6 +824,8 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
     a->prefix = malloc(a->prefix_len + 1);
     a->suffix = malloc(a->suffix_len + 1);
   }
+  if (a) a->rest = rest;
+  else free(rest);
   if (!a || !a->prefix || !a->suffix || !settings_copy(&a->set, &c->set)) {
     if (a) complete_arg_free(a);
     sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");

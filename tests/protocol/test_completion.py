@@ -152,6 +152,10 @@ def test_typing_through_is_cached():
     r = inline(s, 0, 10)["result"]
     check(r["data"]["cached"] is False, "divergence recomputes")
     eq(stats(s)["engineCalls"], calls + 1, "one more engine call")
+    # ...with the typed text pinned in the prefix and the canvas sized to
+    # what remained of the suggestion (bytes model: a token a byte).
+    check(r["data"].get("reconditioned") is True, "re-conditioned on the typing", r["data"])
+    eq(r["data"]["canvas"], len(ALPHABET) - 3, "only the rest of the canvas")
     s.shutdown_and_exit()
 
 
