@@ -527,6 +527,25 @@ static void complete_arg_free(void *p) {
   free(a);
 }
 
+/* Tokenizes the text before and after the span and fits them to the budget:
+ * three quarters before (the tokens nearest the cursor), the rest after.
+ * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
+static sc_status encode_context(sc_completer *c, const char *before, size_t before_len,
+                                const char *after, size_t after_len, size_t budget,
+                                int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
+                                size_t *keep_suf, sc_error *err) {
+  size_t n_suf = 0;
+  SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
+  if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {
+    free(*pre);
+    *pre = NULL;
+    return err ? err->status : SC_ERR_INTERNAL;
+  }
+  *keep_suf = n_suf < budget / 4 ? n_suf : budget / 4;
+  *keep_pre = *n_pre < budget - *keep_suf ? *n_pre : budget - *keep_suf;
+  return SC_OK;
+}
+
 static json_t *build_items(const complete_arg *a, const char *text, size_t len, json_t *data) {
   json_t *range = json_pack("{s:O, s:O}", "start", a->position, "end", a->position);
   json_t *t = json_stringn(text, len);
@@ -591,17 +610,11 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   }
   double t0 = sc_now_ms();
   int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, n_suf = 0;
-  if (sc_tokenizer_encode(c->tok, a->prefix, a->prefix_len, &pre, &n_pre, err) != SC_OK)
+  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
+  if (encode_context(c, a->prefix, a->prefix_len, a->suffix, a->suffix_len,
+                     (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf, &keep_suf,
+                     err) != SC_OK)
     return NULL;
-  if (sc_tokenizer_encode(c->tok, a->suffix, a->suffix_len, &suf, &n_suf, err) != SC_OK) {
-    free(pre);
-    return NULL;
-  }
-  /* The budget: three quarters before the cursor, the rest after. */
-  size_t budget = (size_t)a->set.context_budget;
-  size_t keep_suf = n_suf < budget / 4 ? n_suf : budget / 4;
-  size_t keep_pre = n_pre < budget - keep_suf ? n_pre : budget - keep_suf;
   double t_ctx = sc_now_ms();
   sc_infill_params p;
   sc_infill_params_default(&p);
@@ -1032,18 +1045,13 @@ static json_t *range_json(const char *text, size_t len, const sc_line_index *idx
 static char *candidate_for(sc_completer *c, action_arg *a, const action_target *t,
                            uint64_t seed, sc_job *job, sc_error *err) {
   int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, n_suf = 0, budget = (size_t)a->set.context_budget;
+  size_t n_pre = 0, keep_pre = 0, keep_suf = 0, budget = (size_t)a->set.context_budget;
   size_t pw = budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
   size_t p0 = t->a > pw ? t->a - pw : 0;
   size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
-  if (sc_tokenizer_encode(c->tok, a->text + p0, t->a - p0, &pre, &n_pre, err) != SC_OK)
+  if (encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b, budget, &pre,
+                     &n_pre, &keep_pre, &suf, &keep_suf, err) != SC_OK)
     return NULL;
-  if (sc_tokenizer_encode(c->tok, a->text + t->b, s1 - t->b, &suf, &n_suf, err) != SC_OK) {
-    free(pre);
-    return NULL;
-  }
-  size_t keep_suf = n_suf < budget / 4 ? n_suf : budget / 4;
-  size_t keep_pre = n_pre < budget - keep_suf ? n_pre : budget - keep_suf;
   /* Canvas lengths around the span's own size: a fix is usually close to it. */
   int32_t *old = NULL;
   size_t n_old = 0;

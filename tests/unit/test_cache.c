@@ -10,21 +10,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model.h"
 #include "sc_test.h"
+#include "sc_test_models.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static char g_dir[256];
-
-static sc_model *load(const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", g_dir, name);
-  sc_model *m = NULL;
-  sc_error err = {0};
-  if (sc_model_load(path, NULL, &m, &err) != SC_OK) fprintf(stderr, "%s\n", err.msg);
-  return m;
-}
 
 static double rel_diff(const float *a, const float *b, size_t n) {
   double md = 0, mb = 0;
@@ -156,16 +146,7 @@ static void test_engine_cache(void) {
 }
 
 int main(void) {
-  snprintf(g_dir, sizeof g_dir, "%s/cache-checkpoints", SC_TEST_BUILD_DIR);
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd,
-           "/usr/bin/python3 %s/../tools/planted_checkpoints.py %s >/dev/null && "
-           "/usr/bin/python3 %s/../tools/tiny_checkpoints.py %s >/dev/null",
-           SC_TEST_DATA_DIR, g_dir, SC_TEST_DATA_DIR, g_dir);
-  if (system(cmd) != 0) {
-    fprintf(stderr, "cannot generate the test checkpoints (%s)\n", cmd);
-    return 1;
-  }
+  if (sc_test_make_models("cache-checkpoints", "") != 0) return 1;
   sc_log_set_stderr_level(SC_LOG_WARN);
   RUN(test_windows);
   RUN(test_packed);
