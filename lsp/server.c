@@ -632,7 +632,13 @@ static void handle_did_close(req *r) {
 
 static void handle_did_save(req *r) {
   const char *uri = get_uri(r);
-  if (uri) SC_LOG_DEBUG("didSave: %s", uri);
+  if (!uri) return;
+  SC_LOG_DEBUG("didSave: %s", uri);
+  /* Incremental reparses can, rarely, recover from an error differently
+   * than a fresh parse (tree-sitter #1645, #4001); a save is a good moment
+   * to start afresh. Lazily: the next request that needs the tree parses. */
+  sc_document *d = sc_document_store_get(r->s->docs, uri);
+  if (d && d->tree) d->tree_stale = true;
 }
 
 /* ======================= notifications ===================================== */
