@@ -5,6 +5,9 @@
 #ifndef SCULPT_CLI_H
 #define SCULPT_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 typedef struct sc_cli_command {
   const char *name;
   const char *summary; /* one line for `sculpt --help` */
@@ -21,6 +24,18 @@ int sc_cli_logits(int argc, char **argv);
 int sc_cli_model(int argc, char **argv);
 int sc_cli_complete(int argc, char **argv);
 int sc_cli_bench(int argc, char **argv);
+int sc_cli_context(int argc, char **argv);
+int sc_cli_batch(int argc, char **argv);
+
+/* Reads a whole file; *data (NUL-terminated) owned by the caller. */
+bool sc_cli_read_file(const char *path, char **data, size_t *len);
+
+/* FILE:LINE:COL (1-based line, 1-based byte column). With read_it, only
+ * parses: *path (owned by the caller) and the numbers. Without it, finds the
+ * byte offset in text: 0 on success, -1 malformed, -2 no such line, -3 no
+ * such column. */
+int sc_cli_locate(const char *target, char **path, const char *text, size_t len,
+                  size_t *offset, bool read_it, long *line_out, long *col_out);
 
 /* Prints "sculpt NAME: MESSAGE" on stderr. */
 void sc_cli_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

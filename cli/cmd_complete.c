@@ -124,66 +124,6 @@ static int parse_args(int argc, char **argv, args *a) {
   return 0;
 }
 
-/* Reads a whole file; *data owned by the caller. */
-static bool read_file(const char *path, char **data, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  size_t cap = 65536, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-    if (n == cap) {
-      char *nb = realloc(buf, cap *= 2);
-      if (!nb) { free(buf); buf = NULL; }
-      else buf = nb;
-    }
-  }
-  bool ok = buf && !ferror(f);
-  fclose(f);
-  if (!ok) { free(buf); return false; }
-  *data = buf;
-  *len = n;
-  return true;
-}
-
-/* FILE:LINE:COL (1-based line, 1-based byte column) -> path and offset. */
-static int locate(const char *target, char **path, const char *text, size_t len,
-                  size_t *offset, bool read_it, long *line_out, long *col_out) {
-  const char *c2 = strrchr(target, ':');
-  if (!c2 || c2 == target) return -1;
-  const char *c1 = c2 - 1;
-  while (c1 > target && *c1 != ':') c1--;
-  if (*c1 != ':') return -1;
-  char lbuf[32], cbuf[32];
-  size_t ll = (size_t)(c2 - c1 - 1), cl = strlen(c2 + 1);
-  if (ll == 0 || ll >= sizeof lbuf || cl == 0 || cl >= sizeof cbuf) return -1;
-  memcpy(lbuf, c1 + 1, ll);
-  lbuf[ll] = '\0';
-  memcpy(cbuf, c2 + 1, cl + 1);
-  long line, col;
-  if (!parse_int(lbuf, 1, 1L << 30, &line) || !parse_int(cbuf, 1, 1L << 30, &col)) return -1;
-  *line_out = line;
-  *col_out = col;
-  if (read_it) {
-    *path = strndup(target, (size_t)(c1 - target));
-    return 0;
-  }
-  /* Find the line's start; lines end at \n (a \r before it is content). */
-  size_t pos = 0;
-  for (long l = 1; l < line; l++) {
-    const char *nl = memchr(text + pos, '\n', len - pos);
-    if (!nl) return -2;
-    pos = (size_t)(nl - text) + 1;
-  }
-  const char *nl = memchr(text + pos, '\n', len - pos);
-  size_t end = nl ? (size_t)(nl - text) : len;
-  if ((size_t)(col - 1) > end - pos) return -3;
-  *offset = pos + (size_t)(col - 1);
-  return 0;
-}
-
 static int fail_err(const sc_error *err) {
   sc_cli_fail(CMD, "%s", err->msg);
   return err->status == SC_ERR_INVALID ? 2 : 1;
@@ -196,19 +136,19 @@ int sc_cli_complete(int argc, char **argv) {
   char *path = NULL;
   long line = 0, col = 0;
   size_t offset = 0;
-  if (locate(a.target, &path, NULL, 0, NULL, true, &line, &col) != 0 || !path) {
+  if (sc_cli_locate(a.target, &path, NULL, 0, NULL, true, &line, &col) != 0 || !path) {
     sc_cli_fail(CMD, "'%s' is not FILE:LINE:COL with 1-based numbers", a.target);
     free(path);
     return 2;
   }
   char *text = NULL;
   size_t len = 0;
-  if (!read_file(path, &text, &len)) {
+  if (!sc_cli_read_file(path, &text, &len)) {
     sc_cli_fail(CMD, "cannot read %s: %s", path, strerror(errno));
     free(path);
     return 2;
   }
-  int where = locate(a.target, NULL, text, len, &offset, false, &line, &col);
+  int where = sc_cli_locate(a.target, NULL, text, len, &offset, false, &line, &col);
   if (where != 0) {
     sc_cli_fail(CMD, "%s has no %s %ld", path, where == -2 ? "line" : "column", where == -2 ? line : col);
     free(path);

@@ -70,6 +70,44 @@ const sc_cli_command sc_cli_commands[] = {
      "  --device auto|cpu|cuda, --family NAME\n"
      "  --json              the middle with ids, confidences, steps and timings\n",
      sc_cli_complete},
+    {"batch", "fill holes or fix diagnostics across files, checked",
+     "usage: sculpt batch (--holes [--marker TEXT] | --diagnostics FILE|- | --query Q --capture NAME)\n"
+     "                    [--check CMD] [--candidates N] [--write] [--json] [--model DIR] PATH...\n"
+     "\n"
+     "Fills every site under the PATHs (files or folders; hidden entries skipped) and\n"
+     "prints a unified diff (a/ b/ headers) to stdout; nothing is written without --write.\n"
+     "  --holes             a comment line holding only TODO(sculpt), or a Python `...`\n"
+     "                      line, is replaced whole; a marker inside code is filled in place\n"
+     "  --marker TEXT       the hole marker instead of TODO(sculpt)\n"
+     "  --diagnostics F|-   re-infill the statement at each `path:line:col: error: msg`\n"
+     "                      line, or LSP Diagnostic JSON (Diagnostic[], {uri, diagnostics})\n"
+     "  --query Q --capture NAME   re-infill every node the tree-sitter query captures\n"
+     "  --candidates N      candidates per site, seed 0 greedy then sampled (1-16;\n"
+     "                      default 1, or 4 with --check); the first that parses is kept\n"
+     "  --check CMD         each parsing candidate is written and `sh -c CMD` runs\n"
+     "                      ($SCULPT_BATCH_FILE is the file); the first that passes is\n"
+     "                      kept. In a dry run the file is put back at the end.\n"
+     "  --temperature T     sampling temperature for seeds > 0 (default 0.8)\n"
+     "  --max-tokens N      canvas length for holes (default 32)\n"
+     "  --write             atomic replace (temp file, fsync, rename), mode kept; a file\n"
+     "                      changed on disk since it was read is refused\n"
+     "  --json              per-site report (file, range, mode, candidates, chosen text,\n"
+     "                      seed, confidence, check, ms), summary and diffs\n"
+     "  --no-progress, --device auto|cpu|cuda, --family NAME\n"
+     "Symlinks leading out of the PATHs and binary files are skipped. Ctrl-C stops after\n"
+     "the current site. Exit: 0 all sites done, 1 some failed or interrupted, 2 usage/input error.\n",
+     sc_cli_batch},
+    {"context", "show the prompt sculpt builds at FILE:LINE:COL",
+     "usage: sculpt context FILE:LINE:COL [--root DIR] [--budget N] [--model DIR] --json\n"
+     "\n"
+     "Prints, as JSON, the prompt a completion at that position would get: the\n"
+     "prefix and suffix windows, and each snippet with its source (path, line\n"
+     "range), the reason it was chosen and its token count. Snippets are the\n"
+     "definitions of identifiers used around the cursor: from the same file,\n"
+     "then the files it imports, then the workspace (the git work tree holding\n"
+     "the file, or --root; .gitignore is honoured). Tokens are counted with the\n"
+     "tokenizer of --model (default: the default model); --budget defaults to 1024.\n",
+     sc_cli_context},
     {"bench", "time the infill engine on a checkpoint",
      "usage: sculpt bench [--model DIR] [--canvas 16,32,64,128] [--context N]\n"
      "                    [--tokens-per-step K] [--block-len N] [--repeat N]\n"

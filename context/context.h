@@ -189,6 +189,68 @@ typedef struct sc_completion_check {
 sc_status sc_completion_check_insert(const sc_syntax_tree *tree, size_t offset, const char *cand,
                                      size_t len, sc_completion_check *out, sc_error *err);
 
+/* ---- batch and quick fixes ----------------------------------------------------
+ * (context/batch.c) Shared by `sculpt batch` and the editor's quick fixes. */
+
+/* The statement around byte offset in tree's text, as [*start, *end): the
+ * nearest statement-like ancestor (*_statement, *_declaration or ERROR)
+ * when it spans at most 5 lines, else the line without its indentation;
+ * a trailing line break is never included. Never fails; an offset past the
+ * end is clamped. */
+void sc_statement_span(const sc_syntax_tree *tree, size_t offset, size_t *start, size_t *end);
+
+/* ---- the workspace index and prompt assembly ---------------------------------
+ * (context/workspace.c) The files of a repository as git lists them (so
+ * .gitignore holds), with binary, generated and huge files and symlinks out
+ * of the root skipped; per file its definitions and imports. */
+typedef struct sc_workspace sc_workspace;
+
+typedef struct sc_workspace_options {
+  size_t max_files;      /* 0: 100,000 */
+  size_t max_file_bytes; /* 0: 1 MiB; larger files are skipped */
+} sc_workspace_options;
+
+typedef struct sc_workspace_stats {
+  size_t files, definitions, lines;
+  size_t skipped_binary, skipped_huge, skipped_generated, skipped_outside, skipped_limit;
+  double ms;
+} sc_workspace_stats;
+
+/* Indexes root (a git work tree). *out owned by the caller. */
+sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
+                             sc_workspace **out, sc_error *err);
+void sc_workspace_free(sc_workspace *ws);
+const sc_workspace_stats *sc_workspace_get_stats(const sc_workspace *ws); /* borrowed */
+const char *sc_workspace_root(const sc_workspace *ws);                    /* borrowed */
+
+typedef struct sc_context_snippet {
+  char *path;        /* relative to the root (or the buffer's name) */
+  uint32_t start_line, end_line; /* 0-based */
+  const char *reason; /* static: "same file", "imported file", "workspace" */
+  char *name;        /* the identifier it defines */
+  char *text;        /* headed by the path in the language's comment syntax */
+  size_t len, tokens;
+} sc_context_snippet;
+
+typedef struct sc_prompt {
+  char *prefix, *suffix;      /* the windows around the cursor */
+  size_t prefix_start, suffix_end; /* their extent in the text */
+  sc_context_snippet *snippets;
+  size_t n_snippets;
+  size_t prefix_tokens, suffix_tokens, snippet_tokens;
+} sc_prompt;
+
+/* The prompt for a cursor (byte offset) in text, counted with tok within
+ * budget tokens: up to a quarter for snippets (definitions of identifiers
+ * used around the cursor: same file, imported files, then the workspace),
+ * and of the rest three quarters before the cursor, whole lines nearest
+ * first. ws may be NULL (the file alone); path is the file's path relative
+ * to the workspace root. *out owned by the caller: sc_prompt_free. */
+sc_status sc_prompt_build(const sc_workspace *ws, const char *path, const char *lang,
+                          const char *text, size_t len, size_t cursor, const sc_tokenizer *tok,
+                          size_t budget, sc_prompt *out, sc_error *err);
+void sc_prompt_free(sc_prompt *p);
+
 #ifdef __cplusplus
 }
 #endif

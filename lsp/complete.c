@@ -980,44 +980,6 @@ static void action_arg_free(void *p) {
   free(a);
 }
 
-/* Statement-like node types across our grammars. */
-static bool is_statement(const char *type) {
-  size_t n = strlen(type);
-  return (n >= 9 && strcmp(type + n - 9, "statement") == 0) ||
-         (n >= 11 && strcmp(type + n - 11, "declaration") == 0) ||
-         strcmp(type, "expression_statement") == 0 || strcmp(type, "ERROR") == 0;
-}
-
-/* The statement around byte a: the smallest statement-like ancestor that
- * spans at most a few lines; else the line. */
-static void statement_span(const sc_syntax_tree *tree, const char *text, size_t len, size_t a,
-                           size_t *s0, size_t *s1) {
-  size_t ls = a, le = a;
-  while (ls > 0 && text[ls - 1] != '\n') ls--;
-  while (le < len && text[le] != '\n') le++;
-  *s0 = ls;
-  *s1 = le;
-  /* Skip the line's indentation. */
-  while (*s0 < *s1 && (text[*s0] == ' ' || text[*s0] == '\t')) (*s0)++;
-  TSNode root = sc_syntax_tree_root(tree);
-  TSNode n = ts_node_descendant_for_byte_range(root, (uint32_t)a, (uint32_t)a);
-  while (!ts_node_is_null(n)) {
-    if (is_statement(ts_node_type(n))) {
-      size_t x = ts_node_start_byte(n), y = ts_node_end_byte(n);
-      int lines = 0;
-      for (size_t i = x; i < y; i++) lines += text[i] == '\n';
-      if (lines <= 4 && x <= a && y >= a) {
-        *s0 = x;
-        *s1 = y;
-      }
-      break;
-    }
-    n = ts_node_parent(n);
-  }
-  /* A trailing newline is the separator, not the statement's. */
-  while (*s1 > *s0 && (text[*s1 - 1] == '\n' || text[*s1 - 1] == '\r')) (*s1)--;
-}
-
 static void add_target(action_arg *a, size_t x, size_t y, const char *title, const char *kind,
                        json_t *diag) {
   if (a->n == MAX_TARGETS || y < x) return;
@@ -1202,7 +1164,7 @@ void sc_completer_handle_action(sc_lsp_req *r) {
     uint32_t dl, dc;
     if (!sc_lsp__get_position(json_object_get(dr, "start"), &dl, &dc)) continue;
     size_t x = sc_pos_to_offset(d->text, d->len, idx, dl, dc, enc, NULL), s0, s1;
-    statement_span(tree, d->text, d->len, x, &s0, &s1);
+    sc_statement_span(tree, x, &s0, &s1);
     if (x > s0 && x < s1) add_target(a, x, s1, "fix", "quickfix", dg);
     add_target(a, s0, s1, "fix", "quickfix", dg);
   }

@@ -23,6 +23,8 @@ struct sc_engine {
   sc_forward_ctx *fctx;
   int max_seq, vocab;
   int32_t expand_id;  /* DreamOn's <|expand|>, or -1 */
+  bool *no_token;     /* [vocab] ids the tokenizer has no token for (padding
+                         rows of the embedding): never sampled; NULL without one */
   int cap_rows;       /* rows the per-step buffers below hold */
   sc_forward_ctx *bctx; /* packed passes over several candidates (a batch) */
   int batch_cap;      /* positions bctx holds */
@@ -100,6 +102,11 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
    * from the tokenizer, so any checkpoint that ships one gets the behaviour. */
   e->expand_id = tok ? sc_tokenizer_token_to_id(tok, "<|expand|>") : -1;
   if (e->expand_id >= e->vocab) e->expand_id = -1;
+  if (tok) {
+    e->no_token = calloc((size_t)e->vocab, sizeof *e->no_token);
+    if (e->no_token)
+      for (int i = 0; i < e->vocab; i++) e->no_token[i] = sc_tokenizer_id_to_token(tok, i) == NULL;
+  }
   sc_status st = sc_forward_ctx_new(model, e->max_seq, &e->fctx, err);
   if (st != SC_OK) {
     free(e);
@@ -132,6 +139,7 @@ void sc_engine_free(sc_engine *e) {
   if (!e) return;
   sc_forward_ctx_free(e->fctx);
   sc_forward_ctx_free(e->bctx);
+  free(e->no_token);
   free(e->logits);
   free(e->rows);
   free(e->positions);
@@ -213,6 +221,9 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
   }
   /* Never predict the mask itself; EOS and pad may be penalised. */
   if (info->mask_id >= 0 && info->mask_id < V) z[info->mask_id] = -INFINITY;
+  if (e->no_token)
+    for (int i = 0; i < V; i++)
+      if (e->no_token[i]) z[i] = -INFINITY;
   if (e->expand_id >= 0 && !allow_expand) z[e->expand_id] = -INFINITY;
   if (p->eos_penalty != 0.0f) {
     if (info->eos_id >= 0 && info->eos_id < V) z[info->eos_id] -= p->eos_penalty * inv_t;

@@ -1,0 +1,167 @@
+/* cmd_context.c — `sculpt context FILE:LINE:COL`: the prompt sculpt would
+ * build at a position, as JSON: the windows, and each snippet with its
+ * source, the reason it was chosen and its token count. */
+#define _DEFAULT_SOURCE /* realpath */
+#include "cli.h"
+#include "context.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "context"
+
+/* The git work tree holding dir, or NULL. */
+static char *git_toplevel(const char *dir) {
+  if (strchr(dir, '\'')) return NULL;
+  char cmd[PATH_MAX + 64];
+  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --show-toplevel 2>/dev/null", dir);
+  FILE *p = popen(cmd, "r");
+  if (!p) return NULL;
+  char buf[PATH_MAX];
+  char *r = fgets(buf, sizeof buf, p) ? strdup(buf) : NULL;
+  pclose(p);
+  if (r) r[strcspn(r, "\n")] = '\0';
+  return r;
+}
+
+int sc_cli_context(int argc, char **argv) {
+  const char *target = NULL, *root_arg = NULL, *model_dir = NULL;
+  long budget = 1024;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(o, "--json") == 0) continue; /* the only output form */
+    if (o[0] != '-') {
+      if (target) { sc_cli_fail(CMD, "one FILE:LINE:COL only"); return 2; }
+      target = o;
+      continue;
+    }
+    if (!v) { sc_cli_fail(CMD, "%s needs a value", o); return 2; }
+    i++;
+    if (strcmp(o, "--root") == 0) root_arg = v;
+    else if (strcmp(o, "--model") == 0) model_dir = v;
+    else if (strcmp(o, "--budget") == 0) {
+      char *end;
+      errno = 0;
+      budget = strtol(v, &end, 10);
+      if (errno || *end || budget < 16 || budget > 1 << 20) {
+        sc_cli_fail(CMD, "--budget takes 16 to 1048576 tokens");
+        return 2;
+      }
+    } else {
+      sc_cli_fail(CMD, "unknown option '%s' (see sculpt help context)", o);
+      return 2;
+    }
+  }
+  if (!target) { sc_cli_fail(CMD, "needs FILE:LINE:COL"); return 2; }
+  char *path = NULL, *text = NULL;
+  long line = 0, col = 0;
+  size_t len = 0, offset = 0;
+  if (sc_cli_locate(target, &path, NULL, 0, NULL, true, &line, &col) != 0 || !path) {
+    sc_cli_fail(CMD, "'%s' is not FILE:LINE:COL with 1-based numbers", target);
+    free(path);
+    return 2;
+  }
+  if (!sc_cli_read_file(path, &text, &len)) {
+    sc_cli_fail(CMD, "cannot read %s: %s", path, strerror(errno));
+    free(path);
+    return 2;
+  }
+  int where = sc_cli_locate(target, NULL, text, len, &offset, false, &line, &col);
+  int rc = 1;
+  sc_tokenizer *tok = NULL;
+  sc_workspace *ws = NULL;
+  sc_prompt prompt = {0};
+  sc_error err = {0};
+  char *root = NULL;
+  char abs_path[PATH_MAX];
+  if (where != 0) {
+    sc_cli_fail(CMD, "%s has no %s %ld", path, where == -2 ? "line" : "column",
+                where == -2 ? line : col);
+    rc = 2;
+    goto done;
+  }
+  if (!model_dir) model_dir = sc_model_default_dir();
+  if (!model_dir) {
+    sc_cli_fail(CMD, "no tokenizer: pass --model DIR (budgets are counted with its tokenizer)");
+    rc = 2;
+    goto done;
+  }
+  if (sc_tokenizer_load_dir(model_dir, &tok, &err) != SC_OK) {
+    sc_cli_fail(CMD, "%s", err.msg);
+    goto done;
+  }
+  if (!realpath(path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", path);
+  if (root_arg) {
+    root = strdup(root_arg);
+  } else {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", abs_path);
+    root = git_toplevel(dirname(dir));
+  }
+  const char *rel = abs_path;
+  if (root) {
+    if (sc_workspace_index(root, NULL, &ws, &err) != SC_OK) {
+      sc_cli_fail(CMD, "%s", err.msg);
+      rc = 2;
+      goto done;
+    }
+    const char *r = sc_workspace_root(ws);
+    size_t rl = strlen(r);
+    if (strncmp(abs_path, r, rl) == 0 && abs_path[rl] == '/') rel = abs_path + rl + 1;
+  }
+  const char *lang = sc_context_language_for(NULL, path);
+  if (sc_prompt_build(ws, rel, lang, text, len, offset, tok, (size_t)budget, &prompt, &err) !=
+      SC_OK) {
+    sc_cli_fail(CMD, "%s", err.msg);
+    goto done;
+  }
+  json_t *snips = json_array();
+  for (size_t i = 0; i < prompt.n_snippets; i++) {
+    sc_context_snippet *s = &prompt.snippets[i];
+    json_array_append_new(
+        snips, json_pack("{s:s, s:{s:i, s:i}, s:s, s:s, s:I, s:s%}", "path", s->path, "range",
+                         "start_line", (int)s->start_line + 1, "end_line", (int)s->end_line + 1,
+                         "reason", s->reason, "name", s->name, "tokens", (json_int_t)s->tokens,
+                         "text", s->text, s->len));
+  }
+  json_t *out = json_pack(
+      "{s:s, s:{s:i, s:i, s:I}, s:s?, s:s%, s:s%, s:o, s:{s:I, s:I, s:I, s:I}}", "file", rel,
+      "cursor", "line", (int)line, "column", (int)col, "offset", (json_int_t)offset, "language",
+      lang, "prefix", prompt.prefix, strlen(prompt.prefix), "suffix", prompt.suffix,
+      strlen(prompt.suffix), "snippets", snips, "tokens", "prefix",
+      (json_int_t)prompt.prefix_tokens, "suffix", (json_int_t)prompt.suffix_tokens, "snippets",
+      (json_int_t)prompt.snippet_tokens, "budget", (json_int_t)budget);
+  if (out && ws) {
+    const sc_workspace_stats *st = sc_workspace_get_stats(ws);
+    json_object_set_new(
+        out, "workspace",
+        json_pack("{s:s, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:f}", "root",
+                  sc_workspace_root(ws), "files", (json_int_t)st->files, "definitions",
+                  (json_int_t)st->definitions, "lines", (json_int_t)st->lines, "skipped",
+                  "binary", (json_int_t)st->skipped_binary, "huge", (json_int_t)st->skipped_huge,
+                  "generated", (json_int_t)st->skipped_generated, "outside",
+                  (json_int_t)st->skipped_outside, "index_ms", st->ms));
+  }
+  char *s = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
+  json_decref(out);
+  if (!s) {
+    sc_cli_fail(CMD, "cannot format the result (is the file valid UTF-8?)");
+    goto done;
+  }
+  puts(s);
+  free(s);
+  rc = 0;
+done:
+  sc_prompt_free(&prompt);
+  sc_workspace_free(ws);
+  sc_tokenizer_free(tok);
+  free(root);
+  free(path);
+  free(text);
+  return rc;
+}

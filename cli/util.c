@@ -1,0 +1,79 @@
+/* util.c — small helpers shared by the subcommands. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool util_parse_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+/* Reads a whole file; *data owned by the caller. */
+bool sc_cli_read_file(const char *path, char **data, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t cap = 65536, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+    if (n == cap) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) { free(buf); buf = NULL; }
+      else buf = nb;
+    }
+  }
+  bool ok = buf && !ferror(f);
+  fclose(f);
+  if (!ok) { free(buf); return false; }
+  buf[n] = '\0'; /* n < cap: a full buffer was always grown above */
+  *data = buf;
+  *len = n;
+  return true;
+}
+
+/* FILE:LINE:COL (1-based line, 1-based byte column) -> path and offset. */
+int sc_cli_locate(const char *target, char **path, const char *text, size_t len,
+                  size_t *offset, bool read_it, long *line_out, long *col_out) {
+  const char *c2 = strrchr(target, ':');
+  if (!c2 || c2 == target) return -1;
+  const char *c1 = c2 - 1;
+  while (c1 > target && *c1 != ':') c1--;
+  if (*c1 != ':') return -1;
+  char lbuf[32], cbuf[32];
+  size_t ll = (size_t)(c2 - c1 - 1), cl = strlen(c2 + 1);
+  if (ll == 0 || ll >= sizeof lbuf || cl == 0 || cl >= sizeof cbuf) return -1;
+  memcpy(lbuf, c1 + 1, ll);
+  lbuf[ll] = '\0';
+  memcpy(cbuf, c2 + 1, cl + 1);
+  long line, col;
+  if (!util_parse_long(lbuf, 1, 1L << 30, &line) || !util_parse_long(cbuf, 1, 1L << 30, &col)) return -1;
+  *line_out = line;
+  *col_out = col;
+  if (read_it) {
+    *path = strndup(target, (size_t)(c1 - target));
+    return 0;
+  }
+  /* Find the line's start; lines end at \n (a \r before it is content). */
+  size_t pos = 0;
+  for (long l = 1; l < line; l++) {
+    const char *nl = memchr(text + pos, '\n', len - pos);
+    if (!nl) return -2;
+    pos = (size_t)(nl - text) + 1;
+  }
+  const char *nl = memchr(text + pos, '\n', len - pos);
+  size_t end = nl ? (size_t)(nl - text) : len;
+  if ((size_t)(col - 1) > end - pos) return -3;
+  *offset = pos + (size_t)(col - 1);
+  return 0;
+}
+

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Holes per minute of `sculpt batch --holes`, end to end (walk, parse,
+decode, parse check, diff), on a generated repository.
+
+Writes N files (C, Python and JavaScript in turn), each with H inline holes
+right after "abc", into a temp folder, runs `sculpt batch --holes --json`
+over it once, and prints the sites done, the wall time, holes per minute
+(wall clock, model load included) and per minute of decoding (the sum of
+the sites' own times). The model defaults to the planted byte-level one
+(tools/planted_checkpoints.py), which measures sculpt's overhead on a tiny
+network; pass --model DIR for a real checkpoint, --device cuda when a GPU is
+there. Not a test.
+
+    tools/bench/batch_holes.py --sculpt build/sculpt [--files 30] [--holes 4]
+                               [--model DIR] [--device cpu|cuda|auto]
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.dirname(HERE)
+
+TEMPLATES = {
+    "c": ("c", 'static const char *s{i} = "abcTODO(sculpt)";\n'),
+    "py": ("py", 's{i} = "abcTODO(sculpt)"\n'),
+    "js": ("js", 'const s{i} = "abcTODO(sculpt)";\n'),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sculpt", required=True)
+    ap.add_argument("--files", type=int, default=30)
+    ap.add_argument("--holes", type=int, default=4)
+    ap.add_argument("--model")
+    ap.add_argument("--device", default="cpu")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="sculpt-bench-batch-")
+    try:
+        model = a.model
+        if not model:
+            subprocess.run([sys.executable, os.path.join(TOOLS, "planted_checkpoints.py"), tmp],
+                           check=True, capture_output=True)
+            model = os.path.join(tmp, "planted-successor-shifted-bytes")
+        repo = os.path.join(tmp, "repo")
+        os.makedirs(repo)
+        kinds = list(TEMPLATES.values())
+        for n in range(a.files):
+            ext, line = kinds[n % len(kinds)]
+            with open(os.path.join(repo, f"f{n}.{ext}"), "w") as f:
+                for i in range(a.holes):
+                    f.write(line.format(i=i))
+                    f.write("\n" * 3)
+        t0 = time.time()
+        p = subprocess.run([a.sculpt, "batch", "--holes", "--json", "--model", model,
+                            "--device", a.device, repo], capture_output=True)
+        wall = time.time() - t0
+        if p.returncode not in (0, 1):
+            sys.exit(f"sculpt batch failed ({p.returncode}): {p.stderr.decode()}")
+        rep = json.loads(p.stdout)
+        sites = rep["sites"]
+        done = sum(s["status"] == "done" for s in sites)
+        decode_s = sum(s["ms"] for s in sites) / 1000.0
+        print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; device {a.device}")
+        print(f"model: {model}")
+        print(f"sites: {len(sites)} in {a.files} files, done {done}")
+        print(f"wall: {wall:.2f} s -> {len(sites) / wall * 60:.0f} holes/min (load included)")
+        if decode_s > 0:
+            print(f"decode: {decode_s:.2f} s -> {len(sites) / decode_s * 60:.0f} holes/min")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
