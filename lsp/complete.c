@@ -12,6 +12,7 @@
 #include "context.h"
 #include "lsp_impl.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,12 @@ struct sc_completer {
   sc_engine *engine;
   char *loaded_path;
   sc_device_kind loaded_device;
+  sc_workspace *ws; /* the workspace index (worker thread only) */
+  /* Loop-thread state for the index. */
+  char *root;       /* the workspace folder, from initialize */
+  bool indexing;
+  double last_index_ms;
+  char index_token[48];
   /* Loop-thread state. */
   model_state state;
   char model_name[256], device_name[192], error[512];
@@ -373,8 +380,121 @@ static void start_load(sc_lsp_server *s, sc_completer *c) {
   sc_lsp__post_job(s, NULL, "sculpt/loadModel", NULL, load_job, a, load_arg_free, load_done);
 }
 
+
+/* ======================= the workspace index ================================= */
+/* Built by a job on the worker (so that completion jobs, which read it, never
+ * race with it), at start and again after saves (at most every 30 s). A
+ * large tree delays completions while it is indexed, never the loop. */
+
+typedef struct index_arg {
+  sc_completer *c;
+  char *root;
+  sc_workspace_stats stats;
+} index_arg;
+
+static void index_arg_free(void *p) {
+  index_arg *a = p;
+  free(a->root);
+  free(a);
+}
+
+static json_t *index_job(sc_job *job, void *argp, sc_error *err) {
+  index_arg *a = argp;
+  sc_workspace *ws = NULL;
+  if (sc_workspace_index(a->root, NULL, &ws, err) != SC_OK) return NULL;
+  sc_workspace_free(a->c->ws);
+  a->c->ws = ws;
+  a->stats = *sc_workspace_get_stats(ws);
+  return json_null();
+}
+
+static void index_progress(sc_lsp_server *s, sc_completer *c, const char *kind,
+                           const char *message) {
+  if (!c->index_token[0]) return;
+  json_t *v = json_pack("{s:s}", "kind", kind);
+  if (strcmp(kind, "begin") == 0) json_object_set_new(v, "title", json_string("sculpt: indexing"));
+  if (message) json_object_set_new(v, "message", json_string(message));
+  sc_lsp__send_notification(s, "$/progress",
+                            json_pack("{s:s, s:o}", "token", c->index_token, "value", v));
+}
+
+static void index_done(sc_lsp_server *s, sc_job *job) {
+  sc_completer *c = sc_lsp__completer(s);
+  index_arg *a = job->arg;
+  c->indexing = false;
+  c->last_index_ms = sc_now_ms();
+  char msg[160];
+  if (job->result) {
+    snprintf(msg, sizeof msg, "%zu files, %zu definitions in %.0f ms", a->stats.files,
+             a->stats.definitions, a->stats.ms);
+    SC_LOG_INFO("index: %s", msg);
+  } else {
+    snprintf(msg, sizeof msg, "not indexed: %s", job->err.msg);
+    SC_LOG_INFO("index: %s", msg);
+  }
+  index_progress(s, c, "end", msg);
+}
+
+static void on_index_progress_created(sc_lsp_server *s, json_t *result, json_t *error) {
+  sc_completer *c = sc_lsp__completer(s);
+  if (error) {
+    c->index_token[0] = '\0';
+    return;
+  }
+  if (c->indexing) index_progress(s, c, "begin", c->root);
+  else index_progress(s, c, "end", NULL), c->index_token[0] = '\0';
+}
+
+static void start_index(sc_lsp_server *s, sc_completer *c) {
+  if (!c->root || c->indexing) return;
+  index_arg *a = calloc(1, sizeof *a);
+  if (!a || !(a->root = strdup(c->root))) {
+    free(a);
+    return;
+  }
+  a->c = c;
+  c->indexing = true;
+  static int generation;
+  if (sc_lsp__client_progress(s)) {
+    snprintf(c->index_token, sizeof c->index_token, "sculpt/index/%d", ++generation);
+    sc_lsp__send_request(s, "window/workDoneProgress/create",
+                         json_pack("{s:s}", "token", c->index_token), on_index_progress_created);
+  }
+  sc_lsp__post_job(s, NULL, "sculpt/index", NULL, index_job, a, index_arg_free, index_done);
+}
+
+/* file:///a/b%20c -> /a/b c; NULL for other schemes. */
+static char *path_from_uri(const char *uri) {
+  if (!uri || strncmp(uri, "file://", 7) != 0) return NULL;
+  const char *p = uri + 7;
+  char *out = malloc(strlen(p) + 1);
+  if (!out) return NULL;
+  size_t o = 0;
+  for (size_t i = 0; p[i]; i++) {
+    if (p[i] == '%' && isxdigit((unsigned char)p[i + 1]) && isxdigit((unsigned char)p[i + 2])) {
+      char hex[3] = {p[i + 1], p[i + 2], 0};
+      out[o++] = (char)strtol(hex, NULL, 16);
+      i += 2;
+    } else {
+      out[o++] = p[i];
+    }
+  }
+  out[o] = '\0';
+  return out;
+}
+
+void sc_completer_set_root(sc_completer *c, const char *root_uri) {
+  free(c->root);
+  c->root = path_from_uri(root_uri);
+}
+
+void sc_completer_on_save(sc_lsp_server *s, sc_completer *c) {
+  if (c->root && sc_now_ms() - c->last_index_ms > 30000) start_index(s, c);
+}
+
 void sc_completer_start(sc_lsp_server *s, sc_completer *c) {
   if (c->state == MS_NONE) start_load(s, c);
+  start_index(s, c);
 }
 
 /* ======================= shaping ============================================ */
@@ -505,6 +625,8 @@ typedef struct complete_arg {
   sc_completion_plan plan;
   size_t cursor;        /* byte offset of the cursor in the document */
   char language[16];
+  bool lang_known;
+  char *rel_path;   /* the file relative to the workspace root (owned) */
   uint64_t uri_hash, prefix_hash, suffix_hash;
   size_t doc_prefix_len;
   double t_request;
@@ -524,6 +646,7 @@ static void complete_arg_free(void *p) {
   json_decref(a->position);
   sc_syntax_tree_free(a->tree);
   free(a->rest);
+  free(a->rel_path);
   free(a);
 }
 
@@ -609,12 +732,50 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
     return NULL;
   }
   double t0 = sc_now_ms();
+  /* Repository context: definitions of what is used around the cursor,
+   * from this file, its imports and the workspace, each headed by its path,
+   * go before the prefix window. */
+  char *before = a->prefix;
+  size_t before_len = a->prefix_len;
+  size_t n_snippets = 0;
+  char *joined = NULL;
+  if (a->lang_known) {
+    size_t tl = a->prefix_len + a->suffix_len;
+    char *text = malloc(tl + 1);
+    sc_prompt prompt;
+    if (text) {
+      memcpy(text, a->prefix, a->prefix_len);
+      memcpy(text + a->prefix_len, a->suffix, a->suffix_len);
+      text[tl] = '\0';
+      if (sc_prompt_build(c->ws, a->rel_path, a->language, text, tl, a->prefix_len, c->tok,
+                          (size_t)a->set.context_budget, &prompt, NULL) == SC_OK) {
+        size_t total = 0;
+        for (size_t i = 0; i < prompt.n_snippets; i++) total += prompt.snippets[i].len;
+        if (total && (joined = malloc(total + a->prefix_len + 1))) {
+          size_t o = 0;
+          for (size_t i = 0; i < prompt.n_snippets; i++) {
+            memcpy(joined + o, prompt.snippets[i].text, prompt.snippets[i].len);
+            o += prompt.snippets[i].len;
+          }
+          /* The window the prompt chose, so the snippets fit the budget. */
+          size_t wl = strlen(prompt.prefix);
+          memcpy(joined + o, prompt.prefix, wl);
+          before = joined;
+          before_len = o + wl;
+          n_snippets = prompt.n_snippets;
+        }
+        sc_prompt_free(&prompt);
+      }
+      free(text);
+    }
+  }
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
-  if (encode_context(c, a->prefix, a->prefix_len, a->suffix, a->suffix_len,
-                     (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf, &keep_suf,
-                     err) != SC_OK)
-    return NULL;
+  sc_status est = encode_context(c, before, before_len, a->suffix, a->suffix_len,
+                                 (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf,
+                                 &keep_suf, err);
+  free(joined);
+  if (est != SC_OK) return NULL;
   double t_ctx = sc_now_ms();
   sc_infill_params p;
   sc_infill_params_default(&p);
@@ -698,6 +859,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
                            "canvas", res.canvas_len);
   if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
   json_object_set_new(data, "shapeMs", json_real(shape_ms));
+  json_object_set_new(data, "snippets", json_integer((json_int_t)n_snippets));
   if (reconditioned) json_object_set_new(data, "reconditioned", json_true());
   json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
   SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
@@ -848,6 +1010,16 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   memcpy(a->suffix, d->text + off, a->suffix_len);
   a->position = json_incref(pos);
   snprintf(a->language, sizeof a->language, "%s", lang);
+  a->lang_known = true;
+  {
+    char *fp = path_from_uri(d->uri);
+    size_t rl = c->root ? strlen(c->root) : 0;
+    if (fp && c->root && strncmp(fp, c->root, rl) == 0 && fp[rl] == '/')
+      a->rel_path = strdup(fp + rl + 1);
+    else
+      a->rel_path = fp ? strdup(fp) : NULL;
+    free(fp);
+  }
   a->cursor = off;
   if (tree) {
     a->plan = plan;
@@ -935,6 +1107,8 @@ sc_completer *sc_completer_new(void) {
 void sc_completer_free(sc_completer *c) {
   if (!c) return;
   release_model(c);
+  sc_workspace_free(c->ws);
+  free(c->root);
   settings_free(&c->set);
   for (int i = 0; i < CACHE_ENTRIES; i++) free(c->cache[i].middle);
   free(c);

@@ -264,6 +264,10 @@ void sc_completer_free(sc_completer *c);
 void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *settings);
 /* The client is initialized: load the model in the background. */
 void sc_completer_start(sc_lsp_server *s, sc_completer *c);
+/* The workspace folder (a file:// URI) from initialize; indexed at start. */
+void sc_completer_set_root(sc_completer *c, const char *root_uri);
+/* A document was saved: re-index (at most every 30 s). */
+void sc_completer_on_save(sc_lsp_server *s, sc_completer *c);
 /* A document changed: typing speed for the adaptive debounce. */
 void sc_completer_on_change(sc_completer *c, const char *uri);
 /* Fills the capabilities the completer implements. */

@@ -473,6 +473,11 @@ static void handle_initialize(req *r) {
   sc_log_level level;
   if (level_from_trace(json_string_value(json_object_get(r->params, "trace")), &level))
     set_client_log_level(s, level);
+  /* The workspace: the first workspace folder, else rootUri. */
+  json_t *folders = json_object_get(r->params, "workspaceFolders");
+  const char *root_uri = json_string_value(json_object_get(json_array_get(folders, 0), "uri"));
+  if (!root_uri) root_uri = json_string_value(json_object_get(r->params, "rootUri"));
+  if (root_uri) sc_completer_set_root(s->completer, root_uri);
   json_t *init_opts = json_object_get(r->params, "initializationOptions");
   apply_settings(s, init_opts);
 
@@ -639,6 +644,7 @@ static void handle_did_save(req *r) {
    * to start afresh. Lazily: the next request that needs the tree parses. */
   sc_document *d = sc_document_store_get(r->s->docs, uri);
   if (d && d->tree) d->tree_stale = true;
+  sc_completer_on_save(r->s, r->s->completer);
 }
 
 /* ======================= notifications ===================================== */
@@ -665,6 +671,11 @@ static void handle_did_change_configuration(req *r) {
   if (r->s->client_config_pull && !json_object_get(settings, "sculpt"))
     sc_lsp__send_request(r->s, "workspace/configuration",
                  json_pack("{s:[{s:s}]}", "items", "section", "sculpt"), on_configuration);
+}
+
+static void handle_did_change_watched_files(req *r) {
+  /* Files changed on disk: the index is rebuilt (rate-limited). */
+  sc_completer_on_save(r->s, r->s->completer);
 }
 
 /* ======================= test hooks ======================================== */
@@ -775,6 +786,7 @@ static const method k_methods[] = {
     {"$/cancelRequest", handle_cancel, false, false},
     {"$/setTrace", handle_set_trace, false, false},
     {"workspace/didChangeConfiguration", handle_did_change_configuration, false, false},
+    {"workspace/didChangeWatchedFiles", handle_did_change_watched_files, false, false},
     {"textDocument/inlineCompletion", sc_completer_handle_inline, true, false},
     {"textDocument/completion", sc_completer_handle_completion, true, false},
     {"workspace/executeCommand", sc_completer_handle_execute, true, false},

@@ -296,11 +296,51 @@ def test_hole_candidates_must_parse():
     s.shutdown_and_exit()
 
 
+def test_workspace_context():
+    # The workspace (rootUri) is indexed with $/progress; a completion then
+    # carries the definition from another file in its prompt.
+    repo = tempfile.mkdtemp(prefix="sculpt-ws-")
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    os.makedirs(os.path.join(repo, "pkg"))
+    with open(os.path.join(repo, "pkg", "calc.py"), "w") as f:
+        f.write("def compute_total(items):\n    return sum(items)\n")
+    text = "from pkg.calc import compute_total\n\nx = compute_total([1]) + abc\n"
+    with open(os.path.join(repo, "app.py"), "w") as f:
+        f.write(text)
+    s = spawn()
+    s.start({"window": {"workDoneProgress": True}},
+            initializationOptions={"modelPath": MODEL, "lengthCandidates": 4},
+            rootUri="file://" + repo)
+    def progress_created(prefix):
+        return s.wait_for(lambda: next((m for m in s.messages
+                                        if m.get("method") == "window/workDoneProgress/create"
+                                        and m["params"]["token"].startswith(prefix)), None),
+                          what="progress create " + prefix)
+    for prefix in ("sculpt/load", "sculpt/index"):
+        create = progress_created(prefix)
+        s.respond(create["id"], None)
+    end = s.wait_message(lambda m: m.get("method") == "$/progress" and
+                         m["params"]["token"].startswith("sculpt/index") and
+                         m["params"]["value"]["kind"] == "end", what="index end")
+    check("2 files" in end["params"]["value"].get("message", ""), "index summary",
+          end["params"]["value"])
+    wait_ready(s)
+    uri = "file://" + os.path.join(repo, "app.py")
+    open_doc(s, text, uri=uri, lang="python")
+    r = inline(s, 2, len("x = compute_total([1]) + abc"), uri=uri)["result"]
+    check(r["data"].get("snippets", 0) >= 1, "a snippet from pkg/calc.py in the prompt", r["data"])
+    eq(r["items"][0]["insertText"], ALPHABET, "the completion itself is unchanged")
+    s.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    s.shutdown_and_exit()
+    shutil.rmtree(repo, ignore_errors=True)
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_capabilities_and_load, test_inline_completion_parses,
                    test_completion_items, test_typing_through_is_cached, test_stale_and_cancelled,
                    test_commands_settings_and_languages, test_no_model,
-                   test_quick_fix_repairs_a_syntax_error, test_hole_candidates_must_parse])
+                   test_quick_fix_repairs_a_syntax_error, test_hole_candidates_must_parse,
+                   test_workspace_context])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
