@@ -1,0 +1,110 @@
+// The sculpt extension: starts `sculpt lsp` through vscode-languageclient
+// (v10, which maps textDocument/inlineCompletion onto VS Code's inline
+// suggestions), shows sculpt/status in the status bar, and adds commands to
+// restart the server, show its log and toggle automatic completion.
+import * as vscode from 'vscode';
+import {
+  LanguageClient, LanguageClientOptions, ServerOptions,
+} from 'vscode-languageclient/node';
+import { serverCommand, serverSettings, shouldAsk, statusBar, SculptStatus } from './logic';
+
+let client: LanguageClient | undefined;
+let output: vscode.LogOutputChannel;
+let item: vscode.StatusBarItem;
+let lastStatus: SculptStatus | undefined;
+
+function config(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration('sculpt');
+}
+
+function automatic(): boolean {
+  return config().get<boolean>('automaticCompletion', true);
+}
+
+function settings(): Record<string, unknown> {
+  const c = config();
+  return serverSettings((k) => c.get(k));
+}
+
+function showStatus(): void {
+  const s = statusBar(lastStatus, automatic());
+  item.text = s.text;
+  item.tooltip = s.tooltip;
+  item.backgroundColor = s.error ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+  item.show();
+}
+
+async function start(): Promise<void> {
+  const { command, args } = serverCommand(config().get<string>('serverPath'));
+  const serverOptions: ServerOptions = { command, args };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+    outputChannel: output,
+    initializationOptions: settings(),
+    middleware: {
+      // Automatic completion off: only explicit requests reach the server.
+      provideInlineCompletionItems: (document, position, context, token, next) => {
+        if (!shouldAsk(automatic(), context.triggerKind)) return null;
+        return next(document, position, context, token);
+      },
+      workspace: {
+        // The server pulls section "sculpt": answer with what it reads.
+        configuration: (params) =>
+          params.items.map((i) => (i.section === 'sculpt' ? settings() : null)),
+      },
+    },
+  };
+  client = new LanguageClient('sculpt', 'sculpt', serverOptions, clientOptions);
+  client.onNotification('sculpt/status', (s: SculptStatus) => {
+    lastStatus = s;
+    showStatus();
+  });
+  lastStatus = undefined;
+  showStatus();
+  try {
+    await client.start();
+  } catch (e) {
+    lastStatus = { state: 'error', message: `cannot start ${command}: ${String(e)}` };
+    showStatus();
+  }
+}
+
+async function stop(): Promise<void> {
+  const c = client;
+  client = undefined;
+  if (c) await c.stop().catch(() => undefined);
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel('sculpt', { log: true });
+  item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+  item.command = 'sculpt.showLog';
+  context.subscriptions.push(
+    output, item,
+    vscode.commands.registerCommand('sculpt.restartServer', async () => {
+      await stop();
+      await start();
+    }),
+    vscode.commands.registerCommand('sculpt.showLog', () => output.show(true)),
+    vscode.commands.registerCommand('sculpt.toggleAutomaticCompletion', async () => {
+      await config().update('automaticCompletion', !automatic(), vscode.ConfigurationTarget.Global);
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (!e.affectsConfiguration('sculpt')) return;
+      if (e.affectsConfiguration('sculpt.serverPath')) {
+        await stop();
+        await start();
+        return;
+      }
+      showStatus();
+      if (client?.isRunning()) {
+        await client.sendNotification('workspace/didChangeConfiguration', { settings: { sculpt: settings() } });
+      }
+    }),
+  );
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  await stop();
+}
