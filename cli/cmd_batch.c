@@ -53,6 +53,9 @@ typedef struct args {
   int candidates, max_tokens;
   double temperature;
   bool write, json, progress, no_progress;
+  int batch_sites; /* 1: holes decoded together; 0: one at a time (with the
+                      K/V cache); -1: together on a GPU only (measured on the
+                      CPU: one at a time with the cache is 2.6x faster) */
   sc_device_kind device;
   char **paths;
   int n_paths;
@@ -91,6 +94,8 @@ typedef struct site {
   const char *reason; /* why it failed (static) */
   json_t *cands;      /* per candidate: seed, text, parsed, check (owned) */
   double ms;
+  sc_infill_result pre; /* the greedy candidate, decoded with other sites */
+  bool has_pre;
 } site;
 
 typedef struct run {
@@ -106,6 +111,7 @@ typedef struct run {
   sc_tokenizer *tok;
   sc_engine *engine;
   int max_seq;
+  int batched_sites, batched_passes; /* greedy candidates decoded together */
 } run;
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -692,9 +698,13 @@ static bool parse_diagnostics(const char *text, size_t len, const char *only_fil
 
 /* ---- candidates ------------------------------------------------------------- */
 
-/* Decodes one candidate for site s in f's current text. */
-static sc_status decode(run *r, const file_ent *f, const site *s, size_t a, size_t b,
-                        uint64_t seed, sc_infill_result *res, sc_error *err) {
+/* Site s's prompt in f's current text: *pre and *suf owned by the caller,
+ * the kept tokens are pre + (n_pre - keep_pre) and suf[0 .. keep_suf); the
+ * plan's canvas lengths in *plan. */
+static sc_status site_prompt(run *r, const file_ent *f, const site *s, size_t a, size_t b,
+                             int32_t **pre_out, size_t *n_pre_out, size_t *keep_pre_out,
+                             int32_t **suf_out, size_t *keep_suf_out, sc_infill_plan *plan_out,
+                             sc_error *err) {
   size_t pw = (size_t)CONTEXT_TOKENS * BYTES_PER_TOKEN, sw = pw / 4 + 256;
   size_t p0 = a > pw ? a - pw : 0, s1 = f->cur_len - b > sw ? b + sw : f->cur_len;
   int32_t *pre = NULL, *suf = NULL, *old = NULL;
@@ -731,15 +741,81 @@ static sc_status decode(run *r, const file_ent *f, const site *s, size_t a, size
   if (room < 0) room = 0;
   size_t keep_suf = n_suf < (size_t)room / 4 ? n_suf : (size_t)room / 4;
   size_t keep_pre = n_pre < (size_t)room - keep_suf ? n_pre : (size_t)room - keep_suf;
+  *pre_out = pre;
+  *n_pre_out = n_pre;
+  *keep_pre_out = keep_pre;
+  *suf_out = suf;
+  *keep_suf_out = keep_suf;
+  *plan_out = plan;
+  return SC_OK;
+}
+
+/* Decodes one candidate for site s in f's current text. */
+static sc_status decode(run *r, const file_ent *f, const site *s, size_t a, size_t b,
+                        uint64_t seed, sc_infill_result *res, sc_error *err) {
+  int32_t *pre = NULL, *suf = NULL;
+  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
+  sc_infill_plan plan;
+  SC_TRY(site_prompt(r, f, s, a, b, &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, err));
   sc_infill_params p;
   sc_infill_params_default(&p);
   p.seed = seed;
   p.temperature = seed ? r->a.temperature : 0.0;
-  st = sc_engine_infill(r->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                        &plan, &p, &g_cancel, NULL, NULL, res, err);
+  sc_status st = sc_engine_infill(r->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
+                                  (int)keep_suf, &plan, &p, &g_cancel, NULL, NULL, res, err);
   free(pre);
   free(suf);
   return st;
+}
+
+/* The greedy candidates of every hole, decoded together: each forward pass
+ * serves up to SC_INFILL_MAX_BATCH sites at once (sc_engine_infill_many).
+ * do_site then uses them as its first candidate. Holes have one canvas
+ * length, so the batch gives what decoding each alone would; other modes
+ * try several lengths per site and stay one site at a time. */
+static void prefetch_holes(run *r) {
+  size_t n = 0;
+  for (size_t k = 0; k < r->n_sites; k++) n += r->sites[k].mode == MODE_HOLES;
+  if (n < 2) return;
+  sc_infill_request *reqs = calloc(n, sizeof *reqs);
+  sc_infill_result *outs = calloc(n, sizeof *outs);
+  int32_t **bufs = calloc(2 * n, sizeof *bufs);
+  size_t *idx = calloc(n, sizeof *idx);
+  size_t m = 0;
+  for (size_t k = r->n_sites; reqs && outs && bufs && idx && k-- > 0;) {
+    site *s = &r->sites[k];
+    if (s->mode != MODE_HOLES) continue;
+    int32_t *pre = NULL, *suf = NULL;
+    size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
+    sc_infill_plan plan;
+    if (site_prompt(r, &r->files[s->file], s, s->a, s->b, &pre, &n_pre, &keep_pre, &suf,
+                    &keep_suf, &plan, NULL) != SC_OK)
+      continue;
+    bufs[2 * m] = pre;
+    bufs[2 * m + 1] = suf;
+    reqs[m] = (sc_infill_request){pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
+                                  plan.lengths[0], 0};
+    idx[m++] = k;
+  }
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  int passes = 0;
+  sc_error err = {0};
+  if (m > 1 &&
+      sc_engine_infill_many(r->engine, reqs, (int)m, &p, &g_cancel, outs, &passes, &err) ==
+          SC_OK) {
+    for (size_t i = 0; i < m; i++) {
+      r->sites[idx[i]].pre = outs[i];
+      r->sites[idx[i]].has_pre = true;
+    }
+    r->batched_sites = (int)m;
+    r->batched_passes = passes;
+  }
+  for (size_t i = 0; i < 2 * m; i++) free(bufs ? bufs[i] : NULL);
+  free(bufs);
+  free(reqs);
+  free(outs);
+  free(idx);
 }
 
 /* Runs the check command with /bin/sh; its output goes to stderr so that
@@ -801,7 +877,15 @@ static void do_site(run *r, site *s) {
     double tc = sc_now_ms();
     json_t *cj = json_pack("{s:i}", "seed", k);
     json_array_append_new(s->cands, cj);
-    if (decode(r, f, s, a, b, (uint64_t)k, &res, &err) != SC_OK) {
+    sc_status dst;
+    if (k == 0 && s->has_pre) {
+      res = s->pre; /* moved */
+      s->has_pre = false;
+      dst = SC_OK;
+    } else {
+      dst = decode(r, f, s, a, b, (uint64_t)k, &res, &err);
+    }
+    if (dst != SC_OK) {
       json_object_set_new(cj, "error", json_string(err.msg));
       sc_infill_result_free(&res);
       if (err.status == SC_ERR_CANCELLED) {
@@ -1019,12 +1103,17 @@ static int parse_args(int argc, char **argv, args *a) {
   a->max_tokens = 32;
   a->temperature = 0.8;
   a->device = SC_DEVICE_AUTO;
+  a->batch_sites = -1;
   a->paths = calloc((size_t)argc, sizeof *a->paths);
   if (!a->paths) return 2;
   bool candidates_set = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long n;
+    if (strcmp(o, "--no-batch-sites") == 0 || strcmp(o, "--batch-sites") == 0) {
+      a->batch_sites = o[2] == 'b';
+      continue;
+    }
     if (strcmp(o, "--holes") == 0 || strcmp(o, "--write") == 0 || strcmp(o, "--json") == 0 ||
         strcmp(o, "--no-progress") == 0) {
       if (o[2] == 'h') {
@@ -1114,6 +1203,7 @@ static void run_free(run *r) {
     free(r->sites[i].message);
     free(r->sites[i].chosen);
     json_decref(r->sites[i].cands);
+    if (r->sites[i].has_pre) sc_infill_result_free(&r->sites[i].pre);
   }
   free(r->sites);
   for (int i = 0; i < r->n_roots; i++) free(r->roots[i]);
@@ -1320,6 +1410,7 @@ int sc_cli_batch(int argc, char **argv) {
     sc_device_choice dev;
     sc_device_select(r.a.device, &dev);
     mo.device = dev.kind;
+    if (r.a.batch_sites < 0) r.a.batch_sites = dev.kind == SC_DEVICE_CUDA;
     sc_error err = {0};
     if (sc_model_load(model_dir, &mo, &r.model, &err) != SC_OK ||
         sc_tokenizer_load_dir(model_dir, &r.tok, &err) != SC_OK ||
@@ -1339,6 +1430,7 @@ int sc_cli_batch(int argc, char **argv) {
   /* Per file, last site first. */
   size_t done_sites = 0;
   progress(&r, 0);
+  if (r.engine && r.a.batch_sites > 0) prefetch_holes(&r);
   for (size_t k = r.n_sites; k-- > 0;) {
     if (g_interrupted) break;
     do_site(&r, &r.sites[k]);
@@ -1400,12 +1492,13 @@ int sc_cli_batch(int argc, char **argv) {
       }
       free(buf);
     }
-    json_t *o = json_pack("{s:o, s:{s:i, s:i, s:i, s:i, s:O, s:b, s:b, s:i, s:i, s:f}, s:o}",
+    json_t *o = json_pack("{s:o, s:{s:i, s:i, s:i, s:i, s:O, s:b, s:b, s:i, s:i, s:f, s:i, s:i}, s:o}",
                           "sites", sites, "summary", "files", (int)r.n_files, "sites",
                           (int)r.n_sites, "done", (int)n_done, "failed", (int)n_failed,
                           "skipped_files", r.skipped, "interrupted", (int)g_interrupted,
                           "write", r.a.write, "written", (int)written, "failed_writes",
-                          (int)n_write_failed, "ms", sc_now_ms() - t0,
+                          (int)n_write_failed, "ms", sc_now_ms() - t0, "batched_sites",
+                          r.batched_sites, "batched_passes", r.batched_passes,
                           "diffs", diffs);
     char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     if (s) puts(s);

@@ -93,6 +93,9 @@ const sc_cli_command sc_cli_commands[] = {
      "                      changed on disk since it was read is refused\n"
      "  --json              per-site report (file, range, mode, candidates, chosen text,\n"
      "                      seed, confidence, check, ms), summary and diffs\n"
+     "  --batch-sites       decode the holes' greedy candidates together, in shared\n"
+     "                      forward passes (the default on a GPU); --no-batch-sites\n"
+     "                      decodes each alone with the K/V cache (the CPU default)\n"
      "  --no-progress, --device auto|cpu|cuda, --family NAME\n"
      "Symlinks leading out of the PATHs and binary files are skipped. Ctrl-C stops after\n"
      "the current site. Exit: 0 all sites done, 1 some failed or interrupted, 2 usage/input error.\n",

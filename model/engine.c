@@ -377,7 +377,7 @@ static void run_next_block(cand_run *run, const sc_model_info *info) {
 }
 
 static sc_status run_init(sc_engine *e, cand_run *run, const int32_t *prefix, int n_prefix,
-                          const int32_t *suffix, int n_suffix, int m, int index,
+                          const int32_t *suffix, int n_suffix, int m, int index, uint64_t seed,
                           const sc_infill_params *p, sc_error *err) {
   const sc_model_info *info = e->info;
   memset(run, 0, sizeof *run);
@@ -401,7 +401,7 @@ static sc_status run_init(sc_engine *e, cand_run *run, const int32_t *prefix, in
   if (info->eos_id >= 0) run->seq[n++] = info->eos_id;
   run->n = n;
   run->m = m;
-  rng_seed(&run->r, p->seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(index + 1)));
+  rng_seed(&run->r, seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(index + 1)));
   run->block = p->block_len > 0 && p->block_len < m ? p->block_len : m;
   run->n_blocks = (m + run->block - 1) / run->block;
   /* Fixed-k: the canvas's steps shared evenly by the blocks (at least one
@@ -546,7 +546,7 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
                                   sc_error *err) {
   const sc_model_info *info = e->info;
   cand_run run;
-  SC_TRY(run_init(e, &run, prefix, n_prefix, suffix, n_suffix, m, cand_index, p, err));
+  SC_TRY(run_init(e, &run, prefix, n_prefix, suffix, n_suffix, m, cand_index, p->seed, p, err));
   sc_status st = SC_OK;
   while (!run.done) {
     if (cancel && atomic_load(cancel)) {
@@ -578,20 +578,24 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
   return st;
 }
 
-/* Several candidates in lockstep: each step is one packed forward pass over
- * every unfinished candidate (a batch), then each commits on its own rows. */
-static sc_status decode_batch(sc_engine *e, const int32_t *prefix, int n_prefix,
-                              const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
-                              const sc_infill_params *p, const _Atomic int *cancel,
-                              sc_infill_progress_fn progress, void *user, cand_state *cs,
-                              int *steps, double *ms_fwd, double *ms_smp, sc_error *err) {
-  const int nc = plan->n_lengths;
-  cand_run runs[SC_INFILL_MAX_CANDIDATES];
+/* Several runs in lockstep: each step is one packed forward pass over every
+ * unfinished run (a batch), then each commits on its own rows. A run is one
+ * request: its own prefix, suffix, canvas and seed (candidate lengths of one
+ * infill share the prefix and suffix; sc_engine_infill_many's do not).
+ * index_base offsets the runs' indices, which mix into their seeds. */
+static sc_status decode_batch(sc_engine *e, const sc_infill_request *reqs, int nc,
+                              bool same_prompt, const sc_infill_params *p,
+                              const _Atomic int *cancel, sc_infill_progress_fn progress,
+                              void *user, cand_state *cs, int *steps, double *ms_fwd,
+                              double *ms_smp, sc_error *err) {
+  cand_run runs[SC_INFILL_MAX_BATCH];
   int total = 0, max_rows = 0;
   sc_status st = SC_OK;
   int inited = 0;
   for (int c = 0; c < nc && st == SC_OK; c++) {
-    st = run_init(e, &runs[c], prefix, n_prefix, suffix, n_suffix, plan->lengths[c], c, p, err);
+    const sc_infill_request *q = &reqs[c];
+    st = run_init(e, &runs[c], q->prefix, q->n_prefix, q->suffix, q->n_suffix, q->canvas,
+                  same_prompt ? c : 0, q->seed, p, err);
     if (st == SC_OK) {
       inited++;
       total += runs[c].n;
@@ -610,8 +614,8 @@ static sc_status decode_batch(sc_engine *e, const int32_t *prefix, int n_prefix,
   if (st == SC_OK && !packed) st = sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
   for (;;) {
     if (st != SC_OK) break;
-    int32_t offsets[SC_INFILL_MAX_CANDIDATES + 1];
-    int active[SC_INFILL_MAX_CANDIDATES], na = 0, n = 0, rows = 0;
+    int32_t offsets[SC_INFILL_MAX_BATCH + 1];
+    int active[SC_INFILL_MAX_BATCH], na = 0, n = 0, rows = 0;
     offsets[0] = 0;
     for (int c = 0; c < nc; c++) {
       if (runs[c].done) continue;
@@ -644,6 +648,9 @@ static sc_status decode_batch(sc_engine *e, const int32_t *prefix, int n_prefix,
   }
   return st;
 }
+
+static sc_status finish_result(sc_engine *e, cand_state *bestp, int best_index,
+                               sc_infill_result *out, sc_error *err);
 
 /* DreamOn-style variable length: one block, a full pass every step, and the
  * canvas edited after each step (expand -> two masks, EOS -> deleted with
@@ -814,8 +821,12 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
   sc_status st = SC_OK;
   bool dreamon = e->expand_id >= 0 && !params->no_expand;
   if (!dreamon && plan->n_lengths > 1 && !params->no_batch) {
-    st = decode_batch(e, prefix, n_prefix, suffix, n_suffix, plan, params, cancel, progress,
-                      user, cands, &steps, &ms_fwd, &ms_smp, err);
+    sc_infill_request reqs[SC_INFILL_MAX_CANDIDATES];
+    for (int c = 0; c < plan->n_lengths; c++)
+      reqs[c] = (sc_infill_request){prefix, n_prefix, suffix, n_suffix, plan->lengths[c],
+                                    params->seed};
+    st = decode_batch(e, reqs, plan->n_lengths, true, params, cancel, progress, user, cands,
+                      &steps, &ms_fwd, &ms_smp, err);
     for (int c = 0; c < plan->n_lengths; c++) committed += cands[c].committed;
   } else {
     for (int c = 0; c < plan->n_lengths && st == SC_OK; c++) {
@@ -854,7 +865,22 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
     return st;
   }
 
-  /* The middle: up to the first EOS/pad, trailing mask/EOS/pad stripped. */
+  st = finish_result(e, &best, best_index, out, err);
+  if (st != SC_OK) return st;
+  out->steps = steps;
+  out->committed = committed;
+  out->ms_forward = ms_fwd;
+  out->ms_sample = ms_smp;
+  out->ms_total = sc_now_ms() - t_start;
+  return SC_OK;
+}
+
+/* The result from a finished candidate (whose buffers it frees): the middle
+ * up to the first EOS/pad, trailing mask/EOS/pad stripped, decoded. */
+static sc_status finish_result(sc_engine *e, cand_state *bestp, int best_index,
+                               sc_infill_result *out, sc_error *err) {
+  cand_state best = *bestp;
+  sc_status st;
   const sc_model_info *info = e->info;
   int len = 0;
   while (len < best.m && !is_end_token(info, best.canvas[len])) len++;
@@ -875,8 +901,8 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
   out->candidate = best_index;
   out->mean_logp = best.mean_logp;
   out->ended = best.ended;
-  out->steps = steps;
-  out->committed = committed;
+  out->steps = best.steps;
+  out->committed = best.committed;
   free(best.canvas);
   free(best.conf);
   if (e->tok) {
@@ -886,8 +912,67 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
       return st;
     }
   }
-  out->ms_forward = ms_fwd;
-  out->ms_sample = ms_smp;
-  out->ms_total = sc_now_ms() - t_start;
+  return SC_OK;
+}
+
+static sc_status check_request(const sc_engine *e, const sc_infill_request *q, sc_error *err) {
+  SC_CHECK(q->n_prefix >= 0 && q->n_suffix >= 0 && (q->n_prefix == 0 || q->prefix) &&
+               (q->n_suffix == 0 || q->suffix) && q->canvas >= 1,
+           err, SC_ERR_INVALID, "infill: bad request");
+  SC_CHECK(q->n_prefix + q->canvas + q->n_suffix + 2 <= e->max_seq, err, SC_ERR_INVALID,
+           "infill: %d prefix + %d canvas + %d suffix tokens exceed the %d-token context",
+           q->n_prefix, q->canvas, q->n_suffix, e->max_seq);
+  for (int i = 0; i < q->n_prefix; i++)
+    SC_CHECK(q->prefix[i] >= 0 && q->prefix[i] < e->vocab, err, SC_ERR_INVALID,
+             "infill: prefix token %d out of the vocabulary", q->prefix[i]);
+  for (int i = 0; i < q->n_suffix; i++)
+    SC_CHECK(q->suffix[i] >= 0 && q->suffix[i] < e->vocab, err, SC_ERR_INVALID,
+             "infill: suffix token %d out of the vocabulary", q->suffix[i]);
+  return SC_OK;
+}
+
+sc_status sc_engine_infill_many(sc_engine *e, const sc_infill_request *reqs, int n,
+                                const sc_infill_params *params, const _Atomic int *cancel,
+                                sc_infill_result *outs, int *passes, sc_error *err) {
+  sc_infill_params defaults;
+  if (!params) {
+    sc_infill_params_default(&defaults);
+    params = &defaults;
+  }
+  if (passes) *passes = 0;
+  SC_CHECK(n >= 0 && (n == 0 || (reqs && outs)), err, SC_ERR_INVALID, "infill: bad arguments");
+  for (int i = 0; i < n; i++) memset(&outs[i], 0, sizeof outs[i]);
+  for (int i = 0; i < n; i++) SC_TRY(check_request(e, &reqs[i], err));
+  /* Groups of at most SC_INFILL_MAX_BATCH requests and a bounded packed
+   * length (the packed context's arena grows with its square). */
+  const int max_tokens = e->max_seq > 2048 ? e->max_seq : 2048;
+  for (int g0 = 0; g0 < n;) {
+    int g1 = g0, tokens = 0;
+    while (g1 < n && g1 - g0 < SC_INFILL_MAX_BATCH) {
+      int t = reqs[g1].n_prefix + reqs[g1].canvas + reqs[g1].n_suffix + 2;
+      if (g1 > g0 && tokens + t > max_tokens) break;
+      tokens += t;
+      g1++;
+    }
+    cand_state cs[SC_INFILL_MAX_BATCH];
+    memset(cs, 0, sizeof cs);
+    int steps = 0;
+    double ms_fwd = 0, ms_smp = 0, t0 = sc_now_ms();
+    sc_status st = decode_batch(e, reqs + g0, g1 - g0, false, params, cancel, NULL, NULL, cs,
+                                &steps, &ms_fwd, &ms_smp, err);
+    if (passes) *passes += steps;
+    for (int i = g0; i < g1; i++) {
+      if (st == SC_OK) st = finish_result(e, &cs[i - g0], 0, &outs[i], err);
+      else free(cs[i - g0].canvas), free(cs[i - g0].conf);
+      outs[i].ms_forward = ms_fwd;
+      outs[i].ms_sample = ms_smp;
+      outs[i].ms_total = sc_now_ms() - t0;
+    }
+    if (st != SC_OK) {
+      for (int i = 0; i < n; i++) sc_infill_result_free(&outs[i]);
+      return st;
+    }
+    g0 = g1;
+  }
   return SC_OK;
 }

@@ -311,6 +311,18 @@ typedef struct sc_infill_result {
 
 void sc_infill_result_free(sc_infill_result *r); /* frees the members; r itself is the caller's */
 
+/* One prompt of a batch (sc_engine_infill_many): the ids are borrowed. */
+typedef struct sc_infill_request {
+  const int32_t *prefix;
+  int n_prefix;
+  const int32_t *suffix;
+  int n_suffix;
+  int canvas;    /* canvas length */
+  uint64_t seed; /* its own seed (the params' seed is not used) */
+} sc_infill_request;
+
+#define SC_INFILL_MAX_BATCH 16
+
 /* The current draft after a step: canvas[0..m) with mask ids where nothing
  * is committed yet. Borrowed for the duration of the call. */
 typedef void (*sc_infill_progress_fn)(void *user, int candidate, const int32_t *canvas,
@@ -329,6 +341,16 @@ void sc_engine_free(sc_engine *e);
  * becomes non-zero the call returns SC_ERR_CANCELLED within one step.
  * progress may be NULL. *out is filled on success (free with
  * sc_infill_result_free). */
+/* Several independent prompts (other sites, other files) decoded together:
+ * every step is one packed forward pass over all unfinished prompts, in
+ * groups of up to SC_INFILL_MAX_BATCH. outs[i] gets what sc_engine_infill
+ * would give for reqs[i] with a one-length plan and seed reqs[i].seed
+ * (timings are per group). No cache, no DreamOn expand. *passes (may be
+ * NULL) counts the forward passes. On failure every outs[i] is freed. */
+sc_status sc_engine_infill_many(sc_engine *e, const sc_infill_request *reqs, int n,
+                                const sc_infill_params *params, const _Atomic int *cancel,
+                                sc_infill_result *outs, int *passes, sc_error *err);
+
 sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
                            const sc_infill_params *params, const _Atomic int *cancel,

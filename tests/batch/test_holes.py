@@ -49,7 +49,7 @@ check(rc == 0 and out == "", f"nothing left: rc {rc}, {out!r}")
 
 # --json: one record per site, and a summary.
 root2 = make_repo()
-rc, out, err = batch("--holes", "--json", "--model", M, root2)
+rc, out, err = batch("--holes", "--json", "--batch-sites", "--model", M, root2)
 check(rc == 0, f"--json exit 0 ({err})")
 rep = report(out)
 sites = rep["sites"]
@@ -66,6 +66,10 @@ summ = rep["summary"]
 check(summ["sites"] == 3 and summ["done"] == 3 and summ["failed"] == 0 and not summ["write"],
       f"summary {summ}")
 check(len(rep["diffs"]) == 3, "diffs in the report")
+# The three holes' greedy candidates were decoded together: one batch of
+# forward passes, fewer than one after another would take.
+check(summ["batched_sites"] == 3 and 1 <= summ["batched_passes"] < 3 * 24,
+      f"holes batched into shared forward passes: {summ}")
 
 # A hole the model cannot fill (a Python `...` body: the planted model has
 # nothing to say after indentation) is reported, exit 1, and left unchanged;

@@ -278,6 +278,44 @@ static void test_batch(void) {
   }
 }
 
+/* Independent prompts decoded together give what each gives alone, in
+ * fewer forward passes than one after another. */
+static void test_many(void) {
+  sc_model *m = load("planted-successor-shifted");
+  REQUIRE(m);
+  sc_engine *e = NULL;
+  REQUIRE(sc_engine_new(m, NULL, 96, &e, NULL) == SC_OK);
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  p.block_len = 0;
+  int32_t p0[] = {10}, p1[] = {20, 21}, p2[] = {50}, p3[] = {5, 7, 30}, suf[] = {1, 2};
+  sc_infill_request reqs[4] = {{p0, 1, suf, 2, 16, 0}, {p1, 2, suf, 1, 8, 0},
+                               {p2, 1, NULL, 0, 16, 0}, {p3, 3, suf, 2, 4, 0}};
+  sc_infill_result many[4];
+  int passes = 0;
+  REQUIRE(sc_engine_infill_many(e, reqs, 4, &p, NULL, many, &passes, NULL) == SC_OK);
+  int alone_steps = 0;
+  for (int i = 0; i < 4; i++) {
+    sc_infill_plan plan = {1, {reqs[i].canvas}};
+    sc_infill_result one;
+    REQUIRE(sc_engine_infill(e, reqs[i].prefix, reqs[i].n_prefix, reqs[i].suffix,
+                             reqs[i].n_suffix, &plan, &p, NULL, NULL, NULL, &one, NULL) == SC_OK);
+    EXPECTF(one.n_ids == many[i].n_ids &&
+                memcmp(one.ids, many[i].ids, (size_t)one.n_ids * sizeof *one.ids) == 0,
+            "request %d: %d ids batched vs %d alone", i, many[i].n_ids, one.n_ids);
+    alone_steps += one.steps;
+    sc_infill_result_free(&one);
+    sc_infill_result_free(&many[i]);
+  }
+  EXPECT(many[2].n_ids == 0); /* freed: fields zeroed */
+  EXPECTF(passes < alone_steps, "%d batched passes vs %d alone", passes, alone_steps);
+  /* A bad request fails the call cleanly. */
+  sc_infill_request bad = {p0, 1, suf, 2, 0, 0};
+  EXPECT(sc_engine_infill_many(e, &bad, 1, &p, NULL, many, NULL, NULL) == SC_ERR_INVALID);
+  sc_engine_free(e);
+  sc_model_free(m);
+}
+
 static void test_eos_penalty(void) {
   sc_model *m = load("planted-successor-shifted");
   REQUIRE(m);
@@ -360,6 +398,7 @@ int main(void) {
   RUN(test_seeded_sampling);
   RUN(test_eos_penalty);
   RUN(test_batch);
+  RUN(test_many);
   RUN(test_shared_model_threads);
   TEST_MAIN_END();
 }
