@@ -31,7 +31,7 @@ static char *git_toplevel(const char *dir) {
 
 int sc_cli_context(int argc, char **argv) {
   const char *target = NULL, *root_arg = NULL, *model_dir = NULL;
-  long budget = 1024;
+  long budget = 1024, repeat = 0;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(o, "--json") == 0) continue; /* the only output form */
@@ -43,6 +43,17 @@ int sc_cli_context(int argc, char **argv) {
     if (!v) { sc_cli_fail(CMD, "%s needs a value", o); return 2; }
     i++;
     if (strcmp(o, "--root") == 0) root_arg = v;
+    else if (strcmp(o, "--repeat") == 0) {
+      /* A benchmark aid: the retrieval again at N cursors spread over the
+       * file, with its latency percentiles in "bench". */
+      char *end;
+      errno = 0;
+      repeat = strtol(v, &end, 10);
+      if (errno || *end || repeat < 0 || repeat > 100000) {
+        sc_cli_fail(CMD, "--repeat takes 0 to 100000");
+        return 2;
+      }
+    }
     else if (strcmp(o, "--model") == 0) model_dir = v;
     else if (strcmp(o, "--budget") == 0) {
       char *end;
@@ -146,6 +157,37 @@ int sc_cli_context(int argc, char **argv) {
                   "binary", (json_int_t)st->skipped_binary, "huge", (json_int_t)st->skipped_huge,
                   "generated", (json_int_t)st->skipped_generated, "outside",
                   (json_int_t)st->skipped_outside, "index_ms", st->ms));
+  }
+  if (out && repeat > 0) {
+    double *ms = malloc((size_t)repeat * sizeof *ms);
+    for (long i = 0; ms && i < repeat; i++) {
+      size_t cur = (size_t)((double)len * (double)(i + 1) / (double)(repeat + 1));
+      sc_prompt pr;
+      double t = sc_now_ms();
+      if (sc_prompt_build(ws, rel, lang, text, len, cur, tok, (size_t)budget, &pr, NULL) == SC_OK)
+        sc_prompt_free(&pr);
+      ms[i] = sc_now_ms() - t;
+    }
+    if (ms) {
+      for (long i = 1; i < repeat; i++) /* insertion sort: small n */
+        for (long k = i; k > 0 && ms[k - 1] > ms[k]; k--) {
+          double tmp = ms[k];
+          ms[k] = ms[k - 1];
+          ms[k - 1] = tmp;
+        }
+      long kb = 0;
+      FILE *st = fopen("/proc/self/status", "r");
+      char row[256];
+      while (st && fgets(row, sizeof row, st))
+        if (strncmp(row, "VmHWM:", 6) == 0) kb = strtol(row + 6, NULL, 10);
+      if (st) fclose(st);
+      json_object_set_new(out, "bench",
+                          json_pack("{s:i, s:f, s:f, s:f, s:I}", "retrievals", (int)repeat,
+                                    "p50_ms", ms[repeat / 2], "p99_ms",
+                                    ms[(long)((double)(repeat - 1) * 0.99)], "max_ms",
+                                    ms[repeat - 1], "peak_rss_kb", (json_int_t)kb));
+      free(ms);
+    }
   }
   char *s = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
   json_decref(out);

@@ -101,7 +101,8 @@ const sc_cli_command sc_cli_commands[] = {
      "the current site. Exit: 0 all sites done, 1 some failed or interrupted, 2 usage/input error.\n",
      sc_cli_batch},
     {"context", "show the prompt sculpt builds at FILE:LINE:COL",
-     "usage: sculpt context FILE:LINE:COL [--root DIR] [--budget N] [--model DIR] --json\n"
+     "usage: sculpt context FILE:LINE:COL [--root DIR] [--budget N] [--model DIR]\n"
+     "                      [--repeat N] --json\n"
      "\n"
      "Prints, as JSON, the prompt a completion at that position would get: the\n"
      "prefix and suffix windows, and each snippet with its source (path, line\n"
@@ -109,7 +110,9 @@ const sc_cli_command sc_cli_commands[] = {
      "definitions of identifiers used around the cursor: from the same file,\n"
      "then the files it imports, then the workspace (the git work tree holding\n"
      "the file, or --root; .gitignore is honoured). Tokens are counted with the\n"
-     "tokenizer of --model (default: the default model); --budget defaults to 1024.\n",
+     "tokenizer of --model (default: the default model); --budget defaults to 1024.\n"
+     "--repeat N (a benchmark aid) retrieves again at N cursors spread over the\n"
+     "file and adds their latency percentiles and the peak memory as \"bench\".\n",
      sc_cli_context},
     {"bench", "time the infill engine on a checkpoint",
      "usage: sculpt bench [--model DIR] [--canvas 16,32,64,128] [--context N]\n"

@@ -83,6 +83,12 @@ for s in res["snippets"]:
     body = s["text"].split("\n", 1)[1]
     check(body not in res["prefix"] and body not in res["suffix"], "no snippet repeats a window")
 
+# --repeat times the retrieval at other cursors.
+rc, out, _ = context(root, "app.py:%d:11" % last, "--repeat", "5")
+b = json.loads(out).get("bench", {}) if rc == 0 else {}
+check(b.get("retrievals") == 5 and 0 <= b.get("p50_ms", -1) <= b.get("max_ms", -1) and
+      b.get("peak_rss_kb", 0) > 0, "--repeat reports the retrieval latency: %s" % b)
+
 # A big budget takes local_helper into the window: then it is not a snippet.
 rc, out, _ = context(root, "app.py:%d:11" % last, "--budget", "8192")
 res = json.loads(out)
