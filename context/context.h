@@ -226,7 +226,8 @@ const char *sc_workspace_root(const sc_workspace *ws);                    /* bor
 typedef struct sc_context_snippet {
   char *path;        /* relative to the root (or the buffer's name) */
   uint32_t start_line, end_line; /* 0-based */
-  const char *reason; /* static: "same file", "imported file", "workspace" */
+  const char *reason; /* static: "enclosing scope", "same file", "imported file",
+                         "workspace" */
   char *name;        /* the identifier it defines */
   char *text;        /* headed by the path in the language's comment syntax */
   size_t len, tokens;
@@ -241,7 +242,8 @@ typedef struct sc_prompt {
 } sc_prompt;
 
 /* The prompt for a cursor (byte offset) in text, counted with tok within
- * budget tokens: up to a quarter for snippets (definitions of identifiers
+ * budget tokens: up to a quarter for snippets (the headers of the enclosing
+ * functions and classes the window cut off, then definitions of identifiers
  * used around the cursor: same file, imported files, then the workspace),
  * and of the rest three quarters before the cursor, whole lines nearest
  * first. ws may be NULL (the file alone); path is the file's path relative

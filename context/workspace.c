@@ -386,6 +386,37 @@ sc_status sc_prompt_build(const sc_workspace *ws, const char *path, const char *
   out->prefix_start = a;
   out->suffix_end = b;
 
+  /* The enclosing scopes whose headers the prefix window cut off: the
+   * path of functions and classes down to the cursor, outermost first, one
+   * header line each. */
+  if (lang && sc_context_ts_language(lang)) {
+    sc_syntax_tree *tree = NULL;
+    if (sc_syntax_tree_new(lang, text, len, &tree, NULL) == SC_OK) {
+      TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)cursor,
+                                                   (uint32_t)cursor);
+      TSNode scopes[16];
+      int ns = 0;
+      for (; !ts_node_is_null(n) && ns < 16; n = ts_node_parent(n)) {
+        const char *t = ts_node_type(n);
+        bool scope = strstr(t, "function") || strstr(t, "class") || strstr(t, "method") ||
+                     strstr(t, "impl_item") || strstr(t, "struct_specifier");
+        if (scope && strstr(t, "call") == NULL && ts_node_start_byte(n) < a)
+          scopes[ns++] = n;
+      }
+      for (int k = ns - 1; k >= 0; k--) {
+        uint32_t x = ts_node_start_byte(scopes[k]), y = x;
+        while (x > 0 && text[x - 1] != '\n') x--; /* keep the indentation */
+        while (y < len && text[y] != '\n') y++;
+        ws_def d = {strndup(text + x, y - x), x, y, ts_node_start_point(scopes[k]).row,
+                    ts_node_start_point(scopes[k]).row};
+        if (d.name) add_snippet(out, path ? path : "(buffer)", &d, text, len, "enclosing scope",
+                                lang);
+        free(d.name);
+      }
+      sc_syntax_tree_free(tree);
+    }
+  }
+
   /* Identifiers around the cursor, nearest first. */
   char *words[64];
   size_t n_words = 0;

@@ -89,6 +89,18 @@ b = json.loads(out).get("bench", {}) if rc == 0 else {}
 check(b.get("retrievals") == 5 and 0 <= b.get("p50_ms", -1) <= b.get("max_ms", -1) and
       b.get("peak_rss_kb", 0) > 0, "--repeat reports the retrieval latency: %s" % b)
 
+# A cursor deep in a long function: its header, cut off by the window, comes
+# back as an "enclosing scope" snippet.
+body = "".join("    v%d = %d\n" % (i, i) for i in range(300))
+write(root, "deep.py", "class Outer:\n    def long_method(self, arg):\n" +
+      body.replace("    ", "        ") + "        return arg\n")
+rc, out, err = context(root, "deep.py:250:9", "--budget", "128")
+res = json.loads(out) if rc == 0 else {"snippets": []}
+scopes = [s for s in res["snippets"] if s["reason"] == "enclosing scope"]
+check([s["text"].split("\n")[1] for s in scopes] ==
+      ["class Outer:", "    def long_method(self, arg):"],
+      "enclosing scopes, outermost first: %s" % [s["text"] for s in scopes])
+
 # A big budget takes local_helper into the window: then it is not a snippet.
 rc, out, _ = context(root, "app.py:%d:11" % last, "--budget", "8192")
 res = json.loads(out)
