@@ -27,7 +27,11 @@ int sc_cli_bench(int argc, char **argv);
 int sc_cli_context(int argc, char **argv);
 int sc_cli_batch(int argc, char **argv);
 
-/* Reads a whole file; *data (NUL-terminated) owned by the caller. */
+/* A whole decimal number in [lo, hi]; false on anything else. */
+bool sc_cli_parse_long(const char *s, long lo, long hi, long *out);
+
+/* Reads a whole file; *data (NUL-terminated) owned by the caller. On
+ * failure errno says why. */
 bool sc_cli_read_file(const char *path, char **data, size_t *len);
 
 /* FILE:LINE:COL (1-based line, 1-based byte column). With read_it, only

@@ -116,39 +116,6 @@ typedef struct run {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-static bool read_all(const char *path, char **data, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  size_t cap = 65536, n = 0;
-  char *buf = malloc(cap + 1);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-    if (n == cap) {
-      char *nb = realloc(buf, (cap *= 2) + 1);
-      if (!nb) { free(buf); buf = NULL; }
-      else buf = nb;
-    }
-  }
-  bool ok = buf && !ferror(f);
-  fclose(f);
-  if (!ok) { free(buf); errno = errno ? errno : EIO; return false; }
-  buf[n] = '\0';
-  *data = buf;
-  *len = n;
-  return true;
-}
-
 static char *dupn(const char *s, size_t n) {
   char *d = malloc(n + 1);
   if (d) {
@@ -293,7 +260,7 @@ out:
 static sc_status file_replace(file_ent *f, const char *text, size_t len, sc_error *err) {
   char *now = NULL;
   size_t now_len = 0;
-  if (!read_all(f->path, &now, &now_len))
+  if (!sc_cli_read_file(f->path, &now, &now_len))
     return sc_error_set(err, SC_ERR_IO, "cannot read %s: %s", f->path, strerror(errno));
   bool same = now_len == f->disk_len && memcmp(now, f->disk, now_len) == 0;
   free(now);
@@ -337,7 +304,7 @@ static long add_file(run *r, const char *path, bool explicit_path) {
   }
   char *text = NULL;
   size_t len = 0;
-  if (!read_all(path, &text, &len)) {
+  if (!sc_cli_read_file(path, &text, &len)) {
     skip_file(r, path, strerror(errno));
     return -1;
   }
@@ -567,10 +534,6 @@ static bool diag_from_json(json_t *dg, const char *path, diag **d, size_t *n, ch
   return diag_push(d, n, path, (long)json_integer_value(l), (long)json_integer_value(c), msg);
 }
 
-static const char *uri_path(const char *s) {
-  return strncmp(s, "file://", 7) == 0 ? s + 7 : s;
-}
-
 /* Parses gcc/clang lines `path:line:col: error|warning|fatal error: message`
  * or LSP JSON: a Diagnostic, an array of them (with "uri" or "file" on each,
  * or a single file PATH), PublishDiagnosticsParams {uri, diagnostics}, or an
@@ -606,9 +569,12 @@ static bool parse_diagnostics(const char *text, size_t len, const char *only_fil
       }
       const char *uri = json_string_value(json_object_get(it, "uri"));
       if (!uri) uri = json_string_value(json_object_get(it, "file"));
+      /* A file URI is decoded (%20 and all); anything else is a path. */
+      char *path = uri ? sc_path_from_file_uri(uri) : NULL;
+      if (uri && !path) path = strdup(uri);
       json_t *list = json_object_get(it, "diagnostics");
       if (json_is_array(list)) {
-        if (!uri) {
+        if (!path) {
           snprintf(why, why_len, "diagnostics JSON: item %zu has diagnostics but no uri", k);
           ok = false;
           break;
@@ -616,10 +582,10 @@ static bool parse_diagnostics(const char *text, size_t len, const char *only_fil
         size_t j;
         json_t *dg;
         json_array_foreach(list, j, dg) {
-          if (ok) ok = diag_from_json(dg, uri_path(uri), out, n_out, why, why_len);
+          if (ok) ok = diag_from_json(dg, path, out, n_out, why, why_len);
         }
       } else {
-        const char *p = uri ? uri_path(uri) : only_file;
+        const char *p = path ? path : only_file;
         if (!p) {
           /* Say what is wrong with the item itself first. */
           size_t before_n = *n_out;
@@ -638,6 +604,7 @@ static bool parse_diagnostics(const char *text, size_t len, const char *only_fil
         }
         ok = diag_from_json(it, p, out, n_out, why, why_len);
       }
+      free(path);
     }
     json_decref(items);
     json_decref(root);
@@ -1148,14 +1115,14 @@ static int parse_args(int argc, char **argv, args *a) {
       a->marker = v;
     } else if (strcmp(o, "--check") == 0) a->check = v;
     else if (strcmp(o, "--candidates") == 0) {
-      if (!parse_int(v, 1, MAX_CANDIDATES, &n)) {
+      if (!sc_cli_parse_long(v, 1, MAX_CANDIDATES, &n)) {
         sc_cli_fail(CMD, "--candidates takes 1 to %d", MAX_CANDIDATES);
         return 2;
       }
       a->candidates = (int)n;
       candidates_set = true;
     } else if (strcmp(o, "--max-tokens") == 0) {
-      if (!parse_int(v, 1, 1024, &n)) { sc_cli_fail(CMD, "--max-tokens takes 1 to 1024"); return 2; }
+      if (!sc_cli_parse_long(v, 1, 1024, &n)) { sc_cli_fail(CMD, "--max-tokens takes 1 to 1024"); return 2; }
       a->max_tokens = (int)n;
     } else if (strcmp(o, "--temperature") == 0) {
       char *end;
@@ -1324,9 +1291,9 @@ int sc_cli_batch(int argc, char **argv) {
     size_t len = 0;
     bool ok;
     if (strcmp(r.a.diag_src, "-") == 0) {
-      ok = read_all("/dev/stdin", &text, &len);
+      ok = sc_cli_read_file("/dev/stdin", &text, &len);
     } else {
-      ok = read_all(r.a.diag_src, &text, &len);
+      ok = sc_cli_read_file(r.a.diag_src, &text, &len);
     }
     if (!ok) {
       sc_cli_fail(CMD, "cannot read diagnostics from %s: %s", r.a.diag_src, strerror(errno));

@@ -22,15 +22,6 @@ typedef struct args {
   bool json;
 } args;
 
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 static bool parse_double(const char *s, double lo, double hi, double *out) {
   char *end;
   errno = 0;
@@ -64,7 +55,7 @@ static int parse_args(int argc, char **argv, args *a) {
     else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
     } else if (strcmp(o, "--max-tokens") == 0) {
-      if (!parse_int(v, 1, 4096, &n)) { sc_cli_fail(CMD, "--max-tokens takes 1 to 4096"); return 2; }
+      if (!sc_cli_parse_long(v, 1, 4096, &n)) { sc_cli_fail(CMD, "--max-tokens takes 1 to 4096"); return 2; }
       a->plan.n_lengths = 1;
       a->plan.lengths[0] = (int)n;
     } else if (strcmp(o, "--lengths") == 0) {
@@ -72,7 +63,7 @@ static int parse_args(int argc, char **argv, args *a) {
       a->plan.n_lengths = 0;
       char *copy = strdup(v), *save = NULL;
       for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (a->plan.n_lengths == SC_INFILL_MAX_CANDIDATES || !parse_int(t, 1, 4096, &n)) {
+        if (a->plan.n_lengths == SC_INFILL_MAX_CANDIDATES || !sc_cli_parse_long(t, 1, 4096, &n)) {
           free(copy);
           sc_cli_fail(CMD, "--lengths takes 1 to %d numbers from 1 to 4096", SC_INFILL_MAX_CANDIDATES);
           return 2;
@@ -82,7 +73,7 @@ static int parse_args(int argc, char **argv, args *a) {
       free(copy);
       if (a->plan.n_lengths == 0) { sc_cli_fail(CMD, "--lengths is empty"); return 2; }
     } else if (strcmp(o, "--steps") == 0) {
-      if (!parse_int(v, 1, 1 << 20, &n)) { sc_cli_fail(CMD, "--steps takes a positive number"); return 2; }
+      if (!sc_cli_parse_long(v, 1, 1 << 20, &n)) { sc_cli_fail(CMD, "--steps takes a positive number"); return 2; }
       a->params.steps = (int)n;
       a->params.schedule = SC_SCHEDULE_FIXED_K;
     } else if (strcmp(o, "--algorithm") == 0) {
@@ -107,10 +98,10 @@ static int parse_args(int argc, char **argv, args *a) {
     } else if (strcmp(o, "--top-p") == 0) {
       if (!parse_double(v, 0, 1, &a->params.top_p)) { sc_cli_fail(CMD, "--top-p takes (0, 1]"); return 2; }
     } else if (strcmp(o, "--top-k") == 0) {
-      if (!parse_int(v, 0, 1 << 24, &n)) { sc_cli_fail(CMD, "--top-k takes a number"); return 2; }
+      if (!sc_cli_parse_long(v, 0, 1 << 24, &n)) { sc_cli_fail(CMD, "--top-k takes a number"); return 2; }
       a->params.top_k = (int)n;
     } else if (strcmp(o, "--block-len") == 0) {
-      if (!parse_int(v, 0, 4096, &n)) { sc_cli_fail(CMD, "--block-len takes 0 to 4096"); return 2; }
+      if (!sc_cli_parse_long(v, 0, 4096, &n)) { sc_cli_fail(CMD, "--block-len takes 0 to 4096"); return 2; }
       a->params.block_len = (int)n;
     } else if (strcmp(o, "--eos-penalty") == 0) {
       if (!parse_double(v, -100, 100, &d)) { sc_cli_fail(CMD, "--eos-penalty takes a number"); return 2; }

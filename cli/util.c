@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool util_parse_long(const char *s, long lo, long hi, long *out) {
+bool sc_cli_parse_long(const char *s, long lo, long hi, long *out) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
@@ -34,7 +34,11 @@ bool sc_cli_read_file(const char *path, char **data, size_t *len) {
   }
   bool ok = buf && !ferror(f);
   fclose(f);
-  if (!ok) { free(buf); return false; }
+  if (!ok) {
+    free(buf);
+    if (!errno) errno = EIO;
+    return false;
+  }
   buf[n] = '\0'; /* n < cap: a full buffer was always grown above */
   *data = buf;
   *len = n;
@@ -56,7 +60,7 @@ int sc_cli_locate(const char *target, char **path, const char *text, size_t len,
   lbuf[ll] = '\0';
   memcpy(cbuf, c2 + 1, cl + 1);
   long line, col;
-  if (!util_parse_long(lbuf, 1, 1L << 30, &line) || !util_parse_long(cbuf, 1, 1L << 30, &col)) return -1;
+  if (!sc_cli_parse_long(lbuf, 1, 1L << 30, &line) || !sc_cli_parse_long(cbuf, 1, 1L << 30, &col)) return -1;
   *line_out = line;
   *col_out = col;
   if (read_it) {

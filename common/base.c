@@ -3,6 +3,7 @@
 #include "sculpt.h"
 #include "sculpt_version.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -140,4 +141,23 @@ uint64_t sc_hash64(const void *data, size_t len, uint64_t seed) {
     h *= 1099511628211ULL;
   }
   return h;
+}
+
+char *sc_path_from_file_uri(const char *uri) {
+  if (!uri || strncmp(uri, "file://", 7) != 0) return NULL;
+  const char *p = uri + 7;
+  char *out = malloc(strlen(p) + 1);
+  if (!out) return NULL;
+  size_t o = 0;
+  for (size_t i = 0; p[i]; i++) {
+    if (p[i] == '%' && isxdigit((unsigned char)p[i + 1]) && isxdigit((unsigned char)p[i + 2])) {
+      char hex[3] = {p[i + 1], p[i + 2], 0};
+      out[o++] = (char)strtol(hex, NULL, 16);
+      i += 2;
+    } else {
+      out[o++] = p[i];
+    }
+  }
+  out[o] = '\0';
+  return out;
 }

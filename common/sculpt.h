@@ -105,6 +105,11 @@ void sc_logv(sc_log_level level, const char *fmt, va_list ap);
 /* Monotonic clock in milliseconds (double, sub-ms resolution). */
 double sc_now_ms(void);
 
+/* A file URI (RFC 8089: file:///a/b%20c) as a path ("/a/b c"), with
+ * percent-escapes decoded; owned by the caller (free()). NULL for another
+ * scheme or on OOM. */
+char *sc_path_from_file_uri(const char *uri);
+
 /* 64-bit FNV-1a; for hash tables and cache keys, not security. */
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);
 

@@ -463,29 +463,9 @@ static void start_index(sc_lsp_server *s, sc_completer *c) {
   sc_lsp__post_job(s, NULL, "sculpt/index", NULL, index_job, a, index_arg_free, index_done);
 }
 
-/* file:///a/b%20c -> /a/b c; NULL for other schemes. */
-static char *path_from_uri(const char *uri) {
-  if (!uri || strncmp(uri, "file://", 7) != 0) return NULL;
-  const char *p = uri + 7;
-  char *out = malloc(strlen(p) + 1);
-  if (!out) return NULL;
-  size_t o = 0;
-  for (size_t i = 0; p[i]; i++) {
-    if (p[i] == '%' && isxdigit((unsigned char)p[i + 1]) && isxdigit((unsigned char)p[i + 2])) {
-      char hex[3] = {p[i + 1], p[i + 2], 0};
-      out[o++] = (char)strtol(hex, NULL, 16);
-      i += 2;
-    } else {
-      out[o++] = p[i];
-    }
-  }
-  out[o] = '\0';
-  return out;
-}
-
 void sc_completer_set_root(sc_completer *c, const char *root_uri) {
   free(c->root);
-  c->root = path_from_uri(root_uri);
+  c->root = sc_path_from_file_uri(root_uri);
 }
 
 void sc_completer_on_save(sc_lsp_server *s, sc_completer *c) {
@@ -1012,7 +992,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   snprintf(a->language, sizeof a->language, "%s", lang);
   a->lang_known = true;
   {
-    char *fp = path_from_uri(d->uri);
+    char *fp = sc_path_from_file_uri(d->uri);
     size_t rl = c->root ? strlen(c->root) : 0;
     if (fp && c->root && strncmp(fp, c->root, rl) == 0 && fp[rl] == '/')
       a->rel_path = strdup(fp + rl + 1);

@@ -61,6 +61,14 @@ rc, out, err = batch("--diagnostics", "-", "--json", "--model", M, root, stdin=j
 rep = report(out)
 check(rc == 0 and len(rep["sites"]) == 1 and rep["sites"][0]["text"] == FILL,
       f"LSP PublishDiagnosticsParams ({rc}: {err})")
+# A file URI is percent-decoded: a folder with a space in its name.
+spaced = make_repo({"my dir/broken.py": ERRORS["py/broken.py"]})
+uri = "file://" + os.path.join(spaced, "my%20dir/broken.py")
+rc, out, err = batch("--diagnostics", "-", "--json", "--model", M, spaced,
+                     stdin=json.dumps(dict(pub, uri=uri)))
+rep = report(out) if rc == 0 else {"sites": []}
+check(rc == 0 and len(rep["sites"]) == 1 and rep["sites"][0]["text"] == FILL,
+      f"a %20 in the uri names the folder with a space ({rc}: {err})")
 bare = [{"range": {"start": {"line": 0, "character": 11}, "end": {"line": 0, "character": 12}},
          "message": "x"}]
 rc, out, err = batch("--diagnostics", "-", "--model", M, os.path.join(root, "js/broken.js"),
