@@ -113,9 +113,8 @@ static char *stem_of(const char *s, size_t n) {
   return strndup(s + a, n - a);
 }
 
-static void index_file(ws_file *f, const char *text, size_t len) {
-  sc_syntax_tree *tree = NULL;
-  if (sc_syntax_tree_new(f->lang, text, len, &tree, NULL) != SC_OK) return;
+/* Definitions and imports of a parsed file (tree's text is text). */
+static void index_tree(ws_file *f, const sc_syntax_tree *tree, const char *text) {
   TSNode root = sc_syntax_tree_root(tree);
   const TSQuery *q = NULL;
   TSQueryCursor *qc = ts_query_cursor_new();
@@ -162,6 +161,12 @@ static void index_file(ws_file *f, const char *text, size_t len) {
     }
   }
   ts_query_cursor_delete(qc);
+}
+
+static void index_file(ws_file *f, const char *text, size_t len) {
+  sc_syntax_tree *tree = NULL;
+  if (sc_syntax_tree_new(f->lang, text, len, &tree, NULL) != SC_OK) return;
+  index_tree(f, tree, text);
   sc_syntax_tree_free(tree);
 }
 
@@ -389,31 +394,32 @@ sc_status sc_prompt_build(const sc_workspace *ws, const char *path, const char *
   /* The enclosing scopes whose headers the prefix window cut off: the
    * path of functions and classes down to the cursor, outermost first, one
    * header line each. */
-  if (lang && sc_context_ts_language(lang)) {
-    sc_syntax_tree *tree = NULL;
-    if (sc_syntax_tree_new(lang, text, len, &tree, NULL) == SC_OK) {
-      TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)cursor,
-                                                   (uint32_t)cursor);
-      TSNode scopes[16];
-      int ns = 0;
-      for (; !ts_node_is_null(n) && ns < 16; n = ts_node_parent(n)) {
-        const char *t = ts_node_type(n);
-        bool scope = strstr(t, "function") || strstr(t, "class") || strstr(t, "method") ||
-                     strstr(t, "impl_item") || strstr(t, "struct_specifier");
-        if (scope && strstr(t, "call") == NULL && ts_node_start_byte(n) < a)
-          scopes[ns++] = n;
-      }
-      for (int k = ns - 1; k >= 0; k--) {
-        uint32_t x = ts_node_start_byte(scopes[k]), y = x;
-        while (x > 0 && text[x - 1] != '\n') x--; /* keep the indentation */
-        while (y < len && text[y] != '\n') y++;
-        ws_def d = {strndup(text + x, y - x), x, y, ts_node_start_point(scopes[k]).row,
-                    ts_node_start_point(scopes[k]).row};
-        if (d.name) add_snippet(out, path ? path : "(buffer)", &d, text, len, "enclosing scope",
-                                lang);
-        free(d.name);
-      }
-      sc_syntax_tree_free(tree);
+  /* One parse of the text serves the scopes and the file's own index. */
+  sc_syntax_tree *tree = NULL;
+  if (lang && sc_context_ts_language(lang) &&
+      sc_syntax_tree_new(lang, text, len, &tree, NULL) != SC_OK)
+    tree = NULL;
+  if (tree) {
+    TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)cursor,
+                                                 (uint32_t)cursor);
+    TSNode scopes[16];
+    int ns = 0;
+    for (; !ts_node_is_null(n) && ns < 16; n = ts_node_parent(n)) {
+      const char *t = ts_node_type(n);
+      bool scope = strstr(t, "function") || strstr(t, "class") || strstr(t, "method") ||
+                   strstr(t, "impl_item") || strstr(t, "struct_specifier");
+      if (scope && strstr(t, "call") == NULL && ts_node_start_byte(n) < a)
+        scopes[ns++] = n;
+    }
+    for (int k = ns - 1; k >= 0; k--) {
+      uint32_t x = ts_node_start_byte(scopes[k]), y = x;
+      while (x > 0 && text[x - 1] != '\n') x--; /* keep the indentation */
+      while (y < len && text[y] != '\n') y++;
+      ws_def d = {strndup(text + x, y - x), x, y, ts_node_start_point(scopes[k]).row,
+                  ts_node_start_point(scopes[k]).row};
+      if (d.name) add_snippet(out, path ? path : "(buffer)", &d, text, len, "enclosing scope",
+                              lang);
+      free(d.name);
     }
   }
 
@@ -451,7 +457,8 @@ sc_status sc_prompt_build(const sc_workspace *ws, const char *path, const char *
   /* The current file's own definitions and imports (from its text now). */
   ws_file self = {0};
   self.lang = lang;
-  if (lang && sc_context_ts_language(lang)) index_file(&self, text, len);
+  if (tree) index_tree(&self, tree, text);
+  sc_syntax_tree_free(tree);
   const char *self_path = path ? path : "(buffer)";
   for (size_t w = 0; w < n_words; w++) {
     bool found = false;
