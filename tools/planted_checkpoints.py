@@ -40,6 +40,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_checkpoints as tc  # noqa: E402  (safetensors writer, config, names)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "model", "train"))
+from bpe import bytes_to_unicode  # noqa: E402  (GPT-2's byte-level alphabet)
 
 PAIRS = 8       # rotary pairs used by q and k
 THETA = 1e4
@@ -152,21 +155,6 @@ def role(name):
             name.endswith("ln_f.weight"):
         return "one"
     return "zero"  # MLP weights and QKV biases: switched off
-
-
-def bytes_to_unicode():
-    """GPT-2's byte-level alphabet: printable bytes map to themselves, the
-    others to U+0100 upwards (the mapping tokenizers' ByteLevel uses)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + \
-        list(range(0xAE, 0x100))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def write_byte_tokenizer(out, g, expand=False):

@@ -17,7 +17,6 @@ there. Not a test.
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -26,6 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from machine import describe  # noqa: E402
 
 TEMPLATES = {
     "c": ("c", 'static const char *s{i} = "abcTODO(sculpt)";\n'),
@@ -58,7 +59,7 @@ def main():
                 for i in range(a.holes):
                     f.write(line.format(i=i))
                     f.write("\n" * 3)
-        print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; device {a.device}")
+        print(f"machine: {describe()}; device {a.device}")
         print(f"model: {model}")
         # The same run two ways, side by side: the holes' greedy candidates
         # decoded together (shared packed passes, no cache), and each hole

@@ -8,23 +8,15 @@ latency p50/p99 over many cursors, and peak memory, with the machine.
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import describe  # noqa: E402
 
 
 def main():
@@ -57,7 +49,7 @@ def main():
         ws, b = r["workspace"], r["bench"]
         print("sculpt context index benchmark: %d files, %d lines, %d definitions"
               % (ws["files"], ws["lines"], ws["definitions"]))
-        print("machine: %s, %d threads" % (cpu_name(), os.cpu_count()))
+        print("machine: %s" % describe())
         print("index: %.0f ms -> %.0f lines/s (parse + queries, one thread)"
               % (ws["index_ms"], ws["lines"] / (ws["index_ms"] / 1000.0)))
         print("retrieval over %d cursors: p50 %.2f ms, p99 %.2f ms, max %.2f ms"

@@ -17,7 +17,6 @@ difference between the two outputs as a sanity check. Not a test.
 """
 import argparse
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -29,6 +28,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import tiny_checkpoints  # noqa: E402
+sys.path.insert(0, HERE)
+from machine import describe  # noqa: E402
 
 
 def torch_model(model_dir, torch):
@@ -76,17 +77,6 @@ def torch_model(model_dir, torch):
     return fwd
 
 
-def machine():
-    cpu = platform.processor() or "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"model name\s*:\s*(.*)", f.read())
-            cpu = m.group(1) if m else cpu
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}"
-
-
 def main():
     ap = argparse.ArgumentParser()
     root = os.path.dirname(os.path.dirname(HERE))
@@ -111,7 +101,7 @@ def main():
         s_mean, s_best = float(m.group(1)), float(m.group(2))
         ours = np.fromfile(out, dtype="<f4").reshape(args.tokens, -1)
 
-        print(f"machine: {machine()}")
+        print(f"machine: {describe()}")
         print(f"checkpoint: bench-20m, {params / 1e6:.1f}M params, f32, "
               f"{args.tokens} tokens, {args.threads} threads, {args.repeat} passes")
         print(f"sculpt cpu : mean {s_mean:8.2f} ms  best {s_best:8.2f} ms  "

@@ -20,8 +20,6 @@ model time is tiny, so the numbers are about the server, not the model.
 import argparse
 import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,17 +27,9 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from machine import describe  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
 
 
 class Client:
@@ -195,7 +185,7 @@ def main():
     keys = len(typed)
     print("sculpt replay benchmark: %d-line C file, %d keystrokes, one automatic "
           "inlineCompletion per keystroke, debounce 0" % (len(lines), keys))
-    print("machine: %s, %d threads; binary %s" % (cpu_name(), os.cpu_count(), args.bin))
+    print("machine: %s; binary %s" % (describe(), args.bin))
     print("server overhead (model time and debounce excluded): p50 %.2f ms, p95 %.2f ms "
           "(targets 5 / 15 ms)" % (pct(overhead, 50), pct(overhead, 95)))
     print("  of which p50: loop-thread preparation %.2f ms, tokenizing %.2f ms, shaping "
