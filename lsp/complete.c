@@ -547,9 +547,8 @@ size_t sc_completer_shape(const char *mid, size_t len, const char *suffix, size_
  * true, the typing left it: the typed bytes become part of the prefix, and
  * the canvas is sized to what remained of the suggestion, so only the rest
  * is denoised again, conditioned on what the user actually typed. */
-static cache_entry *cache_find(sc_completer *c, uint64_t uri_hash, const char *text,
-                               size_t offset, size_t len, size_t *typed, bool *diverged) {
-  uint64_t suffix_hash = sc_hash64(text + offset, len - offset, 1);
+static cache_entry *cache_find(sc_completer *c, uint64_t uri_hash, uint64_t suffix_hash,
+                               const char *text, size_t offset, size_t *typed, bool *diverged) {
   for (int i = 0; i < CACHE_ENTRIES; i++) {
     cache_entry *e = &c->cache[i];
     if (!e->used || e->uri_hash != uri_hash || e->suffix_hash != suffix_hash) continue;
@@ -950,7 +949,8 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   /* Typing-through: the user typed the start of what we showed. */
   size_t typed = 0;
   bool diverged = false;
-  cache_entry *hit = cache_find(c, uri_hash, d->text, off, d->len, &typed, &diverged);
+  uint64_t suffix_hash = sc_hash64(d->text + off, d->len - off, 1);
+  cache_entry *hit = cache_find(c, uri_hash, suffix_hash, d->text, off, &typed, &diverged);
   char *rest = NULL; /* what remained of a suggestion the typing left */
   if (hit && diverged) {
     rest = strndup(hit->middle + typed, hit->middle_len - typed);
@@ -1017,7 +1017,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->debounce_ms = automatic ? debounce_for(c) : 0;
   a->uri_hash = uri_hash;
   a->prefix_hash = sc_hash64(d->text, off, 2);
-  a->suffix_hash = sc_hash64(d->text + off, d->len - off, 1);
+  a->suffix_hash = suffix_hash;
   a->doc_prefix_len = off;
   a->t_request = t_request;
   a->prepare_ms = sc_now_ms() - t_request;
