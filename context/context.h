@@ -178,6 +178,12 @@ typedef struct sc_completion_check {
   size_t errors_before; /* ERROR/MISSING nodes in the document as it is */
   size_t errors_after;  /* ... with the candidate inserted at the offset */
   size_t new_errors;    /* those after, not present before at the same place */
+  /* When !ok: the whole lines of cand holding the new errors, as bytes
+   * [span_start, span_end) of cand (no final line break). A repair masks
+   * them again and lets the model rewrite them with the rest of the
+   * candidate fixed around them (sc_completion_repair_split); an error
+   * just outside cand (a bracket it left open) counts on its nearest line. */
+  size_t span_start, span_end;
 } sc_completion_check;
 
 /* Inserts cand (len bytes, borrowed) at byte offset into a copy of tree and
@@ -188,6 +194,28 @@ typedef struct sc_completion_check {
  * leaves half-written is new, even when the count stays the same. */
 sc_status sc_completion_check_insert(const sc_syntax_tree *tree, size_t offset, const char *cand,
                                      size_t len, sc_completion_check *out, sc_error *err);
+
+/* Repair once: the model rewrites the lines of a candidate that broke the
+ * parse, with the rest of the candidate fixed around them. fill gets the
+ * candidate's text before the span (head), the span itself (to size the
+ * canvas) and the text after it (tail), and returns the new span in *out
+ * (malloc'd, owned by the caller). The caller's fill adds its own prompt
+ * before head and the document's suffix after tail. */
+typedef sc_status (*sc_repair_fill_fn)(void *user, const char *head, size_t head_len,
+                                       const char *span, size_t span_len, const char *tail,
+                                       size_t tail_len, char **out, size_t *out_len,
+                                       sc_error *err);
+
+/* Rebuilds cand (len bytes, inserted at offset in tree's text) with chk's
+ * span (from sc_completion_check_insert, !chk->ok) rewritten by fill, and
+ * checks the result the same way into *out_chk. A span without a line
+ * break gets a one-line rewrite. *out (owned by the caller, NUL-terminated)
+ * is set on SC_OK whether or not the result parses: out_chk->ok says. An
+ * empty span (nothing in cand to re-mask) is SC_ERR_INVALID. */
+sc_status sc_completion_repair(const sc_syntax_tree *tree, size_t offset, const char *cand,
+                               size_t len, const sc_completion_check *chk,
+                               sc_repair_fill_fn fill, void *user, char **out, size_t *out_len,
+                               sc_completion_check *out_chk, sc_error *err);
 
 /* ---- batch and quick fixes ----------------------------------------------------
  * (context/batch.c) Shared by `sculpt batch` and the editor's quick fixes. */

@@ -8,11 +8,15 @@
 #include <string.h>
 
 /* An error in the new tree is "new" unless the old tree had one of the same
- * kind at the same place (shifted by the insertion when it lay after it). */
+ * kind at the same place (shifted by the insertion when it lay after it).
+ * [*lo, *hi) gets the union of the new errors' bytes (new coordinates);
+ * *lo > *hi when there are none. */
 static size_t count_new_errors(const sc_syntax_error *old, size_t n_old,
                                const sc_syntax_error *cur, size_t n_cur, size_t offset,
-                               size_t ins) {
+                               size_t ins, size_t *lo, size_t *hi) {
   size_t fresh = 0;
+  *lo = (size_t)-1;
+  *hi = 0;
   for (size_t i = 0; i < n_cur; i++) {
     bool seen = false;
     for (size_t j = 0; j < n_old && !seen; j++) {
@@ -21,9 +25,41 @@ static size_t count_new_errors(const sc_syntax_error *old, size_t n_old,
       if (e >= offset && !(e == offset && s < offset)) e += ins;
       seen = old[j].missing == cur[i].missing && s == cur[i].start_byte && e == cur[i].end_byte;
     }
-    fresh += !seen;
+    if (seen) continue;
+    fresh++;
+    if (cur[i].start_byte < *lo) *lo = cur[i].start_byte;
+    if (cur[i].end_byte > *hi) *hi = cur[i].end_byte;
   }
   return fresh;
+}
+
+/* The whole lines of cand (len bytes) that [lo, hi) (document bytes, the
+ * candidate inserted at offset) touches, without the final line break: the
+ * span a repair re-masks. An error outside the candidate touches its
+ * nearest line: a bracket the candidate left open shows up as a MISSING
+ * node just after it. */
+static void error_span(const char *cand, size_t len, size_t offset, size_t lo, size_t hi,
+                       size_t *start, size_t *end) {
+  *start = *end = 0;
+  if (len == 0 || lo > hi) return;
+  size_t a = lo > offset ? lo - offset : 0, b = hi > offset ? hi - offset : 0;
+  if (a > len) a = len;
+  if (b > len) b = len;
+  if (b > a) b--; /* the last byte inside, to find its line */
+  if (a == len) a = len - 1;
+  if (b >= len) b = len - 1;
+  while (a > 0 && cand[a - 1] != '\n') a--;
+  /* A parser notices a line left unfinished only at the next token: when
+   * the error starts a line, the line before it is suspect too. */
+  size_t first = a;
+  while (first < len && (cand[first] == ' ' || cand[first] == '\t')) first++;
+  if (a > 0 && lo >= offset && lo - offset <= first) {
+    a--;
+    while (a > 0 && cand[a - 1] != '\n') a--;
+  }
+  while (b < len && cand[b] != '\n') b++;
+  *start = a;
+  *end = b;
 }
 
 sc_status sc_completion_check_insert(const sc_syntax_tree *tree, size_t offset, const char *cand,
@@ -44,8 +80,10 @@ sc_status sc_completion_check_insert(const sc_syntax_tree *tree, size_t offset, 
   if (s == SC_OK) {
     out->errors_before = n_old;
     out->errors_after = n_cur;
-    out->new_errors = count_new_errors(old, n_old, cur, n_cur, offset, len);
+    size_t lo, hi;
+    out->new_errors = count_new_errors(old, n_old, cur, n_cur, offset, len, &lo, &hi);
     out->ok = out->new_errors == 0;
+    error_span(cand, len, offset, lo, hi, &out->span_start, &out->span_end);
   }
   free(old);
   free(cur);
@@ -182,4 +220,42 @@ size_t sc_completion_cut(const sc_syntax_tree *tree, const sc_completion_plan *p
     }
   }
   return rtrim(cand, len);
+}
+
+sc_status sc_completion_repair(const sc_syntax_tree *tree, size_t offset, const char *cand,
+                               size_t len, const sc_completion_check *chk,
+                               sc_repair_fill_fn fill, void *user, char **out, size_t *out_len,
+                               sc_completion_check *out_chk, sc_error *err) {
+  *out = NULL;
+  *out_len = 0;
+  SC_CHECK(tree && cand && chk && fill && out_chk, err, SC_ERR_INVALID,
+           "sc_completion_repair: NULL argument");
+  size_t a = chk->span_start, b = chk->span_end;
+  SC_CHECK(a < b && b <= len, err, SC_ERR_INVALID, "repair: no span to re-mask");
+  char *mid = NULL;
+  size_t mid_len = 0;
+  SC_TRY(fill(user, cand, a, cand + a, b - a, cand + b, len - b, &mid, &mid_len, err));
+  if (!memchr(cand + a, '\n', b - a)) {
+    const char *nl = memchr(mid, '\n', mid_len);
+    if (nl) mid_len = (size_t)(nl - mid);
+  }
+  char *s = malloc(a + mid_len + (len - b) + 1);
+  if (!s) {
+    free(mid);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
+  memcpy(s, cand, a);
+  memcpy(s + a, mid, mid_len);
+  memcpy(s + a + mid_len, cand + b, len - b);
+  size_t n = a + mid_len + (len - b);
+  s[n] = '\0';
+  free(mid);
+  sc_status st = sc_completion_check_insert(tree, offset, s, n, out_chk, err);
+  if (st != SC_OK) {
+    free(s);
+    return st;
+  }
+  *out = s;
+  *out_len = n;
+  return SC_OK;
 }
