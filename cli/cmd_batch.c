@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "context.h"
 #include "model.h"
+#include "net.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,6 +60,9 @@ typedef struct args {
   sc_device_kind device;
   char **paths;
   int n_paths;
+  /* --backend URL: candidates come from a remote FIM endpoint */
+  const char *backend, *backend_model, *api_key_env;
+  int timeout_ms;
 } args;
 
 typedef struct file_ent {
@@ -717,9 +721,36 @@ static sc_status site_prompt(run *r, const file_ent *f, const site *s, size_t a,
   return SC_OK;
 }
 
+/* One candidate from the --backend endpoint: the byte windows around the
+ * span travel (no tokenizer is loaded for a remote run); seed 0 is greedy,
+ * later seeds sample at --temperature. Only res->text is set. */
+static sc_status decode_remote(run *r, const file_ent *f, const site *s, size_t a, size_t b,
+                               uint64_t seed, sc_infill_result *res, sc_error *err) {
+  size_t pw = (size_t)CONTEXT_TOKENS * BYTES_PER_TOKEN, sw = pw / 4 + 256;
+  size_t p0 = a > pw ? a - pw : 0, s1 = f->cur_len - b > sw ? b + sw : f->cur_len;
+  static const char *const nl_stop[] = {"\n"};
+  sc_fim_client_options o = {0};
+  o.url = r->a.backend;
+  o.model = r->a.backend_model;
+  o.api_key_env = r->a.api_key_env;
+  o.timeout_ms = r->a.timeout_ms;
+  sc_fim_request req = {f->cur + p0, a - p0, f->cur + b, s1 - b,
+                        s->mode == MODE_HOLES ? r->a.max_tokens : 2 * r->a.max_tokens,
+                        seed ? r->a.temperature : 0.0, s->single_line ? nl_stop : NULL,
+                        s->single_line ? 1 : 0};
+  memset(res, 0, sizeof *res);
+  char *text = NULL;
+  size_t len = 0;
+  SC_TRY(sc_fim_complete_sync(&o, &req, &g_cancel, &text, &len, NULL, err));
+  res->text = text;
+  res->text_len = len;
+  return SC_OK;
+}
+
 /* Decodes one candidate for site s in f's current text. */
 static sc_status decode(run *r, const file_ent *f, const site *s, size_t a, size_t b,
                         uint64_t seed, sc_infill_result *res, sc_error *err) {
+  if (r->a.backend) return decode_remote(r, f, s, a, b, seed, res, err);
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_infill_plan plan;
@@ -857,6 +888,12 @@ static void do_site(run *r, site *s) {
       sc_infill_result_free(&res);
       if (err.status == SC_ERR_CANCELLED) {
         s->reason = "interrupted";
+        break;
+      }
+      if (r->a.backend) {
+        /* The same endpoint would fail the same way for every seed. */
+        fprintf(stderr, "sculpt batch: %s\n", err.msg);
+        s->reason = "the backend failed";
         break;
       }
       s->reason = "the engine failed";
@@ -1132,6 +1169,18 @@ static int parse_args(int argc, char **argv, args *a) {
         return 2;
       }
     } else if (strcmp(o, "--model") == 0) a->model_dir = v;
+    else if (strcmp(o, "--backend") == 0) {
+      if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+        sc_cli_fail(CMD, "--backend takes an http:// or https:// URL");
+        return 2;
+      }
+      a->backend = v;
+    } else if (strcmp(o, "--backend-model") == 0) a->backend_model = v;
+    else if (strcmp(o, "--api-key-env") == 0) a->api_key_env = v;
+    else if (strcmp(o, "--timeout") == 0) {
+      if (!sc_cli_parse_long(v, 1, 3600000, &n)) { sc_cli_fail(CMD, "--timeout takes milliseconds, 1 to 3600000"); return 2; }
+      a->timeout_ms = (int)n;
+    }
     else if (strcmp(o, "--family") == 0) a->family = v;
     else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
@@ -1361,7 +1410,7 @@ int sc_cli_batch(int argc, char **argv) {
   if (r.n_sites > 1) qsort(r.sites, r.n_sites, sizeof *r.sites, cmp_site);
 
   exit_code = 1;
-  if (r.n_sites > 0) {
+  if (r.n_sites > 0 && !r.a.backend) {
     const char *model_dir = r.a.model_dir ? r.a.model_dir : sc_model_default_dir();
     if (!model_dir) {
       sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");

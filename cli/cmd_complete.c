@@ -1,8 +1,13 @@
 /* cmd_complete.c — `sculpt complete FILE:LINE:COL`: fill in the middle at a
- * position of a file, from the text before and after it. */
+ * position of a file, from the text before and after it. With --backend URL
+ * the middle comes from a remote FIM endpoint instead of a local model: the
+ * prompt is still assembled here (context/, with the model's tokenizer when
+ * one is at hand) and the answer is shaped here. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "context.h"
 #include "model.h"
+#include "net.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -20,6 +25,9 @@ typedef struct args {
   sc_infill_plan plan;
   sc_infill_params params;
   bool json;
+  /* the remote backend */
+  const char *backend, *backend_model, *api_key_env;
+  int timeout_ms;
 } args;
 
 static bool parse_double(const char *s, double lo, double hi, double *out) {
@@ -51,6 +59,18 @@ static int parse_args(int argc, char **argv, args *a) {
     if (!v) { sc_cli_fail(CMD, "%s needs a value", o); return 2; }
     i++;
     if (strcmp(o, "--model") == 0) a->model_dir = v;
+    else if (strcmp(o, "--backend") == 0) {
+      if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+        sc_cli_fail(CMD, "--backend takes an http:// or https:// URL");
+        return 2;
+      }
+      a->backend = v;
+    } else if (strcmp(o, "--backend-model") == 0) a->backend_model = v;
+    else if (strcmp(o, "--api-key-env") == 0) a->api_key_env = v;
+    else if (strcmp(o, "--timeout") == 0) {
+      if (!sc_cli_parse_long(v, 1, 3600000, &n)) { sc_cli_fail(CMD, "--timeout takes milliseconds, 1 to 3600000"); return 2; }
+      a->timeout_ms = (int)n;
+    }
     else if (strcmp(o, "--family") == 0) a->family = v;
     else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
@@ -112,12 +132,152 @@ static int parse_args(int argc, char **argv, args *a) {
     }
   }
   if (!a->target) { sc_cli_fail(CMD, "needs FILE:LINE:COL (see sculpt help complete)"); return 2; }
+  if (!a->backend && (a->backend_model || a->api_key_env || a->timeout_ms)) {
+    sc_cli_fail(CMD, "--backend-model, --api-key-env and --timeout go with --backend");
+    return 2;
+  }
   return 0;
 }
 
 static int fail_err(const sc_error *err) {
   sc_cli_fail(CMD, "%s", err->msg);
   return err->status == SC_ERR_INVALID ? 2 : 1;
+}
+
+/* ---- the remote backend ------------------------------------------------------ */
+
+#define REMOTE_BUDGET 2048     /* prompt tokens, snippets included */
+#define REMOTE_BYTES_BEFORE 16384 /* without a tokenizer: byte windows */
+#define REMOTE_BYTES_AFTER 4096
+
+/* Fills the middle at offset from the --backend endpoint; prints it shaped
+ * (or, with --json, the raw and shaped text and the request's counters). */
+static int complete_remote(const args *a, const char *path, const char *text, size_t len,
+                           size_t offset) {
+  sc_error err = {0};
+  int exit_code = 1;
+  /* The tokenizer counts the prompt's budget; without one, bytes do. */
+  const char *model_dir = a->model_dir ? a->model_dir : sc_model_default_dir();
+  sc_tokenizer *tok = NULL;
+  if (model_dir && sc_tokenizer_load_dir(model_dir, &tok, &err) != SC_OK) {
+    if (a->model_dir) return fail_err(&err);
+    tok = NULL;
+  }
+  const char *lang = sc_context_language_for(NULL, path);
+  sc_syntax_tree *tree = NULL;
+  sc_completion_plan plan = {0};
+  bool planned = false;
+  if (lang && sc_syntax_tree_new(lang, text, len, &tree, NULL) == SC_OK &&
+      sc_completion_plan_at(tree, offset, &plan, NULL) == SC_OK)
+    planned = true;
+  char *prompt = NULL;
+  size_t prompt_len = 0, n_snippets = 0;
+  const char *suffix = text + offset;
+  size_t suffix_len = len - offset > REMOTE_BYTES_AFTER ? REMOTE_BYTES_AFTER : len - offset;
+  sc_prompt pr = {0};
+  bool have_prompt = tok && lang &&
+                     sc_prompt_build(NULL, path, lang, text, len, offset, tok, REMOTE_BUDGET,
+                                     &pr, NULL) == SC_OK;
+  if (have_prompt) {
+    size_t total = strlen(pr.prefix);
+    for (size_t i = 0; i < pr.n_snippets; i++) total += pr.snippets[i].len;
+    prompt = malloc(total + 1);
+    if (prompt) {
+      for (size_t i = 0; i < pr.n_snippets; i++) {
+        memcpy(prompt + prompt_len, pr.snippets[i].text, pr.snippets[i].len);
+        prompt_len += pr.snippets[i].len;
+      }
+      memcpy(prompt + prompt_len, pr.prefix, strlen(pr.prefix));
+      prompt_len += strlen(pr.prefix);
+      n_snippets = pr.n_snippets;
+      suffix = pr.suffix;
+      suffix_len = strlen(pr.suffix);
+    }
+  } else {
+    size_t p0 = offset > REMOTE_BYTES_BEFORE ? offset - REMOTE_BYTES_BEFORE : 0;
+    prompt = malloc(offset - p0 + 1);
+    if (prompt) {
+      memcpy(prompt, text + p0, offset - p0);
+      prompt_len = offset - p0;
+    }
+  }
+  char *raw = NULL;
+  size_t raw_len = 0, kept = 0;
+  const char *discarded = NULL;
+  sc_fim_result res = {0};
+  if (!prompt) {
+    sc_cli_fail(CMD, "out of memory");
+    goto done;
+  }
+  if (planned && plan.kind == SC_COMPLETION_NONE) {
+    discarded = plan.reason ? plan.reason : "nothing to complete here";
+  } else {
+    static const char *const nl_stop[] = {"\n"};
+    bool one_line = planned && plan.single_line;
+    sc_fim_client_options o = {0};
+    o.url = a->backend;
+    o.model = a->backend_model;
+    o.api_key_env = a->api_key_env;
+    o.timeout_ms = a->timeout_ms;
+    sc_fim_request req = {prompt, prompt_len, suffix, suffix_len, a->plan.lengths[0],
+                          a->params.temperature, one_line ? nl_stop : NULL, one_line ? 1 : 0};
+    if (sc_fim_complete_sync(&o, &req, NULL, &raw, &raw_len, &res, &err) != SC_OK) {
+      exit_code = fail_err(&err);
+      goto done;
+    }
+    /* Shaping, as the editor gets it: the unit the plan asked for, one line
+     * when it must be, no trailing blank space, no new syntax error. */
+    kept = raw_len;
+    if (planned) kept = sc_completion_cut(tree, &plan, offset, raw, kept);
+    if (one_line) {
+      const char *nl = memchr(raw, '\n', kept);
+      if (nl) kept = (size_t)(nl - raw);
+      /* Drop a tail the rest of the line already has (a closing bracket). */
+      const char *eol = memchr(suffix, '\n', suffix_len);
+      size_t rest = eol ? (size_t)(eol - suffix) : suffix_len;
+      while (rest > 0 && strchr(" \t\r", suffix[rest - 1])) rest--;
+      for (size_t k = rest < kept ? rest : kept; k > 0; k--)
+        if (memcmp(raw + kept - k, suffix, k) == 0) {
+          kept -= k;
+          break;
+        }
+    }
+    while (kept > 0 && strchr(" \t\r\n", raw[kept - 1])) kept--;
+    sc_completion_check chk;
+    if (planned && kept > 0 &&
+        sc_completion_check_insert(tree, offset, raw, kept, &chk, NULL) == SC_OK && !chk.ok) {
+      discarded = "new syntax errors";
+      kept = 0;
+    }
+  }
+  if (a->json) {
+    json_t *o = json_pack("{s:s%, s:s%, s:s, s:I, s:i, s:i, s:f, s:s}", "text", raw ? raw : "",
+                          kept, "raw", raw ? raw : "", raw_len, "backend", a->backend,
+                          "snippets", (json_int_t)n_snippets, "tries", res.tries, "http_status",
+                          res.http_status, "ms", res.ms, "kind",
+                          planned ? sc_completion_kind_name(plan.kind) : "unplanned");
+    if (o && discarded) json_object_set_new(o, "discarded", json_string(discarded));
+    char *out = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+    json_decref(o);
+    if (!out) {
+      sc_cli_fail(CMD, "cannot format the result (is the answer valid UTF-8?)");
+      goto done;
+    }
+    puts(out);
+    free(out);
+  } else {
+    if (discarded) fprintf(stderr, "sculpt %s: nothing kept: %s\n", CMD, discarded);
+    fwrite(raw ? raw : "", 1, kept, stdout);
+    putchar('\n');
+  }
+  exit_code = 0;
+done:
+  free(raw);
+  free(prompt);
+  if (have_prompt) sc_prompt_free(&pr);
+  sc_syntax_tree_free(tree);
+  sc_tokenizer_free(tok);
+  return exit_code;
 }
 
 int sc_cli_complete(int argc, char **argv) {
@@ -147,6 +307,12 @@ int sc_cli_complete(int argc, char **argv) {
     return 2;
   }
 
+  if (a.backend) {
+    rc = complete_remote(&a, path, text, len, offset);
+    free(path);
+    free(text);
+    return rc;
+  }
   const char *model_dir = a.model_dir ? a.model_dir : sc_model_default_dir();
   if (!model_dir) {
     sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");

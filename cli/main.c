@@ -129,6 +129,31 @@ const sc_cli_command sc_cli_commands[] = {
      "With --synthetic, weights at a real model's shapes are generated on the GPU\n"
      "and each denoising step is timed against the HBM roofline (needs a GPU).\n",
      sc_cli_bench},
+    {"serve", "serve completions over HTTP (OpenAI-compatible FIM)",
+     "usage: sculpt serve [--model DIR] [--listen HOST:PORT] [--batch N] [--queue N]\n"
+     "                    [--api-key-env VAR] [--device auto|cpu|cuda] [--context N]\n"
+     "                    [--max-tokens N] [--max-connections N] [--max-body BYTES]\n"
+     "                    [--header-timeout S] [--idle-timeout S]\n"
+     "\n"
+     "HTTP/1.1 on HOST:PORT (default 127.0.0.1:8080; port 0 picks a free one). Prints\n"
+     "`sculpt serve: listening on HOST:PORT` on stderr once ready.\n"
+     "  POST /v1/fim/completions (also /v1/completions): JSON {prompt, suffix,\n"
+     "       max_tokens (canvas; default 32, capped by --max-tokens, 256), temperature\n"
+     "       (default 0: greedy), top_p, seed, stop (string or up to 4), stream}.\n"
+     "       Answers OpenAI's text_completion object (choices[0].text, finish_reason,\n"
+     "       usage). With stream, server-sent events: after each denoising step the\n"
+     "       whole current draft, then the final text and `data: [DONE]`.\n"
+     "  GET /health: status, model, queue depth.  GET /metrics: Prometheus text.\n"
+     "Concurrent requests share forward passes (continuous batching): up to --batch\n"
+     "(default 8, at most 16) decode together, --queue (default 64) more wait, and\n"
+     "beyond that 429 with Retry-After. A client that disconnects cancels its request.\n"
+     "--api-key-env VAR: requests (but /health) need `Authorization: Bearer $VAR`.\n"
+     "--context N: positions per request (default min(model, 1024)); the prompt's\n"
+     "tail and the suffix's head are kept. Limits: headers 16 KiB (431), body\n"
+     "--max-body (4 MiB, 413), a request complete within --header-timeout (10 s, 408),\n"
+     "idle keep-alive --idle-timeout (60 s), --max-connections (256, then 503).\n"
+     "SIGINT/SIGTERM stop it cleanly.\n",
+     sc_cli_serve},
     {"help", "show help for a subcommand", "usage: sculpt help [SUBCOMMAND]\n", cmd_help},
     {NULL, NULL, NULL, NULL},
 };

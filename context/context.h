@@ -228,19 +228,25 @@ sc_status sc_completion_repair(const sc_syntax_tree *tree, size_t offset, const 
 void sc_statement_span(const sc_syntax_tree *tree, size_t offset, size_t *start, size_t *end);
 
 /* ---- the workspace index and prompt assembly ---------------------------------
- * (context/workspace.c) The files of a repository as git lists them (so
- * .gitignore holds), with binary, generated and huge files and symlinks out
- * of the root skipped; per file its definitions and imports. */
+ * (context/workspace.c, context/retrieve.c) The files of a repository as git
+ * lists them (so .gitignore holds), with binary, generated and huge files and
+ * symlinks out of the root skipped; per file its definitions, imports and a
+ * MinHash sketch of the identifier set of each chunk (24-line windows, step
+ * 12). A name -> definitions map makes lookups independent of the tree's
+ * size. The index is updated file by file; a pthread rwlock lets one thread
+ * update it while others build prompts from it. */
 typedef struct sc_workspace sc_workspace;
 
 typedef struct sc_workspace_options {
   size_t max_files;      /* 0: 100,000 */
   size_t max_file_bytes; /* 0: 1 MiB; larger files are skipped */
+  size_t max_chunks;     /* 0: 2,000,000 sketched chunks (~80 MB); later files get none */
 } sc_workspace_options;
 
 typedef struct sc_workspace_stats {
-  size_t files, definitions, lines;
+  size_t files, definitions, lines, chunks;
   size_t skipped_binary, skipped_huge, skipped_generated, skipped_outside, skipped_limit;
+  size_t updates, removals; /* per-file updates applied since the index was built */
   double ms;
 } sc_workspace_stats;
 
@@ -248,17 +254,53 @@ typedef struct sc_workspace_stats {
 sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
                              sc_workspace **out, sc_error *err);
 void sc_workspace_free(sc_workspace *ws);
-const sc_workspace_stats *sc_workspace_get_stats(const sc_workspace *ws); /* borrowed */
-const char *sc_workspace_root(const sc_workspace *ws);                    /* borrowed */
+/* A snapshot of the counters, taken under the lock (safe during updates). */
+sc_workspace_stats sc_workspace_get_stats(const sc_workspace *ws);
+const char *sc_workspace_root(const sc_workspace *ws); /* borrowed; never changes */
+
+/* Re-indexes one file, rel_path relative to the root. text (len bytes,
+ * borrowed) is its content, e.g. an editor buffer; NULL reads it from disk.
+ * A file the index did not have is first checked with `git check-ignore`
+ * (so .gitignore holds for new files) and the same skips as the full index
+ * (language, binary, generated, huge, outside the root, max_files). A file
+ * that is now skipped or gone from disk is removed. *indexed (may be NULL)
+ * says whether the file is in the index afterwards. Thread-safe: parsing
+ * happens outside the lock, the swap under the write lock. */
+sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const char *text,
+                                   size_t len, bool *indexed, sc_error *err);
+/* Drops rel_path from the index; false when it was not there. Thread-safe. */
+bool sc_workspace_remove_file(sc_workspace *ws, const char *rel_path);
+/* How many definitions of name the index holds (a test and debugging aid). */
+size_t sc_workspace_count_definitions(const sc_workspace *ws, const char *name);
+
+/* ---- identifier sets and MinHash (context/workspace.c) ----------------------
+ * An identifier is [A-Za-z_][A-Za-z0-9_]* of at least 2 characters that is
+ * not a common keyword; a set is kept as sorted unique 64-bit hashes. */
+#define SC_MINHASH_K 16
+
+/* The identifier set of text[0, len): sorted unique hashes into buf (at most
+ * cap; the rest are dropped). Returns the count. */
+size_t sc_ident_set(const char *text, size_t len, uint64_t *buf, size_t cap);
+/* Exact Jaccard similarity |A n B| / |A u B| of two sets (0 when both empty). */
+float sc_ident_jaccard(const uint64_t *a, size_t na, const uint64_t *b, size_t nb);
+/* The set's MinHash sketch: for each of SC_MINHASH_K hash functions, the low
+ * 16 bits of the minimum over the set. */
+void sc_minhash_sketch(const uint64_t *set, size_t n, uint16_t sig[SC_MINHASH_K]);
+/* The fraction of equal minima: an unbiased-up-to-2^-16 estimate of the
+ * Jaccard similarity (standard error sqrt(J(1-J)/K) <= 0.125 for K = 16). */
+float sc_minhash_estimate(const uint16_t a[SC_MINHASH_K], const uint16_t b[SC_MINHASH_K]);
+
+/* ---- prompt assembly (context/retrieve.c) ----------------------------------- */
 
 typedef struct sc_context_snippet {
   char *path;        /* relative to the root (or the buffer's name) */
   uint32_t start_line, end_line; /* 0-based */
-  const char *reason; /* static: "enclosing scope", "same file", "imported file",
-                         "workspace" */
-  char *name;        /* the identifier it defines */
+  const char *reason; /* static: "enclosing scope", "same file", "recent edit",
+                         "similar chunk", "imported file", "workspace" */
+  char *name;        /* the identifier it defines ("" for chunks and edits) */
   char *text;        /* headed by the path in the language's comment syntax */
   size_t len, tokens;
+  float score;       /* "similar chunk": Jaccard similarity to the cursor's window; else 0 */
 } sc_context_snippet;
 
 typedef struct sc_prompt {
@@ -269,13 +311,51 @@ typedef struct sc_prompt {
   size_t prefix_tokens, suffix_tokens, snippet_tokens;
 } sc_prompt;
 
+/* Another document the editor has open (or one recently edited), e.g. an
+ * unsaved buffer. All fields borrowed. */
+typedef struct sc_open_document {
+  const char *path; /* relative to the workspace root when inside it */
+  const char *lang; /* sculpt's language name, or NULL: from the path */
+  const char *text;
+  size_t len;
+} sc_open_document;
+
+/* A recently edited line range (0-based, inclusive) in path (borrowed); in
+ * the current file, one of the open documents, or else read from disk. */
+typedef struct sc_edited_range {
+  const char *path;
+  uint32_t start_line, end_line;
+  double when_ms; /* any clock; larger is more recent */
+} sc_edited_range;
+
+/* What the editor knows beyond the current file; zeroed (or NULL) = none. */
+typedef struct sc_prompt_inputs {
+  const sc_open_document *docs; /* most recently used first */
+  size_t n_docs;
+  const sc_edited_range *edits; /* any order */
+  size_t n_edits;
+  float similar_threshold; /* 0: 0.2; the least Jaccard similarity for a chunk */
+  size_t max_similar;      /* 0: 3 similar chunks at most */
+  size_t max_recent_edits; /* 0: 3 recent edits at most */
+} sc_prompt_inputs;
+
 /* The prompt for a cursor (byte offset) in text, counted with tok within
- * budget tokens: up to a quarter for snippets (the headers of the enclosing
- * functions and classes the window cut off, then definitions of identifiers
- * used around the cursor: same file, imported files, then the workspace),
- * and of the rest three quarters before the cursor, whole lines nearest
- * first. ws may be NULL (the file alone); path is the file's path relative
- * to the workspace root. *out owned by the caller: sc_prompt_free. */
+ * budget tokens: up to a quarter for snippets, in this priority order: the
+ * headers of the enclosing functions and classes the window cut off,
+ * definitions in the same file of identifiers used around the cursor, the
+ * recently edited ranges (most recent first), chunks of the open and
+ * recently edited documents most similar to the lines around the cursor
+ * (Jaccard over identifier sets), definitions in imported files, then in the
+ * rest of the workspace, then similar workspace chunks (MinHash, re-scored
+ * exactly). None overlaps the windows or repeats their text. Of the rest,
+ * three quarters go before the cursor, whole lines nearest first. ws may be
+ * NULL (the file alone); path is the file's path relative to the workspace
+ * root; in may be NULL. *out owned by the caller: sc_prompt_free. */
+sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const char *lang,
+                               const char *text, size_t len, size_t cursor,
+                               const sc_tokenizer *tok, size_t budget,
+                               const sc_prompt_inputs *in, sc_prompt *out, sc_error *err);
+/* sc_prompt_build_with without inputs. */
 sc_status sc_prompt_build(const sc_workspace *ws, const char *path, const char *lang,
                           const char *text, size_t len, size_t cursor, const sc_tokenizer *tok,
                           size_t budget, sc_prompt *out, sc_error *err);

@@ -1,18 +1,25 @@
-/* workspace.c — the workspace index and prompt assembly.
+/* workspace.c — the workspace index: listing, per-file indexing, the
+ * name and path maps, MinHash sketches of chunks, and per-file updates.
  *
  * The index lists the repository's files through git itself (so .gitignore
  * is honoured exactly as git does), skips binary, generated and huge files
  * and symlinks that lead out of the root, and keeps each file's definitions
- * (from our tree-sitter queries) and imports. Snippet text is read back from
- * disk when a prompt needs it, so memory stays at the definitions' size.
+ * (from our tree-sitter queries), imports and chunk sketches. Snippet text
+ * is read back from disk when a prompt needs it, so memory stays at the
+ * definitions' and sketches' size.
  *
- * Retrieval for a cursor: identifiers used around it, then their
- * definitions, nearest first: the same file, the files it imports, the rest
- * of the workspace. The prompt puts those snippets (each headed by its path
- * in the language's comment syntax) before the prefix window, within a
- * token budget counted with the model's tokenizer. */
-#define _DEFAULT_SOURCE /* realpath */
-#include "context.h"
+ * Memory for chunks: a sketch is SC_MINHASH_K = 16 minima of 16 bits (the
+ * low bits of each 64-bit minimum: the high bits of a minimum are biased
+ * towards zero, the low ones are not), 40 bytes a chunk with its line, one
+ * chunk per 12 lines: ~3.3 bytes per source line, and at most max_chunks
+ * (2M, 80 MB) in all. The estimate's standard error is sqrt(J(1-J)/16),
+ * at most 0.125 (at J = 0.5); two unrelated minima collide with probability
+ * 2^-16, a negligible bias. Retrieval only uses the estimate to pick
+ * candidates and re-scores them exactly from the file (retrieve.c). Source:
+ * Broder, "On the resemblance and containment of documents" (1997); Li and
+ * Koenig, "b-Bit Minwise Hashing" (WWW 2010) for keeping low bits only. */
+#define _DEFAULT_SOURCE /* realpath, strndup */
+#include "workspace_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,27 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-typedef struct ws_def {
-  char *name;
-  uint32_t start_byte, end_byte, start_line, end_line;
-} ws_def;
-
-typedef struct ws_file {
-  char *path; /* relative to the root */
-  const char *lang;
-  ws_def *defs;
-  size_t n_defs;
-  char **imports; /* the last path component of each import, without extension */
-  size_t n_imports;
-} ws_file;
-
-struct sc_workspace {
-  char *root; /* absolute, resolved */
-  ws_file *files;
-  size_t n_files, cap_files;
-  sc_workspace_stats stats;
-};
+#include <sys/wait.h>
 
 /* ---- listing ------------------------------------------------------------ */
 
@@ -64,7 +51,7 @@ static bool looks_generated(const char *path, const char *data, size_t n) {
   return false;
 }
 
-static char *read_all(const char *path, size_t max, size_t *len, bool *too_big) {
+char *ws_read_all(const char *path, size_t max, size_t *len, bool *too_big) {
   *too_big = false;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -92,7 +79,7 @@ static char *read_all(const char *path, size_t max, size_t *len, bool *too_big) 
 
 /* The module an import names, as a file stem: "pkg.calc" -> "calc",
  * "./util/strings.js" -> "strings", <stdio.h> -> "stdio", "fmt" -> "fmt". */
-static char *stem_of(const char *s, size_t n) {
+char *ws_stem_of(const char *s, size_t n) {
   static const char *const exts[] = {".h", ".hpp", ".hh", ".c", ".cc", ".cpp", ".py",
                                      ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go",
                                      ".rs", ".java", ".json", ".sh"};
@@ -114,7 +101,7 @@ static char *stem_of(const char *s, size_t n) {
 }
 
 /* Definitions and imports of a parsed file (tree's text is text). */
-static void index_tree(ws_file *f, const sc_syntax_tree *tree, const char *text) {
+void ws_index_tree(ws_file *f, const sc_syntax_tree *tree, const char *text) {
   TSNode root = sc_syntax_tree_root(tree);
   const TSQuery *q = NULL;
   TSQueryCursor *qc = ts_query_cursor_new();
@@ -156,30 +143,379 @@ static void index_tree(ws_file *f, const sc_syntax_tree *tree, const char *text)
         char **ni = realloc(f->imports, (f->n_imports + 1) * sizeof *ni);
         if (!ni) break;
         f->imports = ni;
-        f->imports[f->n_imports++] = stem_of(text + a, b - a);
+        f->imports[f->n_imports++] = ws_stem_of(text + a, b - a);
       }
     }
   }
   ts_query_cursor_delete(qc);
 }
 
-static void index_file(ws_file *f, const char *text, size_t len) {
+
+/* ---- identifier sets and MinHash ------------------------------------------------ */
+
+bool ws_is_keyword(const char *w, size_t n) {
+  static const char *const k[] = {
+      "if", "else", "for", "while", "return", "def", "class", "import", "from", "in", "not",
+      "and", "or", "is", "None", "True", "False", "int", "char", "void", "const", "static",
+      "struct", "unsigned", "long", "float", "double", "function", "var", "let", "new", "this",
+      "self", "fn", "pub", "use", "mut", "func", "package", "public", "private", "print",
+      "include", "define", "typedef", "enum", "switch", "case", "break", "continue", "do",
+      "try", "catch", "with", "as", "pass", "lambda", "yield", "async", "await", "export"};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    if (strlen(k[i]) == n && memcmp(w, k[i], n) == 0) return true;
+  return false;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static bool is_word(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+size_t sc_ident_set(const char *text, size_t len, uint64_t *buf, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < len && n < cap;) {
+    if (!is_word(text[i])) {
+      i++;
+      continue;
+    }
+    size_t s = i;
+    while (i < len && is_word(text[i])) i++;
+    if (i - s < 2 || isdigit((unsigned char)text[s]) || ws_is_keyword(text + s, i - s)) continue;
+    buf[n++] = sc_hash64(text + s, i - s, 0x5c);
+  }
+  if (n == 0) return 0;
+  qsort(buf, n, sizeof *buf, cmp_u64);
+  size_t u = 1;
+  for (size_t i = 1; i < n; i++)
+    if (buf[i] != buf[u - 1]) buf[u++] = buf[i];
+  return u;
+}
+
+float sc_ident_jaccard(const uint64_t *a, size_t na, const uint64_t *b, size_t nb) {
+  size_t i = 0, j = 0, both = 0;
+  while (i < na && j < nb) {
+    if (a[i] == b[j]) both++, i++, j++;
+    else if (a[i] < b[j]) i++;
+    else j++;
+  }
+  size_t uni = na + nb - both;
+  return uni ? (float)both / (float)uni : 0.0f;
+}
+
+/* splitmix64's finaliser: the K hash functions are mix(x ^ seed_k). */
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void sc_minhash_sketch(const uint64_t *set, size_t n, uint16_t sig[SC_MINHASH_K]) {
+  for (int k = 0; k < SC_MINHASH_K; k++) {
+    uint64_t seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1), m = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t h = mix64(set[i] ^ seed);
+      if (h < m) m = h;
+    }
+    sig[k] = (uint16_t)(m & 0xffff);
+  }
+}
+
+float sc_minhash_estimate(const uint16_t a[SC_MINHASH_K], const uint16_t b[SC_MINHASH_K]) {
+  int eq = 0;
+  for (int k = 0; k < SC_MINHASH_K; k++) eq += a[k] == b[k];
+  return (float)eq / (float)SC_MINHASH_K;
+}
+
+/* Sketches of the file's chunks: windows of WS_CHUNK_LINES lines every
+ * WS_CHUNK_STEP, the last one ending at the end of the file. */
+static void index_chunks(ws_file *f, const char *text, size_t len, size_t room) {
+  size_t n_lines = 0;
+  size_t *starts = NULL, cap = 0;
+  for (size_t i = 0; i <= len; i++) {
+    if (i == 0 || (text[i - 1] == '\n' && i < len)) {
+      if (n_lines == cap) {
+        size_t nc = cap ? cap * 2 : 256;
+        size_t *ns = realloc(starts, nc * sizeof *ns);
+        if (!ns) {
+          free(starts);
+          return;
+        }
+        starts = ns;
+        cap = nc;
+      }
+      starts[n_lines++] = i;
+    }
+  }
+  f->lines = (uint32_t)n_lines;
+  size_t want = n_lines <= WS_CHUNK_LINES ? 1 : (n_lines - WS_CHUNK_LINES + WS_CHUNK_STEP - 1) / WS_CHUNK_STEP + 1;
+  if (want > room) want = room;
+  f->chunks = want ? malloc(want * sizeof *f->chunks) : NULL;
+  uint64_t set[1024];
+  for (size_t c = 0; f->chunks && c < want; c++) {
+    size_t a = c * WS_CHUNK_STEP, b = a + WS_CHUNK_LINES;
+    if (b > n_lines) b = n_lines;
+    size_t x = starts[a], y = b < n_lines ? starts[b] : len;
+    size_t n = sc_ident_set(text + x, y - x, set, sizeof set / sizeof set[0]);
+    ws_chunk *ch = &f->chunks[f->n_chunks++];
+    ch->start_line = (uint32_t)a;
+    ch->n_idents = (uint16_t)(n > UINT16_MAX ? UINT16_MAX : n);
+    sc_minhash_sketch(set, n, ch->sig);
+  }
+  free(starts);
+}
+
+/* ---- maps ------------------------------------------------------------------------ */
+
+static ws_map_entry *map_slot(const ws_map *m, const char *key, uint64_t h) {
+  if (!m->cap) return NULL;
+  size_t mask = m->cap - 1;
+  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+    ws_map_entry *e = &m->slots[i];
+    if (!e->key || (e->hash == h && strcmp(e->key, key) == 0)) return e;
+  }
+}
+
+const ws_map_entry *ws_map_get(const ws_map *m, const char *key) {
+  ws_map_entry *e = map_slot(m, key, sc_hash64(key, strlen(key), 7));
+  return e && e->key ? e : NULL;
+}
+
+static bool map_grow(ws_map *m) {
+  size_t cap = m->cap ? m->cap * 2 : 1024;
+  ws_map_entry *slots = calloc(cap, sizeof *slots);
+  if (!slots) return false;
+  for (size_t i = 0; i < m->cap; i++) {
+    ws_map_entry *e = &m->slots[i];
+    if (!e->key) continue;
+    size_t j = (size_t)e->hash & (cap - 1);
+    while (slots[j].key) j = (j + 1) & (cap - 1);
+    slots[j] = *e;
+  }
+  free(m->slots);
+  m->slots = slots;
+  m->cap = cap;
+  return true;
+}
+
+static bool map_add(ws_map *m, const char *key, uint64_t val) {
+  if ((m->used + 1) * 4 > m->cap * 3 && !map_grow(m)) return false;
+  uint64_t h = sc_hash64(key, strlen(key), 7);
+  ws_map_entry *e = map_slot(m, key, h);
+  if (!e->key) {
+    if (!(e->key = strdup(key))) return false;
+    e->hash = h;
+    m->used++;
+  }
+  if (e->n == e->cap) {
+    uint32_t cap = e->cap ? e->cap * 2 : 1;
+    uint64_t *nv = realloc(e->vals, cap * sizeof *nv);
+    if (!nv) return false;
+    e->vals = nv;
+    e->cap = cap;
+  }
+  e->vals[e->n++] = val;
+  return true;
+}
+
+/* Removes the values of key whose high 32 bits are id (order kept). */
+static void map_remove_id(ws_map *m, const char *key, uint32_t id) {
+  ws_map_entry *e = map_slot(m, key, sc_hash64(key, strlen(key), 7));
+  if (!e || !e->key) return;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < e->n; i++)
+    if ((uint32_t)(e->vals[i] >> 32) != id) e->vals[k++] = e->vals[i];
+  e->n = k;
+  if (k == 0) {
+    free(e->vals); /* the key stays (see ws_map) */
+    e->vals = NULL;
+    e->cap = 0;
+  }
+}
+
+static void map_free(ws_map *m) {
+  for (size_t i = 0; i < m->cap; i++) {
+    free(m->slots[i].key);
+    free(m->slots[i].vals);
+  }
+  free(m->slots);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- files ---------------------------------------------------------------------- */
+
+void ws_file_clear(ws_file *f) {
+  for (size_t k = 0; k < f->n_defs; k++) free(f->defs[k].name);
+  for (size_t k = 0; k < f->n_imports; k++) free(f->imports[k]);
+  free(f->defs);
+  free(f->imports);
+  free(f->chunks);
+  free(f->path);
+  memset(f, 0, sizeof *f);
+}
+
+static void file_free(ws_file *f) {
+  if (!f) return;
+  ws_file_clear(f);
+  free(f);
+}
+
+typedef enum skip_kind { SK_NONE, SK_LANG, SK_OUTSIDE, SK_UNREADABLE, SK_HUGE, SK_BINARY, SK_GENERATED } skip_kind;
+
+/* Builds the index entry for rel (text given, or read from disk). Runs
+ * without the lock: it only reads ws's constant fields. *out NULL when the
+ * file is skipped (*why says why). room: chunks it may sketch. */
+static sc_status build_file(const sc_workspace *ws, const char *rel, const char *given,
+                            size_t given_len, size_t room, ws_file **out, skip_kind *why) {
+  *out = NULL;
+  *why = SK_NONE;
+  const char *lang = sc_context_language_for(NULL, rel);
+  if (!lang || !sc_context_ts_language(lang)) {
+    *why = SK_LANG;
+    return SC_OK;
+  }
+  char full[PATH_MAX * 2];
+  snprintf(full, sizeof full, "%s/%s", ws->root, rel);
+  const char *text = given;
+  size_t len = given_len;
+  char *owned = NULL;
+  if (!text) {
+    /* A symlink may lead out of the root: follow it and check. */
+    char target[PATH_MAX];
+    size_t rl = strlen(ws->root);
+    if (!realpath(full, target)) {
+      *why = SK_UNREADABLE;
+      return SC_OK;
+    }
+    if (strncmp(target, ws->root, rl) != 0 || (target[rl] != '/' && target[rl] != '\0')) {
+      *why = SK_OUTSIDE;
+      return SC_OK;
+    }
+    bool too_big = false;
+    owned = ws_read_all(full, ws->max_bytes, &len, &too_big);
+    if (!owned) {
+      *why = too_big ? SK_HUGE : SK_UNREADABLE;
+      return SC_OK;
+    }
+    text = owned;
+  } else if (len > ws->max_bytes) {
+    *why = SK_HUGE;
+    return SC_OK;
+  }
+  if (looks_binary(text, len)) *why = SK_BINARY;
+  else if (looks_generated(rel, text, len)) *why = SK_GENERATED;
+  if (*why != SK_NONE) {
+    free(owned);
+    return SC_OK;
+  }
+  ws_file *f = calloc(1, sizeof *f);
+  if (!f || !(f->path = strdup(rel))) {
+    free(f);
+    free(owned);
+    return SC_ERR_NOMEM;
+  }
+  f->lang = lang;
   sc_syntax_tree *tree = NULL;
-  if (sc_syntax_tree_new(f->lang, text, len, &tree, NULL) != SC_OK) return;
-  index_tree(f, tree, text);
-  sc_syntax_tree_free(tree);
+  if (sc_syntax_tree_new(lang, text, len, &tree, NULL) == SC_OK) {
+    ws_index_tree(f, tree, text);
+    sc_syntax_tree_free(tree);
+  }
+  index_chunks(f, text, len, room);
+  free(owned);
+  *out = f;
+  return SC_OK;
+}
+
+/* Under the write lock: puts f in the index (replacing rel's entry, if
+ * any). Takes ownership of f. */
+static bool insert_file(sc_workspace *ws, ws_file *f);
+
+/* Under the write lock: drops file id and its map entries. */
+static void drop_file(sc_workspace *ws, uint32_t id) {
+  ws_file *f = ws->files[id];
+  if (!f) return;
+  for (size_t k = 0; k < f->n_defs; k++) map_remove_id(&ws->by_name, f->defs[k].name, id);
+  map_remove_id(&ws->by_path, f->path, id);
+  ws->stats.definitions -= f->n_defs;
+  ws->stats.lines -= f->lines;
+  ws->n_chunks -= f->n_chunks;
+  file_free(f);
+  ws->files[id] = NULL;
+  ws->n_live--;
+}
+
+static bool find_id(const sc_workspace *ws, const char *rel, uint32_t *id) {
+  const ws_map_entry *e = ws_map_get(&ws->by_path, rel);
+  if (!e || e->n == 0) return false;
+  *id = (uint32_t)(e->vals[0] >> 32);
+  return true;
+}
+
+static bool insert_file(sc_workspace *ws, ws_file *f) {
+  uint32_t id;
+  if (find_id(ws, f->path, &id)) drop_file(ws, id);
+  /* The lowest free slot keeps ids dense; a scan is fine next to a parse. */
+  size_t slot = ws->n_slots;
+  if (ws->n_live < ws->n_slots)
+    for (size_t i = 0; i < ws->n_slots; i++)
+      if (!ws->files[i]) {
+        slot = i;
+        break;
+      }
+  if (slot == ws->n_slots) {
+    if (ws->n_slots == ws->cap_slots) {
+      size_t cap = ws->cap_slots ? ws->cap_slots * 2 : 64;
+      ws_file **nf = realloc(ws->files, cap * sizeof *nf);
+      if (!nf) {
+        file_free(f);
+        return false;
+      }
+      ws->files = nf;
+      ws->cap_slots = cap;
+    }
+    ws->files[ws->n_slots++] = NULL;
+  }
+  id = (uint32_t)slot;
+  if (!map_add(&ws->by_path, f->path, (uint64_t)id << 32)) {
+    file_free(f);
+    return false;
+  }
+  for (size_t k = 0; k < f->n_defs; k++)
+    map_add(&ws->by_name, f->defs[k].name, (uint64_t)id << 32 | (uint32_t)k);
+  ws->files[id] = f;
+  ws->n_live++;
+  ws->stats.definitions += f->n_defs;
+  ws->stats.lines += f->lines;
+  ws->n_chunks += f->n_chunks;
+  return true;
+}
+
+static void count_skip(sc_workspace_stats *st, skip_kind why) {
+  if (why == SK_BINARY) st->skipped_binary++;
+  else if (why == SK_HUGE) st->skipped_huge++;
+  else if (why == SK_GENERATED) st->skipped_generated++;
+  else if (why == SK_OUTSIDE) st->skipped_outside++;
 }
 
 sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
                              sc_workspace **out, sc_error *err) {
   *out = NULL;
-  size_t max_files = opts && opts->max_files ? opts->max_files : 100000;
-  size_t max_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : (1u << 20);
   char real[PATH_MAX];
   SC_CHECK(realpath(root, real), err, SC_ERR_IO, "workspace %s: %s", root, strerror(errno));
   sc_workspace *ws = calloc(1, sizeof *ws);
   SC_CHECK(ws, err, SC_ERR_NOMEM, "out of memory");
+  ws->max_files = opts && opts->max_files ? opts->max_files : 100000;
+  ws->max_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : (1u << 20);
+  ws->max_chunks = opts && opts->max_chunks ? opts->max_chunks : 2000000;
+  pthread_rwlock_init(&ws->lock, NULL);
   ws->root = strdup(real);
+  if (!ws->root) {
+    sc_workspace_free(ws);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
   double t0 = sc_now_ms();
   /* git decides what is ignored; -z keeps odd names intact. */
   char cmd[PATH_MAX + 128];
@@ -202,56 +538,23 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
     name[nl] = '\0';
     nl = 0;
     any = true;
-    if (ws->n_files >= max_files) {
+    if (ws->n_live >= ws->max_files) {
       ws->stats.skipped_limit++;
       continue;
     }
-    const char *lang = sc_context_language_for(NULL, name);
-    if (!lang || !sc_context_ts_language(lang)) continue;
-    char full[PATH_MAX * 2];
-    snprintf(full, sizeof full, "%s/%s", real, name);
-    /* A symlink may lead out of the root: follow it and check. */
-    char target[PATH_MAX];
-    if (!realpath(full, target) || strncmp(target, real, strlen(real)) != 0 ||
-        (target[strlen(real)] != '/' && target[strlen(real)] != '\0')) {
-      ws->stats.skipped_outside++;
+    ws_file *f = NULL;
+    skip_kind why;
+    size_t room = ws->max_chunks - ws->n_chunks;
+    if (build_file(ws, name, NULL, 0, room, &f, &why) != SC_OK) break;
+    if (!f) {
+      count_skip(&ws->stats, why);
       continue;
     }
-    size_t len = 0;
-    bool too_big = false;
-    char *text = read_all(full, max_bytes, &len, &too_big);
-    if (!text) {
-      if (too_big) ws->stats.skipped_huge++;
-      continue;
-    }
-    if (looks_binary(text, len)) {
-      ws->stats.skipped_binary++;
-      free(text);
-      continue;
-    }
-    if (looks_generated(name, text, len)) {
-      ws->stats.skipped_generated++;
-      free(text);
-      continue;
-    }
-    if (ws->n_files == ws->cap_files) {
-      size_t cap = ws->cap_files ? ws->cap_files * 2 : 64;
-      ws_file *nf = realloc(ws->files, cap * sizeof *nf);
-      if (!nf) {
-        free(text);
-        break;
-      }
-      ws->files = nf;
-      ws->cap_files = cap;
-    }
-    ws_file *f = &ws->files[ws->n_files++];
-    memset(f, 0, sizeof *f);
-    f->path = strdup(name);
-    f->lang = lang;
-    index_file(f, text, len);
-    ws->stats.definitions += f->n_defs;
-    for (size_t i = 0; i < len; i++) ws->stats.lines += text[i] == '\n';
-    free(text);
+    /* No reader exists yet, but the invariant is cheap to keep. */
+    pthread_rwlock_wrlock(&ws->lock);
+    bool ok = insert_file(ws, f);
+    pthread_rwlock_unlock(&ws->lock);
+    if (!ok) break;
   }
   int rc = pclose(p);
   if (!any && rc != 0) {
@@ -259,287 +562,108 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
     return sc_error_set(err, SC_ERR_IO, "workspace %s: not a git repository (git ls-files failed)",
                         real);
   }
-  ws->stats.files = ws->n_files;
+  ws->stats.files = ws->n_live;
+  ws->stats.chunks = ws->n_chunks;
   ws->stats.ms = sc_now_ms() - t0;
   *out = ws;
   return SC_OK;
 }
 
+/* Whether git ignores rel (a new file must honour .gitignore as the full
+ * listing does). Outside a git work tree nothing is ignored. */
+static bool git_ignores(const sc_workspace *ws, const char *rel) {
+  if (strchr(ws->root, '\'') || strchr(rel, '\'')) return true; /* cannot quote: be safe */
+  char cmd[PATH_MAX * 2 + 96];
+  snprintf(cmd, sizeof cmd, "git -C '%s' check-ignore -q -- '%s' >/dev/null 2>&1", ws->root, rel);
+  int rc = system(cmd);
+  return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+}
+
+sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const char *text,
+                                   size_t len, bool *indexed, sc_error *err) {
+  if (indexed) *indexed = false;
+  SC_CHECK(ws && rel_path && *rel_path && rel_path[0] != '/' && !strstr(rel_path, ".."), err,
+           SC_ERR_INVALID, "workspace update: '%s' is not a path inside the root",
+           rel_path ? rel_path : "(null)");
+  pthread_rwlock_rdlock(&ws->lock);
+  uint32_t id;
+  bool known = find_id(ws, rel_path, &id);
+  size_t room = ws->max_chunks - ws->n_chunks + (known ? ws->files[id]->n_chunks : 0);
+  bool full = !known && ws->n_live >= ws->max_files;
+  pthread_rwlock_unlock(&ws->lock);
+  if (full || (!known && git_ignores(ws, rel_path))) {
+    if (full) {
+      pthread_rwlock_wrlock(&ws->lock);
+      ws->stats.skipped_limit++;
+      pthread_rwlock_unlock(&ws->lock);
+    }
+    return SC_OK;
+  }
+  ws_file *f = NULL;
+  skip_kind why;
+  sc_status st = build_file(ws, rel_path, text, len, room, &f, &why);
+  SC_CHECK(st == SC_OK, err, st, "workspace update %s: out of memory", rel_path);
+  pthread_rwlock_wrlock(&ws->lock);
+  bool ok = true;
+  if (f) {
+    ok = insert_file(ws, f);
+    ws->stats.updates++;
+  } else {
+    if (find_id(ws, rel_path, &id)) {
+      drop_file(ws, id);
+      ws->stats.removals++;
+    }
+    count_skip(&ws->stats, why);
+  }
+  ws->stats.files = ws->n_live;
+  ws->stats.chunks = ws->n_chunks;
+  pthread_rwlock_unlock(&ws->lock);
+  SC_CHECK(ok, err, SC_ERR_NOMEM, "workspace update %s: out of memory", rel_path);
+  if (indexed) *indexed = f != NULL;
+  return SC_OK;
+}
+
+bool sc_workspace_remove_file(sc_workspace *ws, const char *rel_path) {
+  if (!ws || !rel_path) return false;
+  pthread_rwlock_wrlock(&ws->lock);
+  uint32_t id;
+  bool found = find_id(ws, rel_path, &id);
+  if (found) {
+    drop_file(ws, id);
+    ws->stats.removals++;
+    ws->stats.files = ws->n_live;
+    ws->stats.chunks = ws->n_chunks;
+  }
+  pthread_rwlock_unlock(&ws->lock);
+  return found;
+}
+
+size_t sc_workspace_count_definitions(const sc_workspace *ws, const char *name) {
+  pthread_rwlock_t *lock = (pthread_rwlock_t *)&ws->lock; /* readers do not change ws */
+  pthread_rwlock_rdlock(lock);
+  const ws_map_entry *e = ws_map_get(&ws->by_name, name);
+  size_t n = e ? e->n : 0;
+  pthread_rwlock_unlock(lock);
+  return n;
+}
+
 void sc_workspace_free(sc_workspace *ws) {
   if (!ws) return;
-  for (size_t i = 0; i < ws->n_files; i++) {
-    ws_file *f = &ws->files[i];
-    for (size_t k = 0; k < f->n_defs; k++) free(f->defs[k].name);
-    for (size_t k = 0; k < f->n_imports; k++) free(f->imports[k]);
-    free(f->defs);
-    free(f->imports);
-    free(f->path);
-  }
+  for (size_t i = 0; i < ws->n_slots; i++) file_free(ws->files[i]);
   free(ws->files);
+  map_free(&ws->by_path);
+  map_free(&ws->by_name);
+  pthread_rwlock_destroy(&ws->lock);
   free(ws->root);
   free(ws);
 }
 
-const sc_workspace_stats *sc_workspace_get_stats(const sc_workspace *ws) { return &ws->stats; }
+sc_workspace_stats sc_workspace_get_stats(const sc_workspace *ws) {
+  pthread_rwlock_t *lock = (pthread_rwlock_t *)&ws->lock;
+  pthread_rwlock_rdlock(lock);
+  sc_workspace_stats st = ws->stats;
+  pthread_rwlock_unlock(lock);
+  return st;
+}
+
 const char *sc_workspace_root(const sc_workspace *ws) { return ws->root; }
-
-/* ---- prompt assembly ----------------------------------------------------- */
-
-static size_t count_tokens(const sc_tokenizer *tok, const char *s, size_t n) {
-  int32_t *ids = NULL;
-  size_t k = 0;
-  if (n == 0 || sc_tokenizer_encode(tok, s, n, &ids, &k, NULL) != SC_OK) k = n ? n / 3 + 1 : 0;
-  free(ids);
-  return k;
-}
-
-static const char *comment_prefix(const char *lang) {
-  if (!lang) return NULL;
-  if (strcmp(lang, "python") == 0 || strcmp(lang, "bash") == 0) return "#";
-  if (strcmp(lang, "json") == 0) return NULL;
-  return "//";
-}
-
-static bool is_keyword(const char *w) {
-  static const char *const k[] = {
-      "if", "else", "for", "while", "return", "def", "class", "import", "from", "in", "not",
-      "and", "or", "is", "None", "True", "False", "int", "char", "void", "const", "static",
-      "struct", "unsigned", "long", "float", "double", "function", "var", "let", "new", "this",
-      "self", "fn", "pub", "use", "mut", "func", "package", "public", "private", "print",
-      "include", "define", "typedef", "enum", "switch", "case", "break", "continue", "do",
-      "try", "catch", "with", "as", "pass", "lambda", "yield", "async", "await", "export"};
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-    if (strcmp(w, k[i]) == 0) return true;
-  return false;
-}
-
-static bool add_snippet(sc_prompt *out, const char *path, const ws_def *d, const char *text,
-                        size_t len, const char *reason, const char *lang) {
-  if (d->end_byte > len || d->start_byte >= d->end_byte) return false;
-  /* At most 40 lines of the definition. */
-  size_t a = d->start_byte, b = d->end_byte, lines = 0;
-  for (size_t i = a; i < b; i++)
-    if (text[i] == '\n' && ++lines == 40) {
-      b = i;
-      break;
-    }
-  const char *cp = comment_prefix(lang);
-  size_t hl = strlen(path) + 32;
-  char *s = malloc(hl + (b - a) + 2);
-  if (!s) return false;
-  int n = cp ? snprintf(s, hl, "%s %s:%u\n", cp, path, d->start_line + 1) : 0;
-  memcpy(s + n, text + a, b - a);
-  s[n + (b - a)] = '\n';
-  s[n + (b - a) + 1] = '\0';
-  sc_context_snippet *ns = realloc(out->snippets, (out->n_snippets + 1) * sizeof *ns);
-  if (!ns) {
-    free(s);
-    return false;
-  }
-  out->snippets = ns;
-  out->snippets[out->n_snippets++] =
-      (sc_context_snippet){strdup(path), d->start_line, d->end_line, reason, strdup(d->name),
-                           s, strlen(s), 0};
-  return true;
-}
-
-static bool already_have(const sc_prompt *out, const char *path, const ws_def *d) {
-  for (size_t i = 0; i < out->n_snippets; i++)
-    if (strcmp(out->snippets[i].path, path) == 0 && out->snippets[i].start_line == d->start_line)
-      return true;
-  return false;
-}
-
-sc_status sc_prompt_build(const sc_workspace *ws, const char *path, const char *lang,
-                          const char *text, size_t len, size_t cursor,
-                          const sc_tokenizer *tok, size_t budget, sc_prompt *out,
-                          sc_error *err) {
-  memset(out, 0, sizeof *out);
-  SC_CHECK(tok && text && cursor <= len, err, SC_ERR_INVALID, "prompt: bad arguments");
-  SC_CHECK(budget >= 16, err, SC_ERR_INVALID, "prompt: a budget of %zu tokens is too small",
-           budget);
-  /* Windows: whole lines around the cursor, nearest first, three quarters of
-   * what the snippets leave before the cursor and the rest after. */
-  size_t snippet_budget = budget / 4;
-  size_t window_budget = budget - snippet_budget;
-  size_t pre_budget = window_budget * 3 / 4, suf_budget = window_budget - pre_budget;
-  size_t a = cursor, used = 0;
-  while (a > 0) {
-    size_t ls = a - 1;
-    while (ls > 0 && text[ls - 1] != '\n') ls--;
-    size_t t = count_tokens(tok, text + ls, a - ls);
-    if (used + t > pre_budget && a != cursor) break;
-    used += t;
-    a = ls;
-    if (used >= pre_budget) break;
-  }
-  out->prefix_tokens = used;
-  size_t b = cursor;
-  used = 0;
-  while (b < len) {
-    const char *nlp = memchr(text + b, '\n', len - b);
-    size_t le = nlp ? (size_t)(nlp - text) + 1 : len;
-    size_t t = count_tokens(tok, text + b, le - b);
-    if (used + t > suf_budget && b != cursor) break;
-    used += t;
-    b = le;
-    if (used >= suf_budget) break;
-  }
-  out->suffix_tokens = used;
-  out->prefix = strndup(text + a, cursor - a);
-  out->suffix = strndup(text + cursor, b - cursor);
-  out->prefix_start = a;
-  out->suffix_end = b;
-
-  /* The enclosing scopes whose headers the prefix window cut off: the
-   * path of functions and classes down to the cursor, outermost first, one
-   * header line each. */
-  /* One parse of the text serves the scopes and the file's own index. */
-  sc_syntax_tree *tree = NULL;
-  if (lang && sc_context_ts_language(lang) &&
-      sc_syntax_tree_new(lang, text, len, &tree, NULL) != SC_OK)
-    tree = NULL;
-  if (tree) {
-    TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)cursor,
-                                                 (uint32_t)cursor);
-    TSNode scopes[16];
-    int ns = 0;
-    for (; !ts_node_is_null(n) && ns < 16; n = ts_node_parent(n)) {
-      const char *t = ts_node_type(n);
-      bool scope = strstr(t, "function") || strstr(t, "class") || strstr(t, "method") ||
-                   strstr(t, "impl_item") || strstr(t, "struct_specifier");
-      if (scope && strstr(t, "call") == NULL && ts_node_start_byte(n) < a)
-        scopes[ns++] = n;
-    }
-    for (int k = ns - 1; k >= 0; k--) {
-      uint32_t x = ts_node_start_byte(scopes[k]), y = x;
-      while (x > 0 && text[x - 1] != '\n') x--; /* keep the indentation */
-      while (y < len && text[y] != '\n') y++;
-      ws_def d = {strndup(text + x, y - x), x, y, ts_node_start_point(scopes[k]).row,
-                  ts_node_start_point(scopes[k]).row};
-      if (d.name) add_snippet(out, path ? path : "(buffer)", &d, text, len, "enclosing scope",
-                              lang);
-      free(d.name);
-    }
-  }
-
-  /* Identifiers around the cursor, nearest first. */
-  char *words[64];
-  size_t n_words = 0;
-  size_t lo = cursor > 2000 ? cursor - 2000 : 0, hi = cursor + 400 < len ? cursor + 400 : len;
-  for (size_t i = cursor; i > lo && n_words < 64;) {
-    /* scan backwards word by word */
-    size_t e = i;
-    while (e > lo && !(isalnum((unsigned char)text[e - 1]) || text[e - 1] == '_')) e--;
-    size_t s = e;
-    while (s > lo && (isalnum((unsigned char)text[s - 1]) || text[s - 1] == '_')) s--;
-    if (s == e) break;
-    i = s;
-    if (e - s < 3 || isdigit((unsigned char)text[s])) continue;
-    char *w = strndup(text + s, e - s);
-    bool dup = is_keyword(w);
-    for (size_t k = 0; k < n_words && !dup; k++) dup = strcmp(words[k], w) == 0;
-    if (dup) free(w);
-    else words[n_words++] = w;
-  }
-  for (size_t i = cursor; i < hi && n_words < 64;) {
-    while (i < hi && !(isalnum((unsigned char)text[i]) || text[i] == '_')) i++;
-    size_t s = i;
-    while (i < hi && (isalnum((unsigned char)text[i]) || text[i] == '_')) i++;
-    if (i - s < 3 || isdigit((unsigned char)text[s])) continue;
-    char *w = strndup(text + s, i - s);
-    bool dup = is_keyword(w);
-    for (size_t k = 0; k < n_words && !dup; k++) dup = strcmp(words[k], w) == 0;
-    if (dup) free(w);
-    else words[n_words++] = w;
-  }
-
-  /* The current file's own definitions and imports (from its text now). */
-  ws_file self = {0};
-  self.lang = lang;
-  if (tree) index_tree(&self, tree, text);
-  sc_syntax_tree_free(tree);
-  const char *self_path = path ? path : "(buffer)";
-  for (size_t w = 0; w < n_words; w++) {
-    bool found = false;
-    /* 1. the same file, outside the windows */
-    for (size_t k = 0; k < self.n_defs && !found; k++) {
-      ws_def *d = &self.defs[k];
-      if (strcmp(d->name, words[w]) != 0) continue;
-      if (d->end_byte > a && d->start_byte < b) {
-        found = true; /* already in the window */
-        break;
-      }
-      found = !already_have(out, self_path, d) &&
-              add_snippet(out, self_path, d, text, len, "same file", lang);
-    }
-    if (found || !ws) continue;
-    /* 2. files this one imports, 3. the rest of the workspace */
-    for (int pass = 0; pass < 2 && !found; pass++) {
-      for (size_t fi = 0; fi < ws->n_files && !found; fi++) {
-        ws_file *f = &ws->files[fi];
-        if (path && strcmp(f->path, path) == 0) continue;
-        bool imported = false;
-        const char *base = strrchr(f->path, '/');
-        base = base ? base + 1 : f->path;
-        const char *dot = strrchr(base, '.');
-        size_t bl = dot ? (size_t)(dot - base) : strlen(base);
-        for (size_t k = 0; k < self.n_imports && !imported; k++)
-          imported = strlen(self.imports[k]) == bl && strncmp(self.imports[k], base, bl) == 0;
-        if ((pass == 0) != imported) continue;
-        for (size_t k = 0; k < f->n_defs && !found; k++) {
-          if (strcmp(f->defs[k].name, words[w]) != 0) continue;
-          char full[PATH_MAX * 2];
-          snprintf(full, sizeof full, "%s/%s", ws->root, f->path);
-          size_t flen = 0;
-          bool big = false;
-          char *ftext = read_all(full, 4u << 20, &flen, &big);
-          if (ftext && !already_have(out, f->path, &f->defs[k]))
-            found = add_snippet(out, f->path, &f->defs[k], ftext, flen,
-                                pass == 0 ? "imported file" : "workspace", f->lang);
-          free(ftext);
-        }
-      }
-    }
-  }
-  for (size_t w = 0; w < n_words; w++) free(words[w]);
-  for (size_t k = 0; k < self.n_defs; k++) free(self.defs[k].name);
-  for (size_t k = 0; k < self.n_imports; k++) free(self.imports[k]);
-  free(self.defs);
-  free(self.imports);
-
-  /* Within the snippet budget, in retrieval order; none that repeats the
-   * windows' text. */
-  size_t kept = 0, total = 0;
-  for (size_t i = 0; i < out->n_snippets; i++) {
-    sc_context_snippet *s = &out->snippets[i];
-    const char *body = strchr(s->text, '\n');
-    body = body ? body + 1 : s->text;
-    bool repeated = strstr(out->prefix, body) || strstr(out->suffix, body);
-    s->tokens = count_tokens(tok, s->text, s->len);
-    if (repeated || total + s->tokens > snippet_budget) {
-      free(s->path);
-      free(s->name);
-      free(s->text);
-      continue;
-    }
-    total += s->tokens;
-    out->snippets[kept++] = *s;
-  }
-  out->n_snippets = kept;
-  out->snippet_tokens = total;
-  return SC_OK;
-}
-
-void sc_prompt_free(sc_prompt *p) {
-  if (!p) return;
-  for (size_t i = 0; i < p->n_snippets; i++) {
-    free(p->snippets[i].path);
-    free(p->snippets[i].name);
-    free(p->snippets[i].text);
-  }
-  free(p->snippets);
-  free(p->prefix);
-  free(p->suffix);
-  memset(p, 0, sizeof *p);
-}

@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "context.h"
 #include "lsp_impl.h"
+#include "net.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -36,9 +37,15 @@ typedef struct settings {
   int n_languages;
   char *hole_marker; /* NULL: TODO(sculpt) */
   int length_candidates; /* canvas lengths decoded per completion (batched) */
+  /* The remote backend (setting "backend"); url NULL: the local engine. */
+  char *backend_url, *backend_model, *backend_key_env, *backend_key;
+  int backend_timeout_ms, backend_max_tries;
 } settings;
 
 typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
+
+/* What the last remote request said about the backend. */
+typedef enum backend_state { BS_UNKNOWN, BS_OK, BS_UNREACHABLE, BS_ERROR } backend_state;
 
 typedef struct cache_entry {
   bool used;
@@ -74,9 +81,14 @@ struct sc_completer {
   uint64_t cache_clock;
   uint64_t typing_uri;
   double last_change_ms, avg_interval_ms;
+  /* The remote backend (loop thread): the client, made when first needed. */
+  sc_fim_client *fim;
+  backend_state backend;
+  char backend_error[512];
+  bool closing; /* being freed: remote callbacks touch nothing */
   /* Counters; engine_calls is bumped by jobs, read on the loop. */
   _Atomic long engine_calls;
-  long requests, cache_hits, accepted, dismissed;
+  long requests, cache_hits, accepted, dismissed, remote_calls;
 };
 
 /* ======================= settings ========================================== */
@@ -94,6 +106,11 @@ static void settings_defaults(settings *st) {
 
 static void settings_free(settings *st) {
   free(st->model_path);
+  free(st->backend_url);
+  free(st->backend_model);
+  free(st->backend_key_env);
+  if (st->backend_key) memset(st->backend_key, 0, strlen(st->backend_key));
+  free(st->backend_key);
   free(st->hole_marker);
   for (int i = 0; i < st->n_languages; i++) free(st->languages[i]);
   free(st->languages);
@@ -106,6 +123,13 @@ static bool settings_copy(settings *dst, const settings *src) {
   dst->hole_marker = src->hole_marker ? strdup(src->hole_marker) : NULL;
   dst->languages = NULL;
   dst->n_languages = 0;
+  dst->backend_url = src->backend_url ? strdup(src->backend_url) : NULL;
+  dst->backend_model = src->backend_model ? strdup(src->backend_model) : NULL;
+  dst->backend_key_env = src->backend_key_env ? strdup(src->backend_key_env) : NULL;
+  dst->backend_key = src->backend_key ? strdup(src->backend_key) : NULL;
+  if ((src->backend_url && !dst->backend_url) || (src->backend_model && !dst->backend_model) ||
+      (src->backend_key_env && !dst->backend_key_env) || (src->backend_key && !dst->backend_key))
+    return false;
   if (src->n_languages) {
     dst->languages = calloc((size_t)src->n_languages, sizeof *dst->languages);
     if (!dst->languages) return false;
@@ -130,6 +154,57 @@ static bool get_int(json_t *o, const char *key, int lo, int hi, int *out) {
 }
 
 static void start_load(sc_lsp_server *s, sc_completer *c);
+static void drop_client(sc_completer *c);
+
+static bool same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void set_str(char **dst, const char *src) {
+  if (*dst) memset(*dst, 0, strlen(*dst)); /* it may be a key */
+  free(*dst);
+  *dst = src && *src ? strdup(src) : NULL;
+}
+
+/* The "backend" setting: null or "" (the local engine), a URL, or
+ * {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries}. True when it
+ * changed. The key itself is never logged. */
+static bool backend_settings(settings *st, json_t *v) {
+  const char *url = NULL, *model = NULL, *env = NULL, *key = NULL;
+  int timeout = 0, tries = 0;
+  if (json_is_string(v)) {
+    url = json_string_value(v);
+  } else if (json_is_object(v)) {
+    url = json_string_value(json_object_get(v, "url"));
+    model = json_string_value(json_object_get(v, "model"));
+    env = json_string_value(json_object_get(v, "apiKeyEnv"));
+    key = json_string_value(json_object_get(v, "apiKey"));
+    get_int(v, "timeoutMs", 100, 600000, &timeout);
+    get_int(v, "maxTries", 1, 10, &tries);
+  } else if (!json_is_null(v)) {
+    SC_LOG_WARN("settings: backend must be a URL or {url, model, apiKeyEnv, timeoutMs}; ignored");
+    return false;
+  }
+  if (url && !*url) url = NULL;
+  if (url && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+    SC_LOG_WARN("settings: backend.url must start with http:// or https://; ignored");
+    return false;
+  }
+  if (model && !*model) model = NULL;
+  if (env && !*env) env = NULL;
+  if (key && !*key) key = NULL;
+  if (same_str(url, st->backend_url) && same_str(model, st->backend_model) &&
+      same_str(env, st->backend_key_env) && same_str(key, st->backend_key) &&
+      timeout == st->backend_timeout_ms && tries == st->backend_max_tries)
+    return false;
+  set_str(&st->backend_url, url);
+  set_str(&st->backend_model, model);
+  set_str(&st->backend_key_env, env);
+  set_str(&st->backend_key, key);
+  st->backend_timeout_ms = timeout;
+  st->backend_max_tries = tries;
+  return true;
+}
 
 void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
   settings *st = &c->set;
@@ -199,6 +274,20 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
       }
     }
   }
+  if ((v = json_object_get(o, "backend"))) {
+    bool was_remote = st->backend_url != NULL;
+    if (backend_settings(st, v)) {
+      /* In-flight remote requests end with an error; the next request makes
+       * a client with the new settings. */
+      drop_client(c);
+      c->backend = BS_UNKNOWN;
+      c->backend_error[0] = '\0';
+      SC_LOG_INFO("settings: %s%s%s", st->backend_url ? "the remote backend" : "the local engine",
+                  st->backend_model ? ", model " : "", st->backend_model ? st->backend_model : "");
+      /* Remote needs only the tokenizer; local needs the model. */
+      if (was_remote != (st->backend_url != NULL)) reload = true;
+    }
+  }
   /* A new model or device is loaded at once, once the session runs. */
   if (reload && c->state != MS_NONE) start_load(s, c);
 }
@@ -222,6 +311,15 @@ static void send_status(sc_lsp_server *s, sc_completer *c) {
   if (c->last_latency_ms > 0)
     json_object_set_new(p, "lastLatencyMs", json_real(c->last_latency_ms));
   if (c->state == MS_ERROR) json_object_set_new(p, "message", json_string(c->error));
+  if (c->set.backend_url) {
+    static const char *names[] = {"unknown", "ok", "unreachable", "error"};
+    json_t *b = json_pack("{s:s}", "state", names[c->backend]);
+    if (c->fim) json_object_set_new(b, "url", json_string(sc_fim_client_endpoint(c->fim)));
+    if (c->backend_error[0]) json_object_set_new(b, "message", json_string(c->backend_error));
+    json_object_set_new(p, "backend", b);
+    if (c->backend_error[0] && c->state != MS_ERROR)
+      json_object_set_new(p, "message", json_string(c->backend_error));
+  }
   sc_lsp__send_notification(s, "sculpt/status", p);
 }
 
@@ -256,6 +354,7 @@ typedef struct load_arg {
   sc_device_kind device;
   int generation;
   int max_seq;
+  bool remote; /* the remote backend: only the tokenizer, for the prompt */
   /* out */
   char model_name[256], device_name[192];
 } load_arg;
@@ -281,6 +380,15 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
   load_arg *a = argp;
   sc_completer *c = a->c;
   release_model(c);
+  if (a->remote) {
+    /* The prompt is still assembled here, counted with the model's
+     * tokenizer; without one it is cut by bytes. */
+    sc_error terr = {0};
+    if (a->path && sc_tokenizer_load_dir(a->path, &c->tok, &terr) != SC_OK)
+      SC_LOG_WARN("remote backend: no local tokenizer (%s); prompts are cut by bytes", terr.msg);
+    snprintf(a->device_name, sizeof a->device_name, "remote");
+    return json_null();
+  }
   if (!a->path) {
     sc_error_set(err, SC_ERR_INVALID,
                  "no model: set sculpt.modelPath or $SCULPT_MODEL (no default model is installed)");
@@ -319,7 +427,7 @@ static void load_done(sc_lsp_server *s, sc_job *job) {
   if (a->generation != c->load_generation) return; /* a newer load follows */
   if (job->result) {
     c->state = MS_READY;
-    snprintf(c->model_name, sizeof c->model_name, "%s", a->model_name);
+    if (!a->remote) snprintf(c->model_name, sizeof c->model_name, "%s", a->model_name);
     snprintf(c->device_name, sizeof c->device_name, "%s", a->device_name);
     c->error[0] = '\0';
   } else {
@@ -358,7 +466,11 @@ static void start_load(sc_lsp_server *s, sc_completer *c) {
     c->cache[i] = (cache_entry){0};
   }
   snprintf(c->model_name, sizeof c->model_name, "%s", path ? path : "(none)");
-  if (!path) {
+  a->remote = c->set.backend_url != NULL;
+  if (a->remote)
+    snprintf(c->model_name, sizeof c->model_name, "remote: %s",
+             c->set.backend_model ? c->set.backend_model : "the server's model");
+  if (!path && !a->remote) {
     /* Nothing to load: say so once, plainly; completions answer with the
      * same reason until a model is configured. */
     free(a);
@@ -382,9 +494,12 @@ static void start_load(sc_lsp_server *s, sc_completer *c) {
 
 
 /* ======================= the workspace index ================================= */
-/* Built by a job on the worker (so that completion jobs, which read it, never
- * race with it), at start and again after saves (at most every 30 s). A
- * large tree delays completions while it is indexed, never the loop. */
+/* Built by a job on the worker at start (a large tree delays completions
+ * while it is indexed, never the loop), then kept up to date file by file:
+ * saves and watched-file events re-read a file from disk, edits to an open
+ * document refresh its entry from the buffer (at most every 2 s per
+ * document). Updates are jobs too; the index's own rwlock would also let
+ * them run beside prompt builds on other threads. */
 
 typedef struct index_arg {
   sc_completer *c;
@@ -404,7 +519,7 @@ static json_t *index_job(sc_job *job, void *argp, sc_error *err) {
   if (sc_workspace_index(a->root, NULL, &ws, err) != SC_OK) return NULL;
   sc_workspace_free(a->c->ws);
   a->c->ws = ws;
-  a->stats = *sc_workspace_get_stats(ws);
+  a->stats = sc_workspace_get_stats(ws);
   return json_null();
 }
 
@@ -468,8 +583,103 @@ void sc_completer_set_root(sc_completer *c, const char *root_uri) {
   c->root = sc_path_from_file_uri(root_uri);
 }
 
-void sc_completer_on_save(sc_lsp_server *s, sc_completer *c) {
-  if (c->root && sc_now_ms() - c->last_index_ms > 30000) start_index(s, c);
+/* uri as the index names it: relative to the root when inside it, else the
+ * absolute path, or the URI itself when it is not a file (owned). */
+static char *rel_path_of(const sc_completer *c, const char *uri) {
+  char *fp = sc_path_from_file_uri(uri);
+  if (!fp) return strdup(uri);
+  size_t rl = c->root ? strlen(c->root) : 0;
+  if (c->root && strncmp(fp, c->root, rl) == 0 && fp[rl] == '/') {
+    char *rel = strdup(fp + rl + 1);
+    free(fp);
+    return rel;
+  }
+  return fp;
+}
+
+typedef struct update_arg {
+  sc_completer *c;
+  char *rel;
+  char *text; /* the buffer, or NULL: read from disk */
+  size_t len;
+  bool remove;
+  bool indexed;
+} update_arg;
+
+static void update_arg_free(void *p) {
+  update_arg *a = p;
+  free(a->rel);
+  free(a->text);
+  free(a);
+}
+
+static json_t *update_job(sc_job *job, void *argp, sc_error *err) {
+  update_arg *a = argp;
+  /* No index: none was asked for, or building it failed. (One still being
+   * built was queued before this job, so it is there by now.) */
+  if (!a->c->ws) return json_null();
+  if (a->remove) {
+    a->indexed = false;
+    sc_workspace_remove_file(a->c->ws, a->rel);
+    return json_null();
+  }
+  if (sc_workspace_update_file(a->c->ws, a->rel, a->text, a->len, &a->indexed, err) != SC_OK)
+    return NULL;
+  return json_null();
+}
+
+static void update_done(sc_lsp_server *s, sc_job *job) {
+  update_arg *a = job->arg;
+  if (job->result)
+    SC_LOG_DEBUG("index: %s %s%s", a->remove ? "removed" : "updated", a->rel,
+                 a->remove || a->indexed ? "" : " (not indexed)");
+  else
+    SC_LOG_WARN("index: %s: %s", a->rel, job->err.msg);
+}
+
+/* Queues an update of uri's index entry (text: borrowed, copied; NULL to
+ * read the file from disk) or its removal. Files outside the root are not
+ * indexed. */
+static void post_update(sc_lsp_server *s, sc_completer *c, const char *uri, const char *text,
+                        size_t len, bool remove) {
+  if (!c->root) return;
+  char *rel = rel_path_of(c, uri);
+  if (!rel || rel[0] == '/' || strstr(uri, "file:") != uri) {
+    free(rel);
+    return;
+  }
+  update_arg *a = calloc(1, sizeof *a);
+  if (!a || (text && !(a->text = malloc(len + 1)))) {
+    free(a);
+    free(rel);
+    return;
+  }
+  if (text) memcpy(a->text, text, len), a->text[len] = '\0';
+  a->c = c;
+  a->rel = rel;
+  a->len = len;
+  a->remove = remove;
+  sc_lsp__post_job(s, NULL, "sculpt/indexFile", NULL, update_job, a, update_arg_free,
+                   update_done);
+}
+
+/* An open document's index entry follows its buffer, at most every 2 s. */
+#define INDEX_REFRESH_MS 2000.0
+static void maybe_refresh_index(sc_lsp_server *s, sc_completer *c, sc_document *d) {
+  double now = sc_now_ms();
+  if (!d->index_dirty || !d->lang || d->len > (1u << 20) || now - d->last_index_ms < INDEX_REFRESH_MS)
+    return;
+  d->index_dirty = false;
+  d->last_index_ms = now;
+  post_update(s, c, d->uri, d->text, d->len, false);
+}
+
+void sc_completer_on_save(sc_lsp_server *s, sc_completer *c, const char *uri) {
+  post_update(s, c, uri, NULL, 0, false);
+}
+
+void sc_completer_on_file_changed(sc_lsp_server *s, sc_completer *c, const char *uri, int type) {
+  post_update(s, c, uri, NULL, 0, type == 3);
 }
 
 void sc_completer_start(sc_lsp_server *s, sc_completer *c) {
@@ -606,6 +816,7 @@ typedef struct complete_arg {
   char language[16];
   bool lang_known;
   char *rel_path;   /* the file relative to the workspace root (owned) */
+  struct prompt_extras *extras; /* other documents and recent edits (owned; may be NULL) */
   uint64_t uri_hash, prefix_hash, suffix_hash;
   size_t doc_prefix_len;
   double t_request;
@@ -614,7 +825,75 @@ typedef struct complete_arg {
   char *middle;
   size_t middle_len;
   double model_ms;
+  /* The remote backend: the job assembles the prompt, the loop sends it. */
+  bool remote;
+  char *r_prompt; /* snippets + prefix window (owned) */
+  size_t r_prompt_len, n_snippets;
+  double ctx_ms;
+  sc_lsp_server *s;
+  sc_fim_call *call; /* in flight, or NULL */
 } complete_arg;
+
+/* What the prompt builder may use besides the document, copied on the loop
+ * (bounded): the most recently used other open documents and the recently
+ * edited ranges. */
+#define EXTRA_DOCS 8
+#define EXTRA_DOC_BYTES (256u << 10)
+typedef struct prompt_extras {
+  sc_prompt_inputs in;
+  sc_open_document docs[EXTRA_DOCS];
+  sc_edited_range edits[SC_RECENT_EDITS];
+  char *owned[EXTRA_DOCS * 2 + SC_RECENT_EDITS]; /* paths and texts */
+  size_t n_owned;
+} prompt_extras;
+
+static void extras_free(prompt_extras *x) {
+  if (!x) return;
+  for (size_t i = 0; i < x->n_owned; i++) free(x->owned[i]);
+  free(x);
+}
+
+static char *extras_keep(prompt_extras *x, char *p) {
+  if (p) x->owned[x->n_owned++] = p;
+  return p;
+}
+
+/* base_line: the document line the job's text starts in (its window), for
+ * the edits of the document itself. */
+static prompt_extras *gather_extras(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                    uint32_t base_line) {
+  prompt_extras *x = calloc(1, sizeof *x);
+  if (!x) return NULL;
+  sc_document_store *store = sc_lsp__documents(s);
+  sc_document *others[EXTRA_DOCS];
+  size_t n = sc_document_store_recent_docs(store, d, others, EXTRA_DOCS);
+  for (size_t i = 0; i < n; i++) {
+    sc_document *o = others[i];
+    size_t len = o->len;
+    if (len > EXTRA_DOC_BYTES) { /* the first 256 KiB, whole lines */
+      len = EXTRA_DOC_BYTES;
+      while (len > 0 && o->text[len - 1] != '\n') len--;
+    }
+    char *p = extras_keep(x, rel_path_of(c, o->uri));
+    char *t = extras_keep(x, strndup(o->text, len));
+    if (p && t) x->docs[x->in.n_docs++] = (sc_open_document){p, o->lang, t, len};
+  }
+  size_t ne = 0;
+  const sc_recent_edit *re = sc_document_store_recent_edits(store, &ne);
+  for (size_t i = 0; i < ne; i++) {
+    uint32_t a = re[i].start_line, b = re[i].end_line;
+    if (strcmp(re[i].uri, d->uri) == 0) {
+      if (b < base_line) continue;
+      a = a < base_line ? 0 : a - base_line;
+      b -= base_line;
+    }
+    char *p = extras_keep(x, rel_path_of(c, re[i].uri));
+    if (p) x->edits[x->in.n_edits++] = (sc_edited_range){p, a, b, re[i].when_ms};
+  }
+  x->in.docs = x->docs;
+  x->in.edits = x->edits;
+  return x;
+}
 
 static void complete_arg_free(void *p) {
   complete_arg *a = p;
@@ -626,6 +905,8 @@ static void complete_arg_free(void *p) {
   sc_syntax_tree_free(a->tree);
   free(a->rest);
   free(a->rel_path);
+  extras_free(a->extras);
+  free(a->r_prompt);
   free(a);
 }
 
@@ -691,6 +972,31 @@ static json_t *build_items(const complete_arg *a, const char *text, size_t len, 
   return json_pack("{s:b, s:o}", "isIncomplete", 1, "items", items);
 }
 
+/* Shaping, for the local engine's and the remote backend's text alike: the
+ * syntactic unit the plan asked for, nothing the suffix already has, and no
+ * new syntax error once inserted. Sets a->middle; returns its length. */
+static size_t shape_middle(complete_arg *a, const char *raw, size_t len, const char **discarded) {
+  if (a->tree) len = sc_completion_cut(a->tree, &a->plan, a->cursor, raw, len);
+  len = sc_completer_shape(raw, len, a->suffix, a->suffix_len, a->single_line);
+  if (a->tree && len > 0) {
+    sc_completion_check chk;
+    sc_error cerr = {0};
+    if (sc_completion_check_insert(a->tree, a->cursor, raw, len, &chk, &cerr) == SC_OK &&
+        !chk.ok) {
+      *discarded = "new syntax errors";
+      SC_LOG_DEBUG("completion discarded: %zu new syntax errors", chk.new_errors);
+      len = 0;
+    }
+  }
+  a->middle = malloc(len + 1);
+  if (a->middle) {
+    memcpy(a->middle, raw, len);
+    a->middle[len] = '\0';
+    a->middle_len = len;
+  }
+  return len;
+}
+
 static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   complete_arg *a = argp;
   sc_completer *c = a->c;
@@ -706,7 +1012,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
     struct timespec ts = {0, (long)((left < 1.0 ? left : 1.0) * 1e6)};
     nanosleep(&ts, NULL);
   }
-  if (!c->engine) {
+  if (!c->engine && !a->remote) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
     return NULL;
   }
@@ -726,8 +1032,9 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
       memcpy(text, a->prefix, a->prefix_len);
       memcpy(text + a->prefix_len, a->suffix, a->suffix_len);
       text[tl] = '\0';
-      if (sc_prompt_build(c->ws, a->rel_path, a->language, text, tl, a->prefix_len, c->tok,
-                          (size_t)a->set.context_budget, &prompt, NULL) == SC_OK) {
+      if (sc_prompt_build_with(c->ws, a->rel_path, a->language, text, tl, a->prefix_len,
+                               c->tok, (size_t)a->set.context_budget,
+                               a->extras ? &a->extras->in : NULL, &prompt, NULL) == SC_OK) {
         size_t total = 0;
         for (size_t i = 0; i < prompt.n_snippets; i++) total += prompt.snippets[i].len;
         if (total && (joined = malloc(total + a->prefix_len + 1))) {
@@ -747,6 +1054,24 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
       }
       free(text);
     }
+  }
+  if (a->remote) {
+    /* Only the assembled prompt and the suffix travel; the request goes out
+     * on the loop (complete_done), so this job ends here. */
+    a->r_prompt = malloc(before_len + 1);
+    if (a->r_prompt) {
+      memcpy(a->r_prompt, before, before_len);
+      a->r_prompt[before_len] = '\0';
+      a->r_prompt_len = before_len;
+    }
+    free(joined);
+    if (!a->r_prompt) {
+      sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+      return NULL;
+    }
+    a->n_snippets = n_snippets;
+    a->ctx_ms = sc_now_ms() - t0;
+    return json_null();
   }
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
@@ -804,29 +1129,8 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   free(suf);
   if (st != SC_OK) return NULL;
   double t_shape0 = sc_now_ms();
-  const char *raw = res.text ? res.text : "";
-  size_t len = res.text_len;
-  /* Shaping: the syntactic unit the plan asked for, nothing the suffix
-   * already has, and no new syntax error once inserted. */
-  if (a->tree) len = sc_completion_cut(a->tree, &a->plan, a->cursor, raw, len);
-  len = sc_completer_shape(raw, len, a->suffix, a->suffix_len, a->single_line);
   const char *discarded = NULL;
-  if (a->tree && len > 0) {
-    sc_completion_check chk;
-    sc_error cerr = {0};
-    if (sc_completion_check_insert(a->tree, a->cursor, raw, len, &chk, &cerr) == SC_OK &&
-        !chk.ok) {
-      discarded = "new syntax errors";
-      SC_LOG_DEBUG("completion discarded: %zu new syntax errors", chk.new_errors);
-      len = 0;
-    }
-  }
-  a->middle = malloc(len + 1);
-  if (a->middle) {
-    memcpy(a->middle, raw, len);
-    a->middle[len] = '\0';
-    a->middle_len = len;
-  }
+  size_t len = shape_middle(a, res.text ? res.text : "", res.text_len, &discarded);
   double t_end = sc_now_ms();
   a->model_ms = res.ms_total;
   double shape_ms = t_end - t_shape0;
@@ -848,10 +1152,130 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   return out;
 }
 
+/* ======================= the remote backend ================================= */
+/* The worker job assembled the prompt; here, on the loop, it goes out
+ * through the multi handle, and the answer is shaped and sent from the
+ * client's callback. The job stays in flight meanwhile (deferred), so that
+ * $/cancelRequest, a newer request, an edit or exit cancel the HTTP request
+ * too, and it is answered exactly once. */
+
+static void drop_client(sc_completer *c) {
+  sc_fim_client *f = c->fim;
+  c->fim = NULL;
+  sc_fim_client_free(f); /* in-flight calls end: their callbacks answer */
+}
+
+static void fim_options(const settings *st, sc_fim_client_options *o) {
+  memset(o, 0, sizeof *o);
+  o->url = st->backend_url;
+  o->model = st->backend_model;
+  o->api_key = st->backend_key;
+  o->api_key_env = st->backend_key_env;
+  o->timeout_ms = st->backend_timeout_ms;
+  o->max_tries = st->backend_max_tries;
+}
+
+static bool ensure_client(sc_lsp_server *s, sc_completer *c, sc_error *err) {
+  if (c->fim) return true;
+  if (!c->set.backend_url) {
+    sc_error_set(err, SC_ERR_STALE, "the backend setting changed; ask again");
+    return false;
+  }
+  struct ev_loop *loop = sc_lsp__loop(s);
+  if (!loop) {
+    sc_error_set(err, SC_ERR_UNSUPPORTED, "the remote backend needs the server's event loop");
+    return false;
+  }
+  sc_fim_client_options o;
+  fim_options(&c->set, &o);
+  return sc_fim_client_new(loop, &o, &c->fim, err) == SC_OK;
+}
+
+static void set_backend(sc_lsp_server *s, sc_completer *c, backend_state st, const char *msg) {
+  bool changed = c->backend != st || strcmp(c->backend_error, msg ? msg : "") != 0;
+  c->backend = st;
+  snprintf(c->backend_error, sizeof c->backend_error, "%s", msg ? msg : "");
+  if (changed) {
+    if (st == BS_UNREACHABLE) SC_LOG_WARN("%s", c->backend_error);
+    send_status(s, c);
+  }
+}
+
+static void remote_done(void *user, const sc_fim_result *res) {
+  sc_job *job = user;
+  complete_arg *a = job->arg;
+  a->call = NULL;
+  sc_completer *c = a->c;
+  /* Released by the server (cancelled): it answers. Being freed: nobody. */
+  if (!job->deferred || sc_job_cancelled(job) != SC_JOB_LIVE || c->closing) return;
+  sc_lsp_server *s = a->s;
+  if (res->status == SC_OK) {
+    double t0 = sc_now_ms();
+    const char *discarded = NULL;
+    size_t len = shape_middle(a, res->text ? res->text : "", res->text_len, &discarded);
+    double t_end = sc_now_ms();
+    json_t *data = json_pack("{s:b, s:s, s:f, s:f, s:i, s:i, s:f, s:s}", "cached", 0,
+                             "backend", "remote", "contextMs", a->ctx_ms, "remoteMs", res->ms,
+                             "tries", res->tries, "debounceMs", a->debounce_ms, "totalMs",
+                             t_end - a->t_request, "kind",
+                             a->tree ? sc_completion_kind_name(a->plan.kind) : "unplanned");
+    if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
+    json_object_set_new(data, "shapeMs", json_real(t_end - t0));
+    json_object_set_new(data, "snippets", json_integer((json_int_t)a->n_snippets));
+    json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
+    job->result = build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
+    if (a->middle)
+      cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
+                a->middle_len);
+    c->last_latency_ms = t_end - a->t_request;
+    c->backend = BS_UNKNOWN; /* set_backend sends the status with the latency */
+    set_backend(s, c, BS_OK, NULL);
+  } else {
+    job->err = res->err;
+    if (res->status == SC_ERR_CANCELLED)
+      sc_error_set(&job->err, SC_ERR_STALE, "the backend setting changed; ask again");
+    else
+      set_backend(s, c, res->unreachable ? BS_UNREACHABLE : BS_ERROR, res->err.msg);
+  }
+  sc_lsp__answer_deferred(s, job);
+}
+
+static void remote_cancel(sc_lsp_server *s, sc_job *job) {
+  complete_arg *a = job->arg;
+  sc_fim_call *call = a->call;
+  a->call = NULL;
+  sc_fim_call_cancel(call); /* closes the connection; remote_done returns early */
+}
+
+static void remote_submit(sc_lsp_server *s, sc_completer *c, sc_job *job) {
+  complete_arg *a = job->arg;
+  json_decref(job->result);
+  job->result = NULL; /* answered with job->err unless the request goes out */
+  if (!ensure_client(s, c, &job->err)) {
+    if (job->err.status != SC_ERR_STALE) set_backend(s, c, BS_ERROR, job->err.msg);
+    return;
+  }
+  /* One line wanted: the server may stop at the line's end. */
+  static const char *const nl_stop[] = {"\n"};
+  sc_fim_request req = {a->r_prompt, a->r_prompt_len, a->suffix, a->suffix_len,
+                        a->set.max_tokens, 0.0, a->single_line ? nl_stop : NULL,
+                        a->single_line ? 1 : 0};
+  a->s = s;
+  a->call = sc_fim_client_submit(c->fim, &req, remote_done, job, &job->err);
+  if (!a->call) return;
+  c->remote_calls++;
+  job->deferred = true;
+  job->on_cancel = remote_cancel;
+}
+
 static void complete_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__completer(s);
   complete_arg *a = job->arg;
   if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
+  if (a->remote) {
+    remote_submit(s, c, job);
+    return;
+  }
   if (a->middle)
     cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
               a->middle_len);
@@ -877,6 +1301,17 @@ static bool language_enabled(const sc_completer *c, const char *lang) {
   for (int i = 0; i < c->set.n_languages; i++)
     if (strcmp(c->set.languages[i], lang) == 0) return true;
   return false;
+}
+
+/* The line (0-based) holding byte offset off. */
+static uint32_t line_of_offset(const sc_line_index *idx, size_t off) {
+  size_t lo = 0, hi = idx->n;
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (idx->starts[mid] <= off) lo = mid;
+    else hi = mid;
+  }
+  return (uint32_t)lo;
 }
 
 static void handle_request(sc_lsp_req *r, request_kind kind) {
@@ -991,15 +1426,10 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->position = json_incref(pos);
   snprintf(a->language, sizeof a->language, "%s", lang);
   a->lang_known = true;
-  {
-    char *fp = sc_path_from_file_uri(d->uri);
-    size_t rl = c->root ? strlen(c->root) : 0;
-    if (fp && c->root && strncmp(fp, c->root, rl) == 0 && fp[rl] == '/')
-      a->rel_path = strdup(fp + rl + 1);
-    else
-      a->rel_path = fp ? strdup(fp) : NULL;
-    free(fp);
-  }
+  a->rel_path = rel_path_of(c, d->uri);
+  sc_document_touch(d);
+  maybe_refresh_index(s, c, d);
+  a->extras = gather_extras(s, c, d, line_of_offset(idx, p0));
   a->cursor = off;
   if (tree) {
     a->plan = plan;
@@ -1021,6 +1451,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->doc_prefix_len = off;
   a->t_request = t_request;
   a->prepare_ms = sc_now_ms() - t_request;
+  a->remote = a->set.backend_url != NULL;
   sc_lsp__post_job(s, r->id, r->method, d->uri, complete_job, a, complete_arg_free,
                    complete_done);
 }
@@ -1049,7 +1480,9 @@ void sc_completer_handle_execute(sc_lsp_req *r) {
 
 /* ======================= the rest =========================================== */
 
-void sc_completer_on_change(sc_completer *c, const char *uri) {
+void sc_completer_on_change(sc_lsp_server *s, sc_completer *c, sc_document *d) {
+  const char *uri = d->uri;
+  maybe_refresh_index(s, c, d);
   double now = sc_now_ms();
   uint64_t h = sc_hash64(uri, strlen(uri), 3);
   if (h == c->typing_uri && now - c->last_change_ms < 2000) {
@@ -1058,6 +1491,87 @@ void sc_completer_on_change(sc_completer *c, const char *uri) {
   }
   c->typing_uri = h;
   c->last_change_ms = now;
+}
+
+/* ---- sculpt/test/prompt (SCULPT_TEST_HOOKS) ---------------------------------- */
+/* The prompt a completion at a position would be built from, as JSON: the
+ * windows and the snippets with their reasons, built on the worker exactly
+ * as complete_job builds it but from the whole document. */
+
+typedef struct tprompt_arg {
+  sc_completer *c;
+  char *text, *rel;
+  size_t len, cursor, budget;
+  const char *lang;
+  prompt_extras *extras;
+} tprompt_arg;
+
+static void tprompt_arg_free(void *p) {
+  tprompt_arg *a = p;
+  free(a->text);
+  free(a->rel);
+  extras_free(a->extras);
+  free(a);
+}
+
+static json_t *tprompt_job(sc_job *job, void *argp, sc_error *err) {
+  tprompt_arg *a = argp;
+  if (!a->c->tok) {
+    sc_error_set(err, SC_ERR_UNSUPPORTED, "no tokenizer: the model is not loaded");
+    return NULL;
+  }
+  sc_prompt p;
+  if (sc_prompt_build_with(a->c->ws, a->rel, a->lang, a->text, a->len, a->cursor, a->c->tok,
+                           a->budget, a->extras ? &a->extras->in : NULL, &p, err) != SC_OK)
+    return NULL;
+  json_t *snips = json_array();
+  for (size_t i = 0; i < p.n_snippets; i++) {
+    sc_context_snippet *x = &p.snippets[i];
+    json_t *t = json_stringn(x->text, x->len);
+    json_array_append_new(
+        snips, json_pack("{s:s, s:s, s:s, s:f, s:i, s:i, s:I, s:o}", "path", x->path, "reason",
+                         x->reason, "name", x->name, "score", (double)x->score, "startLine",
+                         (int)x->start_line, "endLine", (int)x->end_line, "tokens",
+                         (json_int_t)x->tokens, "text", t ? t : json_string("")));
+  }
+  json_t *jp = json_string(p.prefix), *js = json_string(p.suffix);
+  json_t *out = json_pack("{s:o, s:o, s:o, s:b}", "prefix", jp ? jp : json_string(""), "suffix",
+                          js ? js : json_string(""), "snippets", snips, "workspace",
+                          a->c->ws != NULL);
+  sc_prompt_free(&p);
+  return out;
+}
+
+void sc_completer_handle_test_prompt(sc_lsp_req *r) {
+  sc_lsp_server *s = r->s;
+  sc_completer *c = sc_lsp__completer(s);
+  sc_document *d = sc_lsp__get_open_document(r);
+  if (!d) return;
+  uint32_t line, character;
+  if (!sc_lsp__get_position(json_object_get(r->params, "position"), &line, &character)) {
+    sc_lsp__bad_params(r, "position needs line and character");
+    return;
+  }
+  json_t *jb = json_object_get(r->params, "budget");
+  json_int_t budget = jb ? json_integer_value(jb) : c->set.context_budget;
+  const sc_line_index *idx = sc_document_lines(d);
+  tprompt_arg *a = calloc(1, sizeof *a);
+  if (!idx || !a || !(a->text = strndup(d->text, d->len))) {
+    if (a) free(a->text);
+    free(a);
+    sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
+  a->c = c;
+  a->len = d->len;
+  a->cursor = sc_pos_to_offset(d->text, d->len, idx, line, character, sc_lsp__encoding(s), NULL);
+  a->budget = budget >= 16 && budget <= (1 << 20) ? (size_t)budget : 1024;
+  a->lang = sc_context_language_for(d->language_id, d->uri);
+  a->rel = rel_path_of(c, d->uri);
+  sc_document_touch(d);
+  maybe_refresh_index(s, c, d);
+  a->extras = gather_extras(s, c, d, 0);
+  sc_lsp__post_job(s, r->id, r->method, d->uri, tprompt_job, a, tprompt_arg_free, NULL);
 }
 
 void sc_completer_capabilities(json_t *caps) {
@@ -1070,11 +1584,12 @@ void sc_completer_capabilities(json_t *caps) {
 }
 
 json_t *sc_completer_stats(const sc_completer *c) {
-  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s}", "engineCalls",
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I}", "engineCalls",
                    (json_int_t)atomic_load(&((sc_completer *)c)->engine_calls),
                    "completionRequests", (json_int_t)c->requests, "cacheHits",
                    (json_int_t)c->cache_hits, "accepted", (json_int_t)c->accepted,
-                   "dismissed", (json_int_t)c->dismissed, "modelState", state_name(c->state));
+                   "dismissed", (json_int_t)c->dismissed, "modelState", state_name(c->state),
+                   "remoteCalls", (json_int_t)c->remote_calls);
 }
 
 sc_completer *sc_completer_new(void) {
@@ -1086,6 +1601,8 @@ sc_completer *sc_completer_new(void) {
 
 void sc_completer_free(sc_completer *c) {
   if (!c) return;
+  c->closing = true;
+  drop_client(c);
   release_model(c);
   sc_workspace_free(c->ws);
   free(c->root);
@@ -1158,8 +1675,37 @@ static json_t *range_json(const char *text, size_t len, const sc_line_index *idx
 
 /* One candidate for a target: greedy, or sampled with a seed. Returns a
  * malloc'd text (or NULL) that passed the checks. */
+static char *check_candidate(action_arg *a, const action_target *t, const char *cand,
+                             size_t len);
+
+/* The remote backend's candidate: the byte windows around the span go to
+ * the endpoint from this (worker) thread, through a private loop; the job's
+ * cancel flag stops it. The same checks as the engine's follow. */
+static char *remote_candidate(action_arg *a, const action_target *t, uint64_t seed,
+                              sc_job *job, size_t *len_out, sc_error *err) {
+  size_t pw = (size_t)a->set.context_budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
+  size_t p0 = t->a > pw ? t->a - pw : 0;
+  size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
+  sc_fim_client_options o;
+  fim_options(&a->set, &o);
+  sc_fim_request req = {a->text + p0, t->a - p0, a->text + t->b, s1 - t->b,
+                        a->set.max_tokens * 2, seed ? 0.8 : 0.0, NULL, 0};
+  char *text = NULL;
+  if (sc_fim_complete_sync(&o, &req, &job->cancel, &text, len_out, NULL, err) != SC_OK)
+    return NULL;
+  return text;
+}
+
 static char *candidate_for(sc_completer *c, action_arg *a, const action_target *t,
                            uint64_t seed, sc_job *job, sc_error *err) {
+  if (a->set.backend_url) {
+    size_t len = 0;
+    char *cand = remote_candidate(a, t, seed, job, &len, err);
+    if (!cand) return NULL;
+    char *out = check_candidate(a, t, cand, len);
+    free(cand);
+    return out;
+  }
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0, budget = (size_t)a->set.context_budget;
   size_t pw = budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
@@ -1190,8 +1736,14 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   free(pre);
   free(suf);
   if (st != SC_OK) return NULL;
-  const char *cand = res.text ? res.text : "";
-  size_t len = res.text_len;
+  char *out = check_candidate(a, t, res.text ? res.text : "", res.text_len);
+  sc_infill_result_free(&res);
+  return out;
+}
+
+/* A copy of the candidate (trailing line breaks dropped) when it differs
+ * from the span and the document then parses no worse; else NULL. */
+static char *check_candidate(action_arg *a, const action_target *t, const char *cand, size_t len) {
   while (len > 0 && (cand[len - 1] == '\n' || cand[len - 1] == '\r')) len--;
   char *out = NULL;
   bool same = len == t->b - t->a && memcmp(cand, a->text + t->a, len) == 0;
@@ -1213,14 +1765,13 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
     }
     sc_syntax_tree_free(copy);
   }
-  sc_infill_result_free(&res);
   return out;
 }
 
 static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
   action_arg *a = argp;
   sc_completer *c = a->c;
-  if (!c->engine) {
+  if (!c->engine && !a->set.backend_url) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
     return NULL;
   }
@@ -1239,6 +1790,14 @@ static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
       if (sc_job_cancelled(job) != SC_JOB_LIVE) break;
       sc_error cerr = {0};
       char *cand = candidate_for(c, a, t, seed, job, &cerr);
+      if (!cand && a->set.backend_url && cerr.status == SC_ERR_IO) {
+        /* The backend is down or failing: say so instead of trying on. */
+        for (int k = 0; k < n_seen; k++) free(seen[k]);
+        sc_line_index_free(&idx);
+        json_decref(out);
+        *err = cerr;
+        return NULL;
+      }
       if (!cand) continue;
       bool dup = false;
       for (int k = 0; k < n_seen; k++) dup |= strcmp(seen[k], cand) == 0;

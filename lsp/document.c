@@ -1,4 +1,6 @@
-/* document.c — open documents: text, version, line index; keyed by URI. */
+/* document.c — open documents: text, version, line index; keyed by URI.
+ * The store also remembers which documents were used most recently and the
+ * line ranges edited most recently, for repository context. */
 #define _POSIX_C_SOURCE 200809L
 #include "context.h"
 #include "lsp_impl.h"
@@ -12,6 +14,8 @@ struct sc_document_store {
   size_t cap;   /* power of two */
   size_t count; /* live documents */
   size_t used;  /* live + tombstones */
+  sc_recent_edit recent[SC_RECENT_EDITS]; /* most recent first */
+  size_t n_recent;
 };
 
 static sc_document k_tombstone;
@@ -50,6 +54,7 @@ static void document_free(sc_document *d) {
 void sc_document_store_free(sc_document_store *s) {
   if (!s) return;
   for (size_t i = 0; i < s->cap; i++) document_free(s->slots[i]);
+  for (size_t i = 0; i < s->n_recent; i++) free(s->recent[i].uri);
   free(s->slots);
   free(s);
 }
@@ -100,8 +105,51 @@ sc_document *sc_document_store_get(sc_document_store *s, const char *uri) {
   return found ? s->slots[i] : NULL;
 }
 
-sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
-                               sc_error *err) {
+/* Records that lines [first, old_last] of doc became [first, new_last]:
+ * ranges below shift, a range it touches or adjoins merges into it, and the
+ * result moves to the front. */
+static void note_edit(sc_document *doc, uint32_t first, uint32_t old_last, uint32_t new_last) {
+  sc_document_store *s = doc->store;
+  doc->last_used_ms = sc_now_ms();
+  doc->index_dirty = true;
+  if (!s) return;
+  int64_t delta = (int64_t)new_last - (int64_t)old_last;
+  uint32_t lo = first, hi = new_last;
+  size_t k = 0;
+  char *uri = NULL;
+  for (size_t i = 0; i < s->n_recent; i++) {
+    sc_recent_edit *e = &s->recent[i];
+    if (strcmp(e->uri, doc->uri) == 0) {
+      if (e->start_line > old_last + 1) {
+        e->start_line = (uint32_t)((int64_t)e->start_line + delta);
+        e->end_line = (uint32_t)((int64_t)e->end_line + delta);
+      } else if (e->end_line + 1 >= first) {
+        if (e->start_line < lo) lo = e->start_line;
+        uint32_t end = e->end_line > old_last ? (uint32_t)((int64_t)e->end_line + delta)
+                                              : e->end_line;
+        if (end > hi) hi = end;
+        if (uri) free(e->uri);
+        else uri = e->uri; /* reused for the merged range */
+        continue;
+      }
+    }
+    s->recent[k++] = *e;
+  }
+  s->n_recent = k;
+  if (!uri && !(uri = strdup(doc->uri))) return;
+  if (s->n_recent == SC_RECENT_EDITS) free(s->recent[--s->n_recent].uri);
+  memmove(s->recent + 1, s->recent, s->n_recent * sizeof *s->recent);
+  s->recent[0] = (sc_recent_edit){uri, lo, hi, sc_now_ms()};
+  s->n_recent++;
+}
+
+static uint32_t count_lines(const char *t, size_t a, size_t b) {
+  uint32_t n = 0;
+  for (size_t i = a; i < b; i++) n += t[i] == '\n';
+  return n;
+}
+
+static sc_status replace_text(sc_document *doc, const char *text, size_t len, sc_error *err) {
   if (len + 1 > doc->cap) {
     size_t cap = len + 1 + len / 4 + 64;
     char *nt = realloc(doc->text, cap);
@@ -116,6 +164,22 @@ sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
   doc->edit_seq++;
   clear_edits(doc);
   doc->tree_stale = true;
+  return SC_OK;
+}
+
+sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
+                               sc_error *err) {
+  /* What changed: the span between the common prefix and suffix. */
+  size_t p = 0, n = doc->len < len ? doc->len : len;
+  while (p < n && doc->text[p] == text[p]) p++;
+  size_t q = 0;
+  while (q < n - p && doc->text[doc->len - 1 - q] == text[len - 1 - q]) q++;
+  uint32_t first = count_lines(text, 0, p);
+  uint32_t old_last = first + count_lines(doc->text, p, doc->len - q);
+  uint32_t new_last = first + count_lines(text, p, len - q);
+  bool same = p == doc->len && p == len;
+  SC_TRY(replace_text(doc, text, len, err));
+  if (!same) note_edit(doc, first, old_last, new_last);
   return SC_OK;
 }
 
@@ -136,7 +200,7 @@ sc_status sc_document_store_open(sc_document_store *s, const char *uri,
     }
   }
   char *lang = strdup(language_id ? language_id : "");
-  if (!lang || sc_document_set_text(d, text, len, err) != SC_OK) {
+  if (!lang || replace_text(d, text, len, err) != SC_OK) {
     free(lang);
     if (!found) document_free(d);
     return sc_error_set(err, SC_ERR_NOMEM, "out of memory opening %s", uri);
@@ -144,6 +208,9 @@ sc_status sc_document_store_open(sc_document_store *s, const char *uri,
   free(d->language_id);
   d->language_id = lang;
   d->version = version;
+  d->store = s;
+  d->last_used_ms = sc_now_ms();
+  d->index_dirty = false;
   d->lang = sc_context_language_for(lang, uri);
   if (d->tree && (!d->lang || strcmp(sc_syntax_tree_language(d->tree), d->lang) != 0)) {
     sc_syntax_tree_free(d->tree);
@@ -200,6 +267,16 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
     doc->text = nt;
     doc->cap = cap;
   }
+  size_t lo = 0, hi = idx->n; /* the line holding a: the last start <= a */
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (idx->starts[mid] <= a) lo = mid;
+    else hi = mid;
+  }
+  uint32_t first = (uint32_t)lo;
+  uint32_t old_last = first + count_lines(doc->text, a, b);
+  uint32_t new_last = first + count_lines(text, 0, len);
+  note_edit(doc, first, old_last, new_last);
   memmove(doc->text + a + len, doc->text + b, doc->len - b);
   memcpy(doc->text + a, text, len);
   doc->len = new_len;
@@ -259,3 +336,27 @@ struct sc_syntax_tree *sc_document_syntax(sc_document *doc) {
   doc->tree_stale = false;
   return doc->tree;
 }
+
+const sc_recent_edit *sc_document_store_recent_edits(const sc_document_store *s, size_t *n) {
+  *n = s->n_recent;
+  return s->recent;
+}
+
+size_t sc_document_store_recent_docs(sc_document_store *s, const sc_document *except,
+                                     sc_document **out, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->cap && max; i++) {
+    sc_document *d = s->slots[i];
+    if (!d || d == &k_tombstone || d == except) continue;
+    /* Insertion into the top max by last use: few documents, small max. */
+    size_t at = n < max ? n++ : max;
+    while (at > 0 && out[at - 1]->last_used_ms < d->last_used_ms) {
+      if (at < max) out[at] = out[at - 1];
+      at--;
+    }
+    if (at < max) out[at] = d;
+  }
+  return n;
+}
+
+void sc_document_touch(sc_document *doc) { doc->last_used_ms = sc_now_ms(); }

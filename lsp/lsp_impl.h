@@ -101,7 +101,23 @@ typedef struct sc_document {
   bool tree_stale;               /* reparse from the text instead of the queue */
   struct sc_pending_edit *edits; /* queued edits, in order */
   size_t n_edits, cap_edits;
+  /* For repository context (issue #6). */
+  struct sc_document_store *store; /* the store it is open in (borrowed) */
+  double last_used_ms;  /* sc_now_ms() of the last open, edit or request */
+  double last_index_ms; /* the last refresh of its workspace index entry */
+  bool index_dirty;     /* edited since that refresh */
 } sc_document;
+
+/* A recently edited line range, kept by the store across documents. Lines
+ * are 0-based and inclusive, in the document's text as it is now (later
+ * edits above a range shift it). */
+typedef struct sc_recent_edit {
+  char *uri;
+  uint32_t start_line, end_line;
+  double when_ms; /* sc_now_ms() of the latest edit merged into it */
+} sc_recent_edit;
+
+#define SC_RECENT_EDITS 16
 
 typedef struct sc_pending_edit {
   size_t start, old_end;
@@ -127,6 +143,20 @@ sc_status sc_document_store_open(sc_document_store *store, const char *uri,
                                  const char *text, size_t len, sc_error *err);
 /* Returns false when the document was not open. */
 bool sc_document_store_close(sc_document_store *store, const char *uri);
+
+/* The last SC_RECENT_EDITS edited ranges across documents, most recent
+ * first: each change extends (merges with) a range it touches or adjoins in
+ * the same document. Borrowed; valid until the next edit. Closed documents'
+ * ranges stay (their files keep the edits). */
+const sc_recent_edit *sc_document_store_recent_edits(const sc_document_store *store, size_t *n);
+/* Up to max open documents other than except (may be NULL), most recently
+ * used first, into out (borrowed pointers). Returns how many. */
+size_t sc_document_store_recent_docs(sc_document_store *store, const sc_document *except,
+                                     sc_document **out, size_t max);
+/* Marks the document used now (a completion request in it). */
+void sc_document_touch(sc_document *doc);
+/* The server's open documents (loop thread only). */
+sc_document_store *sc_lsp__documents(sc_lsp_server *s);
 
 /* Replaces the whole text. */
 sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
@@ -168,6 +198,12 @@ struct sc_job {
   /* Runs on the loop thread when the job is done, before its response (or
    * instead of one, for internal jobs with no id). May replace result. */
   void (*on_done)(sc_lsp_server *s, sc_job *job);
+  /* Set by on_done when the answer comes later, from the loop (the remote
+   * backend's HTTP request): the job then stays in flight until
+   * sc_lsp__answer_deferred. on_cancel (set with it) must release what the
+   * job waits on, without answering; the server then answers -32800/-32801. */
+  bool deferred;
+  void (*on_cancel)(sc_lsp_server *s, sc_job *job);
   double queued_ms;
   /* filled by the worker */
   json_t *result;
@@ -253,6 +289,13 @@ sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const
 /* Cancels the in-flight jobs of one method on one document (a newer request
  * supersedes them). */
 void sc_lsp__cancel_method(sc_lsp_server *s, const char *method, const char *uri);
+/* Answers a deferred job (job->result, or job->err) and frees it. */
+void sc_lsp__answer_deferred(sc_lsp_server *s, sc_job *job);
+/* The loop the transport runs (borrowed), for work that lives on it (the
+ * remote backend's HTTP); NULL without one (fuzzing, unit tests). */
+struct ev_loop;
+void sc_lsp__set_loop(sc_lsp_server *s, struct ev_loop *loop);
+struct ev_loop *sc_lsp__loop(sc_lsp_server *s);
 
 /* ======================= completion (complete.c) =========================== */
 
@@ -266,10 +309,14 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *settings);
 void sc_completer_start(sc_lsp_server *s, sc_completer *c);
 /* The workspace folder (a file:// URI) from initialize; indexed at start. */
 void sc_completer_set_root(sc_completer *c, const char *root_uri);
-/* A document was saved: re-index (at most every 30 s). */
-void sc_completer_on_save(sc_lsp_server *s, sc_completer *c);
-/* A document changed: typing speed for the adaptive debounce. */
-void sc_completer_on_change(sc_completer *c, const char *uri);
+/* A document was saved: its index entry is re-read from disk. */
+void sc_completer_on_save(sc_lsp_server *s, sc_completer *c, const char *uri);
+/* workspace/didChangeWatchedFiles: type is LSP's FileChangeType (1 created,
+ * 2 changed, 3 deleted); the file's index entry is updated or removed. */
+void sc_completer_on_file_changed(sc_lsp_server *s, sc_completer *c, const char *uri, int type);
+/* A document changed: typing speed for the adaptive debounce, and its index
+ * entry follows the buffer (rate-limited). */
+void sc_completer_on_change(sc_lsp_server *s, sc_completer *c, sc_document *d);
 /* Fills the capabilities the completer implements. */
 void sc_completer_capabilities(json_t *caps);
 /* Counters for sculpt/test/stats. */
@@ -284,5 +331,7 @@ void sc_completer_handle_inline(sc_lsp_req *r);
 void sc_completer_handle_completion(sc_lsp_req *r);
 void sc_completer_handle_execute(sc_lsp_req *r);
 void sc_completer_handle_action(sc_lsp_req *r);
+/* sculpt/test/prompt (test hook): the assembled prompt at a position. */
+void sc_completer_handle_test_prompt(sc_lsp_req *r);
 
 #endif /* SCULPT_LSP_IMPL_H */

@@ -58,7 +58,9 @@ struct sc_lsp_server {
   json_int_t next_out_id;
   bool client_config_pull; /* client supports workspace/configuration */
   bool client_progress;    /* client supports window/workDoneProgress */
+  bool client_watch_dynamic; /* client registers file watchers on request */
   sc_completer *completer;
+  struct ev_loop *loop; /* the transport's, or NULL */
 
   pthread_mutex_t log_mu;
   log_entry *log_head, *log_tail;
@@ -290,6 +292,14 @@ static void inflight_remove(sc_lsp_server *s, sc_job *job) {
 static void answer_job(sc_lsp_server *s, sc_job *job) {
   inflight_remove(s, job);
   if (job->on_done) job->on_done(s, job);
+  job->on_done = NULL; /* once: a deferred job comes back here */
+  if (job->deferred) {
+    /* Still in flight until sc_lsp__answer_deferred (or a cancel). */
+    if (sc_job_cancelled(job) == SC_JOB_LIVE && inflight_add(s, job)) return;
+    job->deferred = false;
+    if (sc_job_cancelled(job) == SC_JOB_LIVE) sc_error_set(&job->err, SC_ERR_NOMEM, "out of memory");
+    if (job->on_cancel) job->on_cancel(s, job);
+  }
   sc_job_cancel c = sc_job_cancelled(job);
   if (!job->id) {
     /* An internal job: on_done was its whole answer. */
@@ -314,6 +324,11 @@ static void answer_job(sc_lsp_server *s, sc_job *job) {
 static void cancel_job(sc_lsp_server *s, sc_job *job, sc_job_cancel why) {
   int expected = SC_JOB_LIVE;
   atomic_compare_exchange_strong(&job->cancel, &expected, (int)why);
+  if (job->deferred) {
+    /* Waiting on the loop, not on the worker: release and answer now. */
+    answer_job(s, job);
+    return;
+  }
   sc_job *q = sc_worker_unqueue(s->worker, job);
   if (q) answer_job(s, q);
 }
@@ -378,10 +393,20 @@ void sc_lsp__cancel_method(sc_lsp_server *s, const char *method, const char *uri
   }
 }
 
+void sc_lsp__answer_deferred(sc_lsp_server *s, sc_job *job) {
+  job->deferred = false;
+  answer_job(s, job);
+  flush_logs(s);
+}
+
+void sc_lsp__set_loop(sc_lsp_server *s, struct ev_loop *loop) { s->loop = loop; }
+struct ev_loop *sc_lsp__loop(sc_lsp_server *s) { return s->loop; }
+
 sc_pos_encoding sc_lsp__encoding(const sc_lsp_server *s) { return s->enc; }
 const sc_lsp_options *sc_lsp__options(const sc_lsp_server *s) { return &s->opts; }
 bool sc_lsp__client_progress(const sc_lsp_server *s) { return s->client_progress; }
 sc_completer *sc_lsp__completer(sc_lsp_server *s) { return s->completer; }
+sc_document_store *sc_lsp__documents(sc_lsp_server *s) { return s->docs; }
 
 void sc_lsp_server_drain(sc_lsp_server *s) {
   sc_job *job;
@@ -469,6 +494,9 @@ static void handle_initialize(req *r) {
       json_is_true(json_object_get(json_object_get(caps, "workspace"), "configuration"));
   s->client_progress =
       json_is_true(json_object_get(json_object_get(caps, "window"), "workDoneProgress"));
+  s->client_watch_dynamic = json_is_true(json_object_get(
+      json_object_get(json_object_get(caps, "workspace"), "didChangeWatchedFiles"),
+      "dynamicRegistration"));
 
   sc_log_level level;
   if (level_from_trace(json_string_value(json_object_get(r->params, "trace")), &level))
@@ -502,11 +530,27 @@ static void handle_initialize(req *r) {
   s->state = LC_INITIALIZING;
 }
 
+static void on_register_watchers(sc_lsp_server *s, json_t *result, json_t *error) {
+  if (error) {
+    const char *why = json_string_value(json_object_get(error, "message"));
+    SC_LOG_WARN("client/registerCapability (file watching) failed: %s", why ? why : "no message");
+  }
+}
+
 static void handle_initialized(req *r) {
   sc_lsp_server *s = r->s;
   if (s->state != LC_INITIALIZING) return;
   s->state = LC_RUNNING;
   sc_completer_start(s, s->completer);
+  /* Files changed outside the editor (git checkout, generators) keep the
+   * index current: ask the client to watch the whole tree for us. */
+  if (s->client_watch_dynamic)
+    sc_lsp__send_request(
+        s, "client/registerCapability",
+        json_pack("{s:[{s:s, s:s, s:{s:[{s:s}]}}]}", "registrations", "id",
+                  "sculpt-watch-files", "method", "workspace/didChangeWatchedFiles",
+                  "registerOptions", "watchers", "globPattern", "**/*"),
+        on_register_watchers);
   if (s->client_config_pull)
     sc_lsp__send_request(s, "workspace/configuration",
                  json_pack("{s:[{s:s}]}", "items", "section", "sculpt"), on_configuration);
@@ -624,7 +668,7 @@ static void handle_did_change(req *r) {
   }
   free(cs);
   cancel_jobs_for_uri(s, uri);
-  sc_completer_on_change(s->completer, uri);
+  sc_completer_on_change(s, s->completer, d);
 }
 
 static void handle_did_close(req *r) {
@@ -644,7 +688,7 @@ static void handle_did_save(req *r) {
    * to start afresh. Lazily: the next request that needs the tree parses. */
   sc_document *d = sc_document_store_get(r->s->docs, uri);
   if (d && d->tree) d->tree_stale = true;
-  sc_completer_on_save(r->s, r->s->completer);
+  sc_completer_on_save(r->s, r->s->completer, uri);
 }
 
 /* ======================= notifications ===================================== */
@@ -674,8 +718,23 @@ static void handle_did_change_configuration(req *r) {
 }
 
 static void handle_did_change_watched_files(req *r) {
-  /* Files changed on disk: the index is rebuilt (rate-limited). */
-  sc_completer_on_save(r->s, r->s->completer);
+  /* Files changed on disk: each one's index entry is updated or removed. */
+  json_t *changes = json_object_get(r->params, "changes");
+  if (!json_is_array(changes)) {
+    sc_lsp__bad_params(r, "changes must be an array");
+    return;
+  }
+  size_t i;
+  json_t *ch;
+  json_array_foreach(changes, i, ch) {
+    const char *uri = json_string_value(json_object_get(ch, "uri"));
+    json_int_t type = json_integer_value(json_object_get(ch, "type"));
+    if (!uri || type < 1 || type > 3) {
+      SC_LOG_WARN("didChangeWatchedFiles: changes[%zu] needs a uri and a type 1-3", i);
+      continue;
+    }
+    sc_completer_on_file_changed(r->s, r->s->completer, uri, (int)type);
+  }
 }
 
 /* ======================= test hooks ======================================== */
@@ -795,6 +854,7 @@ static const method k_methods[] = {
     {"sculpt/test/offset", handle_test_offset, true, true},
     {"sculpt/test/sleep", handle_test_sleep, true, true},
     {"sculpt/test/stats", handle_test_stats, true, true},
+    {"sculpt/test/prompt", sc_completer_handle_test_prompt, true, true},
 };
 
 static const method *find_method(const sc_lsp_server *s, const char *name) {

@@ -151,6 +151,7 @@ int sc_lsp_run_stdio(const sc_lsp_options *opts) {
     ev_loop_destroy(c.loop);
     return 1;
   }
+  sc_lsp__set_loop(c.server, c.loop); /* the remote backend's HTTP runs on it */
   ev_io_init(&c.in_w, in_cb, STDIN_FILENO, EV_READ);
   ev_io_init(&c.out_w, out_cb, STDOUT_FILENO, EV_WRITE);
   ev_async_init(&c.wake_w, wake_cb);

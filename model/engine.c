@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -578,74 +579,236 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
   return st;
 }
 
-/* Several runs in lockstep: each step is one packed forward pass over every
- * unfinished run (a batch), then each commits on its own rows. A run is one
- * request: its own prefix, suffix, canvas and seed (candidate lengths of one
- * infill share the prefix and suffix; sc_engine_infill_many's do not).
- * index_base offsets the runs' indices, which mix into their seeds. */
+/* ---- stepwise batches ------------------------------------------------------
+ * Runs in lockstep: each step is one packed forward pass over every
+ * unfinished run, then each commits on its own rows. A run is one request:
+ * its own prefix, suffix, canvas, params and seed. Runs join and leave
+ * between steps (continuous batching); decode_batch below is the batch
+ * driven to the end. */
+
+typedef struct batch_slot {
+  bool used;
+  cand_run run;
+  sc_infill_params p;
+  double ms_fwd, ms_smp, t0;
+} batch_slot;
+
+struct sc_engine_batch {
+  sc_engine *e; /* borrowed */
+  int max_tokens;
+  batch_slot slots[SC_INFILL_MAX_BATCH];
+  int32_t *packed; /* [packed_cap] the packed sequences of one step */
+  int packed_cap;
+  int passes;
+  double ms_fwd, ms_smp; /* over all passes */
+};
+
+static sc_status check_request(const sc_engine *e, const sc_infill_request *q, sc_error *err);
+static sc_status finish_result(sc_engine *e, cand_state *bestp, int best_index,
+                               sc_infill_result *out, sc_error *err);
+
+int sc_engine_batch_request_tokens(const sc_infill_request *req) {
+  return req ? req->n_prefix + req->canvas + req->n_suffix + 2 : 0;
+}
+
+static int batch_live_tokens(const sc_engine_batch *b) {
+  int t = 0;
+  for (int s = 0; s < SC_INFILL_MAX_BATCH; s++)
+    if (b->slots[s].used && !b->slots[s].run.done) t += b->slots[s].run.n;
+  return t;
+}
+
+/* index mixes into the run's seed (candidate lengths of one infill differ
+ * by it); requests of sc_engine_infill_many and of the public API use 0. */
+static sc_status batch_add_indexed(sc_engine_batch *b, const sc_infill_request *q,
+                                   const sc_infill_params *p, int index, int *slot,
+                                   sc_error *err) {
+  SC_TRY(check_request(b->e, q, err));
+  int s = 0;
+  while (s < SC_INFILL_MAX_BATCH && b->slots[s].used) s++;
+  SC_CHECK(s < SC_INFILL_MAX_BATCH, err, SC_ERR_UNSUPPORTED, "batch: every slot is taken");
+  int live = sc_engine_batch_live(b);
+  SC_CHECK(live == 0 || batch_live_tokens(b) + sc_engine_batch_request_tokens(q) <= b->max_tokens,
+           err, SC_ERR_UNSUPPORTED, "batch: %d more positions pass the %d-token budget",
+           sc_engine_batch_request_tokens(q), b->max_tokens);
+  batch_slot *bs = &b->slots[s];
+  memset(bs, 0, sizeof *bs);
+  if (p) bs->p = *p;
+  else sc_infill_params_default(&bs->p);
+  SC_TRY(run_init(b->e, &bs->run, q->prefix, q->n_prefix, q->suffix, q->n_suffix, q->canvas,
+                  index, q->seed, &bs->p, err));
+  bs->used = true;
+  bs->t0 = sc_now_ms();
+  *slot = s;
+  return SC_OK;
+}
+
+sc_status sc_engine_batch_new(sc_engine *e, int max_tokens, sc_engine_batch **out,
+                              sc_error *err) {
+  *out = NULL;
+  SC_CHECK(e, err, SC_ERR_INVALID, "batch: no engine");
+  sc_engine_batch *b = calloc(1, sizeof *b);
+  SC_CHECK(b, err, SC_ERR_NOMEM, "batch: out of memory");
+  b->e = e;
+  b->max_tokens = max_tokens > 0 ? max_tokens : (e->max_seq > 2048 ? e->max_seq : 2048);
+  *out = b;
+  return SC_OK;
+}
+
+void sc_engine_batch_free(sc_engine_batch *b) {
+  if (!b) return;
+  for (int s = 0; s < SC_INFILL_MAX_BATCH; s++) sc_engine_batch_remove(b, s);
+  free(b->packed);
+  free(b);
+}
+
+sc_status sc_engine_batch_add(sc_engine_batch *b, const sc_infill_request *req,
+                              const sc_infill_params *params, int *slot, sc_error *err) {
+  SC_CHECK(b && req && slot, err, SC_ERR_INVALID, "batch: bad arguments");
+  return batch_add_indexed(b, req, params, 0, slot, err);
+}
+
+void sc_engine_batch_remove(sc_engine_batch *b, int slot) {
+  if (!b || slot < 0 || slot >= SC_INFILL_MAX_BATCH || !b->slots[slot].used) return;
+  run_free(&b->slots[slot].run);
+  b->slots[slot].used = false;
+}
+
+int sc_engine_batch_count(const sc_engine_batch *b) {
+  int n = 0;
+  for (int s = 0; b && s < SC_INFILL_MAX_BATCH; s++) n += b->slots[s].used;
+  return n;
+}
+
+int sc_engine_batch_live(const sc_engine_batch *b) {
+  int n = 0;
+  for (int s = 0; b && s < SC_INFILL_MAX_BATCH; s++)
+    n += b->slots[s].used && !b->slots[s].run.done;
+  return n;
+}
+
+bool sc_engine_batch_done(const sc_engine_batch *b, int slot) {
+  return b && slot >= 0 && slot < SC_INFILL_MAX_BATCH && b->slots[slot].used &&
+         b->slots[slot].run.done;
+}
+
+int sc_engine_batch_passes(const sc_engine_batch *b) { return b ? b->passes : 0; }
+
+sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progress, void *user,
+                               int *stepped, sc_error *err) {
+  if (stepped) *stepped = 0;
+  SC_CHECK(b, err, SC_ERR_INVALID, "batch: none");
+  sc_engine *e = b->e;
+  int active[SC_INFILL_MAX_BATCH], na = 0, total = 0, max_rows = 0;
+  for (int s = 0; s < SC_INFILL_MAX_BATCH; s++) {
+    cand_run *run = &b->slots[s].run;
+    if (!b->slots[s].used || run->done) continue;
+    active[na++] = s;
+    total += run->n;
+    max_rows += run->be - run->bs;
+  }
+  if (na == 0) return SC_OK;
+  SC_TRY(ensure_rows(e, max_rows, err));
+  if (total > e->batch_cap) {
+    sc_forward_ctx_free(e->bctx);
+    e->bctx = NULL;
+    e->batch_cap = 0;
+    SC_TRY(sc_forward_ctx_new(e->model, total, &e->bctx, err));
+    e->batch_cap = total;
+  }
+  if (total > b->packed_cap) {
+    int32_t *np = realloc(b->packed, (size_t)total * sizeof *np);
+    SC_CHECK(np, err, SC_ERR_NOMEM, "engine: out of memory");
+    b->packed = np;
+    b->packed_cap = total;
+  }
+  int32_t offsets[SC_INFILL_MAX_BATCH + 1];
+  int n = 0, rows = 0;
+  offsets[0] = 0;
+  for (int a = 0; a < na; a++) {
+    cand_run *run = &b->slots[active[a]].run;
+    memcpy(b->packed + n, run->seq, (size_t)run->n * sizeof *b->packed);
+    run_rows(e, run, rows, n);
+    rows += run->nr;
+    n += run->n;
+    offsets[a + 1] = n;
+  }
+  double t0 = sc_now_ms();
+  SC_TRY(sc_forward_ctx_run_packed(e->bctx, b->packed, offsets, na, e->rows, rows, e->logits,
+                                   err));
+  double t1 = sc_now_ms();
+  b->passes++;
+  for (int a = 0; a < na; a++) {
+    batch_slot *bs = &b->slots[active[a]];
+    run_apply(e, &bs->run, &bs->p, NULL, NULL);
+    if (progress)
+      progress(user, active[a], bs->run.seq + bs->run.c0, bs->run.m, bs->run.steps,
+               bs->run.committed);
+  }
+  double t2 = sc_now_ms();
+  b->ms_fwd += t1 - t0;
+  b->ms_smp += t2 - t1;
+  for (int a = 0; a < na; a++) {
+    b->slots[active[a]].ms_fwd += t1 - t0;
+    b->slots[active[a]].ms_smp += t2 - t1;
+  }
+  if (stepped) *stepped = na;
+  return SC_OK;
+}
+
+sc_status sc_engine_batch_take(sc_engine_batch *b, int slot, sc_infill_result *out,
+                               sc_error *err) {
+  memset(out, 0, sizeof *out);
+  SC_CHECK(sc_engine_batch_done(b, slot), err, SC_ERR_INVALID,
+           "batch: slot %d holds no finished request", slot);
+  batch_slot *bs = &b->slots[slot];
+  cand_state cs;
+  memset(&cs, 0, sizeof cs);
+  run_finish(b->e, &bs->run, &cs);
+  run_free(&bs->run);
+  bs->used = false;
+  SC_TRY(finish_result(b->e, &cs, 0, out, err));
+  out->ms_forward = bs->ms_fwd;
+  out->ms_sample = bs->ms_smp;
+  out->ms_total = sc_now_ms() - bs->t0;
+  return SC_OK;
+}
+
+/* A whole batch decoded to the end: candidate lengths of one infill
+ * (same_prompt: each run's index, mixed into its seed, is its candidate
+ * number) or independent prompts (sc_engine_infill_many: index 0). The
+ * caller bounds the packed length. */
 static sc_status decode_batch(sc_engine *e, const sc_infill_request *reqs, int nc,
                               bool same_prompt, const sc_infill_params *p,
                               const _Atomic int *cancel, sc_infill_progress_fn progress,
                               void *user, cand_state *cs, int *steps, double *ms_fwd,
                               double *ms_smp, sc_error *err) {
-  cand_run runs[SC_INFILL_MAX_BATCH];
-  int total = 0, max_rows = 0;
+  sc_engine_batch b;
+  memset(&b, 0, sizeof b);
+  b.e = e;
+  b.max_tokens = INT_MAX;
   sc_status st = SC_OK;
-  int inited = 0;
   for (int c = 0; c < nc && st == SC_OK; c++) {
-    const sc_infill_request *q = &reqs[c];
-    st = run_init(e, &runs[c], q->prefix, q->n_prefix, q->suffix, q->n_suffix, q->canvas,
-                  same_prompt ? c : 0, q->seed, p, err);
-    if (st == SC_OK) {
-      inited++;
-      total += runs[c].n;
-      max_rows += runs[c].block;
-    }
+    int slot = -1;
+    /* Slots fill from 0 in order, so slot c is request c. */
+    st = batch_add_indexed(&b, &reqs[c], p, same_prompt ? c : 0, &slot, err);
   }
-  if (st == SC_OK) st = ensure_rows(e, max_rows, err);
-  if (st == SC_OK && total > e->batch_cap) {
-    sc_forward_ctx_free(e->bctx);
-    e->bctx = NULL;
-    e->batch_cap = 0;
-    st = sc_forward_ctx_new(e->model, total, &e->bctx, err);
-    if (st == SC_OK) e->batch_cap = total;
-  }
-  int32_t *packed = st == SC_OK ? malloc((size_t)total * sizeof *packed) : NULL;
-  if (st == SC_OK && !packed) st = sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
-  for (;;) {
-    if (st != SC_OK) break;
-    int32_t offsets[SC_INFILL_MAX_BATCH + 1];
-    int active[SC_INFILL_MAX_BATCH], na = 0, n = 0, rows = 0;
-    offsets[0] = 0;
-    for (int c = 0; c < nc; c++) {
-      if (runs[c].done) continue;
-      memcpy(packed + n, runs[c].seq, (size_t)runs[c].n * sizeof *packed);
-      run_rows(e, &runs[c], rows, n);
-      rows += runs[c].nr;
-      n += runs[c].n;
-      active[na++] = c;
-      offsets[na] = n;
-    }
-    if (na == 0) break;
+  while (st == SC_OK && sc_engine_batch_live(&b) > 0) {
     if (cancel && atomic_load(cancel)) {
       st = sc_error_set(err, SC_ERR_CANCELLED, "infill cancelled");
       break;
     }
-    double t0 = sc_now_ms();
-    st = sc_forward_ctx_run_packed(e->bctx, packed, offsets, na, e->rows, rows, e->logits,
-                                   err);
-    if (st != SC_OK) break;
-    double t1 = sc_now_ms();
-    *ms_fwd += t1 - t0;
-    (*steps)++;
-    for (int a = 0; a < na; a++) run_apply(e, &runs[active[a]], p, progress, user);
-    *ms_smp += sc_now_ms() - t1;
+    st = sc_engine_batch_step(&b, progress, user, NULL, err);
   }
-  free(packed);
-  for (int c = 0; c < inited; c++) {
-    if (st == SC_OK) run_finish(e, &runs[c], &cs[c]);
-    run_free(&runs[c]);
+  *steps += b.passes;
+  *ms_fwd += b.ms_fwd;
+  *ms_smp += b.ms_smp;
+  for (int c = 0; c < nc; c++) {
+    if (!b.slots[c].used) continue;
+    if (st == SC_OK) run_finish(e, &b.slots[c].run, &cs[c]);
+    run_free(&b.slots[c].run);
   }
+  free(b.packed);
   return st;
 }
 

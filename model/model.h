@@ -357,6 +357,63 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            sc_infill_progress_fn progress, void *user,
                            sc_infill_result *out, sc_error *err);
 
+/* ---- stepwise batches (continuous batching) -------------------------------
+ * A set of up to SC_INFILL_MAX_BATCH requests decoded in lockstep, one packed
+ * forward pass per step, to which requests may be added and from which they
+ * may be removed between steps: a request added now joins the next step.
+ * Each request decodes as in sc_engine_infill_many (no cache, no DreamOn
+ * expand, its own params and seed), so its result does not depend on what
+ * else shares its passes. The batch borrows the engine's buffers: while it
+ * lives, use the engine for nothing else (one thread, one batch). */
+typedef struct sc_engine_batch sc_engine_batch;
+
+/* max_tokens bounds the packed length (sum of the live requests' sequences;
+ * the packed pass's memory grows with its square); 0 = max(the engine's
+ * max_seq, 2048). *out owned by the caller (sc_engine_batch_free). */
+sc_status sc_engine_batch_new(sc_engine *e, int max_tokens, sc_engine_batch **out,
+                              sc_error *err);
+void sc_engine_batch_free(sc_engine_batch *b); /* NULL is fine; drops live requests */
+
+/* Positions a request of req's size needs in the packed pass. */
+int sc_engine_batch_request_tokens(const sc_infill_request *req);
+
+/* Adds a request (ids copied; params copied, NULL = defaults) to slot *slot.
+ * SC_ERR_INVALID for a bad request (as sc_engine_infill_many checks it);
+ * SC_ERR_UNSUPPORTED when it does not fit now (every slot used, or the packed
+ * length would pass max_tokens): retry after others finish. A request alone
+ * in the batch always fits when it fits the engine. */
+sc_status sc_engine_batch_add(sc_engine_batch *b, const sc_infill_request *req,
+                              const sc_infill_params *params, int *slot, sc_error *err);
+
+/* Drops a request (finished or not) and frees its slot; unknown slots are
+ * ignored. */
+void sc_engine_batch_remove(sc_engine_batch *b, int slot);
+
+/* Requests in the batch, finished or not. */
+int sc_engine_batch_count(const sc_engine_batch *b);
+/* Requests still decoding: the size of the next step's packed pass. */
+int sc_engine_batch_live(const sc_engine_batch *b);
+/* Whether the request in slot has finished decoding (false for a free slot). */
+bool sc_engine_batch_done(const sc_engine_batch *b, int slot);
+
+/* One step: a packed forward pass over every unfinished request, then each
+ * commits on its own rows. progress (may be NULL) is called once per request
+ * stepped, with candidate = its slot and its current canvas. *stepped (may
+ * be NULL) gets the number of requests in the pass (0: nothing to do, no
+ * pass ran). On failure the requests are left as they were before the step
+ * (remove them). */
+sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progress, void *user,
+                               int *stepped, sc_error *err);
+
+/* The result of a finished request (what sc_engine_infill_many gives it;
+ * steps = the passes it took part in, timings its share of the batch's),
+ * and its slot freed. SC_ERR_INVALID when the slot holds no finished request. */
+sc_status sc_engine_batch_take(sc_engine_batch *b, int slot, sc_infill_result *out,
+                               sc_error *err);
+
+/* Forward passes this batch has run. */
+int sc_engine_batch_passes(const sc_engine_batch *b);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,8 +22,160 @@ extern "C" {
 #endif
 
 /* ==== server: sculpt serve ================================================ */
+/* (net/http.c, net/serve.c) */
+
+/* The HTTP/1.1 request reader: Debian's http-parser underneath, with our
+ * limits. One request at a time: after SC_HTTP_REQUEST the reader holds that
+ * request until sc_http_reader_next, and consumes nothing more (pipelined
+ * bytes stay with the caller). Any input never crashes it. */
+typedef struct sc_http_reader sc_http_reader;
+
+typedef enum sc_http_feed {
+  SC_HTTP_MORE = 0, /* everything consumed; the request is not complete yet */
+  SC_HTTP_REQUEST,  /* a whole request is ready (*used bytes consumed) */
+  SC_HTTP_ERROR,    /* bad input: answer sc_http_reader_error() and close */
+} sc_http_feed;
+
+typedef struct sc_http_request {
+  const char *method;        /* "GET", "POST", ... (static) */
+  const char *path;          /* the URL without its query, NUL-terminated */
+  const char *authorization; /* the Authorization header's value, or NULL */
+  const char *body;          /* NUL-terminated for convenience; body_len bytes */
+  size_t body_len;
+  bool keep_alive;           /* the connection may carry another request */
+  bool started;              /* some bytes of this request have arrived */
+} sc_http_request;
+
+/* max_header: bytes of URL and header names and values (over -> 431);
+ * max_body: body bytes (over -> 413). NULL on OOM. Owned by the caller. */
+sc_http_reader *sc_http_reader_new(size_t max_header, size_t max_body);
+void sc_http_reader_free(sc_http_reader *r); /* NULL is fine */
+
+/* Feeds data[0..len); *used gets the bytes consumed. len 0 means the peer
+ * closed its side. */
+sc_http_feed sc_http_reader_feed(sc_http_reader *r, const char *data, size_t len, size_t *used);
+
+/* The request after SC_HTTP_REQUEST (borrowed, valid until _next), or the
+ * current partial one (started says whether it began). */
+const sc_http_request *sc_http_reader_request(const sc_http_reader *r);
+
+/* After SC_HTTP_ERROR: the status to answer (400, 413, 431 or 505) and why. */
+int sc_http_reader_error(const sc_http_reader *r, const char **why);
+
+/* Forgets the current request and reads the next one. */
+void sc_http_reader_next(sc_http_reader *r);
+
+/* `sculpt serve`: see cli/main.c's usage text for what the server answers. */
+typedef struct sc_serve_options {
+  const char *model_dir;  /* required */
+  const char *listen;     /* "HOST:PORT", PORT 0 = any free one; default
+                             127.0.0.1:8080 */
+  const char *api_key;    /* borrowed; NULL = no authentication */
+  sc_device_kind device;
+  int queue;              /* requests waiting beyond the live batch (64) */
+  int batch;              /* requests decoded together (8; at most
+                             SC_INFILL_MAX_BATCH) */
+  int context;            /* positions per request (0 = min(model, 1024)) */
+  int max_tokens;         /* cap on max_tokens, the canvas (256) */
+  int max_connections;    /* more are answered 503 and closed (256) */
+  size_t max_body;        /* bytes (4 MiB) */
+  double header_timeout_s; /* a request must be complete this soon after its
+                              first byte, else 408 (10) */
+  double idle_timeout_s;  /* an idle keep-alive connection is closed (60) */
+  int step_delay_ms;      /* test hook: sleep after each batch step (0) */
+} sc_serve_options;
+
+void sc_serve_options_default(sc_serve_options *o);
+
+/* Loads the model, listens, prints "sculpt serve: listening on HOST:PORT"
+ * on stderr, and serves until SIGINT or SIGTERM. SC_OK after a clean
+ * shutdown; otherwise err says why it could not start. */
+sc_status sc_serve_run(const sc_serve_options *o, sc_error *err);
 
 /* ==== client: the remote FIM backend ====================================== */
+/* One request is POST {url}/v1/fim/completions (the URL as given when it
+ * already has a path) with the JSON body {model, prompt, suffix, max_tokens,
+ * temperature, stop, stream: false}; the answer is choices[0].text (the
+ * OpenAI legacy completions shape, which sculpt serve, Mercury Coder, vLLM
+ * and SGLang answer). A base ending in /v1 gets /fim/completions; for vLLM
+ * or SGLang give the full .../v1/completions URL. 429 and 5xx are retried
+ * with exponential backoff (Retry-After honoured); a connection that fails
+ * or times out is not. */
+
+struct ev_loop;
+
+#define SC_FIM_DEFAULT_KEY_ENV "SCULPT_API_KEY"
+
+typedef struct sc_fim_client_options {
+  const char *url;         /* base URL or full endpoint (borrowed; copied) */
+  const char *model;       /* NULL or "": the field is left out */
+  const char *api_key;     /* NULL: read from the environment variable below */
+  const char *api_key_env; /* NULL: SC_FIM_DEFAULT_KEY_ENV; no key: no header */
+  int timeout_ms;          /* per try, connection included; 0: 30000 */
+  int max_tries;           /* 0: 4 */
+  int backoff_ms;          /* the first retry's delay, doubled per try; 0: 200 */
+  int max_backoff_ms;      /* cap on one delay, Retry-After included; 0: 10000 */
+} sc_fim_client_options;
+
+typedef struct sc_fim_request {
+  const char *prompt; /* the assembled text before the hole (borrowed) */
+  size_t prompt_len;
+  const char *suffix; /* the text after it (borrowed) */
+  size_t suffix_len;
+  int max_tokens;     /* <= 0: left out */
+  double temperature;
+  const char *const *stop; /* n_stop strings (borrowed), or NULL */
+  int n_stop;
+} sc_fim_request;
+
+typedef struct sc_fim_result {
+  /* SC_OK; SC_ERR_CANCELLED; SC_ERR_IO (unreachable, timed out, or an HTTP
+   * error after the last try); SC_ERR_FORMAT (an answer without text). */
+  sc_status status;
+  bool unreachable;  /* no HTTP answer at all: connect failed or timed out */
+  int http_status;   /* of the last try; 0 when none came */
+  int tries;
+  double ms;         /* from submit to the end */
+  const char *text;  /* choices[0].text on SC_OK (borrowed for the callback) */
+  size_t text_len;
+  sc_error err;      /* why, when status is not SC_OK; never holds the key */
+} sc_fim_result;
+
+typedef struct sc_fim_client sc_fim_client;
+typedef struct sc_fim_call sc_fim_call;
+
+/* Runs on the loop thread, once per submitted request, also when it is
+ * cancelled (status SC_ERR_CANCELLED), even from inside sc_fim_call_cancel
+ * and sc_fim_client_free. The call handle is invalid once it returns. It
+ * may submit or cancel other calls, but must not free the client. */
+typedef void (*sc_fim_done_fn)(void *user, const sc_fim_result *res);
+
+/* A client whose transfers are driven by loop (borrowed; must outlive the
+ * client). Used from the loop's thread only. *out owned by the caller. */
+sc_status sc_fim_client_new(struct ev_loop *loop, const sc_fim_client_options *o,
+                            sc_fim_client **out, sc_error *err);
+/* Cancels what is in flight (callbacks run, cancelled) and frees. */
+void sc_fim_client_free(sc_fim_client *c);
+/* The endpoint requests go to (owned by the client), for messages. */
+const char *sc_fim_client_endpoint(const sc_fim_client *c);
+
+/* Starts a request; its body is built now, so req is only borrowed for the
+ * call. Returns the call (owned by the client; valid until done runs) or
+ * NULL with *err filled, in which case done never runs. */
+sc_fim_call *sc_fim_client_submit(sc_fim_client *c, const sc_fim_request *req,
+                                  sc_fim_done_fn done, void *user, sc_error *err);
+/* Stops the request and closes its connection (the server sees it go);
+ * done runs before this returns, with SC_ERR_CANCELLED. */
+void sc_fim_call_cancel(sc_fim_call *call);
+
+/* The synchronous form, for the CLI and the worker thread: a private loop
+ * and client for one request. cancel (may be NULL) is polled every 20 ms;
+ * non-zero stops the request (SC_ERR_CANCELLED). *text (NUL-terminated,
+ * owned by the caller) is set on SC_OK. *res_out (may be NULL) gets the
+ * result's counters (its text pointer is cleared). */
+sc_status sc_fim_complete_sync(const sc_fim_client_options *o, const sc_fim_request *req,
+                               const _Atomic int *cancel, char **text, size_t *text_len,
+                               sc_fim_result *res_out, sc_error *err);
 
 #ifdef __cplusplus
 }

@@ -120,6 +120,84 @@ res = json.loads(out) if rc == 0 else {"snippets": []}
 fp = [s for s in res["snippets"] if s["name"] == "formatPrice"]
 check(fp and fp[0]["reason"] == "workspace", "JS workspace definition: %s" % fp)
 
+# Similar chunks and recent edits. The cursor sits in a block whose names
+# (ledger_entries, post_balance, audit_trail) appear together nowhere else
+# but in a near-duplicate block of sim/other.py, far from its definitions.
+def pad(tag, n):  # filler without identifiers: numbers (tag is only a label)
+    return "".join("%d\n" % i for i in range(n))
+
+
+block = ("def reconcile(ledger_entries, audit_trail):\n"
+         "    for entry in ledger_entries:\n"
+         "        post_balance(entry.account, entry.amount, audit_trail)\n"
+         "        audit_trail.append(entry.account)\n"
+         "    return audit_trail\n")
+write(root, "sim/other.py", pad("a", 40) + block.replace("reconcile", "reconcile_old") +
+      pad("b", 40))
+write(root, "sim/cur.py", pad("c", 5) + "\n" +
+      "def settle(ledger_entries, audit_trail):\n"
+      "    for entry in ledger_entries:\n"
+      "        post_balance(entry.account, entry.amount, audit_trail)\n"
+      "        \n")
+write(root, "sim/notes.py", "".join("n%d = %d\n" % (i, i) for i in range(20)) +
+      "edited_marker = compute_edit(1)\n" + pad("z", 10))
+cur_line = 10  # the blank line in settle()
+cur = "sim/cur.py:%d:9" % cur_line
+
+# Without --open the workspace chunk is found through the MinHash sketches.
+rc, out, err = context(root, cur, "--budget", "1024")
+res = json.loads(out) if rc == 0 else {"snippets": []}
+ws_sim = [s for s in res["snippets"] if s["reason"] == "similar chunk"]
+check(ws_sim and ws_sim[0]["path"] == "sim/other.py" and "reconcile_old" in ws_sim[0]["text"],
+      "workspace similar chunk for a near-duplicate block: %s" % [
+          (s["path"], s.get("score")) for s in res["snippets"]])
+check(all(0.2 <= s.get("score", -1) <= 1.0 for s in ws_sim), "scores recorded: %s" % ws_sim)
+check(res.get("workspace", {}).get("chunks", 0) >= 8, "chunks counted: %s" % res.get("workspace"))
+
+# --open: the same file as an editor buffer whose unsaved text differs from
+# the disk; the chunk comes from the buffer's text (here: the disk file is
+# overwritten with filler, the "buffer" is a copy elsewhere).
+buf_dir = tempfile.mkdtemp(prefix="sculpt-buffer-")
+write(buf_dir, "scratch.py", pad("q", 30) + block.replace("reconcile", "reconcile_buffer"))
+rc, out, err = context(root, cur, "--budget", "1024", "--open",
+                       os.path.join(buf_dir, "scratch.py"))
+res = json.loads(out) if rc == 0 else {"snippets": []}
+opened = [s for s in res["snippets"] if s["reason"] == "similar chunk" and
+          "reconcile_buffer" in s["text"]]
+check(opened and opened[0]["path"].endswith("scratch.py") and opened[0]["score"] >= 0.5,
+      "--open: a similar chunk from the open file: %s" % [
+          (s["path"], s["reason"], s.get("score")) for s in res["snippets"]])
+reasons = [s["reason"] for s in res["snippets"]]
+check(reasons.index("similar chunk") == min(i for i, r in enumerate(reasons)
+                                            if r == "similar chunk"), "ordering sanity")
+first_open = min(i for i, s in enumerate(res["snippets"]) if "reconcile_buffer" in s["text"])
+ws_idx = [i for i, s in enumerate(res["snippets"]) if s["path"] == "sim/other.py"]
+check(all(first_open < i for i in ws_idx), "open documents are searched before the workspace")
+
+# --edited: the range (with two lines around it) comes back as "recent edit".
+rc, out, err = context(root, cur, "--budget", "1024", "--edited", "sim/notes.py:21")
+res = json.loads(out) if rc == 0 else {"snippets": []}
+ed = [s for s in res["snippets"] if s["reason"] == "recent edit"]
+check(ed and ed[0]["path"] == "sim/notes.py" and "edited_marker" in ed[0]["text"] and
+      ed[0]["range"] == {"start_line": 19, "end_line": 23},
+      "--edited adds the recent edit: %s" % ed)
+# Two edits: the first given is the most recent and comes first.
+rc, out, err = context(root, cur, "--budget", "2048", "--edited", "sim/other.py:3-4",
+                       "--edited", "sim/notes.py:21")
+res = json.loads(out) if rc == 0 else {"snippets": []}
+ed = [s["path"] for s in res["snippets"] if s["reason"] == "recent edit"]
+check(ed == ["sim/other.py", "sim/notes.py"], "recent edits, most recent first: %s" % ed)
+# An edit inside the windows is not repeated.
+rc, out, err = context(root, cur, "--budget", "1024", "--edited", "sim/cur.py:8")
+res = json.loads(out) if rc == 0 else {"snippets": []}
+check(not [s for s in res["snippets"] if s["reason"] == "recent edit"],
+      "an edit inside the window is not a snippet")
+for bad in (["--edited", "sim/notes.py"], ["--edited", "sim/notes.py:0"],
+            ["--edited", "sim/notes.py:5-2"], ["--open", "/nonexistent/x.py"]):
+    rc, out, err = context(root, cur, *bad)
+    check(rc == 2 and out == "" and err.count("sculpt context:") == 1, "%s: exit 2" % bad)
+shutil.rmtree(buf_dir, ignore_errors=True)
+
 # Errors: exit 2 with one line.
 for args in (["app.py:999:1"], ["nope.py:1:1"], ["app.py"], ["app.py:1:1", "--budget", "3"]):
     rc, out, err = context(root, *args)

@@ -47,8 +47,8 @@ def main():
             raise SystemExit("sculpt context failed: " + p.stderr)
         r = json.loads(p.stdout)
         ws, b = r["workspace"], r["bench"]
-        print("sculpt context index benchmark: %d files, %d lines, %d definitions"
-              % (ws["files"], ws["lines"], ws["definitions"]))
+        print("sculpt context index benchmark: %d files, %d lines, %d definitions, %s chunks"
+              % (ws["files"], ws["lines"], ws["definitions"], ws.get("chunks", "no")))
         print("machine: %s" % describe())
         print("index: %.0f ms -> %.0f lines/s (parse + queries, one thread)"
               % (ws["index_ms"], ws["lines"] / (ws["index_ms"] / 1000.0)))

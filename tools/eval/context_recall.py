@@ -9,6 +9,10 @@ snippets), at token budgets of 512, 1,024 and 2,048. A higher recall means
 the model is shown more of the names the hidden code uses.
 
     tools/eval/context_recall.py REPO [--bin build/sculpt] [--samples 40] [--seed 1]
+                                 [--open-neighbours N]
+
+--open-neighbours N passes up to N other files of the hole's directory as
+open editor buffers (`--open`), as an editor with neighbouring tabs would.
 
 The repository is copied to a temporary folder; each hole is made there.
 """
@@ -42,8 +46,11 @@ def main():
                                                   "build", "sculpt"))
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--open-neighbours", type=int, default=0)
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    # Its own stream, so that the holes are the same with and without it.
+    open_rng = random.Random(args.seed + 1)
     work = tempfile.mkdtemp(prefix="sculpt-eval-")
     repo = os.path.join(work, "repo")
     shutil.copytree(args.repo, repo, symlinks=True)
@@ -75,9 +82,16 @@ def main():
         holed = "\n".join(lines[:start] + [""] + lines[start + size:])
         with open(path, "w", encoding="utf-8") as f:
             f.write(holed)
+        extra = []
+        if args.open_neighbours:
+            d = os.path.dirname(rel)
+            near = sorted(f for f in files if os.path.dirname(f) == d and f != rel)
+            for f in open_rng.sample(near, min(args.open_neighbours, len(near))):
+                extra += ["--open", f]
         for budget in results:
             p = subprocess.run([args.bin, "context", "%s:%d:1" % (rel, start + 1), "--json",
-                                "--budget", str(budget)], cwd=repo, capture_output=True, text=True)
+                                "--budget", str(budget)] + extra, cwd=repo, capture_output=True,
+                               text=True)
             if p.returncode != 0:
                 continue
             r = json.loads(p.stdout)

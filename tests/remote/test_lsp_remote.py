@@ -1,0 +1,369 @@
+"""The language server with the remote FIM backend (setting "backend"),
+against a mock OpenAI-compatible FIM server (mockfim.py): the request
+carries the locally assembled prompt (with a cross-file snippet) and the
+suffix, the key as a bearer token; the answer is shaped locally; 429 is
+retried (Retry-After honoured), 503 gives up after maxTries with a clear
+error, a dead backend gives a clear JSON-RPC error and sculpt/status says
+unreachable; $/cancelRequest and superseding requests close the HTTP
+connection and answer -32800; the loop answers other requests while one is
+in flight; the key never reaches the log or an error message."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
+sys.path.insert(0, HERE)
+
+from lspclient import REQUEST_CANCELLED, check, eq, expect_error, run_tests, spawn  # noqa: E402
+from mockfim import Mock, closed_port  # noqa: E402
+
+# The mock is on 127.0.0.1: no proxy may sit between.
+for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy",
+          "SCULPT_API_KEY"):
+    os.environ.pop(k, None)
+
+REQUEST_FAILED = -32803
+SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
+TMP = tempfile.mkdtemp(prefix="sculpt-remote-")
+# A byte-level tokenizer for the local prompt assembly (the planted
+# checkpoints carry one); the model itself is never loaded in remote mode.
+subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), TMP],
+               check=True, capture_output=True)
+MODEL = os.path.join(TMP, "planted-successor-shifted-bytes")
+URI = "file:///w/main.c"
+KEY = "sk-test-" + "7f3a9c1e5b2d8f40"
+
+
+def start(mock_url, backend=None, env=None, root=None, log_level=None, **extra):
+    b = {"url": mock_url, "model": "mock-model", "timeoutMs": 5000}
+    b.update(backend or {})
+    opts = {"modelPath": MODEL, "backend": b, "debounceMs": 0}
+    opts.update(extra)
+    s = spawn(env=env, log_level=log_level)
+    init = {"initializationOptions": opts}
+    if root:
+        init["rootUri"] = "file://" + root
+    s.start({}, **init)
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"]["state"] == "ready", what="sculpt/status ready")
+    return s
+
+
+def open_doc(s, text, uri=URI, lang="c"):
+    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
+                                                       "version": 1, "text": text}})
+
+
+def send_inline(s, line, character, uri=URI, id=None):
+    return s.send_request("textDocument/inlineCompletion",
+                          {"textDocument": {"uri": uri},
+                           "position": {"line": line, "character": character},
+                           "context": {"triggerKind": 1}}, id=id)
+
+
+def inline(s, line, character, uri=URI, timeout=20):
+    return s.wait_response(send_inline(s, line, character, uri), timeout)
+
+
+def test_completion_from_the_backend():
+    # A workspace with a definition in another file: the prompt the mock
+    # receives has it as a snippet, before the prefix window; the suffix is
+    # the text after the cursor.
+    repo = tempfile.mkdtemp(prefix="sculpt-remote-ws-")
+    subprocess.run(["git", "init", "-q", repo], check=True)  # the index lists files with git
+    os.makedirs(os.path.join(repo, "pkg"))
+    with open(os.path.join(repo, "pkg", "calc.py"), "w") as f:
+        f.write("def compute_total(items):\n    return sum(items)\n")
+    text = "from pkg.calc import compute_total\n\nx = compute_total([1]) + abc\nprint(x)\n"
+    with open(os.path.join(repo, "app.py"), "w") as f:
+        f.write(text)
+    mock = Mock()
+    # Mid-line in C: one line, and what the suffix already has (");") goes.
+    mock.default = {"text": "value\nprint(2)\n"}
+    s = start(mock.url, env={"SCULPT_API_KEY": KEY}, root=repo)
+    uri = "file://" + os.path.join(repo, "app.py")
+    open_doc(s, text, uri=uri, lang="python")
+    line = "x = compute_total([1]) + abc"
+    r = inline(s, 2, len(line), uri=uri)
+    check("result" in r, "a completion", r)
+    items = r["result"]["items"]
+    eq([i["insertText"] for i in items], ["value"], "the mock's text, cut to the line")
+    eq(r["result"]["data"].get("backend"), "remote", "data says where it came from")
+    req = mock.wait_requests(1)[0]
+    eq(req["path"], "/v1/fim/completions", "the FIM endpoint under the base URL")
+    body = req["body"]
+    eq(body["model"], "mock-model", "model")
+    eq(body["stream"], False, "stream")
+    check(isinstance(body["max_tokens"], int) and body["max_tokens"] > 0, "max_tokens", body)
+    check("def compute_total" in body["prompt"], "the cross-file snippet is in the prompt",
+          body["prompt"])
+    check(body["prompt"].endswith(line), "the prompt ends at the cursor", body["prompt"][-80:])
+    check(body["prompt"].index("def compute_total") < body["prompt"].index(line),
+          "the snippet comes before the prefix window")
+    check(body["suffix"].startswith("\nprint(x)"), "the suffix is the text after the cursor",
+          body["suffix"])
+    eq(req["headers"].get("Authorization"), "Bearer " + KEY, "the key as a bearer token")
+    # Typing through the suggestion is served from the cache: no new request.
+    s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                        "contentChanges": [{"range": {
+                                            "start": {"line": 2, "character": len(line)},
+                                            "end": {"line": 2, "character": len(line)}},
+                                            "text": "va"}]})
+    r2 = inline(s, 2, len(line) + 2, uri=uri)
+    eq([i["insertText"] for i in r2["result"]["items"]], ["lue"], "the rest, from the cache")
+    eq(len(mock.requests), 1, "no second HTTP request")
+    s.shutdown_and_exit()
+    mock.stop()
+    shutil.rmtree(repo, ignore_errors=True)
+
+
+def test_shaping_mid_line():
+    mock = Mock()
+    mock.default = {"text": "1, 2);\nint y = 3;\n"}
+    s = start(mock.url, backend={"apiKey": "sk-from-settings"})
+    open_doc(s, "int f(int a, int b);\nint main(void) {\n  int x = f();\n  return x;\n}\n")
+    r = inline(s, 2, len("  int x = f("))
+    eq([i["insertText"] for i in r["result"]["items"]], ["1, 2"],
+       "one line, without the ');' the suffix has")
+    body = mock.wait_requests(1)[0]["body"]
+    check(body["suffix"].startswith(");\n  return x;"), "suffix", body["suffix"])
+    eq(body.get("stop"), ["\n"], "a one-line completion asks the server to stop at a newline")
+    eq(mock.requests[0]["headers"].get("Authorization"), "Bearer sk-from-settings",
+       "the key from the settings")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_switch_between_remote_and_local():
+    # backend: null goes back to the local engine (the planted model loads and
+    # writes the alphabet after "abc"); a URL again goes remote.
+    mock = Mock()
+    mock.default = {"text": "_remote"}
+    s = start(mock.url)
+    text = "int abc;\n"
+    open_doc(s, text)
+    col = len("int abc")
+    r = inline(s, 0, col)
+    eq([i["insertText"] for i in r["result"]["items"]], ["_remote"], "remote first")
+    n0 = len(s.messages)
+    s.notify("workspace/didChangeConfiguration",
+             {"settings": {"sculpt": {"backend": None, "lengthCandidates": 4}}})
+    st = s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                        m["params"]["state"] == "ready", start=n0, what="local model ready")
+    check("backend" not in st["params"], "no backend in the status", st)
+    s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 2},
+                                        "contentChanges": [{"text": text + "\n"}]})
+    r = inline(s, 0, col)
+    eq([i["insertText"] for i in r["result"]["items"]], ["defghijklmnopqrstuvwxyz"],
+       "the local engine's answer")
+    stats = s.request("sculpt/test/stats", {})["result"]
+    eq((stats["engineCalls"], stats["remoteCalls"]), (1, 1), "one of each")
+    eq(len(mock.requests), 1, "nothing more went to the backend")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_retry_after_429():
+    mock = Mock()
+    mock.script = [{"status": 429, "headers": {"Retry-After": "1"},
+                    "body": '{"error": {"message": "slow down"}}'}]
+    mock.default = {"text": "ok_value;"}
+    s = start(mock.url)
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    r = inline(s, 1, len("  int x = "))
+    check("result" in r, "succeeds after the retry", r)
+    eq([i["insertText"] for i in r["result"]["items"]], ["ok_value;"], "text")
+    reqs = mock.wait_requests(2)
+    eq(len(reqs), 2, "one retry")
+    gap = reqs[1]["t"] - reqs[0]["t"]
+    check(gap >= 0.9, "Retry-After: 1 was honoured (%.2f s)" % gap)
+    eq(r["result"]["data"].get("tries"), 2, "two tries")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_503_gives_up():
+    mock = Mock()
+    mock.default = {"status": 503, "body": '{"error": {"message": "overloaded"}}'}
+    s = start(mock.url, backend={"maxTries": 3})
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    t0 = time.monotonic()
+    r = inline(s, 1, len("  int x = "))
+    expect_error(r, REQUEST_FAILED, id=r["id"])
+    msg = r["error"]["message"]
+    check("503" in msg and "overloaded" in msg, "a clear message", msg)
+    eq(len(mock.requests), 3, "exactly maxTries tries")
+    # Backoff: 200 ms, then 400 ms between the tries.
+    check(time.monotonic() - t0 >= 0.55, "backoff between tries")
+    st = s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                        m["params"].get("backend", {}).get("state") == "error",
+                        what="status: backend error")
+    check("503" in st["params"]["backend"].get("message", ""), "status says why", st)
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_backend_down():
+    url = "http://127.0.0.1:%d" % closed_port()
+    s = start(url)
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    r = inline(s, 1, len("  int x = "))
+    expect_error(r, REQUEST_FAILED, id=r["id"])
+    msg = r["error"]["message"]
+    check("unreachable" in msg and "127.0.0.1" in msg, "a clear message", msg)
+    st = s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                        m["params"].get("backend", {}).get("state") == "unreachable",
+                        what="status: backend unreachable")
+    check("unreachable" in st["params"].get("message", ""), "the status message", st)
+    # The session goes on.
+    check("result" in s.request("sculpt/test/stats", {}), "still serving")
+    s.shutdown_and_exit()
+
+
+def test_cancel_closes_the_connection():
+    mock = Mock()
+    mock.script = [{"delay": 10, "text": "late"}]
+    mock.default = {"text": "fresh_value;"}
+    s = start(mock.url)
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    rid = send_inline(s, 1, len("  int x = "))
+    mock.wait_requests(1)
+    t0 = time.monotonic()
+    s.notify("$/cancelRequest", {"id": rid})
+    r = s.wait_response(rid, 5)
+    expect_error(r, REQUEST_CANCELLED, id=rid)
+    check(time.monotonic() - t0 < 2, "cancelled at once, not after the mock's delay")
+    mock.wait_closed(1, 5)
+    # The session goes on, and the next request gets an answer.
+    r = inline(s, 1, len("  int x = "))
+    eq([i["insertText"] for i in r["result"]["items"]], ["fresh_value;"], "next request")
+    # A newer request on the same document supersedes (and disconnects) one
+    # in flight. (Another document: the first answer is in the cache.)
+    doc2 = "file:///w/two.c"
+    open_doc(s, "int main(void) {\n  int y = \n}\n", uri=doc2)
+    mock.script = [{"delay": 10, "text": "late"}]
+    first = send_inline(s, 1, len("  int y = "), uri=doc2)
+    mock.wait_requests(3)
+    second = send_inline(s, 1, len("  int y"), uri=doc2)
+    expect_error(s.wait_response(first, 5), REQUEST_CANCELLED, id=first)
+    mock.wait_closed(2, 5)
+    check("result" in s.wait_response(second, 10), "the newer request is answered")
+    # Exit with a request in flight: it is answered once (-32800), the
+    # connection closes.
+    doc3 = "file:///w/three.c"
+    open_doc(s, "int main(void) {\n  int z = \n}\n", uri=doc3)
+    mock.script = [{"delay": 10, "text": "late"}]
+    third = send_inline(s, 1, len("  int z = "), uri=doc3)
+    mock.wait_requests(5)
+    s.shutdown_and_exit()
+    expect_error(s.wait_response(third, 5), REQUEST_CANCELLED, id=third)
+    mock.wait_closed(3, 5)
+    mock.stop()
+
+
+def test_timeout():
+    mock = Mock()
+    mock.default = {"delay": 5, "text": "never"}
+    s = start(mock.url, backend={"timeoutMs": 300, "maxTries": 1})
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    t0 = time.monotonic()
+    r = inline(s, 1, len("  int x = "))
+    expect_error(r, REQUEST_FAILED, id=r["id"])
+    check("timed out after 300 ms" in r["error"]["message"], "a clear message", r)
+    check(time.monotonic() - t0 < 3, "the timeout, not the mock's delay")
+    mock.wait_closed(1, 5)
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_quick_fix_from_the_backend():
+    # "Fill hole" on a hole marker: candidates come from the backend, and
+    # only one that parses is offered.
+    mock = Mock()
+    mock.script = [{"text": "return a +;"}]  # does not parse: not offered
+    mock.default = {"text": "return a + b;"}
+    s = start(mock.url)
+    text = "int sum(int a, int b) {\n  TODO(sculpt)\n}\n"
+    open_doc(s, text)
+    r = s.request("textDocument/codeAction",
+                  {"textDocument": {"uri": URI},
+                   "range": {"start": {"line": 1, "character": 2},
+                             "end": {"line": 1, "character": 2}},
+                   "context": {"diagnostics": []}}, 20)
+    check("result" in r, "actions", r)
+    edits = [e["newText"] for a in r["result"]
+             for e in a.get("edit", {}).get("changes", {}).get(URI, [])]
+    check("return a + b;" in edits, "the backend's fill is offered", r["result"])
+    check("return a +;" not in edits, "a fill that does not parse is not", r["result"])
+    body = mock.requests[0]["body"]
+    check(body["prompt"].endswith("int sum(int a, int b) {\n  "), "prompt", body)
+    check(body["suffix"].startswith("\n}"), "suffix", body)
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_loop_does_not_block():
+    mock = Mock()
+    mock.default = {"delay": 2, "text": "slow_value;"}
+    s = start(mock.url)
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    rid = send_inline(s, 1, len("  int x = "))
+    mock.wait_requests(1)
+    t0 = time.monotonic()
+    st = s.request("sculpt/test/stats", {})["result"]
+    dt = time.monotonic() - t0
+    check(dt < 0.5, "stats answered in %.3f s while the HTTP request waits" % dt)
+    eq(st["inflight"], 1, "the completion is still in flight")
+    eq(st["remoteCalls"], 1, "one remote call")
+    # Another document's edit and request are served meanwhile too.
+    open_doc(s, "int y = \n", uri="file:///w/other.c")
+    t0 = time.monotonic()
+    check("result" in s.request("sculpt/test/document",
+                                {"textDocument": {"uri": "file:///w/other.c"}}), "document")
+    check(time.monotonic() - t0 < 0.5, "answered at once")
+    r = s.wait_response(rid, 10)
+    eq([i["insertText"] for i in r["result"]["items"]], ["slow_value;"], "then the answer")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_key_never_logged():
+    mock = Mock()
+    # A hostile server echoes the Authorization header in its error.
+    mock.default = {"status": 401, "body": '{"error": {"message": "bad key Bearer %s"}}' % KEY}
+    env = {"MY_FIM_KEY": KEY, "SCULPT_LOG": "debug"}
+    s = start(mock.url, backend={"apiKeyEnv": "MY_FIM_KEY"}, env=env, log_level="debug",
+              logLevel="debug")
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    r = inline(s, 1, len("  int x = "))
+    expect_error(r, REQUEST_FAILED, id=r["id"])
+    check("401" in r["error"]["message"], "the status is reported", r)
+    check("bad key Bearer ***" in r["error"]["message"], "the echoed key is scrubbed", r)
+    eq(mock.wait_requests(1)[0]["headers"].get("Authorization"), "Bearer " + KEY,
+       "the key from apiKeyEnv is sent")
+    # Unreachable too (another error path), at the most verbose level.
+    s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"backend": {
+        "url": "http://127.0.0.1:%d" % closed_port(), "apiKeyEnv": "MY_FIM_KEY"}}}})
+    r = inline(s, 1, len("  int x = "))
+    check("error" in r, "an error", r)
+    s.shutdown_and_exit()
+    everything = s.stderr_text() + "\n" + "\n".join(repr(m) for m in s.messages)
+    check("fim: backend" in s.stderr_text(), "the client's debug lines were logged",
+          s.stderr_text()[-2000:])
+    check(KEY not in everything, "the key appears nowhere in the log or the messages")
+    mock.stop()
+
+
+if __name__ == "__main__":
+    try:
+        run_tests([test_completion_from_the_backend, test_shaping_mid_line,
+                   test_switch_between_remote_and_local, test_retry_after_429,
+                   test_503_gives_up, test_backend_down, test_cancel_closes_the_connection,
+                   test_timeout, test_quick_fix_from_the_backend, test_loop_does_not_block,
+                   test_key_never_logged])
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)

@@ -1,0 +1,143 @@
+"""`sculpt serve` against bad HTTP: garbage, oversized headers (431), a
+slowloris request (408), bad JSON and wrong field types (400), an oversized
+body (413), unknown paths (404), wrong methods (405), pipelining, random
+bytes, the connection cap (503) -- and the server keeps serving after each."""
+import json
+import os
+import random
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from servelib import (Server, body_of, check, finish, planted_model,  # noqa: E402
+                      status_of, wait_until)
+
+tmp, model = planted_model()
+srv = Server(model, "--header-timeout", "1", "--idle-timeout", "30", "--max-body", "65536",
+             "--max-connections", "16")
+
+
+def still_serving(what):
+    st, _, res = srv.complete({"prompt": "wx", "max_tokens": 4})
+    check(srv.alive() and st == 200 and res["choices"][0]["text"] == "yz",
+          f"serving after {what}: {st} {res}")
+
+
+def error_json(raw, status, what):
+    check(status_of(raw) == status, f"{what}: status {status_of(raw)} (want {status}): {raw[:200]!r}")
+    try:
+        e = json.loads(body_of(raw))["error"]
+        check(isinstance(e["message"], str) and e["message"] and isinstance(e["type"], str),
+              f"{what}: error body")
+    except (ValueError, KeyError, TypeError):
+        check(False, f"{what}: JSON error body: {body_of(raw)[:200]!r}")
+
+
+# Garbage and broken request lines: 400, then the connection closes.
+raw = srv.raw(b"GET /health HTTP/9.9\r\n\r\n", wait=3)
+error_json(raw, 505, "HTTP/9.9")
+for junk in (b"HELLO\r\n\r\n", b"\x00\x01\x02\xff\r\n\r\n",
+             b"POST /v1/fim/completions HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
+             b"POST /v1/fim/completions HTTP/1.1\r\nContent-Length: 5\r\n"
+             b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"):
+    raw = srv.raw(junk, wait=3)
+    error_json(raw, 400, repr(junk[:30]))
+    check(b"connection: close" in raw.lower(), f"{junk[:20]!r}: closes")
+still_serving("garbage")
+
+# Headers over 16 KiB: 431.
+raw = srv.raw(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
+error_json(raw, 431, "huge header")
+raw = srv.raw(b"GET /" + b"p" * 17000 + b" HTTP/1.1\r\n\r\n")
+error_json(raw, 431, "huge URL")
+still_serving("huge headers")
+
+# Slowloris: a request not complete within --header-timeout (1 s) gets 408.
+t0 = time.time()
+raw = srv.raw(b"POST /v1/fim/completions HTTP/1.1\r\nHost: x\r\nContent-Len", wait=5)
+error_json(raw, 408, "slowloris")
+check(0.8 < time.time() - t0 < 4, f"408 after about a second ({time.time() - t0:.1f} s)")
+raw = srv.raw(b"POST /v1/fim/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"pro", wait=5)
+error_json(raw, 408, "slow body")
+still_serving("slowloris")
+
+# Bodies: too large (413) by Content-Length and by chunks; bad JSON and
+# wrong types (400); unknown paths (404) and methods (405), all JSON.
+raw = srv.raw(b"POST /v1/fim/completions HTTP/1.1\r\nContent-Length: 5000000\r\n\r\n{", wait=3)
+error_json(raw, 413, "Content-Length too large")
+chunks = b"".join(b"8000\r\n" + b" " * 0x8000 + b"\r\n" for _ in range(4))
+raw = srv.raw(b"POST /v1/fim/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks,
+              wait=3)
+error_json(raw, 413, "chunked body too large")
+bad_bodies = ["{", "", "[]", "null", '"x"', '{"suffix": "a"}', '{"prompt": 5}',
+              '{"prompt": "a", "suffix": 3}', '{"prompt": "a", "max_tokens": "8"}',
+              '{"prompt": "a", "max_tokens": 0}', '{"prompt": "a", "max_tokens": 1.5}',
+              '{"prompt": "a", "temperature": -1}', '{"prompt": "a", "temperature": "hot"}',
+              '{"prompt": "a", "stream": "yes"}', '{"prompt": "a", "stop": 5}',
+              '{"prompt": "a", "stop": ["a", "b", "c", "d", "e"]}', '{"prompt": "a", "stop": [""]}',
+              '{"prompt": "a", "n": 2}', '{"prompt": "a", "top_p": 2}', '{"prompt": "a", "seed": "s"}',
+              '{"prompt": "a", "prompt": "b"}', '{"prompt": "a\\u0000b"}', '{"prompt": ["a", "b"]}',
+              '{"prompt": "\\ud800"}', "\xff\xfe", '{"prompt": "a"} trailing']
+for b in bad_bodies:
+    st, hd, data = srv.request("POST", "/v1/fim/completions", b.encode("latin-1"))
+    try:
+        e = json.loads(data)["error"]
+        ok = e["type"] == "invalid_request_error" and e["message"]
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    check(st == 400 and ok, f"bad body {b!r}: {st} {data[:120]!r}")
+st, _, data = srv.request("GET", "/nope")
+check(st == 404 and json.loads(data)["error"]["message"], f"404: {st}")
+st, hd, data = srv.request("GET", "/v1/fim/completions")
+check(st == 405 and "POST" in hd.get("allow", "") and json.loads(data)["error"], f"405: {st}")
+st, hd, data = srv.request("POST", "/health", "{}")
+check(st == 405 and json.loads(data)["error"], f"POST /health: {st}")
+st, _, _ = srv.request("GET", "/health?verbose=1")
+check(st == 200, "a query string is ignored")
+still_serving("bad bodies")
+
+# Pipelining: two requests in one write are answered in order.
+body = json.dumps({"prompt": "uvw", "max_tokens": 8}).encode()
+one = (b"POST /v1/fim/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+       str(len(body)).encode() + b"\r\n\r\n" + body)
+raw = srv.raw(one + b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", wait=10)
+check(raw.count(b"HTTP/1.1 200 OK") == 2 and raw.index(b'"xyz"') < raw.index(b'"status"'),
+      f"pipelined: {raw[:400]!r}")
+# HTTP/1.0 without keep-alive closes after the answer.
+raw = srv.raw(b"GET /health HTTP/1.0\r\n\r\n", wait=5)
+check(status_of(raw) == 200 and b"connection: close" in raw.lower(), "HTTP/1.0")
+# A request followed by the client's half-close is still answered.
+raw = srv.raw(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", wait=5, shut=True)
+check(status_of(raw) == 200, f"half-close after a request: {raw[:80]!r}")
+
+# Random bytes, and random cuts of a valid request: never a crash.
+rng = random.Random(1234)
+valid = one
+for i in range(60):
+    if i % 2:
+        blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 600)))
+    else:
+        blob = bytearray(valid)
+        for _ in range(rng.randrange(1, 6)):
+            blob[rng.randrange(len(blob))] = rng.randrange(256)
+        blob = bytes(blob[:rng.randrange(1, len(blob) + 1)])
+    srv.raw(blob, wait=0.2)
+check(srv.alive(), "alive after random bytes")
+still_serving("random bytes")
+
+# The connection cap: beyond --max-connections, 503 and close.
+check(wait_until(lambda: srv.metrics().get("sculpt_connections", 99) <= 1, timeout=15),
+      "earlier connections are gone")
+held = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(16)]
+raw = srv.raw(b"GET /health HTTP/1.1\r\n\r\n", wait=3)
+check(status_of(raw) == 503, f"over the cap: {raw[:60]!r}")
+for s in held:
+    s.close()
+check(wait_until(lambda: srv.health() is not None, timeout=5), "serving again after the cap")
+still_serving("the cap")
+m = srv.metrics()
+for code in ("400", "404", "405", "408", "413", "431", "503", "505"):
+    check(m.get(f'sculpt_http_requests_total{{code="{code}"}}', 0) >= 1, f"{code} counted")
+check(srv.stop() == 0, "SIGTERM: exit 0")
+finish()

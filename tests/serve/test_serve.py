@@ -1,0 +1,210 @@
+"""`sculpt serve` end to end on the planted byte-level model (after "abc" it
+writes "defghijklmnopqrstuvwxyz" then ends): completions and their OpenAI
+shape, stop strings, streaming drafts, keep-alive, continuous batching of
+concurrent clients, the bounded queue (429), cancellation on disconnect,
+bearer tokens, and a clean SIGTERM."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from servelib import (BIN, Server, check, finish, planted_model,  # noqa: E402
+                      wait_until)
+
+tmp, model = planted_model()
+ALPHA = "defghijklmnopqrstuvwxyz"
+
+# ---- one server, no delay: answers and their shape --------------------------
+srv = Server(model)
+st, hd, res = srv.complete({"prompt": "int abc", "suffix": " = 1;\n", "max_tokens": 40})
+check(st == 200 and hd.get("content-type") == "application/json", f"status {st} {hd}")
+check(res and res["choices"][0]["text"] == ALPHA, f"text: {res}")
+check(res and res["choices"][0]["finish_reason"] == "stop", "the model ended: stop")
+check(res and res["object"] == "text_completion" and res["id"].startswith("cmpl-") and
+      isinstance(res["created"], int) and res["model"] == "planted-successor-shifted-bytes",
+      f"OpenAI fields: {res}")
+u = res["usage"] if res else {}
+check(u.get("prompt_tokens") == len("int abc") + len(" = 1;\n") and
+      u.get("completion_tokens") == len(ALPHA) and
+      u.get("total_tokens") == u.get("prompt_tokens", 0) + u.get("completion_tokens", 0),
+      f"usage: {u}")
+
+# The same answer as `sculpt complete` on a file with that text.
+src = os.path.join(tmp, "x.c")
+with open(src, "w") as f:
+    f.write("int pqr = 1;\n")
+p = subprocess.run([BIN, "complete", f"{src}:1:8", "--model", model, "--max-tokens", "40"],
+                   capture_output=True, timeout=120)
+st, _, res = srv.complete({"prompt": "int pqr", "suffix": " = 1;\n", "max_tokens": 40})
+check(p.returncode == 0 and res and res["choices"][0]["text"] + "\n" == p.stdout.decode(),
+      f"serve {res and res['choices'][0]['text']!r} vs complete {p.stdout!r}")
+
+# Cut by the canvas, by a stop string, by the first of several.
+st, _, res = srv.complete({"prompt": "abc", "max_tokens": 5})
+check(res and res["choices"][0]["text"] == "defgh" and
+      res["choices"][0]["finish_reason"] == "length", f"max_tokens 5: {res}")
+st, _, res = srv.complete({"prompt": "abc", "max_tokens": 40, "stop": "jkl"})
+check(res and res["choices"][0]["text"] == "defghi" and
+      res["choices"][0]["finish_reason"] == "stop", f"stop: {res}")
+st, _, res = srv.complete({"prompt": "abc", "max_tokens": 40, "stop": ["xyz", "mno"]})
+check(res and res["choices"][0]["text"] == "defghijkl", f"stop list: {res}")
+# Sampling at a temperature still finds the only likely middle; a huge
+# max_tokens is capped, not refused.
+st, _, res = srv.complete({"prompt": "abc", "max_tokens": 100000, "temperature": 0.7,
+                           "seed": 5, "top_p": 0.9, "model": "anything", "n": 1})
+check(st == 200 and res["choices"][0]["text"] == ALPHA, f"sampled/capped: {st} {res}")
+st, _, res = srv.complete({"prompt": "int abc", "suffix": None, "max_tokens": 40})
+check(st == 200 and res["choices"][0]["text"] == ALPHA, "suffix null")
+
+# Streaming: drafts that refine, then the final text, then [DONE].
+st, ctype, events = srv.stream({"prompt": "int abc", "suffix": " = 1;\n", "max_tokens": 40})
+check(st == 200 and ctype == "text/event-stream", f"stream {st} {ctype}")
+check(len(events) >= 4 and events[-1] == "[DONE]", f"{len(events)} events, last {events[-1:]}")
+objs = [json.loads(e) for e in events[:-1]]
+drafts = [o["choices"][0]["text"] for o in objs]
+check(drafts and drafts[-1] == ALPHA, f"final streamed text {drafts[-1:]}")
+check(all(ALPHA.startswith(d) for d in drafts), f"drafts are the refining middle: {drafts}")
+check(len(set(drafts)) >= 3, "the draft changes from step to step")
+check(objs[-1]["choices"][0]["finish_reason"] == "stop" and "usage" in objs[-1] and
+      all(o["choices"][0]["finish_reason"] is None for o in objs[:-1]), "finish_reason at the end")
+check(len({o["id"] for o in objs}) == 1, "one id per stream")
+
+# Keep-alive: several requests on one connection, a stream among them.
+c = srv.conn()
+for i in range(3):
+    st, hd, data = srv.request("POST", "/v1/fim/completions",
+                               {"prompt": "uvw", "max_tokens": 8}, conn=c)
+    check(st == 200 and json.loads(data)["choices"][0]["text"] == "xyz", f"keep-alive {i}")
+st, _, data = srv.request("GET", "/health", conn=c)
+h = json.loads(data)
+check(st == 200 and h["status"] == "ok" and h["model"] == "planted-successor-shifted-bytes" and
+      h["queue_depth"] == 0, f"health {h}")
+c.close()
+m = srv.metrics()
+check(m.get('sculpt_http_requests_total{code="200"}', 0) >= 10, "200s counted")
+check(m.get("sculpt_completion_duration_seconds_count", 0) >= 9, "latency histogram")
+check(m.get("sculpt_generated_tokens_total", 0) >= 100, "generated tokens counted")
+check(srv.stop() == 0, "SIGTERM: exit 0")
+
+# ---- batching: concurrent clients share forward passes --------------------
+srv = Server(model, "--batch", "8", env={"SCULPT_SERVE_STEP_DELAY_MS": "20"})
+prompts = ["abc", "ghi", "mno", "xy", "def", "pqr"]
+answers = {}
+
+
+def client(p):
+    answers[p] = srv.complete({"prompt": p, "max_tokens": 30})
+
+
+threads = [threading.Thread(target=client, args=(p,)) for p in prompts]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+for p in prompts:
+    st, _, res = answers.get(p, (None, None, None))
+    want = ALPHA[ALPHA.index(p[-1]) + 1:] if p[-1] != "c" else ALPHA
+    check(st == 200 and res["choices"][0]["text"] == want, f"batched {p}: {res}")
+m = srv.metrics()
+check(m.get("sculpt_batch_active_max", 0) > 1, f"max batch {m.get('sculpt_batch_active_max')}")
+check(0 < m.get("sculpt_forward_passes_total", 0) < m.get("sculpt_request_steps_total", 0),
+      f"passes {m.get('sculpt_forward_passes_total')} < steps "
+      f"{m.get('sculpt_request_steps_total')}")
+check(m.get("sculpt_batch_active") == 0 and m.get("sculpt_queue_depth") == 0, "idle after")
+check(srv.stop() == 0, "exit 0 after batching")
+
+# ---- overload and cancellation: one slot, one queued -------------------------
+srv = Server(model, "--batch", "1", "--queue", "1", env={"SCULPT_SERVE_STEP_DELAY_MS": "100"})
+results = {}
+
+
+def slow(name):
+    results[name] = srv.complete({"prompt": "a", "max_tokens": 30})
+
+
+ta = threading.Thread(target=slow, args=("a",))
+ta.start()
+check(wait_until(lambda: srv.health()["active"] == 1), "first request live")
+tb = threading.Thread(target=slow, args=("b",))
+tb.start()
+check(wait_until(lambda: srv.health()["queue_depth"] == 1), "second request queued")
+st, hd, res = srv.complete({"prompt": "a", "max_tokens": 4})
+check(st == 429 and hd.get("retry-after") == "1", f"full: {st} {hd}")
+check(res and res["error"]["type"] == "rate_limit_error" and res["error"]["message"],
+      f"429 body {res}")
+ta.join()
+tb.join()
+for name in ("a", "b"):
+    st, _, res = results[name]
+    check(st == 200 and res["choices"][0]["text"] == "bcdefghijklmnopqrstuvwxyz"[:30],
+          f"queued request {name}: {st} {res}")
+
+# A client that disconnects mid-stream frees its slot.
+s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+body = json.dumps({"prompt": "a", "max_tokens": 30, "stream": True}).encode()
+s.sendall(b"POST /v1/fim/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+got = b""
+while b"data: " not in got:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    got += chunk
+check(b"200 OK" in got and b"text/event-stream" in got, "stream began")
+check(srv.health()["active"] == 1, "live while streaming")
+s.close()
+check(wait_until(lambda: srv.metrics().get("sculpt_cancelled_total", 0) >= 1, timeout=2.0),
+      "cancelled within a step or two (well before it would finish)")
+check(wait_until(lambda: srv.health()["active"] == 0), "slot freed")
+check(srv.metrics().get('sculpt_http_requests_total{code="499"}', 0) >= 1, "counted as 499")
+# A queued request whose client leaves is dropped from the queue.
+ta = threading.Thread(target=slow, args=("c",))
+ta.start()
+check(wait_until(lambda: srv.health()["active"] == 1), "live again")
+s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+s.sendall(b"POST /v1/fim/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
+          + str(len(body)).encode() + b"\r\n\r\n" + body)
+check(wait_until(lambda: srv.health()["queue_depth"] == 1), "queued")
+s.close()
+check(wait_until(lambda: srv.health()["queue_depth"] == 0), "dropped from the queue")
+ta.join()
+st, _, res = srv.complete({"prompt": "wx", "max_tokens": 4})
+check(st == 200 and res["choices"][0]["text"] == "yz", f"served afterwards: {st} {res}")
+check(srv.stop() == 0, "exit 0 after cancellations")
+
+# ---- bearer token -------------------------------------------------------------
+secret = "s3cret-token-value"
+srv = Server(model, "--api-key-env", "SCULPT_TEST_KEY", env={"SCULPT_TEST_KEY": secret})
+req = {"prompt": "xy", "max_tokens": 4}
+st, hd, res = srv.complete(req)
+check(st == 401 and res["error"]["type"] == "authentication_error" and
+      "bearer" in hd.get("www-authenticate", "").lower(), f"no token: {st}")
+for bad in ("Bearer wrong", "Bearer " + secret + "x", "Bearer " + secret[:-1], secret,
+            "Basic " + secret, "Bearer "):
+    st, _, _ = srv.complete(req, headers={"Authorization": bad})
+    check(st == 401, f"{bad!r}: {st}")
+st, _, res = srv.complete(req, headers={"Authorization": "Bearer " + secret})
+check(st == 200 and res["choices"][0]["text"] == "z", f"right token: {st} {res}")
+st, _, _ = srv.request("GET", "/metrics")
+check(st == 401, "metrics need the token")
+check(srv.metrics(headers={"Authorization": "Bearer " + secret}).get(
+    'sculpt_http_requests_total{code="401"}', 0) >= 7, "401s counted")
+check(srv.health() is not None, "health needs none")
+check(secret not in "".join(srv.log), "the token is never logged")
+check(srv.stop() == 0, "exit 0")
+
+# Usage errors.
+p = subprocess.run([BIN, "serve", "--model", model, "--api-key-env", "SCULPT_NO_SUCH_VAR_X"],
+                   capture_output=True, timeout=30)
+check(p.returncode == 2 and b"SCULPT_NO_SUCH_VAR_X" in p.stderr, "unset key variable: exit 2")
+p = subprocess.run([BIN, "serve", "--model", model, "--batch", "99"], capture_output=True,
+                   timeout=30)
+check(p.returncode == 2, "--batch 99: exit 2")
+p = subprocess.run([BIN, "serve", "--model", model, "--listen", "nonsense"],
+                   capture_output=True, timeout=30)
+check(p.returncode == 2, f"--listen nonsense: {p.returncode} {p.stderr}")
+finish()
