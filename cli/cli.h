@@ -31,6 +31,14 @@ int sc_cli_serve(int argc, char **argv);
 /* A whole decimal number in [lo, hi]; false on anything else. */
 bool sc_cli_parse_long(const char *s, long lo, long hi, long *out);
 
+/* The remote backend's options, shared by complete and batch: --backend URL,
+ * --backend-model NAME, --api-key-env VAR, --timeout MS (option o with its
+ * value v) into r. 1: parsed; 0: o is not one of them; -1: a bad value,
+ * reported as `sculpt CMD: ...`. */
+struct sc_fim_client_options;
+int sc_cli_backend_option(const char *cmd, const char *o, const char *v,
+                          struct sc_fim_client_options *r);
+
 /* Reads a whole file; *data (NUL-terminated) owned by the caller. On
  * failure errno says why. */
 bool sc_cli_read_file(const char *path, char **data, size_t *len);

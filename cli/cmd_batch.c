@@ -61,8 +61,7 @@ typedef struct args {
   char **paths;
   int n_paths;
   /* --backend URL: candidates come from a remote FIM endpoint */
-  const char *backend, *backend_model, *api_key_env;
-  int timeout_ms;
+  sc_fim_client_options remote; /* --backend and its options; url NULL: local */
 } args;
 
 typedef struct file_ent {
@@ -729,11 +728,7 @@ static sc_status decode_remote(run *r, const file_ent *f, const site *s, size_t 
   size_t pw = (size_t)CONTEXT_TOKENS * BYTES_PER_TOKEN, sw = pw / 4 + 256;
   size_t p0 = a > pw ? a - pw : 0, s1 = f->cur_len - b > sw ? b + sw : f->cur_len;
   static const char *const nl_stop[] = {"\n"};
-  sc_fim_client_options o = {0};
-  o.url = r->a.backend;
-  o.model = r->a.backend_model;
-  o.api_key_env = r->a.api_key_env;
-  o.timeout_ms = r->a.timeout_ms;
+  sc_fim_client_options o = r->a.remote;
   sc_fim_request req = {f->cur + p0, a - p0, f->cur + b, s1 - b,
                         s->mode == MODE_HOLES ? r->a.max_tokens : 2 * r->a.max_tokens,
                         seed ? r->a.temperature : 0.0, s->single_line ? nl_stop : NULL,
@@ -750,7 +745,7 @@ static sc_status decode_remote(run *r, const file_ent *f, const site *s, size_t 
 /* Decodes one candidate for site s in f's current text. */
 static sc_status decode(run *r, const file_ent *f, const site *s, size_t a, size_t b,
                         uint64_t seed, sc_infill_result *res, sc_error *err) {
-  if (r->a.backend) return decode_remote(r, f, s, a, b, seed, res, err);
+  if (r->a.remote.url) return decode_remote(r, f, s, a, b, seed, res, err);
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_infill_plan plan;
@@ -890,7 +885,7 @@ static void do_site(run *r, site *s) {
         s->reason = "interrupted";
         break;
       }
-      if (r->a.backend) {
+      if (r->a.remote.url) {
         /* The same endpoint would fail the same way for every seed. */
         fprintf(stderr, "sculpt batch: %s\n", err.msg);
         s->reason = "the backend failed";
@@ -1114,6 +1109,7 @@ static int parse_args(int argc, char **argv, args *a) {
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long n;
+    int br;
     if (strcmp(o, "--no-batch-sites") == 0 || strcmp(o, "--batch-sites") == 0) {
       a->batch_sites = o[2] == 'b';
       continue;
@@ -1169,17 +1165,8 @@ static int parse_args(int argc, char **argv, args *a) {
         return 2;
       }
     } else if (strcmp(o, "--model") == 0) a->model_dir = v;
-    else if (strcmp(o, "--backend") == 0) {
-      if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
-        sc_cli_fail(CMD, "--backend takes an http:// or https:// URL");
-        return 2;
-      }
-      a->backend = v;
-    } else if (strcmp(o, "--backend-model") == 0) a->backend_model = v;
-    else if (strcmp(o, "--api-key-env") == 0) a->api_key_env = v;
-    else if (strcmp(o, "--timeout") == 0) {
-      if (!sc_cli_parse_long(v, 1, 3600000, &n)) { sc_cli_fail(CMD, "--timeout takes milliseconds, 1 to 3600000"); return 2; }
-      a->timeout_ms = (int)n;
+    else if ((br = sc_cli_backend_option(CMD, o, v, &a->remote)) != 0) {
+      if (br < 0) return 2;
     }
     else if (strcmp(o, "--family") == 0) a->family = v;
     else if (strcmp(o, "--device") == 0) {
@@ -1410,7 +1397,7 @@ int sc_cli_batch(int argc, char **argv) {
   if (r.n_sites > 1) qsort(r.sites, r.n_sites, sizeof *r.sites, cmp_site);
 
   exit_code = 1;
-  if (r.n_sites > 0 && !r.a.backend) {
+  if (r.n_sites > 0 && !r.a.remote.url) {
     const char *model_dir = r.a.model_dir ? r.a.model_dir : sc_model_default_dir();
     if (!model_dir) {
       sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");

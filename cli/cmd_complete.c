@@ -26,8 +26,7 @@ typedef struct args {
   sc_infill_params params;
   bool json;
   /* the remote backend */
-  const char *backend, *backend_model, *api_key_env;
-  int timeout_ms;
+  sc_fim_client_options remote; /* --backend and its options; url NULL: local */
 } args;
 
 static bool parse_double(const char *s, double lo, double hi, double *out) {
@@ -48,6 +47,7 @@ static int parse_args(int argc, char **argv, args *a) {
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long n;
+    int br;
     double d;
     if (strcmp(o, "--json") == 0) { a->json = true; continue; }
     if (strcmp(o, "--no-cache") == 0) { a->params.use_cache = false; continue; }
@@ -59,17 +59,8 @@ static int parse_args(int argc, char **argv, args *a) {
     if (!v) { sc_cli_fail(CMD, "%s needs a value", o); return 2; }
     i++;
     if (strcmp(o, "--model") == 0) a->model_dir = v;
-    else if (strcmp(o, "--backend") == 0) {
-      if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
-        sc_cli_fail(CMD, "--backend takes an http:// or https:// URL");
-        return 2;
-      }
-      a->backend = v;
-    } else if (strcmp(o, "--backend-model") == 0) a->backend_model = v;
-    else if (strcmp(o, "--api-key-env") == 0) a->api_key_env = v;
-    else if (strcmp(o, "--timeout") == 0) {
-      if (!sc_cli_parse_long(v, 1, 3600000, &n)) { sc_cli_fail(CMD, "--timeout takes milliseconds, 1 to 3600000"); return 2; }
-      a->timeout_ms = (int)n;
+    else if ((br = sc_cli_backend_option(CMD, o, v, &a->remote)) != 0) {
+      if (br < 0) return 2;
     }
     else if (strcmp(o, "--family") == 0) a->family = v;
     else if (strcmp(o, "--device") == 0) {
@@ -132,7 +123,7 @@ static int parse_args(int argc, char **argv, args *a) {
     }
   }
   if (!a->target) { sc_cli_fail(CMD, "needs FILE:LINE:COL (see sculpt help complete)"); return 2; }
-  if (!a->backend && (a->backend_model || a->api_key_env || a->timeout_ms)) {
+  if (!a->remote.url && (a->remote.model || a->remote.api_key_env || a->remote.timeout_ms)) {
     sc_cli_fail(CMD, "--backend-model, --api-key-env and --timeout go with --backend");
     return 2;
   }
@@ -149,6 +140,47 @@ static int fail_err(const sc_error *err) {
 #define REMOTE_BUDGET 2048     /* prompt tokens, snippets included */
 #define REMOTE_BYTES_BEFORE 16384 /* without a tokenizer: byte windows */
 #define REMOTE_BYTES_AFTER 4096
+
+/* The repair's model call (sc_repair_fill_fn) through the backend: the
+ * prompt plus the candidate's good head before the canvas, its tail plus
+ * the suffix after it. */
+typedef struct remote_fill_ctx {
+  const sc_fim_client_options *o;
+  const char *prompt;
+  size_t prompt_len;
+  const char *suffix;
+  size_t suffix_len;
+  bool one_line;
+  int tries;
+} remote_fill_ctx;
+
+static sc_status remote_fill(void *user, const char *head, size_t head_len, const char *span,
+                             size_t span_len, const char *tail, size_t tail_len, char **out,
+                             size_t *out_len, sc_error *err) {
+  remote_fill_ctx *f = user;
+  char *before = malloc(f->prompt_len + head_len + 1);
+  char *after = malloc(tail_len + f->suffix_len + 1);
+  sc_status st = SC_ERR_NOMEM;
+  if (before && after) {
+    memcpy(before, f->prompt, f->prompt_len);
+    memcpy(before + f->prompt_len, head, head_len);
+    memcpy(after, tail, tail_len);
+    memcpy(after + tail_len, f->suffix, f->suffix_len);
+    static const char *const nl_stop[] = {"\n"};
+    bool one = f->one_line || !memchr(span, '\n', span_len);
+    /* About four bytes a token, with room to write it differently. */
+    sc_fim_request req = {before, f->prompt_len + head_len, after, tail_len + f->suffix_len,
+                          (int)(span_len / 2 + 8), 0.0, one ? nl_stop : NULL, one ? 1 : 0};
+    sc_fim_result res = {0};
+    st = sc_fim_complete_sync(f->o, &req, NULL, out, out_len, &res, err);
+    f->tries += res.tries;
+  } else {
+    sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
+  free(before);
+  free(after);
+  return st;
+}
 
 /* Fills the middle at offset from the --backend endpoint; prints it shaped
  * (or, with --json, the raw and shaped text and the request's counters). */
@@ -204,6 +236,7 @@ static int complete_remote(const args *a, const char *path, const char *text, si
   char *raw = NULL;
   size_t raw_len = 0, kept = 0;
   const char *discarded = NULL;
+  char *repaired = NULL; /* the candidate after a repair (owned) */
   sc_fim_result res = {0};
   if (!prompt) {
     sc_cli_fail(CMD, "out of memory");
@@ -214,11 +247,7 @@ static int complete_remote(const args *a, const char *path, const char *text, si
   } else {
     static const char *const nl_stop[] = {"\n"};
     bool one_line = planned && plan.single_line;
-    sc_fim_client_options o = {0};
-    o.url = a->backend;
-    o.model = a->backend_model;
-    o.api_key_env = a->api_key_env;
-    o.timeout_ms = a->timeout_ms;
+    sc_fim_client_options o = a->remote;
     sc_fim_request req = {prompt, prompt_len, suffix, suffix_len, a->plan.lengths[0],
                           a->params.temperature, one_line ? nl_stop : NULL, one_line ? 1 : 0};
     if (sc_fim_complete_sync(&o, &req, NULL, &raw, &raw_len, &res, &err) != SC_OK) {
@@ -229,34 +258,38 @@ static int complete_remote(const args *a, const char *path, const char *text, si
      * when it must be, no trailing blank space, no new syntax error. */
     kept = raw_len;
     if (planned) kept = sc_completion_cut(tree, &plan, offset, raw, kept);
-    if (one_line) {
-      const char *nl = memchr(raw, '\n', kept);
-      if (nl) kept = (size_t)(nl - raw);
-      /* Drop a tail the rest of the line already has (a closing bracket). */
-      const char *eol = memchr(suffix, '\n', suffix_len);
-      size_t rest = eol ? (size_t)(eol - suffix) : suffix_len;
-      while (rest > 0 && strchr(" \t\r", suffix[rest - 1])) rest--;
-      for (size_t k = rest < kept ? rest : kept; k > 0; k--)
-        if (memcmp(raw + kept - k, suffix, k) == 0) {
-          kept -= k;
-          break;
-        }
-    }
-    while (kept > 0 && strchr(" \t\r\n", raw[kept - 1])) kept--;
+    kept = sc_completion_trim(raw, kept, suffix, suffix_len, one_line);
     sc_completion_check chk;
     if (planned && kept > 0 &&
         sc_completion_check_insert(tree, offset, raw, kept, &chk, NULL) == SC_OK && !chk.ok) {
-      discarded = "new syntax errors";
-      kept = 0;
+      /* Repair once: the backend rewrites the broken lines, the rest of the
+       * candidate fixed around them. */
+      remote_fill_ctx fc = {&o, prompt, prompt_len, suffix, suffix_len, one_line, 0};
+      char *fixed = NULL;
+      size_t fixed_len = 0;
+      sc_completion_check after;
+      if (sc_completion_repair(tree, offset, raw, kept, &chk, remote_fill, &fc, &fixed,
+                               &fixed_len, &after, NULL) == SC_OK &&
+          after.ok) {
+        repaired = fixed;
+        kept = fixed_len;
+      } else {
+        free(fixed);
+        discarded = "new syntax errors";
+        kept = 0;
+      }
+      res.tries += fc.tries;
     }
   }
+  const char *shown = repaired ? repaired : raw ? raw : "";
   if (a->json) {
-    json_t *o = json_pack("{s:s%, s:s%, s:s, s:I, s:i, s:i, s:f, s:s}", "text", raw ? raw : "",
-                          kept, "raw", raw ? raw : "", raw_len, "backend", a->backend,
+    json_t *o = json_pack("{s:s%, s:s%, s:s, s:I, s:i, s:i, s:f, s:s}", "text", shown,
+                          kept, "raw", raw ? raw : "", raw_len, "backend", a->remote.url,
                           "snippets", (json_int_t)n_snippets, "tries", res.tries, "http_status",
                           res.http_status, "ms", res.ms, "kind",
                           planned ? sc_completion_kind_name(plan.kind) : "unplanned");
     if (o && discarded) json_object_set_new(o, "discarded", json_string(discarded));
+    if (o && repaired) json_object_set_new(o, "repaired", json_true());
     char *out = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     json_decref(o);
     if (!out) {
@@ -267,12 +300,13 @@ static int complete_remote(const args *a, const char *path, const char *text, si
     free(out);
   } else {
     if (discarded) fprintf(stderr, "sculpt %s: nothing kept: %s\n", CMD, discarded);
-    fwrite(raw ? raw : "", 1, kept, stdout);
+    fwrite(shown, 1, kept, stdout);
     putchar('\n');
   }
   exit_code = 0;
 done:
   free(raw);
+  free(repaired);
   free(prompt);
   if (have_prompt) sc_prompt_free(&pr);
   sc_syntax_tree_free(tree);
@@ -307,7 +341,7 @@ int sc_cli_complete(int argc, char **argv) {
     return 2;
   }
 
-  if (a.backend) {
+  if (a.remote.url) {
     rc = complete_remote(&a, path, text, len, offset);
     free(path);
     free(text);

@@ -68,7 +68,15 @@ const sc_cli_command sc_cli_commands[] = {
      "  --top-p P --top-k K --eos-penalty X --seed S\n"
      "  --no-cache          recompute the whole sequence every step\n"
      "  --device auto|cpu|cuda, --family NAME\n"
-     "  --json              the middle with ids, confidences, steps and timings\n",
+     "  --json              the middle with ids, confidences, steps and timings\n"
+     "\n"
+     "Remote: --backend URL sends the prompt (built here, with repository context)\n"
+     "and the suffix to an OpenAI-compatible FIM endpoint (sculpt serve, Mercury\n"
+     "Coder, SGLang, vLLM: URL/v1/fim/completions) and prints the answer shaped as\n"
+     "an editor gets it (cut to its syntactic unit, checked by a reparse, a broken\n"
+     "line rewritten once by a second request).\n"
+     "  --backend URL --backend-model NAME --timeout MS\n"
+     "  --api-key-env VAR   the bearer token's variable (default SCULPT_API_KEY)\n",
      sc_cli_complete},
     {"batch", "fill holes or fix diagnostics across files, checked",
      "usage: sculpt batch (--holes [--marker TEXT] | --diagnostics FILE|- | --query Q --capture NAME)\n"
@@ -97,12 +105,14 @@ const sc_cli_command sc_cli_commands[] = {
      "                      forward passes (the default on a GPU); --no-batch-sites\n"
      "                      decodes each alone with the K/V cache (the CPU default)\n"
      "  --no-progress, --device auto|cpu|cuda, --family NAME\n"
+     "  --backend URL [--backend-model NAME] [--api-key-env VAR] [--timeout MS]\n"
+     "                      fill from an OpenAI-compatible FIM endpoint instead\n"
      "Symlinks leading out of the PATHs and binary files are skipped. Ctrl-C stops after\n"
      "the current site. Exit: 0 all sites done, 1 some failed or interrupted, 2 usage/input error.\n",
      sc_cli_batch},
     {"context", "show the prompt sculpt builds at FILE:LINE:COL",
      "usage: sculpt context FILE:LINE:COL [--root DIR] [--budget N] [--model DIR]\n"
-     "                      [--repeat N] --json\n"
+     "                      [--open PATH]... [--edited PATH:LINE[-LINE]]... [--repeat N] --json\n"
      "\n"
      "Prints, as JSON, the prompt a completion at that position would get: the\n"
      "prefix and suffix windows, and each snippet with its source (path, line\n"
@@ -111,6 +121,10 @@ const sc_cli_command sc_cli_commands[] = {
      "then the files it imports, then the workspace (the git work tree holding\n"
      "the file, or --root; .gitignore is honoured). Tokens are counted with the\n"
      "tokenizer of --model (default: the default model); --budget defaults to 1024.\n"
+     "--open PATH treats a file as an open editor buffer (its chunks most similar\n"
+     "to the cursor's lines, by Jaccard over identifiers, become \"similar chunk\"\n"
+     "snippets, with a score); --edited PATH:LINE[-LINE] is a recently edited range\n"
+     "(\"recent edit\", the first given the most recent). Both repeat.\n"
      "--repeat N (a benchmark aid) retrieves again at N cursors spread over the\n"
      "file and adds their latency percentiles and the peak memory as \"bench\".\n",
      sc_cli_context},

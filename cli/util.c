@@ -1,6 +1,7 @@
 /* util.c — small helpers shared by the subcommands. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "net.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -81,3 +82,28 @@ int sc_cli_locate(const char *target, char **path, const char *text, size_t len,
   return 0;
 }
 
+
+int sc_cli_backend_option(const char *cmd, const char *o, const char *v,
+                          sc_fim_client_options *r) {
+  long n;
+  if (strcmp(o, "--backend") == 0) {
+    if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+      sc_cli_fail(cmd, "--backend takes an http:// or https:// URL");
+      return -1;
+    }
+    r->url = v;
+  } else if (strcmp(o, "--backend-model") == 0) {
+    r->model = v;
+  } else if (strcmp(o, "--api-key-env") == 0) {
+    r->api_key_env = v;
+  } else if (strcmp(o, "--timeout") == 0) {
+    if (!sc_cli_parse_long(v, 1, 3600000, &n)) {
+      sc_cli_fail(cmd, "--timeout takes milliseconds, 1 to 3600000");
+      return -1;
+    }
+    r->timeout_ms = (int)n;
+  } else {
+    return 0;
+  }
+  return 1;
+}

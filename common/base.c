@@ -161,3 +161,23 @@ char *sc_path_from_file_uri(const char *uri) {
   out[o] = '\0';
   return out;
 }
+
+bool sc_queue_append(char **buf, size_t *start, size_t *len, size_t *cap, size_t first_cap,
+                     const char *data, size_t n) {
+  if (*len + n > *cap && *start > 0) {
+    memmove(*buf, *buf + *start, *len - *start);
+    *len -= *start;
+    *start = 0;
+  }
+  if (*len + n > *cap) {
+    size_t c = *cap ? *cap : (first_cap ? first_cap : 4096);
+    while (c < *len + n) c *= 2;
+    char *nb = realloc(*buf, c);
+    if (!nb) return false;
+    *buf = nb;
+    *cap = c;
+  }
+  if (n) memcpy(*buf + *len, data, n);
+  *len += n;
+  return true;
+}

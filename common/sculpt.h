@@ -110,6 +110,14 @@ double sc_now_ms(void);
  * scheme or on OOM. */
 char *sc_path_from_file_uri(const char *uri);
 
+/* Appends n bytes of data to a write queue whose pending bytes are
+ * (*buf)[*start, *len) in a buffer of *cap bytes (a non-blocking socket's
+ * or pipe's output): sent bytes at the front are dropped first, then the
+ * buffer doubles (from first_cap). false when out of memory: the queue is
+ * unchanged. */
+bool sc_queue_append(char **buf, size_t *start, size_t *len, size_t *cap, size_t first_cap,
+                     const char *data, size_t n);
+
 /* 64-bit FNV-1a; for hash tables and cache keys, not security. */
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);
 

@@ -173,6 +173,14 @@ sc_status sc_completion_plan_at(const sc_syntax_tree *tree, size_t cursor, sc_co
 size_t sc_completion_cut(const sc_syntax_tree *tree, const sc_completion_plan *plan,
                          size_t cursor, const char *cand, size_t len);
 
+/* Trims a middle (len bytes) against the suffix the editor already has: a
+ * single-line completion stops at the line's end and drops a tail the rest
+ * of the line repeats (a closing bracket); a multi-line one is cut before
+ * its first line that equals the suffix's first non-blank line; trailing
+ * blank space goes. Returns the kept length. No parse: any language. */
+size_t sc_completion_trim(const char *mid, size_t len, const char *suffix, size_t suffix_len,
+                          bool single_line);
+
 typedef struct sc_completion_check {
   bool ok;              /* the insertion created no new ERROR/MISSING node */
   size_t errors_before; /* ERROR/MISSING nodes in the document as it is */
@@ -241,6 +249,8 @@ typedef struct sc_workspace_options {
   size_t max_files;      /* 0: 100,000 */
   size_t max_file_bytes; /* 0: 1 MiB; larger files are skipped */
   size_t max_chunks;     /* 0: 2,000,000 sketched chunks (~80 MB); later files get none */
+  const _Atomic int *cancel; /* may be NULL; when it becomes non-zero the index
+                                stops between files: SC_ERR_CANCELLED */
 } sc_workspace_options;
 
 typedef struct sc_workspace_stats {

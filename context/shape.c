@@ -259,3 +259,64 @@ sc_status sc_completion_repair(const sc_syntax_tree *tree, size_t offset, const 
   *out_len = n;
   return SC_OK;
 }
+
+/* Trims a middle for the editor (see context.h): a single-line completion stops at the
+ * line's end; a middle that runs into the suffix (repeats the text after the
+ * cursor, or the next non-blank line) is cut there; trailing blank space in
+ * a multi-line middle goes. Returns the kept length. */
+size_t sc_completion_trim(const char *mid, size_t len, const char *suffix, size_t suffix_len,
+                          bool single_line) {
+  if (single_line) {
+    const char *nl = memchr(mid, '\n', len);
+    if (nl) len = (size_t)(nl - mid);
+    /* Drop a tail the suffix already has (e.g. a closing bracket). */
+    const char *eol = memchr(suffix, '\n', suffix_len);
+    size_t rest = eol ? (size_t)(eol - suffix) : suffix_len;
+    while (rest > 0 && (suffix[rest - 1] == ' ' || suffix[rest - 1] == '\t' ||
+                        suffix[rest - 1] == '\r'))
+      rest--;
+    for (size_t k = rest < len ? rest : len; k > 0; k--)
+      if (memcmp(mid + len - k, suffix, k) == 0) {
+        len -= k;
+        break;
+      }
+    return len;
+  }
+  /* The first non-blank line of the suffix, trimmed. */
+  size_t i = 0;
+  const char *line = NULL;
+  size_t line_len = 0;
+  while (i < suffix_len) {
+    const char *eol = memchr(suffix + i, '\n', suffix_len - i);
+    size_t end = eol ? (size_t)(eol - suffix) : suffix_len;
+    size_t a = i, b = end;
+    while (a < b && (suffix[a] == ' ' || suffix[a] == '\t')) a++;
+    while (b > a && (suffix[b - 1] == ' ' || suffix[b - 1] == '\t' || suffix[b - 1] == '\r')) b--;
+    if (b > a) {
+      line = suffix + a;
+      line_len = b - a;
+      break;
+    }
+    i = end + 1;
+  }
+  if (line && line_len >= 2) {
+    /* Cut before the first middle line that equals it. */
+    size_t p = 0;
+    while (p < len) {
+      const char *eol = memchr(mid + p, '\n', len - p);
+      size_t end = eol ? (size_t)(eol - mid) : len;
+      size_t a = p, b = end;
+      while (a < b && (mid[a] == ' ' || mid[a] == '\t')) a++;
+      while (b > a && (mid[b - 1] == ' ' || mid[b - 1] == '\t' || mid[b - 1] == '\r')) b--;
+      if (b - a == line_len && memcmp(mid + a, line, line_len) == 0 && p > 0) {
+        len = p;
+        break;
+      }
+      p = end + 1;
+    }
+  }
+  while (len > 0 && (mid[len - 1] == ' ' || mid[len - 1] == '\t' || mid[len - 1] == '\n' ||
+                     mid[len - 1] == '\r'))
+    len--;
+  return len;
+}

@@ -23,6 +23,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -538,6 +539,11 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
     name[nl] = '\0';
     nl = 0;
     any = true;
+    if (opts && opts->cancel && atomic_load(opts->cancel)) {
+      pclose(p);
+      sc_workspace_free(ws);
+      return sc_error_set(err, SC_ERR_CANCELLED, "workspace %s: indexing cancelled", real);
+    }
     if (ws->n_live >= ws->max_files) {
       ws->stats.skipped_limit++;
       continue;

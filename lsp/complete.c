@@ -37,6 +37,7 @@ typedef struct settings {
   int n_languages;
   char *hole_marker; /* NULL: TODO(sculpt) */
   int length_candidates; /* canvas lengths decoded per completion (batched) */
+  bool repair;           /* a candidate that breaks the parse is repaired once */
   /* The remote backend (setting "backend"); url NULL: the local engine. */
   char *backend_url, *backend_model, *backend_key_env, *backend_key;
   int backend_timeout_ms, backend_max_tries;
@@ -68,6 +69,8 @@ struct sc_completer {
   /* Loop-thread state for the index. */
   char *root;       /* the workspace folder, from initialize */
   bool indexing;
+  const char *index_state; /* for sculpt/status: NULL (no root), "indexing", "ready", "failed" */
+  size_t index_files;
   double last_index_ms;
   char index_token[48];
   /* Loop-thread state. */
@@ -102,6 +105,7 @@ static void settings_defaults(settings *st) {
   st->context_budget = 1024;
   st->debounce_ms = 75;
   st->length_candidates = 1;
+  st->repair = true;
 }
 
 static void settings_free(settings *st) {
@@ -258,6 +262,10 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
   get_int(o, "contextBudget", 64, 65536, &st->context_budget);
   get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
   get_int(o, "lengthCandidates", 1, SC_INFILL_MAX_CANDIDATES, &st->length_candidates);
+  if ((v = json_object_get(o, "repair"))) {
+    if (json_is_boolean(v)) st->repair = json_is_true(v);
+    else SC_LOG_WARN("settings: repair must be true or false; ignored");
+  }
   if ((v = json_object_get(o, "enabledLanguages"))) {
     if (!json_is_array(v) && !json_is_null(v)) {
       SC_LOG_WARN("settings: enabledLanguages must be an array of names; ignored");
@@ -320,6 +328,11 @@ static void send_status(sc_lsp_server *s, sc_completer *c) {
     if (c->backend_error[0] && c->state != MS_ERROR)
       json_object_set_new(p, "message", json_string(c->backend_error));
   }
+  /* The workspace index is built in the background: a client (or a test)
+   * that wants repository context from the start can wait for "ready". */
+  if (c->index_state)
+    json_object_set_new(p, "index", json_pack("{s:s, s:I}", "state", c->index_state, "files",
+                                              (json_int_t)c->index_files));
   sc_lsp__send_notification(s, "sculpt/status", p);
 }
 
@@ -504,23 +517,52 @@ static void start_load(sc_lsp_server *s, sc_completer *c) {
 typedef struct index_arg {
   sc_completer *c;
   char *root;
+  sc_workspace *ws; /* built on the background worker, until installed (owned) */
   sc_workspace_stats stats;
+  int pause_ms; /* test hook: wait this long first (SCULPT_TEST_INDEX_PAUSE_MS) */
 } index_arg;
 
 static void index_arg_free(void *p) {
   index_arg *a = p;
+  sc_workspace_free(a->ws);
   free(a->root);
   free(a);
 }
 
+/* On the background worker: requests are served meanwhile, on the old index
+ * (or none). */
 static json_t *index_job(sc_job *job, void *argp, sc_error *err) {
   index_arg *a = argp;
-  sc_workspace *ws = NULL;
-  if (sc_workspace_index(a->root, NULL, &ws, err) != SC_OK) return NULL;
-  sc_workspace_free(a->c->ws);
-  a->c->ws = ws;
-  a->stats = sc_workspace_get_stats(ws);
+  for (double end = sc_now_ms() + a->pause_ms; sc_now_ms() < end;) {
+    if (sc_job_cancelled(job) != SC_JOB_LIVE)
+      return sc_error_set(err, SC_ERR_CANCELLED, "indexing cancelled"), NULL;
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+  sc_workspace_options o = {0};
+  o.cancel = &job->cancel; /* exit does not wait for a big tree */
+  if (sc_workspace_index(a->root, &o, &a->ws, err) != SC_OK) return NULL;
+  a->stats = sc_workspace_get_stats(a->ws);
   return json_null();
+}
+
+/* On the request worker, between requests: the prompt builds and per-file
+ * updates there use c->ws without a lock, so only it may replace it. */
+static json_t *install_index_job(sc_job *job, void *argp, sc_error *err) {
+  index_arg *a = argp;
+  sc_workspace_free(a->c->ws);
+  a->c->ws = a->ws;
+  a->ws = NULL;
+  return json_null();
+}
+
+static void install_index_done(sc_lsp_server *s, sc_job *job) {
+  sc_completer *c = sc_lsp__completer(s);
+  index_arg *a = job->arg;
+  if (!job->result) return; /* cancelled at exit */
+  c->index_state = "ready";
+  c->index_files = a->stats.files;
+  send_status(s, c);
 }
 
 static void index_progress(sc_lsp_server *s, sc_completer *c, const char *kind,
@@ -536,6 +578,16 @@ static void index_progress(sc_lsp_server *s, sc_completer *c, const char *kind,
 static void index_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__completer(s);
   index_arg *a = job->arg;
+  if (job->result && a->ws && sc_job_cancelled(job) == SC_JOB_LIVE) {
+    /* The job's arg moves to the install job. */
+    job->arg = NULL;
+    job->free_arg = NULL;
+    sc_lsp__post_job(s, NULL, "sculpt/installIndex", NULL, install_index_job, a,
+                     index_arg_free, install_index_done);
+  } else if (sc_job_cancelled(job) == SC_JOB_LIVE) {
+    c->index_state = "failed";
+    send_status(s, c);
+  }
   c->indexing = false;
   c->last_index_ms = sc_now_ms();
   char msg[160];
@@ -568,14 +620,20 @@ static void start_index(sc_lsp_server *s, sc_completer *c) {
     return;
   }
   a->c = c;
+  const char *pause = getenv("SCULPT_TEST_INDEX_PAUSE_MS");
+  if (sc_lsp__options(s)->test_hooks && pause) a->pause_ms = atoi(pause);
   c->indexing = true;
+  if (!c->index_state || strcmp(c->index_state, "ready") != 0) {
+    c->index_state = "indexing";
+    send_status(s, c);
+  }
   static int generation;
   if (sc_lsp__client_progress(s)) {
     snprintf(c->index_token, sizeof c->index_token, "sculpt/index/%d", ++generation);
     sc_lsp__send_request(s, "window/workDoneProgress/create",
                          json_pack("{s:s}", "token", c->index_token), on_index_progress_created);
   }
-  sc_lsp__post_job(s, NULL, "sculpt/index", NULL, index_job, a, index_arg_free, index_done);
+  sc_lsp__post_background_job(s, "sculpt/index", index_job, a, index_arg_free, index_done);
 }
 
 void sc_completer_set_root(sc_completer *c, const char *root_uri) {
@@ -689,67 +747,6 @@ void sc_completer_start(sc_lsp_server *s, sc_completer *c) {
 
 /* ======================= shaping ============================================ */
 
-/* Trims a raw middle for the editor: a single-line completion stops at the
- * line's end; a middle that runs into the suffix (repeats the text after the
- * cursor, or the next non-blank line) is cut there; trailing blank space in
- * a multi-line middle goes. Returns the kept length. */
-size_t sc_completer_shape(const char *mid, size_t len, const char *suffix, size_t suffix_len,
-                          bool single_line) {
-  if (single_line) {
-    const char *nl = memchr(mid, '\n', len);
-    if (nl) len = (size_t)(nl - mid);
-    /* Drop a tail the suffix already has (e.g. a closing bracket). */
-    const char *eol = memchr(suffix, '\n', suffix_len);
-    size_t rest = eol ? (size_t)(eol - suffix) : suffix_len;
-    while (rest > 0 && (suffix[rest - 1] == ' ' || suffix[rest - 1] == '\t' ||
-                        suffix[rest - 1] == '\r'))
-      rest--;
-    for (size_t k = rest < len ? rest : len; k > 0; k--)
-      if (memcmp(mid + len - k, suffix, k) == 0) {
-        len -= k;
-        break;
-      }
-    return len;
-  }
-  /* The first non-blank line of the suffix, trimmed. */
-  size_t i = 0;
-  const char *line = NULL;
-  size_t line_len = 0;
-  while (i < suffix_len) {
-    const char *eol = memchr(suffix + i, '\n', suffix_len - i);
-    size_t end = eol ? (size_t)(eol - suffix) : suffix_len;
-    size_t a = i, b = end;
-    while (a < b && (suffix[a] == ' ' || suffix[a] == '\t')) a++;
-    while (b > a && (suffix[b - 1] == ' ' || suffix[b - 1] == '\t' || suffix[b - 1] == '\r')) b--;
-    if (b > a) {
-      line = suffix + a;
-      line_len = b - a;
-      break;
-    }
-    i = end + 1;
-  }
-  if (line && line_len >= 2) {
-    /* Cut before the first middle line that equals it. */
-    size_t p = 0;
-    while (p < len) {
-      const char *eol = memchr(mid + p, '\n', len - p);
-      size_t end = eol ? (size_t)(eol - mid) : len;
-      size_t a = p, b = end;
-      while (a < b && (mid[a] == ' ' || mid[a] == '\t')) a++;
-      while (b > a && (mid[b - 1] == ' ' || mid[b - 1] == '\t' || mid[b - 1] == '\r')) b--;
-      if (b - a == line_len && memcmp(mid + a, line, line_len) == 0 && p > 0) {
-        len = p;
-        break;
-      }
-      p = end + 1;
-    }
-  }
-  while (len > 0 && (mid[len - 1] == ' ' || mid[len - 1] == '\t' || mid[len - 1] == '\n' ||
-                     mid[len - 1] == '\r'))
-    len--;
-  return len;
-}
-
 /* ======================= the cache ========================================== */
 
 /* A shown suggestion the user is typing into. With *diverged false, what
@@ -832,6 +829,14 @@ typedef struct complete_arg {
   double ctx_ms;
   sc_lsp_server *s;
   sc_fim_call *call; /* in flight, or NULL */
+  /* Repair once: the shaped candidate that failed the parse check and its
+   * check, while the backend rewrites the broken span (owned). */
+  char *r_cand;
+  size_t r_cand_len;
+  sc_completion_check r_chk;
+  const char *r_repair_text; /* the rewrite, for remote_fill_done (borrowed) */
+  size_t r_repair_len;
+  bool repaired;
 } complete_arg;
 
 /* What the prompt builder may use besides the document, copied on the loop
@@ -907,6 +912,7 @@ static void complete_arg_free(void *p) {
   free(a->rel_path);
   extras_free(a->extras);
   free(a->r_prompt);
+  free(a->r_cand);
   free(a);
 }
 
@@ -974,27 +980,107 @@ static json_t *build_items(const complete_arg *a, const char *text, size_t len, 
 
 /* Shaping, for the local engine's and the remote backend's text alike: the
  * syntactic unit the plan asked for, nothing the suffix already has, and no
- * new syntax error once inserted. Sets a->middle; returns its length. */
-static size_t shape_middle(complete_arg *a, const char *raw, size_t len, const char **discarded) {
+ * new syntax error once inserted. A candidate that fails the check is
+ * repaired once when fill is given (the model rewrites the broken lines,
+ * the rest fixed around them), else, or when the repair fails too,
+ * discarded. With keep_failed, a failing candidate (cut) and its check are
+ * kept in a->r_cand and a->r_chk, for a caller that repairs
+ * asynchronously. Sets a->middle; returns its length. */
+static size_t shape_middle(complete_arg *a, const char *raw, size_t len, const char **discarded,
+                           sc_repair_fill_fn fill, void *user, bool keep_failed) {
   if (a->tree) len = sc_completion_cut(a->tree, &a->plan, a->cursor, raw, len);
-  len = sc_completer_shape(raw, len, a->suffix, a->suffix_len, a->single_line);
+  len = sc_completion_trim(raw, len, a->suffix, a->suffix_len, a->single_line);
+  char *fixed = NULL;
   if (a->tree && len > 0) {
     sc_completion_check chk;
     sc_error cerr = {0};
     if (sc_completion_check_insert(a->tree, a->cursor, raw, len, &chk, &cerr) == SC_OK &&
         !chk.ok) {
-      *discarded = "new syntax errors";
-      SC_LOG_DEBUG("completion discarded: %zu new syntax errors", chk.new_errors);
-      len = 0;
+      if (keep_failed && (a->r_cand = strndup(raw, len))) {
+        a->r_cand_len = len;
+        a->r_chk = chk;
+      }
+      sc_completion_check after;
+      size_t fixed_len = 0;
+      if (fill && a->set.repair &&
+          sc_completion_repair(a->tree, a->cursor, raw, len, &chk, fill, user, &fixed,
+                               &fixed_len, &after, &cerr) == SC_OK &&
+          after.ok) {
+        a->repaired = true;
+        raw = fixed;
+        len = fixed_len;
+      } else {
+        *discarded = fill && a->set.repair ? "new syntax errors, not repaired"
+                                           : "new syntax errors";
+        SC_LOG_DEBUG("completion discarded: %zu new syntax errors", chk.new_errors);
+        len = 0;
+      }
     }
   }
+  free(a->middle);
   a->middle = malloc(len + 1);
+  a->middle_len = 0;
   if (a->middle) {
     memcpy(a->middle, raw, len);
     a->middle[len] = '\0';
     a->middle_len = len;
   }
+  free(fixed);
   return len;
+}
+
+/* The repair's model call on the local engine (sc_repair_fill_fn): the
+ * prompt and the candidate's good head before a canvas the size of the
+ * broken span (plus room), its tail and the suffix after. */
+typedef struct local_fill_ctx {
+  complete_arg *a;
+  sc_job *job;
+  const char *before; /* snippets + prefix window */
+  size_t before_len;
+  const sc_infill_params *params;
+} local_fill_ctx;
+
+static sc_status local_fill(void *user, const char *head, size_t head_len, const char *span,
+                            size_t span_len, const char *tail, size_t tail_len, char **out,
+                            size_t *out_len, sc_error *err) {
+  local_fill_ctx *f = user;
+  complete_arg *a = f->a;
+  sc_completer *c = a->c;
+  char *b = malloc(f->before_len + head_len + 1);
+  char *e = malloc(tail_len + a->suffix_len + 1);
+  if (!b || !e) {
+    free(b);
+    free(e);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
+  memcpy(b, f->before, f->before_len);
+  memcpy(b + f->before_len, head, head_len);
+  memcpy(e, tail, tail_len);
+  memcpy(e + tail_len, a->suffix, a->suffix_len);
+  int32_t *pre = NULL, *suf = NULL, *old = NULL;
+  size_t n_pre = 0, keep_pre = 0, keep_suf = 0, n_old = 0;
+  sc_status st = encode_context(c, b, f->before_len + head_len, e, tail_len + a->suffix_len,
+                                (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf,
+                                &keep_suf, err);
+  free(b);
+  free(e);
+  if (st != SC_OK) return st;
+  sc_tokenizer_encode(c->tok, span, span_len, &old, &n_old, NULL);
+  free(old);
+  int m = (int)n_old + 4;
+  if (m > a->set.max_tokens) m = a->set.max_tokens;
+  sc_infill_plan plan = {1, {m}};
+  sc_infill_result res;
+  atomic_fetch_add(&c->engine_calls, 1);
+  st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
+                        &plan, f->params, &f->job->cancel, NULL, NULL, &res, err);
+  free(pre);
+  free(suf);
+  if (st != SC_OK) return st;
+  *out = res.text ? strndup(res.text, res.text_len) : strdup("");
+  *out_len = res.text ? res.text_len : 0;
+  sc_infill_result_free(&res);
+  return *out ? SC_OK : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
 }
 
 static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
@@ -1078,8 +1164,10 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   sc_status est = encode_context(c, before, before_len, a->suffix, a->suffix_len,
                                  (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf,
                                  &keep_suf, err);
-  free(joined);
-  if (est != SC_OK) return NULL;
+  if (est != SC_OK) {
+    free(joined);
+    return NULL;
+  }
   double t_ctx = sc_now_ms();
   sc_infill_params p;
   sc_infill_params_default(&p);
@@ -1127,10 +1215,16 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
                                   (int)keep_suf, &plan, &p, &job->cancel, NULL, NULL, &res, err);
   free(pre);
   free(suf);
-  if (st != SC_OK) return NULL;
+  if (st != SC_OK) {
+    free(joined);
+    return NULL;
+  }
   double t_shape0 = sc_now_ms();
   const char *discarded = NULL;
-  size_t len = shape_middle(a, res.text ? res.text : "", res.text_len, &discarded);
+  local_fill_ctx fc = {a, job, before, before_len, &p};
+  size_t len = shape_middle(a, res.text ? res.text : "", res.text_len, &discarded, local_fill,
+                            &fc, false);
+  free(joined);
   double t_end = sc_now_ms();
   a->model_ms = res.ms_total;
   double shape_ms = t_end - t_shape0;
@@ -1144,6 +1238,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   json_object_set_new(data, "shapeMs", json_real(shape_ms));
   json_object_set_new(data, "snippets", json_integer((json_int_t)n_snippets));
   if (reconditioned) json_object_set_new(data, "reconditioned", json_true());
+  if (a->repaired) json_object_set_new(data, "repaired", json_true());
   json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
   SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
                res.n_ids, res.steps, t_ctx - t0, res.ms_total, t_end - a->t_request);
@@ -1201,6 +1296,59 @@ static void set_backend(sc_lsp_server *s, sc_completer *c, backend_state st, con
   }
 }
 
+/* The repair's fill once the backend has answered: its text, as given. */
+static sc_status remote_fill_done(void *user, const char *head, size_t head_len,
+                                  const char *span, size_t span_len, const char *tail,
+                                  size_t tail_len, char **out, size_t *out_len, sc_error *err) {
+  complete_arg *a = user;
+  *out = strndup(a->r_repair_text, a->r_repair_len);
+  *out_len = a->r_repair_len;
+  return *out ? SC_OK : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+}
+
+static void remote_done(void *user, const sc_fim_result *res);
+
+/* Repair once, remotely: a second request rewrites the broken lines of the
+ * candidate (a->r_cand, its check a->r_chk), with the prompt and the
+ * candidate's good head before the canvas and its tail and the suffix
+ * after. False when it could not be sent: the candidate stays discarded. */
+static bool remote_repair_submit(sc_lsp_server *s, sc_completer *c, sc_job *job) {
+  complete_arg *a = job->arg;
+  size_t x = a->r_chk.span_start, y = a->r_chk.span_end;
+  if (!(x < y && y <= a->r_cand_len)) return false;
+  size_t pl = a->r_prompt_len + x, sl = (a->r_cand_len - y) + a->suffix_len;
+  char *p = malloc(pl + 1), *q = malloc(sl + 1);
+  if (!p || !q) {
+    free(p);
+    free(q);
+    return false;
+  }
+  memcpy(p, a->r_prompt, a->r_prompt_len);
+  memcpy(p + a->r_prompt_len, a->r_cand, x);
+  memcpy(q, a->r_cand + y, a->r_cand_len - y);
+  memcpy(q + (a->r_cand_len - y), a->suffix, a->suffix_len);
+  /* The canvas: the span's tokens and room to write it differently. */
+  int m = (int)((y - x) / 2 + 8);
+  if (c->tok) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (sc_tokenizer_encode(c->tok, a->r_cand + x, y - x, &ids, &n, NULL) == SC_OK)
+      m = (int)n + 8;
+    free(ids);
+  }
+  if (m > a->set.max_tokens) m = a->set.max_tokens;
+  static const char *const nl_stop[] = {"\n"};
+  bool one = a->single_line || !memchr(a->r_cand + x, '\n', y - x);
+  sc_fim_request req = {p, pl, q, sl, m, 0.0, one ? nl_stop : NULL, one ? 1 : 0};
+  sc_error err = {0};
+  a->call = sc_fim_client_submit(c->fim, &req, remote_done, job, &err);
+  free(p);
+  free(q);
+  if (!a->call) return false;
+  c->remote_calls++;
+  return true;
+}
+
 static void remote_done(void *user, const sc_fim_result *res) {
   sc_job *job = user;
   complete_arg *a = job->arg;
@@ -1212,7 +1360,25 @@ static void remote_done(void *user, const sc_fim_result *res) {
   if (res->status == SC_OK) {
     double t0 = sc_now_ms();
     const char *discarded = NULL;
-    size_t len = shape_middle(a, res->text ? res->text : "", res->text_len, &discarded);
+    size_t len;
+    if (a->r_cand) {
+      /* The rewrite of the broken span came back: rebuild and check. */
+      a->r_repair_text = res->text ? res->text : "";
+      a->r_repair_len = res->text_len;
+      char *cand = a->r_cand;
+      a->r_cand = NULL;
+      a->r_chk.ok = false;
+      len = shape_middle(a, cand, a->r_cand_len, &discarded, remote_fill_done, a, false);
+      free(cand);
+    } else {
+      len = shape_middle(a, res->text ? res->text : "", res->text_len, &discarded, NULL, NULL,
+                         a->set.repair);
+      if (a->r_cand) {
+        if (remote_repair_submit(s, c, job)) return; /* answered when the rewrite is back */
+        free(a->r_cand);
+        a->r_cand = NULL;
+      }
+    }
     double t_end = sc_now_ms();
     json_t *data = json_pack("{s:b, s:s, s:f, s:f, s:i, s:i, s:f, s:s}", "cached", 0,
                              "backend", "remote", "contextMs", a->ctx_ms, "remoteMs", res->ms,
@@ -1223,6 +1389,7 @@ static void remote_done(void *user, const sc_fim_result *res) {
     json_object_set_new(data, "shapeMs", json_real(t_end - t0));
     json_object_set_new(data, "snippets", json_integer((json_int_t)a->n_snippets));
     json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
+    if (a->repaired) json_object_set_new(data, "repaired", json_true());
     job->result = build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
     if (a->middle)
       cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,

@@ -204,6 +204,7 @@ struct sc_job {
    * job waits on, without answering; the server then answers -32800/-32801. */
   bool deferred;
   void (*on_cancel)(sc_lsp_server *s, sc_job *job);
+  bool background;   /* on the background worker (sc_lsp__post_background_job) */
   double queued_ms;
   /* filled by the worker */
   json_t *result;
@@ -286,6 +287,13 @@ void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
 sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const char *uri,
                          sc_job_fn fn, void *arg, void (*free_arg)(void *),
                          void (*on_done)(sc_lsp_server *s, sc_job *job));
+/* A long internal job (no id, no document) on the background worker, so that
+ * requests keep being served meanwhile: the workspace index. It must not
+ * touch what jobs on the request worker use without a lock; its on_done
+ * runs on the loop as usual. */
+sc_job *sc_lsp__post_background_job(sc_lsp_server *s, const char *method, sc_job_fn fn,
+                                    void *arg, void (*free_arg)(void *),
+                                    void (*on_done)(sc_lsp_server *s, sc_job *job));
 /* Cancels the in-flight jobs of one method on one document (a newer request
  * supersedes them). */
 void sc_lsp__cancel_method(sc_lsp_server *s, const char *method, const char *uri);
@@ -322,10 +330,6 @@ void sc_completer_capabilities(json_t *caps);
 /* Counters for sculpt/test/stats. */
 json_t *sc_completer_stats(const sc_completer *c);
 sc_completer *sc_lsp__completer(sc_lsp_server *s);
-
-/* Trims a raw middle for the editor (see complete.c); returns the kept length. */
-size_t sc_completer_shape(const char *mid, size_t len, const char *suffix, size_t suffix_len,
-                          bool single_line);
 
 void sc_completer_handle_inline(sc_lsp_req *r);
 void sc_completer_handle_completion(sc_lsp_req *r);

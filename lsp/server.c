@@ -51,6 +51,7 @@ struct sc_lsp_server {
 
   sc_document_store *docs;
   sc_worker *worker;
+  sc_worker *bg_worker; /* long background jobs (the workspace index) */
   sc_job **inflight; /* posted jobs not yet answered (loop thread only) */
   size_t n_inflight, cap_inflight;
 
@@ -329,7 +330,7 @@ static void cancel_job(sc_lsp_server *s, sc_job *job, sc_job_cancel why) {
     answer_job(s, job);
     return;
   }
-  sc_job *q = sc_worker_unqueue(s->worker, job);
+  sc_job *q = sc_worker_unqueue(job->background ? s->bg_worker : s->worker, job);
   if (q) answer_job(s, q);
 }
 
@@ -353,9 +354,9 @@ static void cancel_all_jobs(sc_lsp_server *s, sc_job_cancel why) {
   }
 }
 
-sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const char *uri,
-                         sc_job_fn fn, void *arg, void (*free_arg)(void *),
-                         void (*on_done)(sc_lsp_server *s, sc_job *job)) {
+static sc_job *post_job(sc_lsp_server *s, bool background, json_t *id, const char *method,
+                        const char *uri, sc_job_fn fn, void *arg, void (*free_arg)(void *),
+                        void (*on_done)(sc_lsp_server *s, sc_job *job)) {
   sc_job *job = calloc(1, sizeof *job);
   if (job) {
     job->id = id ? json_incref(id) : NULL;
@@ -378,8 +379,21 @@ sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const
   job->arg = arg;
   job->free_arg = free_arg;
   job->on_done = on_done;
-  sc_worker_post(s->worker, job);
+  job->background = background;
+  sc_worker_post(background ? s->bg_worker : s->worker, job);
   return job;
+}
+
+sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const char *uri,
+                         sc_job_fn fn, void *arg, void (*free_arg)(void *),
+                         void (*on_done)(sc_lsp_server *s, sc_job *job)) {
+  return post_job(s, false, id, method, uri, fn, arg, free_arg, on_done);
+}
+
+sc_job *sc_lsp__post_background_job(sc_lsp_server *s, const char *method, sc_job_fn fn,
+                                    void *arg, void (*free_arg)(void *),
+                                    void (*on_done)(sc_lsp_server *s, sc_job *job)) {
+  return post_job(s, true, NULL, method, NULL, fn, arg, free_arg, on_done);
 }
 
 void sc_lsp__cancel_method(sc_lsp_server *s, const char *method, const char *uri) {
@@ -411,6 +425,7 @@ sc_document_store *sc_lsp__documents(sc_lsp_server *s) { return s->docs; }
 void sc_lsp_server_drain(sc_lsp_server *s) {
   sc_job *job;
   while ((job = sc_worker_take_done(s->worker))) answer_job(s, job);
+  while ((job = sc_worker_take_done(s->bg_worker))) answer_job(s, job);
   flush_logs(s);
 }
 
@@ -1022,7 +1037,8 @@ sc_lsp_server *sc_lsp_server_new(const sc_lsp_options *opts, sc_lsp_write_fn wri
   s->completer = sc_completer_new();
   /* Inline jobs complete inside post; their answers wait for the next drain. */
   s->worker = sc_worker_new(!opts->synchronous_jobs, on_worker_done, s);
-  if (!s->docs || !s->worker || !s->completer) {
+  s->bg_worker = sc_worker_new(!opts->synchronous_jobs, on_worker_done, s);
+  if (!s->docs || !s->worker || !s->bg_worker || !s->completer) {
     sc_lsp_server_free(s);
     return NULL;
   }
@@ -1034,6 +1050,7 @@ void sc_lsp_server_free(sc_lsp_server *s) {
   if (!s) return;
   sc_log_set_sink(NULL, NULL);
   if (s->worker) sc_worker_free(s->worker);
+  if (s->bg_worker) sc_worker_free(s->bg_worker);
   sc_completer_free(s->completer);
   free(s->inflight);
   sc_document_store_free(s->docs);
@@ -1071,8 +1088,10 @@ void sc_lsp_server_eof(sc_lsp_server *s) {
 void sc_lsp_server_finish(sc_lsp_server *s) {
   cancel_all_jobs(s, SC_JOB_SHUTDOWN);
   sc_worker_stop(s->worker);
+  sc_worker_stop(s->bg_worker);
   sc_job *job;
   while ((job = sc_worker_take_done(s->worker))) answer_job(s, job);
+  while ((job = sc_worker_take_done(s->bg_worker))) answer_job(s, job);
   /* Queued jobs were answered by cancel_all_jobs; nothing may be left. */
   if (s->n_inflight) SC_LOG_ERROR("%zu requests left unanswered at exit", s->n_inflight);
   if (s->garbage_run) {

@@ -63,26 +63,10 @@ static void update_out_watcher(stdio_ctx *c) {
 static void on_write(void *user, const char *data, size_t len) {
   stdio_ctx *c = user;
   if (c->out_broken) return;
-  if (c->out_len + len > c->out_cap) {
-    if (c->out_start > 0) {
-      memmove(c->out, c->out + c->out_start, c->out_len - c->out_start);
-      c->out_len -= c->out_start;
-      c->out_start = 0;
-    }
-    if (c->out_len + len > c->out_cap) {
-      size_t cap = c->out_cap ? c->out_cap : 65536;
-      while (cap < c->out_len + len) cap *= 2;
-      char *nb = realloc(c->out, cap);
-      if (!nb) {
-        SC_LOG_ERROR("out of memory queueing %zu bytes of output", len);
-        return;
-      }
-      c->out = nb;
-      c->out_cap = cap;
-    }
+  if (!sc_queue_append(&c->out, &c->out_start, &c->out_len, &c->out_cap, 65536, data, len)) {
+    SC_LOG_ERROR("out of memory queueing %zu bytes of output", len);
+    return;
   }
-  memcpy(c->out + c->out_len, data, len);
-  c->out_len += len;
   flush_out(c);
   if (c->loop) update_out_watcher(c);
 }

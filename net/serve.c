@@ -507,26 +507,10 @@ static bool conn_flush(conn *c) {
 static bool conn_send(conn *c, const char *data, size_t len) {
   if (c->fd < 0) return false;
   if (c->closing) return true;
-  if (c->out_len + len > c->out_cap) {
-    if (c->out_start > 0) {
-      memmove(c->out, c->out + c->out_start, c->out_len - c->out_start);
-      c->out_len -= c->out_start;
-      c->out_start = 0;
-    }
-    if (c->out_len + len > c->out_cap) {
-      size_t cap = c->out_cap ? c->out_cap : 4096;
-      while (cap < c->out_len + len) cap *= 2;
-      char *nb = realloc(c->out, cap);
-      if (!nb) {
-        conn_close(c);
-        return false;
-      }
-      c->out = nb;
-      c->out_cap = cap;
-    }
+  if (!sc_queue_append(&c->out, &c->out_start, &c->out_len, &c->out_cap, 4096, data, len)) {
+    conn_close(c);
+    return false;
   }
-  memcpy(c->out + c->out_len, data, len);
-  c->out_len += len;
   return true;
 }
 

@@ -93,10 +93,10 @@ case "$mode" in
     echo "== release build (gcc, -Werror; CUDA when the toolkit is present)"
     configure_build build
     ctest --test-dir build --output-on-failure -j "$jobs" || status=1
-    echo "== ASan + UBSan build: unit, protocol and cli tests"
+    echo "== ASan + UBSan build: unit, protocol, cli, serve, remote and context tests"
     CC=gcc configure_build build-asan -DSCULPT_SANITIZE=ON -DSCULPT_CUDA=OFF
     ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" \
-      -L 'unit|protocol|cli' || status=1
+      -L 'unit|protocol|cli|serve|remote|context' || status=1
     echo "== libFuzzer (clang): the LSP message path for ${SCULPT_FUZZ_SECONDS:-60} s"
     CC=clang configure_build build-fuzz -DSCULPT_FUZZ=ON -DSCULPT_CUDA=OFF
     ctest --test-dir build-fuzz --output-on-failure -L fuzz || status=1

@@ -35,7 +35,7 @@
 (defcustom sculpt-settings nil
   "Server settings, a plist sent as initializationOptions.
 Keys: :modelPath :device :algorithm :threshold :maxTokens :contextBudget
-:debounceMs :enabledLanguages :holeMarker :lengthCandidates :logLevel.
+:debounceMs :enabledLanguages :holeMarker :lengthCandidates :logLevel :repair :backend.
 Nil: the server's defaults ($SCULPT_MODEL, else the model sculpt ships)."
   :type 'plist)
 

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "protocol"))
@@ -82,6 +83,11 @@ def test_context_follows_the_workspace():
     s.respond(reg["id"], None)
     s.wait_message(lambda m: m.get("method") == "sculpt/status" and
                    m["params"]["state"] == "ready", what="the model", timeout=60)
+    # The index is built in the background; sculpt/status says when it is in.
+    st = s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                        m["params"].get("index", {}).get("state") == "ready",
+                        what="the index", timeout=60)
+    check(st["params"]["index"]["files"] == 3, "three files indexed", st["params"])
     s.notify("textDocument/didOpen", {"textDocument": {"uri": uri("main.py"), "languageId":
                                                        "python", "version": 1, "text": MAIN}})
     p = prompt(s)
@@ -140,7 +146,54 @@ def test_context_follows_the_workspace():
     s.shutdown_and_exit()
 
 
+def test_requests_served_while_indexing():
+    # The index runs on its own worker: with it held up (a test hook pauses
+    # it 4 s), a completion is answered at once on the request worker, and
+    # the context arrives when the index is in. Exit does not wait for it.
+    root = os.path.join(TMP, "slow")
+    os.makedirs(root)
+    subprocess.run(["git", "init", "-q", root], check=True)
+    with open(os.path.join(root, "lib.py"), "w") as f:
+        f.write("def slow_helper(x):\n    return x\n")
+    text = "y = slow_helper(2) + abc\n"
+    with open(os.path.join(root, "app.py"), "w") as f:
+        f.write(text)
+    s = spawn(env={"SCULPT_TEST_INDEX_PAUSE_MS": "4000"})
+    s.start({}, rootUri="file://" + root,
+            initializationOptions={"modelPath": MODEL, "lengthCandidates": 4})
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"]["state"] == "ready", what="the model", timeout=60)
+    t0 = time.monotonic()
+    app = "file://" + os.path.join(root, "app.py")
+    s.notify("textDocument/didOpen", {"textDocument": {"uri": app, "languageId": "python",
+                                                       "version": 1, "text": text}})
+    r = s.request("textDocument/inlineCompletion",
+                  {"textDocument": {"uri": app}, "position": {"line": 0, "character": 24},
+                   "context": {"triggerKind": 1}}, 30)
+    check("result" in r and r["result"]["items"], "answered while the index is built", r)
+    check(time.monotonic() - t0 < 3.0, "without waiting for the index",
+          time.monotonic() - t0)
+    check(not any(m.get("method") == "sculpt/status" and
+                  m["params"].get("index", {}).get("state") == "ready" for m in s.messages),
+          "the index was indeed not in yet")
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"].get("index", {}).get("state") == "ready", what="the index",
+                   timeout=30)
+    p = s.result("sculpt/test/prompt", {"textDocument": {"uri": app},
+                                        "position": {"line": 0, "character": 24},
+                                        "budget": BUDGET}, timeout=60)
+    check("slow_helper" in names(p), "then the context has it", names(p).keys())
+    s.shutdown_and_exit()
+    # Exit while a long index is still paused: prompt.
+    s = spawn(env={"SCULPT_TEST_INDEX_PAUSE_MS": "60000"})
+    s.start({}, rootUri="file://" + root, initializationOptions={"modelPath": MODEL})
+    t0 = time.monotonic()
+    s.shutdown_and_exit()
+    check(time.monotonic() - t0 < 5.0, "exit does not wait for the index",
+          time.monotonic() - t0)
+
+
 try:
-    run_tests([test_context_follows_the_workspace])
+    run_tests([test_context_follows_the_workspace, test_requests_served_while_indexing])
 finally:
     shutil.rmtree(TMP, ignore_errors=True)

@@ -126,7 +126,9 @@ def test_completion_items():
 
 
 def test_typing_through_is_cached():
-    s, _ = start()
+    # Repair off: after "X" the planted model writes noise that may not
+    # parse, and a repair would be a second engine call to count.
+    s, _ = start({"repair": False})
     wait_ready(s)
     open_doc(s, "int abc;\n")
     first = inline(s, 0, 7)["result"]
@@ -335,12 +337,36 @@ def test_workspace_context():
     shutil.rmtree(repo, ignore_errors=True)
 
 
+def test_repair_once_on_the_local_engine():
+    # "0xab" + the planted alphabet is a hex number glued to an identifier:
+    # a new syntax error. The broken line is masked again and rewritten once (a second
+    # engine call); the planted model writes the same letters, so it is then
+    # discarded, and data says so. With repair off, one call only.
+    s, _ = start({"lengthCandidates": 1})
+    wait_ready(s)
+    text = "int f(void) {\n  return 0;\n}\nint x = 0xab;\n"
+    open_doc(s, text)
+    calls = stats(s)["engineCalls"]
+    r = inline(s, 3, 12)
+    eq(r["result"]["items"], [], "nothing that breaks the parse is offered")
+    eq(r["result"]["data"].get("discarded"), "new syntax errors, not repaired", "why")
+    eq(stats(s)["engineCalls"], calls + 2, "the candidate and one repair")
+    s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"repair": False}}})
+    s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 2},
+                                        "contentChanges": [{"text": text + "\n"}]})
+    calls = stats(s)["engineCalls"]
+    r = inline(s, 3, 12)
+    eq(r["result"]["data"].get("discarded"), "new syntax errors", "no repair tried")
+    eq(stats(s)["engineCalls"], calls + 1, "one engine call")
+    s.shutdown_and_exit()
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_capabilities_and_load, test_inline_completion_parses,
                    test_completion_items, test_typing_through_is_cached, test_stale_and_cancelled,
                    test_commands_settings_and_languages, test_no_model,
                    test_quick_fix_repairs_a_syntax_error, test_hole_candidates_must_parse,
-                   test_workspace_context])
+                   test_workspace_context, test_repair_once_on_the_local_engine])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -122,9 +122,38 @@ def test_batch():
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_complete_repairs_once():
+    # The answer breaks the parse on its first line: one more request
+    # rewrites that line between the prompt and the candidate's good tail.
+    tmp = tempfile.mkdtemp(prefix="sculpt-remote-cli-")
+    path = os.path.join(tmp, "add.c")
+    with open(path, "w") as f:
+        f.write("int add(int a, int b) {\n    \n}\n")
+    mock = Mock()
+    mock.script = [{"text": "int s = a + ;\n    return s;"}, {"text": "int s = a + b;"}]
+    p = run(["complete", "--backend", mock.url, "--json", "%s:2:5" % path])
+    out = json.loads(p.stdout) if p.returncode == 0 else {}
+    check(out.get("text") == "int s = a + b;\n    return s;", "the broken line rewritten", out,
+          p.stderr)
+    check(out.get("repaired") is True and out.get("raw") == "int s = a + ;\n    return s;",
+          "json says repaired and keeps the first answer", out)
+    check(len(mock.requests) == 2, "one repair request", len(mock.requests))
+    if len(mock.requests) == 2:
+        second = mock.requests[1]["body"]
+        check(second["suffix"].startswith("\n    return s;\n}"), "the repair's suffix", second)
+    # Still broken after the repair: nothing is printed, and it says why.
+    mock.script = [{"text": "int s = a + ;\n    return s;"}, {"text": "int s = ;"}]
+    p = run(["complete", "--backend", mock.url, "%s:2:5" % path])
+    check(p.returncode == 0 and p.stdout.strip() == "" and "new syntax errors" in p.stderr,
+          "a failed repair keeps nothing", p.stdout, p.stderr)
+    mock.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     test_complete()
     test_batch()
+    test_complete_repairs_once()
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)

@@ -85,6 +85,8 @@ def test_completion_from_the_backend():
     # Mid-line in C: one line, and what the suffix already has (");") goes.
     mock.default = {"text": "value\nprint(2)\n"}
     s = start(mock.url, env={"SCULPT_API_KEY": KEY}, root=repo)
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"].get("index", {}).get("state") == "ready", what="the index")
     uri = "file://" + os.path.join(repo, "app.py")
     open_doc(s, text, uri=uri, lang="python")
     line = "x = compute_total([1]) + abc"
@@ -257,8 +259,9 @@ def test_cancel_closes_the_connection():
     doc3 = "file:///w/three.c"
     open_doc(s, "int main(void) {\n  int z = \n}\n", uri=doc3)
     mock.script = [{"delay": 10, "text": "late"}]
+    n = len(mock.requests)  # the second answer may have needed a repair request
     third = send_inline(s, 1, len("  int z = "), uri=doc3)
-    mock.wait_requests(5)
+    mock.wait_requests(n + 1)
     s.shutdown_and_exit()
     expect_error(s.wait_response(third, 5), REQUEST_CANCELLED, id=third)
     mock.wait_closed(3, 5)
@@ -358,12 +361,54 @@ def test_key_never_logged():
     mock.stop()
 
 
+def test_repair_once():
+    # The backend's candidate breaks the parse on its first line: that line
+    # goes back as a canvas between the candidate's good tail and the
+    # prompt, and the rewrite is kept when the whole then parses.
+    doc = "int add(int a, int b) {\n    \n}\n"
+    mock = Mock()
+    mock.script = [{"text": "int s = a + ;\n    return s;"}, {"text": "int s = a + b;"}]
+    s = start(mock.url)
+    open_doc(s, doc)
+    r = inline(s, 1, 4)
+    eq([i["insertText"] for i in r["result"]["items"]], ["int s = a + b;\n    return s;"],
+       "the broken line rewritten, the rest kept")
+    eq(r["result"]["data"].get("repaired"), True, "data says it was repaired")
+    reqs = mock.wait_requests(2)
+    first, second = reqs[0]["body"], reqs[1]["body"]
+    eq(second["prompt"], first["prompt"], "the span starts the candidate: the same prompt")
+    check(second["suffix"].startswith("\n    return s;\n}"),
+          "the candidate's good tail, then the document's suffix", second["suffix"])
+    eq(second.get("stop"), ["\n"], "a one-line span is rewritten as one line")
+    check(second["max_tokens"] < first["max_tokens"] or second["max_tokens"] <= 16,
+          "the canvas is sized to the span", second)
+    # A rewrite that still does not parse: nothing is offered.
+    mock.script = [{"text": "int s = a + ;\n    return s;"}, {"text": "int s = a + ;"}]
+    s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 2},
+                                        "contentChanges": [{"text": doc + "\n"}]})
+    r = inline(s, 1, 4)
+    eq(r["result"]["items"], [], "a failed repair offers nothing")
+    eq(r["result"]["data"].get("discarded"), "new syntax errors, not repaired", "and says why")
+    eq(len(mock.requests), 4, "one repair request per completion, no more")
+    # repair: false -- discarded at once, one request.
+    s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"repair": False}}})
+    mock.script = [{"text": "int s = a + ;\n    return s;"}]
+    s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 3},
+                                        "contentChanges": [{"text": doc.replace("add", "sum")}]})
+    r = inline(s, 1, 4)
+    eq(r["result"]["items"], [], "discarded")
+    eq(r["result"]["data"].get("discarded"), "new syntax errors", "no repair tried")
+    eq(len(mock.requests), 5, "no repair request")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_completion_from_the_backend, test_shaping_mid_line,
                    test_switch_between_remote_and_local, test_retry_after_429,
                    test_503_gives_up, test_backend_down, test_cancel_closes_the_connection,
                    test_timeout, test_quick_fix_from_the_backend, test_loop_does_not_block,
-                   test_key_never_logged])
+                   test_key_never_logged, test_repair_once])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

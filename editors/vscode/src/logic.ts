@@ -5,6 +5,7 @@
 export const SERVER_SETTINGS = [
   'modelPath', 'device', 'algorithm', 'threshold', 'maxTokens', 'contextBudget',
   'debounceMs', 'enabledLanguages', 'holeMarker', 'lengthCandidates', 'logLevel',
+  'repair', 'backend',
 ] as const;
 
 /** The process to start: `serverPath` (a setting) or `sculpt` from PATH. */

@@ -19,7 +19,8 @@ M.defaults = {
                 'javascriptreact', 'go', 'rust', 'java', 'lua', 'sh' },
   -- Server settings (section "sculpt"): modelPath, device, algorithm,
   -- threshold, maxTokens, contextBudget, debounceMs, enabledLanguages,
-  -- holeMarker, lengthCandidates, logLevel. Empty: the server's defaults.
+  -- holeMarker, lengthCandidates, logLevel, repair, backend (a URL or
+  -- {url, model, apiKeyEnv, timeoutMs, maxTries}). Empty: the server's defaults.
   settings = {},
   -- Extra environment for the server process (e.g. { SCULPT_MODEL = '...' }).
   cmd_env = nil,
