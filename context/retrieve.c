@@ -121,9 +121,22 @@ static bool push_snippet(sc_prompt *out, const char *path, const char *lang, con
   return true;
 }
 
+/* Whether text[0, n) contains the NUL-terminated s. */
+static bool holds(const char *text, size_t n, const char *s) {
+  size_t k = strlen(s);
+  for (size_t i = 0; k <= n && i <= n - k; i++)
+    if (text[i] == s[0] && memcmp(text + i, s, k) == 0) return true;
+  return false;
+}
+
 static bool add_def_snippet(sc_prompt *out, const char *path, const ws_def *d, const char *text,
                             size_t len, const char *reason, const char *lang) {
   if (d->end_byte > len || d->start_byte >= d->end_byte) return false;
+  /* The entry may lag the text (a buffer refreshed every 2 s, a file
+   * changed without an event): offsets that no longer hold the name would
+   * cut an unrelated snippet. */
+  if (d->name[0] && !holds(text + d->start_byte, d->end_byte - d->start_byte, d->name))
+    return false;
   /* At most 40 lines of the definition. */
   size_t a = d->start_byte, b = d->end_byte, lines_seen = 0;
   for (size_t i = a; i < b; i++)
@@ -479,9 +492,18 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
           for (size_t m = 0; m < self.n_imports && !imported; m++)
             imported = strlen(self.imports[m]) == bl && strncmp(self.imports[m], base, bl) == 0;
           if ((pass == 0) != imported || already_have(out, f->path, &f->defs[k])) continue;
+          /* An open document's entry follows its buffer (the LSP refreshes
+           * it from there), so its definitions' bytes are the buffer's: cut
+           * the snippet from the buffer, not from the file on disk. */
+          const src_doc *open = NULL;
+          for (size_t i = 0; src && i < n_open && !open; i++)
+            if (strcmp(src[i].path, f->path) == 0) open = &src[i];
           size_t flen = 0;
-          char *ftext = read_source(ws, f->path, &flen);
-          if (ftext)
+          char *ftext = open ? NULL : read_source(ws, f->path, &flen);
+          if (open)
+            word_done[w] = add_def_snippet(out, f->path, &f->defs[k], open->text, open->len,
+                                           pass == 0 ? "imported file" : "workspace", f->lang);
+          else if (ftext)
             word_done[w] = add_def_snippet(out, f->path, &f->defs[k], ftext, flen,
                                            pass == 0 ? "imported file" : "workspace", f->lang);
           free(ftext);

@@ -58,6 +58,9 @@ static void error_span(const char *cand, size_t len, size_t offset, size_t lo, s
     while (a > 0 && cand[a - 1] != '\n') a--;
   }
   while (b < len && cand[b] != '\n') b++;
+  /* CRLF text: the \r belongs to the line break, which stays in the tail
+   * (a one-line rewrite would otherwise drop it). */
+  if (b > a && cand[b - 1] == '\r') b--;
   *start = a;
   *end = b;
 }

@@ -585,10 +585,17 @@ static bool git_ignores(const sc_workspace *ws, const char *rel) {
   return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
 }
 
+/* A ".." path component would lead out of the root; "a..b.py" is a name. */
+static bool has_dotdot(const char *rel) {
+  for (const char *p = rel; (p = strstr(p, "..")); p += 2)
+    if ((p == rel || p[-1] == '/') && (p[2] == '\0' || p[2] == '/')) return true;
+  return false;
+}
+
 sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const char *text,
                                    size_t len, bool *indexed, sc_error *err) {
   if (indexed) *indexed = false;
-  SC_CHECK(ws && rel_path && *rel_path && rel_path[0] != '/' && !strstr(rel_path, ".."), err,
+  SC_CHECK(ws && rel_path && *rel_path && rel_path[0] != '/' && !has_dotdot(rel_path), err,
            SC_ERR_INVALID, "workspace update: '%s' is not a path inside the root",
            rel_path ? rel_path : "(null)");
   pthread_rwlock_rdlock(&ws->lock);

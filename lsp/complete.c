@@ -69,6 +69,15 @@ struct sc_completer {
   /* Loop-thread state for the index. */
   char *root;       /* the workspace folder, from initialize */
   bool indexing;
+  /* Files whose entries changed while the index was being built: their
+   * updates went to the old index (or nowhere), so they are redone once the
+   * new one is installed (uri; buffer: refresh from the open document). */
+  struct pending_update {
+    char *uri;
+    bool remove, buffer;
+  } *pending;
+  size_t n_pending, cap_pending;
+  bool pending_lost; /* one could not be recorded (OOM): say so */
   const char *index_state; /* for sculpt/status: NULL (no root), "indexing", "ready", "failed" */
   size_t index_files;
   double last_index_ms;
@@ -575,25 +584,43 @@ static void index_progress(sc_lsp_server *s, sc_completer *c, const char *kind,
                             json_pack("{s:s, s:o}", "token", c->index_token, "value", v));
 }
 
+static void post_update(sc_lsp_server *s, sc_completer *c, const char *uri, const char *text,
+                        size_t len, bool remove);
+static void pending_clear(sc_completer *c);
+
 static void index_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__completer(s);
   index_arg *a = job->arg;
-  if (job->result && a->ws && sc_job_cancelled(job) == SC_JOB_LIVE) {
+  /* Copied first: a moves to the install job (freed at once if that post
+   * fails for lack of memory). */
+  sc_workspace_stats stats = a ? a->stats : (sc_workspace_stats){0};
+  c->indexing = false;
+  if (job->result && a && a->ws && sc_job_cancelled(job) == SC_JOB_LIVE) {
     /* The job's arg moves to the install job. */
     job->arg = NULL;
     job->free_arg = NULL;
     sc_lsp__post_job(s, NULL, "sculpt/installIndex", NULL, install_index_job, a,
                      index_arg_free, install_index_done);
+    /* Updates made while it was built went to the old index: redo them on
+     * the new one, after the install (the request worker runs in order).
+     * An open document's entry comes from its buffer as it is now. */
+    if (c->pending_lost) SC_LOG_WARN("index: some edits made while indexing may be missing");
+    for (size_t i = 0; i < c->n_pending; i++) {
+      struct pending_update *u = &c->pending[i];
+      sc_document *d = u->buffer ? sc_document_store_get(sc_lsp__documents(s), u->uri) : NULL;
+      if (d) post_update(s, c, u->uri, d->text, d->len, false);
+      else post_update(s, c, u->uri, NULL, 0, u->remove);
+    }
   } else if (sc_job_cancelled(job) == SC_JOB_LIVE) {
     c->index_state = "failed";
     send_status(s, c);
   }
-  c->indexing = false;
+  pending_clear(c);
   c->last_index_ms = sc_now_ms();
   char msg[160];
   if (job->result) {
-    snprintf(msg, sizeof msg, "%zu files, %zu definitions in %.0f ms", a->stats.files,
-             a->stats.definitions, a->stats.ms);
+    snprintf(msg, sizeof msg, "%zu files, %zu definitions in %.0f ms", stats.files,
+             stats.definitions, stats.ms);
     SC_LOG_INFO("index: %s", msg);
   } else {
     snprintf(msg, sizeof msg, "not indexed: %s", job->err.msg);
@@ -698,9 +725,43 @@ static void update_done(sc_lsp_server *s, sc_job *job) {
 /* Queues an update of uri's index entry (text: borrowed, copied; NULL to
  * read the file from disk) or its removal. Files outside the root are not
  * indexed. */
+static void pending_clear(sc_completer *c) {
+  for (size_t i = 0; i < c->n_pending; i++) free(c->pending[i].uri);
+  c->n_pending = 0;
+  c->pending_lost = false;
+}
+
+/* While the index is built, an update is also remembered (the latest per
+ * file), to be redone after the install. */
+static void remember_update(sc_completer *c, const char *uri, bool buffer, bool remove) {
+  for (size_t i = 0; i < c->n_pending; i++)
+    if (strcmp(c->pending[i].uri, uri) == 0) {
+      c->pending[i].remove = remove;
+      c->pending[i].buffer = buffer;
+      return;
+    }
+  if (c->n_pending == c->cap_pending) {
+    size_t cap = c->cap_pending ? c->cap_pending * 2 : 16;
+    struct pending_update *np = realloc(c->pending, cap * sizeof *np);
+    if (!np) {
+      c->pending_lost = true;
+      return;
+    }
+    c->pending = np;
+    c->cap_pending = cap;
+  }
+  char *u = strdup(uri);
+  if (!u) {
+    c->pending_lost = true;
+    return;
+  }
+  c->pending[c->n_pending++] = (struct pending_update){u, remove, buffer};
+}
+
 static void post_update(sc_lsp_server *s, sc_completer *c, const char *uri, const char *text,
                         size_t len, bool remove) {
   if (!c->root) return;
+  if (c->indexing) remember_update(c, uri, text != NULL, remove);
   char *rel = rel_path_of(c, uri);
   if (!rel || rel[0] == '/' || strstr(uri, "file:") != uri) {
     free(rel);
@@ -1357,11 +1418,24 @@ static void remote_done(void *user, const sc_fim_result *res) {
   /* Released by the server (cancelled): it answers. Being freed: nobody. */
   if (!job->deferred || sc_job_cancelled(job) != SC_JOB_LIVE || c->closing) return;
   sc_lsp_server *s = a->s;
-  if (res->status == SC_OK) {
+  /* The repair's request failing only loses the repair: the candidate is
+   * discarded as it would be without one, and the status tells why. */
+  bool repair_failed = a->r_cand && res->status != SC_OK && res->status != SC_ERR_CANCELLED;
+  if (repair_failed)
+    set_backend(s, c, res->unreachable ? BS_UNREACHABLE : BS_ERROR, res->err.msg);
+  if (res->status == SC_OK || repair_failed) {
     double t0 = sc_now_ms();
     const char *discarded = NULL;
     size_t len;
-    if (a->r_cand) {
+    if (repair_failed) {
+      free(a->r_cand);
+      a->r_cand = NULL;
+      free(a->middle);
+      a->middle = strdup("");
+      a->middle_len = 0;
+      len = 0;
+      discarded = "new syntax errors, the repair request failed";
+    } else if (a->r_cand) {
       /* The rewrite of the broken span came back: rebuild and check. */
       a->r_repair_text = res->text ? res->text : "";
       a->r_repair_len = res->text_len;
@@ -1395,8 +1469,10 @@ static void remote_done(void *user, const sc_fim_result *res) {
       cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
                 a->middle_len);
     c->last_latency_ms = t_end - a->t_request;
-    c->backend = BS_UNKNOWN; /* set_backend sends the status with the latency */
-    set_backend(s, c, BS_OK, NULL);
+    if (!repair_failed) {
+      c->backend = BS_UNKNOWN; /* set_backend sends the status with the latency */
+      set_backend(s, c, BS_OK, NULL);
+    }
   } else {
     job->err = res->err;
     if (res->status == SC_ERR_CANCELLED)
@@ -1772,6 +1848,8 @@ void sc_completer_free(sc_completer *c) {
   drop_client(c);
   release_model(c);
   sc_workspace_free(c->ws);
+  pending_clear(c);
+  free(c->pending);
   free(c->root);
   settings_free(&c->set);
   for (int i = 0; i < CACHE_ENTRIES; i++) free(c->cache[i].middle);

@@ -125,8 +125,10 @@ static void note_edit(sc_document *doc, uint32_t first, uint32_t old_last, uint3
         e->end_line = (uint32_t)((int64_t)e->end_line + delta);
       } else if (e->end_line + 1 >= first) {
         if (e->start_line < lo) lo = e->start_line;
+        /* An end inside the replaced lines now lies within [first,
+         * new_last]: a delete must not leave it pointing past them. */
         uint32_t end = e->end_line > old_last ? (uint32_t)((int64_t)e->end_line + delta)
-                                              : e->end_line;
+                                              : e->end_line < first ? e->end_line : new_last;
         if (end > hi) hi = end;
         if (uri) free(e->uri);
         else uri = e->uri; /* reused for the merged range */

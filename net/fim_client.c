@@ -74,14 +74,26 @@ static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
 static CURLcode g_curl_init = CURLE_OK;
 static void curl_init_once(void) { g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-/* Replaces every occurrence of the key in msg with "***". */
+/* Masks the key in msg, in place: each occurrence becomes "***" (fewer
+ * stars for a shorter key, so that msg never grows past its buffer, and the
+ * search goes on after the mask, which may itself match a key like "*");
+ * then a tail of msg that begins the key (a message cut inside it, e.g. a
+ * server's echo truncated) is masked too, from 4 bytes on. */
 static void scrub(const sc_fim_client *c, char *msg) {
   if (!c->key || !c->key[0]) return;
-  size_t kl = strlen(c->key);
-  char *p;
-  while ((p = strstr(msg, c->key))) {
-    memcpy(p, "***", 3);
-    memmove(p + 3, p + kl, strlen(p + kl) + 1);
+  size_t kl = strlen(c->key), ml = kl < 3 ? kl : 3;
+  char *from = msg, *p;
+  while ((p = strstr(from, c->key))) {
+    memset(p, '*', ml);
+    memmove(p + ml, p + kl, strlen(p + kl) + 1);
+    from = p + ml;
+  }
+  size_t n = strlen(msg);
+  for (size_t l = kl - 1 < n ? kl - 1 : n; l >= 4; l--) {
+    if (memcmp(msg + n - l, c->key, l) == 0) {
+      memcpy(msg + n - l, "***", 4);
+      break;
+    }
   }
 }
 
@@ -111,9 +123,10 @@ static size_t utf8_seq(const unsigned char *s, size_t n, size_t i) {
 }
 
 /* A JSON string of text; bytes that are not UTF-8 become U+FFFD (a file can
- * hold anything, JSON cannot). NULL on OOM. */
+ * hold anything, JSON cannot) and NUL bytes spaces (JSON can carry \u0000,
+ * but servers refuse it: sculpt serve answers 400). NULL on OOM. */
 static json_t *json_text(const char *text, size_t len) {
-  json_t *j = json_stringn(text, len);
+  json_t *j = memchr(text, '\0', len) ? NULL : json_stringn(text, len);
   if (j) return j;
   char *out = malloc(len * 3 + 1);
   if (!out) return NULL;

@@ -48,6 +48,9 @@ struct sc_http_reader {
   buf url, field, auth, body;
   bool in_value;   /* the last header callback was a value */
   bool want_value; /* the current header is one we keep */
+  bool field_long; /* the current header's name passed 64 bytes: not ours */
+  bool trailers;   /* past the headers: fields now are a chunked body's
+                      trailers, which must not authorize anything */
   bool complete;
   bool has_auth;
   int error_status;
@@ -88,19 +91,30 @@ static int on_url(http_parser *p, const char *at, size_t len) {
 static int on_header_field(http_parser *p, const char *at, size_t len) {
   sc_http_reader *r = reader_of(p);
   if (count_header(r, len)) return 1;
-  if (r->in_value) buf_clear(&r->field);
+  if (r->trailers) return 0;
+  if (r->in_value) {
+    buf_clear(&r->field);
+    r->field_long = false;
+  }
   r->in_value = false;
-  /* Only short names can be ones we keep. */
-  if (r->field.len + len > 64) return 0;
+  /* Only short names can be ones we keep. A longer one is remembered as
+   * such: keeping just its first pieces would let "Authorization-Foo..."
+   * (split across reads) pass for "Authorization". */
+  if (r->field_long || r->field.len + len > 64) {
+    r->field_long = true;
+    return 0;
+  }
   return buf_add(&r->field, at, len) ? 0 : fail(r, 400, "out of memory");
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t len) {
   sc_http_reader *r = reader_of(p);
   if (count_header(r, len)) return 1;
+  if (r->trailers) return 0;
   if (!r->in_value) {
     r->in_value = true;
-    r->want_value = r->field.p && strcasecmp(r->field.p, "authorization") == 0;
+    r->want_value =
+        !r->field_long && r->field.p && strcasecmp(r->field.p, "authorization") == 0;
     if (r->want_value) {
       /* A repeated Authorization header is ambiguous: refuse it. */
       if (r->has_auth) return fail(r, 400, "more than one Authorization header");
@@ -115,10 +129,18 @@ static int on_header_value(http_parser *p, const char *at, size_t len) {
 
 static int on_headers_complete(http_parser *p) {
   sc_http_reader *r = reader_of(p);
-  if (p->http_major != 1) return fail(r, 505, "only HTTP/1.x is spoken here");
+  r->trailers = true;
+  /* From this callback 1 and 2 mean "no body" to http-parser, not an error:
+   * an error must be another non-zero value. */
+  if (p->http_major != 1) {
+    fail(r, 505, "only HTTP/1.x is spoken here");
+    return -1;
+  }
   /* content_length is ULLONG_MAX when absent (chunked or no body). */
-  if (p->content_length != (uint64_t)-1 && p->content_length > r->max_body)
-    return fail(r, 413, "the request body is too large");
+  if (p->content_length != (uint64_t)-1 && p->content_length > r->max_body) {
+    fail(r, 413, "the request body is too large");
+    return -1;
+  }
   return 0;
 }
 
@@ -168,7 +190,8 @@ void sc_http_reader_next(sc_http_reader *r) {
   buf_clear(&r->auth);
   buf_clear(&r->body);
   r->header_bytes = 0;
-  r->in_value = r->want_value = r->complete = r->has_auth = false;
+  r->in_value = r->want_value = r->field_long = r->trailers = r->complete = r->has_auth =
+      false;
   memset(&r->req, 0, sizeof r->req);
   if (HTTP_PARSER_ERRNO(&r->parser) == HPE_PAUSED) http_parser_pause(&r->parser, 0);
 }
@@ -188,6 +211,7 @@ static void fill_request(sc_http_reader *r) {
   q->body_len = r->body.len;
   /* An upgrade (e.g. WebSocket) is not ours to speak: close after. */
   q->keep_alive = http_should_keep_alive(&r->parser) && !r->parser.upgrade;
+  q->http10 = r->parser.http_major == 1 && r->parser.http_minor == 0;
 }
 
 sc_http_feed sc_http_reader_feed(sc_http_reader *r, const char *data, size_t len,

@@ -43,6 +43,9 @@ typedef struct sc_http_request {
   const char *body;          /* NUL-terminated for convenience; body_len bytes */
   size_t body_len;
   bool keep_alive;           /* the connection may carry another request */
+  bool http10;               /* an HTTP/1.0 request: a persistent connection
+                                must be confirmed with Connection: keep-alive,
+                                and no chunked encoding (RFC 9112 7.1, C.2.2) */
   bool started;              /* some bytes of this request have arrived */
 } sc_http_request;
 

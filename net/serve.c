@@ -46,6 +46,10 @@
 #define MAX_STOPS 4
 #define MAX_INPUT_BUFFER (64 * 1024) /* unparsed (pipelined) bytes held per connection */
 #define MAX_OUTPUT_BACKLOG (1 << 20) /* drafts are skipped while more is unsent */
+/* No further pipelined request is parsed while more than this is unsent: a
+ * client that pipelines without reading would otherwise make us buffer
+ * answers without bound. */
+#define MAX_PIPELINE_BACKLOG (64 * 1024)
 #define LINGER_S 2.0
 
 typedef struct server server;
@@ -103,7 +107,10 @@ struct conn {
   bool closing;     /* answered with close: draining until EOF or LINGER_S */
   bool close_after; /* close once the output is flushed */
   bool keep_alive;
+  bool http10;      /* the current request is HTTP/1.0 */
+  bool head;        /* the current request is HEAD: answers carry no body */
   bool sse_started;
+  bool chunked;     /* the streamed body is chunked (not for HTTP/1.0) */
   bool req_timer;  /* the timer times the current request, not idleness */
   bool eof;        /* the client closed its side */
   bool in_process; /* inside conn_process: answers do not recurse into it */
@@ -304,8 +311,9 @@ static sc_status admit(server *s, job *j) {
     keep_pre = n_pre < room - keep_suf ? n_pre : room - keep_suf;
     keep_suf = room - keep_pre < n_suf ? room - keep_pre : n_suf;
   }
-  sc_infill_request q = {pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf, m,
-                         j->params.seed};
+  /* (An empty text may come back as NULL: no offset on that.) */
+  sc_infill_request q = {pre ? pre + (n_pre - keep_pre) : NULL, (int)keep_pre, suf,
+                         (int)keep_suf, m, j->params.seed};
   int slot = -1;
   st = sc_engine_batch_add(s->batch, &q, &j->params, &slot, &err);
   free(pre);
@@ -469,6 +477,12 @@ static void *engine_main(void *arg) {
 static void conn_close(conn *c);
 static void conn_process(conn *c);
 
+/* Whether the next pipelined request may be parsed and answered now. */
+static bool conn_can_parse(const conn *c) {
+  return c->fd >= 0 && !c->busy && !c->close_after && !c->closing &&
+         c->out_len - c->out_start < MAX_PIPELINE_BACKLOG;
+}
+
 static void conn_update_watchers(conn *c) {
   bool pending = c->out_start < c->out_len;
   if (pending && !ev_is_active(&c->ww)) ev_io_start(c->s->loop, &c->ww);
@@ -502,6 +516,16 @@ static bool conn_flush(conn *c) {
     if (!ev_is_active(&c->rw)) ev_io_start(c->s->loop, &c->rw);
   }
   return true;
+}
+
+/* Closes once what is queued is sent (a lingering close, see conn_flush). */
+static void conn_close_when_sent(conn *c) {
+  c->close_after = true;
+  if (!conn_flush(c) || c->closing) return;
+  /* Not all sent yet: bound the wait for a client that does not take it. */
+  ev_timer_stop(c->s->loop, &c->timer);
+  ev_timer_set(&c->timer, c->s->o.idle_timeout_s, 0);
+  ev_timer_start(c->s->loop, &c->timer);
 }
 
 static bool conn_send(conn *c, const char *data, size_t len) {
@@ -547,9 +571,14 @@ static void conn_request_done(conn *c, int status, bool completion) {
   if (completion && status == 200) record_latency(s, (sc_now_ms() - c->t_request) / 1000.0);
   c->busy = false;
   c->sse_started = false;
+  /* An error or 408 before the next request is routed is no HEAD answer. */
+  c->head = c->http10 = false;
   if (!c->keep_alive || c->eof) c->close_after = true;
+  if (c->close_after) {
+    conn_close_when_sent(c);
+    return;
+  }
   if (!conn_flush(c)) return;
-  if (c->close_after) return;
   sc_http_reader_next(c->rd);
   c->req_timer = false;
   ev_timer_stop(s->loop, &c->timer);
@@ -563,12 +592,19 @@ static void conn_request_done(conn *c, int status, bool completion) {
 static void conn_respond(conn *c, int status, const char *ctype, const char *body, size_t len,
                          const char *extra, bool completion) {
   char head[512];
+  /* An HTTP/1.0 client keeps the connection only when told so (RFC 9112
+   * appendix C.2.2). */
+  bool keep = c->keep_alive && !c->close_after;
   int n = snprintf(head, sizeof head,
                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
                    status, reason_phrase(status), ctype, len, extra ? extra : "",
-                   c->keep_alive && !c->close_after ? "" : "Connection: close\r\n");
+                   !keep ? "Connection: close\r\n"
+                   : c->http10 ? "Connection: keep-alive\r\n"
+                               : "");
   if (!conn_send(c, head, (size_t)n)) return;
-  if (len && !conn_send(c, body, len)) return;
+  /* A response to HEAD has no content (RFC 9110 section 9.3.2); bytes sent
+   * anyway would be read as the next response. */
+  if (len && !c->head && !conn_send(c, body, len)) return;
   conn_request_done(c, status, completion);
 }
 
@@ -624,8 +660,13 @@ static json_t *completion_object(const server *s, const job *j, const char *text
   return o;
 }
 
-/* One chunk of the chunked body (RFC 9112 section 7.1). */
+/* One chunk of the chunked body (RFC 9112 section 7.1); the bytes as they
+ * are when the body is not chunked (HTTP/1.0: it ends with the connection). */
 static void send_chunk(conn *c, const char *data, size_t len) {
+  if (!c->chunked) {
+    conn_send(c, data, len);
+    return;
+  }
   char head[32];
   int n = snprintf(head, sizeof head, "%zx\r\n", len);
   if (conn_send(c, head, (size_t)n) && conn_send(c, data, len)) conn_send(c, "\r\n", 2);
@@ -650,9 +691,23 @@ static void send_event(conn *c, json_t *o) {
 static void sse_start(conn *c) {
   if (c->sse_started) return;
   c->sse_started = true;
-  static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                             "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
-  conn_send(c, head, sizeof head - 1);
+  /* HTTP/1.0 has no chunked encoding (RFC 9112 section 7.1: not to be sent
+   * to a 1.0 request): the stream then ends with the connection. */
+  c->chunked = !c->http10;
+  if (!c->chunked) c->keep_alive = false;
+  char head[256];
+  int n = snprintf(head, sizeof head,
+                   "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                   "Cache-Control: no-cache\r\n%s%s\r\n",
+                   c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
+                   c->keep_alive ? "" : "Connection: close\r\n");
+  conn_send(c, head, (size_t)n);
+}
+
+/* The end of a stream: [DONE], then the last chunk when chunked. */
+static void sse_end(conn *c) {
+  send_chunk(c, "data: [DONE]\n\n", 14);
+  if (c->chunked) conn_send(c, "0\r\n\r\n", 5);
 }
 
 /* What the engine posted for this connection's job. */
@@ -680,8 +735,7 @@ static void conn_job_update(conn *c, job *j, char *draft, size_t draft_len, int 
       json_t *e = error_body(j->err_msg, j->err_status >= 500 ? "server_error"
                                                               : "invalid_request_error");
       send_event(c, e);
-      send_chunk(c, "data: [DONE]\n\n", 14);
-      conn_send(c, "0\r\n\r\n", 5);
+      sse_end(c);
       conn_request_done(c, j->err_status, true);
     } else {
       conn_error(c, j->err_status, j->err_msg, false);
@@ -692,8 +746,7 @@ static void conn_job_update(conn *c, job *j, char *draft, size_t draft_len, int 
   if (j->stream) {
     sse_start(c);
     send_event(c, o);
-    send_chunk(c, "data: [DONE]\n\n", 14);
-    conn_send(c, "0\r\n\r\n", 5);
+    sse_end(c);
     conn_request_done(c, 200, true);
   } else {
     conn_respond_json(c, 200, o, NULL, true);
@@ -793,7 +846,9 @@ static job *parse_completion(server *s, const char *body, size_t len, char *msg,
     json_int_t v = json_integer_value(mt);
     j->max_tokens = v > s->o.max_tokens ? s->o.max_tokens : (int)v;
   }
-  if (j->max_tokens > s->context - 2) j->max_tokens = s->context - 2;
+  /* At least half the context stays for the prompt and suffix: a canvas
+   * with nothing to condition on would be noise. */
+  if (j->max_tokens > (s->context - 2) / 2) j->max_tokens = (s->context - 2) / 2;
   if (!get_number(root, "temperature", 0, 2, &j->params.temperature, msg, msg_len) ||
       !get_number(root, "top_p", 0, 1, &j->params.top_p, msg, msg_len))
     goto out;
@@ -1017,6 +1072,8 @@ static void route(conn *c, const sc_http_request *q) {
   server *s = c->s;
   c->busy = true;
   c->keep_alive = q->keep_alive;
+  c->http10 = q->http10;
+  c->head = strcmp(q->method, "HEAD") == 0;
   c->t_request = sc_now_ms();
   ev_timer_stop(s->loop, &c->timer);
   const char *p = q->path;
@@ -1061,7 +1118,7 @@ static void route(conn *c, const sc_http_request *q) {
 /* Parses what has arrived and answers complete requests, one at a time. */
 static void conn_process(conn *c) {
   c->in_process = true;
-  while (c->fd >= 0 && !c->busy && !c->close_after && !c->closing) {
+  while (conn_can_parse(c)) {
     size_t used = 0;
     sc_http_feed f = sc_http_reader_feed(c->rd, c->in, c->in_len, &used);
     if (used) {
@@ -1160,10 +1217,16 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents) {
     }
   }
   for (;;) {
-    if (c->in_len >= MAX_INPUT_BUFFER && c->busy) {
-      /* Enough pipelined input held: read on once this answer is done. */
-      ev_io_stop(loop, &c->rw);
-      break;
+    if (c->in_len >= MAX_INPUT_BUFFER) {
+      /* Enough unparsed input held: parse it if we may (keeping the buffer
+       * small), else read on once the answer is done or sent
+       * (conn_request_done, conn_resume). */
+      if (conn_can_parse(c)) conn_process(c);
+      if (c->fd < 0 || c->closing) return;
+      if (c->in_len >= MAX_INPUT_BUFFER) {
+        ev_io_stop(loop, &c->rw);
+        break;
+      }
     }
     if (c->in_len + 4096 > c->in_cap) {
       size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
@@ -1178,8 +1241,6 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents) {
     ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
     if (n > 0) {
       c->in_len += (size_t)n;
-      if (!c->busy && c->in_len >= 65536) conn_process(c); /* keep the buffer small */
-      if (c->fd < 0) return;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -1195,23 +1256,43 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents) {
     ev_io_stop(loop, &c->rw);
     break;
   }
-  if (c->in_len > 0 && !c->busy) conn_process(c);
+  if (c->in_len > 0 && conn_can_parse(c)) conn_process(c);
   if (c->fd < 0) return;
-  if (c->eof && (c->job || (!c->busy && !c->close_after && !c->closing))) conn_close(c);
+  if (c->eof && !c->closing) {
+    if (c->job) {
+      conn_close(c);
+    } else if (!c->busy && !c->close_after) {
+      /* Answers still unsent are sent first, then the connection closes. */
+      if (c->out_start == c->out_len) conn_close(c);
+      else conn_close_when_sent(c);
+    }
+  }
+}
+
+/* After output drained: parse what pipelined input waits, read on. */
+static void conn_resume(conn *c) {
+  if (!conn_can_parse(c)) return;
+  if (c->in_len > 0 && !c->in_process) conn_process(c);
+  if (c->fd >= 0 && !c->eof && !c->close_after && !c->closing && !ev_is_active(&c->rw))
+    ev_io_start(c->s->loop, &c->rw);
 }
 
 static void write_cb(struct ev_loop *loop, ev_io *w, int revents) {
   conn *c = w->data;
-  conn_flush(c);
+  if (conn_flush(c)) conn_resume(c);
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   conn *c = w->data;
-  if (c->closing) {
-    conn_close(c);
+  if (c->closing || c->close_after) {
+    conn_close(c); /* lingered enough, or the client never took its answer */
     return;
   }
   if (c->busy) return;
+  if (c->out_start < c->out_len) {
+    conn_close(c); /* a client that reads none of its answers for so long */
+    return;
+  }
   if (sc_http_reader_request(c->rd)->started || c->in_len > 0) {
     c->busy = true;
     c->keep_alive = false;
@@ -1426,7 +1507,7 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   s->context = s->o.context > 0 ? s->o.context : (s->info->max_seq < 1024 ? s->info->max_seq : 1024);
   if (s->context > s->info->max_seq) s->context = s->info->max_seq;
   if (s->context < 8) FAIL(SC_ERR_INVALID, "a %d-token context is too small", s->context);
-  if (s->o.max_tokens > s->context - 2) s->o.max_tokens = s->context - 2;
+  if (s->o.max_tokens > (s->context - 2) / 2) s->o.max_tokens = (s->context - 2) / 2;
   if ((st = sc_engine_new(s->model, s->tok, s->context, &s->engine, err)) != SC_OK) goto done;
   {
     int budget = s->context * s->o.batch;

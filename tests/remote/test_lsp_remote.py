@@ -368,7 +368,7 @@ def test_repair_once():
     doc = "int add(int a, int b) {\n    \n}\n"
     mock = Mock()
     mock.script = [{"text": "int s = a + ;\n    return s;"}, {"text": "int s = a + b;"}]
-    s = start(mock.url)
+    s = start(mock.url, backend={"maxTries": 1})
     open_doc(s, doc)
     r = inline(s, 1, 4)
     eq([i["insertText"] for i in r["result"]["items"]], ["int s = a + b;\n    return s;"],
@@ -390,15 +390,27 @@ def test_repair_once():
     eq(r["result"]["items"], [], "a failed repair offers nothing")
     eq(r["result"]["data"].get("discarded"), "new syntax errors, not repaired", "and says why")
     eq(len(mock.requests), 4, "one repair request per completion, no more")
+    # The repair request fails (503; maxTries 1): only the repair is lost; the answer is an empty result, not an
+    # error, and the status says what the backend did.
+    mock.script = [{"text": "int s = a + ;\n    return s;"}] + [{"status": 503, "body": "{}"}] * 8
+    s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 3},
+                                        "contentChanges": [{"text": doc.replace("add", "mul")}]})
+    r = inline(s, 1, 4)
+    check("result" in r, "not an error", r)
+    eq(r["result"]["items"], [], "nothing offered")
+    eq(r["result"]["data"].get("discarded"), "new syntax errors, the repair request failed",
+       "and says why")
+    mock.script = []
+    n = len(mock.requests)
     # repair: false -- discarded at once, one request.
     s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"repair": False}}})
     mock.script = [{"text": "int s = a + ;\n    return s;"}]
-    s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 3},
+    s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 4},
                                         "contentChanges": [{"text": doc.replace("add", "sum")}]})
     r = inline(s, 1, 4)
     eq(r["result"]["items"], [], "discarded")
     eq(r["result"]["data"].get("discarded"), "new syntax errors", "no repair tried")
-    eq(len(mock.requests), 5, "no repair request")
+    eq(len(mock.requests), n + 1, "no repair request")
     s.shutdown_and_exit()
     mock.stop()
 

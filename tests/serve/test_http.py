@@ -1,7 +1,8 @@
 """`sculpt serve` against bad HTTP: garbage, oversized headers (431), a
 slowloris request (408), bad JSON and wrong field types (400), an oversized
 body (413), unknown paths (404), wrong methods (405), pipelining, random
-bytes, the connection cap (503) -- and the server keeps serving after each."""
+bytes, the connection cap (503), HTTP/1.0 keep-alive and streams, a client
+that pipelines without reading -- and the server keeps serving after each."""
 import json
 import os
 import random
@@ -111,6 +112,56 @@ check(status_of(raw) == 200 and b"connection: close" in raw.lower(), "HTTP/1.0")
 raw = srv.raw(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", wait=5, shut=True)
 check(status_of(raw) == 200, f"half-close after a request: {raw[:80]!r}")
 
+# HEAD gets the head of the answer (405 or 404 here) and no body: the
+# answer to a request pipelined after it must come right after that head.
+for path in (b"/health", b"/v1/fim/completions", b"/nope"):
+    raw = srv.raw(b"HEAD " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", wait=5)
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    check(status_of(head) in (404, 405) and rest.startswith(b"HTTP/1.1 200 OK"),
+          f"HEAD {path!r} then GET: {raw[:300]!r}")
+# A bad request after a HEAD still gets its error body.
+raw = srv.raw(b"HEAD /nope HTTP/1.1\r\nHost: x\r\n\r\nBAD\r\n\r\n", wait=5)
+second = raw[raw.find(b"\r\n\r\n") + 4:]
+error_json(second, 400, "a bad request after HEAD")
+
+# HTTP/1.0 keep-alive is confirmed with "Connection: keep-alive" (a 1.0
+# client closes otherwise), and a second request on it is answered.
+s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+s.sendall(b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+got = b""
+while b"}" not in got:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    got += chunk
+check(status_of(got) == 200 and b"connection: keep-alive" in got.lower(),
+      f"HTTP/1.0 keep-alive confirmed: {got[:200]!r}")
+s.sendall(b"GET /health HTTP/1.0\r\n\r\n")
+got = b""
+try:
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+except socket.timeout:
+    pass
+s.close()
+check(status_of(got) == 200 and b"connection: close" in got.lower(),
+      f"a second HTTP/1.0 request on it: {got[:200]!r}")
+# A stream to an HTTP/1.0 client is not chunked (RFC 9112 7.1): the events
+# as they are, ending with [DONE] and the connection.
+sbody = json.dumps({"prompt": "uvw", "max_tokens": 8, "stream": True}).encode()
+raw = srv.raw(b"POST /v1/fim/completions HTTP/1.0\r\nContent-Length: " +
+              str(len(sbody)).encode() + b"\r\n\r\n" + sbody, wait=10)
+head, _, sse = raw.partition(b"\r\n\r\n")
+check(status_of(raw) == 200 and b"transfer-encoding" not in head.lower() and
+      b"connection: close" in head.lower(), f"HTTP/1.0 stream head: {head!r}")
+check(sse.startswith(b"data: {") and sse.endswith(b"data: [DONE]\n\n") and
+      all(e.startswith(b"data: ") for e in sse.split(b"\n\n") if e),
+      f"HTTP/1.0 stream body: {sse[-200:]!r}")
+
 # Random bytes, and random cuts of a valid request: never a crash.
 rng = random.Random(1234)
 valid = one
@@ -140,4 +191,32 @@ m = srv.metrics()
 for code in ("400", "404", "405", "408", "413", "431", "503", "505"):
     check(m.get(f'sculpt_http_requests_total{{code="{code}"}}', 0) >= 1, f"{code} counted")
 check(srv.stop() == 0, "SIGTERM: exit 0")
+
+# A client that pipelines without reading: the server stops reading once
+# some answers wait (TCP pushes back) instead of buffering them without
+# bound, and closes the connection after --idle-timeout, even though the
+# last request asked for a close that is never reached.
+srv = Server(model, "--idle-timeout", "1")
+
+flood = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
+total = 8 << 20
+s = socket.create_connection(("127.0.0.1", srv.port))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.settimeout(3)
+sent = 0
+try:
+    while sent < total:
+        s.sendall(flood)
+        sent += len(flood)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+except (socket.timeout, ConnectionResetError, BrokenPipeError):
+    pass  # blocked, or already closed for not reading
+# (Before, it read on and buffered every answer: 8 MiB of requests made
+# about 50 MiB of unsent answers.)
+check(sent < total, f"the server pushes back on an unread pipeline ({sent} bytes taken)")
+check(wait_until(lambda: srv.metrics().get("sculpt_connections", 99) <= 1, timeout=10),
+      "a client that reads none of its answers is closed after --idle-timeout")
+s.close()
+check(srv.alive() and srv.health() is not None, "serving after the flood")
+check(srv.stop() == 0, "SIGTERM: exit 0 after the flood")
 finish()

@@ -60,6 +60,14 @@ check(st == 200 and res["choices"][0]["text"] == ALPHA, f"sampled/capped: {st} {
 st, _, res = srv.complete({"prompt": "int abc", "suffix": None, "max_tokens": 40})
 check(st == 200 and res["choices"][0]["text"] == ALPHA, "suffix null")
 
+# A small context: a huge max_tokens still leaves half of it to the prompt,
+# so the answer is still conditioned on "abc".
+small = Server(model, "--context", "64")
+st, _, res = small.complete({"prompt": "x" * 200 + "abc", "max_tokens": 100000})
+check(st == 200 and res["choices"][0]["text"] == ALPHA and
+      res["usage"]["prompt_tokens"] >= 20, f"context 64, max_tokens capped at half: {st} {res}")
+small.stop()
+
 # Streaming: drafts that refine, then the final text, then [DONE].
 st, ctype, events = srv.stream({"prompt": "int abc", "suffix": " = 1;\n", "max_tokens": 40})
 check(st == 200 and ctype == "text/event-stream", f"stream {st} {ctype}")

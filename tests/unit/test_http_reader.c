@@ -75,6 +75,46 @@ static void test_pipelined_and_limits(void) {
   sc_http_reader_free(r);
 }
 
+/* A header whose long name begins with "Authorization" is not the
+ * Authorization header, also when its name arrives in pieces; nor is a
+ * trailer; HTTP/1.0 is told apart. */
+static void test_long_header_name(void) {
+  const char *parts[] = {"GET / HTTP/1.1\r\nAuthorization",
+                         "-And-A-Long-Tail-That-Passes-Sixty-Four-Bytes-Of-Name-xxxxxxxxxxxxx",
+                         ": Bearer t0k\r\n\r\n"};
+  sc_http_reader *r = sc_http_reader_new(16384, 100);
+  REQUIRE(r);
+  sc_http_feed f = SC_HTTP_MORE;
+  for (size_t i = 0; i < 3 && f == SC_HTTP_MORE; i++) {
+    size_t used = 0;
+    f = sc_http_reader_feed(r, parts[i], strlen(parts[i]), &used);
+    EXPECT(used == strlen(parts[i]));
+  }
+  REQUIRE(f == SC_HTTP_REQUEST);
+  EXPECT(sc_http_reader_request(r)->authorization == NULL);
+  /* The next request's real one is still found. */
+  sc_http_reader_next(r);
+  const char real[] = "GET / HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n";
+  size_t used = 0;
+  REQUIRE(sc_http_reader_feed(r, real, strlen(real), &used) == SC_HTTP_REQUEST);
+  EXPECT(sc_http_reader_request(r)->authorization &&
+         strcmp(sc_http_reader_request(r)->authorization, "Bearer x") == 0);
+  EXPECT(!sc_http_reader_request(r)->http10);
+  sc_http_reader_next(r);
+  /* HTTP/1.0 is told apart (keep-alive only when asked for). */
+  const char old[] = "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+  REQUIRE(sc_http_reader_feed(r, old, strlen(old), &used) == SC_HTTP_REQUEST);
+  EXPECT(sc_http_reader_request(r)->http10 && sc_http_reader_request(r)->keep_alive);
+  sc_http_reader_next(r);
+  /* A chunked body's trailer is not a header: no Authorization from it. */
+  const char trailer[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "2\r\n{}\r\n0\r\nAuthorization: Bearer x\r\n\r\n";
+  REQUIRE(sc_http_reader_feed(r, trailer, strlen(trailer), &used) == SC_HTTP_REQUEST);
+  EXPECT(sc_http_reader_request(r)->authorization == NULL);
+  EXPECT(sc_http_reader_request(r)->body_len == 2);
+  sc_http_reader_free(r);
+}
+
 static uint64_t next_rand(uint64_t *s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
@@ -127,6 +167,7 @@ static void test_random_bytes(void) {
 int main(void) {
   RUN(test_split_everywhere);
   RUN(test_pipelined_and_limits);
+  RUN(test_long_header_name);
   RUN(test_random_bytes);
   TEST_MAIN_END();
 }

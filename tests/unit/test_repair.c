@@ -105,6 +105,13 @@ static void test_cases(void) {
                        "int x = v + ;\n  return x;", "int x = v + ;", "int x = v + 1;");
   test_span_and_repair("c", "int f(int v) {\n  \n}\n", "{\n  ",
                        "int x = v;\n  return (x * 2;", "  return (x * 2;", "  return x * 2;");
+  /* CRLF: the span ends before the \r, which stays with its line break. */
+  test_span_and_repair("c", "int f(int v) {\r\n  \r\n}\r\n", "{\r\n  ",
+                       "int x = v + ;\r\n  return x;", "int x = v + ;", "int x = v + 1;");
+  /* Multi-byte UTF-8 before the broken line: bytes, not characters. */
+  test_span_and_repair("c", "int f(int v) {\n  \n}\n", "{\n  ",
+                       "int x = v; /* \xc3\xa9t\xc3\xa9 */\n  return (x * 2;",
+                       "  return (x * 2;", "  return x * 2;");
   test_span_and_repair("python", "def f(v):\n    \n", "    ",
                        "x = v\n    y = x +\n    return y", "    y = x +\n    return y",
                        "    y = x + 1\n    return y");

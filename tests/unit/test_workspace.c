@@ -142,6 +142,15 @@ static void test_update_remove(void) {
   /* Bad paths are refused, not crashed on. */
   EXPECT(sc_workspace_update_file(ws, "../x.py", NULL, 0, NULL, &err) == SC_ERR_INVALID);
   EXPECT(sc_workspace_update_file(ws, "/etc/passwd", NULL, 0, NULL, &err) == SC_ERR_INVALID);
+  EXPECT(sc_workspace_update_file(ws, "sub/../../x.py", NULL, 0, NULL, &err) == SC_ERR_INVALID);
+  EXPECT(sc_workspace_update_file(ws, "sub/..", NULL, 0, NULL, &err) == SC_ERR_INVALID);
+  /* Two dots inside a name are just a name. */
+  const char *dotted = "def dotted(x):\n    return x\n";
+  EXPECT(sc_workspace_update_file(ws, "a..b.py", dotted, strlen(dotted), &indexed, &err) ==
+             SC_OK &&
+         indexed);
+  EXPECT(sc_workspace_count_definitions(ws, "dotted") == 1);
+  EXPECT(sc_workspace_remove_file(ws, "a..b.py"));
   /* The slot freed by removals is reused: a re-added file is found again. */
   write_file("a.py", "def alpha(x):\n    return x\n");
   EXPECT(sc_workspace_update_file(ws, "a.py", NULL, 0, &indexed, &err) == SC_OK && indexed);
