@@ -74,6 +74,13 @@ def burst(s):
     return counts
 
 
+def model_settled(s):
+    # The model loads in the background after initialized and logs when it
+    # is done (or failed); waiting for that keeps it out of the bursts.
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"]["state"] in ("ready", "error"), what="the model load")
+
+
 def server(init_options=None, trace=None, caps=None, stderr_level=None):
     s = spawn(["--max-message-size", str(LIMIT)], log_level=stderr_level)
     extra = {}
@@ -82,10 +89,7 @@ def server(init_options=None, trace=None, caps=None, stderr_level=None):
     if trace is not None:
         extra["trace"] = trace
     s.start(caps or {}, **extra)
-    # The model loads in the background after initialized and logs when it
-    # is done (or failed); wait for that so it stays out of the bursts.
-    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
-                   m["params"]["state"] in ("ready", "error"), what="the model load")
+    model_settled(s)
     return s
 
 
@@ -169,6 +173,7 @@ def test_workspace_configuration_round_trip():
     req = config_request(s, mark)
     check("id" in req, "workspace/configuration is a request", req)
     eq(req.get("params"), {"items": [{"section": "sculpt"}]}, "workspace/configuration params")
+    model_settled(s)
     check_level(burst(s), "error", ref, "before the configuration answer")
     s.respond(req["id"], [{"logLevel": "debug"}])
     check_level(burst(s), "debug", ref, "after workspace/configuration logLevel debug")
@@ -177,6 +182,7 @@ def test_workspace_configuration_round_trip():
     s = spawn(["--max-message-size", str(LIMIT)])
     s.start({"workspace": {"configuration": True}}, initializationOptions={"logLevel": "info"})
     req = config_request(s, 0)
+    model_settled(s)
     s.send({"jsonrpc": "2.0", "id": req["id"],
             "error": {"code": -32601, "message": "no configuration here"}})
     check_level(burst(s), "info", ref, "after an error answer to workspace/configuration")
@@ -185,6 +191,7 @@ def test_workspace_configuration_round_trip():
     s = spawn(["--max-message-size", str(LIMIT)])
     s.start({"workspace": {"configuration": True}}, initializationOptions={"logLevel": "warn"})
     req = config_request(s, 0)
+    model_settled(s)
     s.respond(req["id"], [None])
     check_level(burst(s), "warn", ref, "after a null configuration")
     eq(s.shutdown_and_exit(), 0, "exit code")
