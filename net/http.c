@@ -45,9 +45,10 @@ struct sc_http_reader {
   http_parser_settings settings;
   size_t max_header, max_body;
   size_t header_bytes;
-  buf url, field, auth, body;
+  buf url, field, auth, expect, body;
   bool in_value;   /* the last header callback was a value */
-  bool want_value; /* the current header is one we keep */
+  bool want_value; /* the current header is Authorization, kept */
+  bool want_expect; /* the current header is Expect, kept */
   bool field_long; /* the current header's name passed 64 bytes: not ours */
   bool trailers;   /* past the headers: fields now are a chunked body's
                       trailers, which must not authorize anything */
@@ -122,8 +123,12 @@ static int on_header_value(http_parser *p, const char *at, size_t len) {
       buf_clear(&r->auth);
       if (!buf_add(&r->auth, "", 0)) return fail(r, 400, "out of memory");
     }
+    r->want_expect = !r->field_long && r->field.p && strcasecmp(r->field.p, "expect") == 0;
   }
   if (r->want_value && !buf_add(&r->auth, at, len)) return fail(r, 400, "out of memory");
+  /* The only expectation there is fits in 32 bytes; more is not it. */
+  if (r->want_expect && r->expect.len + len < 32 && !buf_add(&r->expect, at, len))
+    return fail(r, 400, "out of memory");
   return 0;
 }
 
@@ -140,6 +145,14 @@ static int on_headers_complete(http_parser *p) {
   if (p->content_length != (uint64_t)-1 && p->content_length > r->max_body) {
     fail(r, 413, "the request body is too large");
     return -1;
+  }
+  /* Only HTTP/1.1 has 100 (Continue); a 1.0 client sends the body anyway. */
+  if (p->http_minor >= 1 && r->expect.p) {
+    const char *v = r->expect.p;
+    size_t n = r->expect.len;
+    while (n && (*v == ' ' || *v == '\t')) v++, n--;
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+    r->req.expect_continue = n == 12 && strncasecmp(v, "100-continue", 12) == 0;
   }
   return 0;
 }
@@ -180,6 +193,7 @@ void sc_http_reader_free(sc_http_reader *r) {
   free(r->url.p);
   free(r->field.p);
   free(r->auth.p);
+  free(r->expect.p);
   free(r->body.p);
   free(r);
 }
@@ -188,10 +202,11 @@ void sc_http_reader_next(sc_http_reader *r) {
   buf_clear(&r->url);
   buf_clear(&r->field);
   buf_clear(&r->auth);
+  buf_clear(&r->expect);
   buf_clear(&r->body);
   r->header_bytes = 0;
-  r->in_value = r->want_value = r->field_long = r->trailers = r->complete = r->has_auth =
-      false;
+  r->in_value = r->want_value = r->want_expect = r->field_long = r->trailers = r->complete =
+      r->has_auth = false;
   memset(&r->req, 0, sizeof r->req);
   if (HTTP_PARSER_ERRNO(&r->parser) == HPE_PAUSED) http_parser_pause(&r->parser, 0);
 }

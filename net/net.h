@@ -47,6 +47,10 @@ typedef struct sc_http_request {
                                 must be confirmed with Connection: keep-alive,
                                 and no chunked encoding (RFC 9112 7.1, C.2.2) */
   bool started;              /* some bytes of this request have arrived */
+  /* The headers are in and asked for "Expect: 100-continue": the client
+   * waits for a 100 (Continue) before it sends the body (RFC 9110 10.1.1).
+   * Set while the request is still partial (SC_HTTP_MORE). */
+  bool expect_continue;
 } sc_http_request;
 
 /* max_header: bytes of URL and header names and values (over -> 431);

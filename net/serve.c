@@ -112,6 +112,7 @@ struct conn {
   bool sse_started;
   bool chunked;     /* the streamed body is chunked (not for HTTP/1.0) */
   bool req_timer;  /* the timer times the current request, not idleness */
+  bool continued;  /* a 100 (Continue) went out for the current request */
   bool eof;        /* the client closed its side */
   bool in_process; /* inside conn_process: answers do not recurse into it */
   int last_step_sent;
@@ -580,7 +581,7 @@ static void conn_request_done(conn *c, int status, bool completion) {
   }
   if (!conn_flush(c)) return;
   sc_http_reader_next(c->rd);
-  c->req_timer = false;
+  c->req_timer = c->continued = false;
   ev_timer_stop(s->loop, &c->timer);
   ev_timer_set(&c->timer, s->o.idle_timeout_s, 0);
   ev_timer_start(s->loop, &c->timer);
@@ -1126,6 +1127,12 @@ static void conn_process(conn *c) {
       c->in_len -= used;
     }
     if (f == SC_HTTP_MORE) {
+      /* curl and others wait (1 s) for a 100 before a large body. */
+      if (sc_http_reader_request(c->rd)->expect_continue && !c->continued) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        c->continued = true;
+        if (!conn_send(c, cont, sizeof cont - 1) || !conn_flush(c)) break;
+      }
       /* The request timer starts at its first byte. */
       if (sc_http_reader_request(c->rd)->started && !c->req_timer) {
         ev_timer_stop(c->s->loop, &c->timer);

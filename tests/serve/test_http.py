@@ -190,6 +190,31 @@ still_serving("the cap")
 m = srv.metrics()
 for code in ("400", "404", "405", "408", "413", "431", "503", "505"):
     check(m.get(f'sculpt_http_requests_total{{code="{code}"}}', 0) >= 1, f"{code} counted")
+
+# Expect: 100-continue: the interim answer comes at once, before the body
+# (curl waits a second for it before sending a large body).
+body = json.dumps({"prompt": "wx", "max_tokens": 4}).encode()
+s = socket.create_connection(("127.0.0.1", srv.port))
+s.settimeout(3)
+s.sendall(b"POST /v1/fim/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+          b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+t0 = time.monotonic()
+try:
+    first = s.recv(64)
+except socket.timeout:
+    first = b""
+check(first == b"HTTP/1.1 100 Continue\r\n\r\n" and time.monotonic() - t0 < 1.0,
+      f"100 Continue before the body: {first!r}")
+s.sendall(body)
+got = b""
+while b"\r\n\r\n" not in got or not got.rstrip().endswith(b"}"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    got += chunk
+check(status_of(got) == 200 and json.loads(body_of(got))["choices"][0]["text"] == "yz",
+      f"then the answer: {got[:200]!r}")
+s.close()
 check(srv.stop() == 0, "SIGTERM: exit 0")
 
 # A client that pipelines without reading: the server stops reading once

@@ -115,6 +115,36 @@ static void test_long_header_name(void) {
   sc_http_reader_free(r);
 }
 
+/* Expect: 100-continue is reported once the headers are in, before the
+ * body; not for HTTP/1.0 and not for other expectations. */
+static void test_expect_continue(void) {
+  sc_http_reader *r = sc_http_reader_new(16384, 100);
+  REQUIRE(r);
+  const char head[] = "POST /v1/fim/completions HTTP/1.1\r\nExpect:  100-Continue \r\n"
+                      "Content-Length: 2\r\n\r\n";
+  size_t used = 0;
+  EXPECT(sc_http_reader_feed(r, head, strlen(head), &used) == SC_HTTP_MORE);
+  EXPECT(sc_http_reader_request(r)->expect_continue);
+  EXPECT(sc_http_reader_feed(r, "{}", 2, &used) == SC_HTTP_REQUEST && used == 2);
+  sc_http_reader_next(r);
+  EXPECT(!sc_http_reader_request(r)->expect_continue);
+  const char part[] = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n";
+  EXPECT(sc_http_reader_feed(r, part, strlen(part), &used) == SC_HTTP_MORE);
+  EXPECT(!sc_http_reader_request(r)->expect_continue); /* headers not finished */
+  EXPECT(sc_http_reader_feed(r, "\r\n{}", 4, &used) == SC_HTTP_REQUEST);
+  sc_http_reader_next(r);
+  const char *no[] = {"POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+                      "POST / HTTP/1.1\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n",
+                      "POST / HTTP/1.1\r\nX-Expect: 100-continue\r\nContent-Length: 2\r\n\r\n"};
+  for (size_t i = 0; i < 3; i++) {
+    EXPECT(sc_http_reader_feed(r, no[i], strlen(no[i]), &used) == SC_HTTP_MORE);
+    EXPECTF(!sc_http_reader_request(r)->expect_continue, "case %zu", i);
+    EXPECT(sc_http_reader_feed(r, "{}", 2, &used) == SC_HTTP_REQUEST);
+    sc_http_reader_next(r);
+  }
+  sc_http_reader_free(r);
+}
+
 static uint64_t next_rand(uint64_t *s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
@@ -168,6 +198,7 @@ int main(void) {
   RUN(test_split_everywhere);
   RUN(test_pipelined_and_limits);
   RUN(test_long_header_name);
+  RUN(test_expect_continue);
   RUN(test_random_bytes);
   TEST_MAIN_END();
 }
