@@ -80,8 +80,8 @@ typedef struct sc_serve_options {
   const char *api_key;    /* borrowed; NULL = no authentication */
   sc_device_kind device;
   int queue;              /* requests waiting beyond the live batch (64) */
-  int batch;              /* requests decoded together (8; at most
-                             SC_INFILL_MAX_BATCH) */
+  int batch;              /* requests decoded together, at most
+                             SC_INFILL_MAX_BATCH; 0: 8 on a GPU, 1 on the CPU */
   int context;            /* positions per request (0 = min(model, 1024)) */
   int max_tokens;         /* cap on max_tokens, the canvas (256) */
   int max_connections;    /* more are answered 503 and closed (256) */

@@ -68,6 +68,12 @@ check(st == 200 and res["choices"][0]["text"] == ALPHA and
       res["usage"]["prompt_tokens"] >= 20, f"context 64, max_tokens capped at half: {st} {res}")
 small.stop()
 
+# The live batch by device: on the CPU a shared pass saves nothing, so one.
+cpu = Server(model, "--device", "cpu")
+h = cpu.health()
+check(h and h.get("batch_capacity") == 1, f"CPU default --batch 1: {h}")
+cpu.stop()
+
 # Streaming: drafts that refine, then the final text, then [DONE].
 st, ctype, events = srv.stream({"prompt": "int abc", "suffix": " = 1;\n", "max_tokens": 40})
 check(st == 200 and ctype == "text/event-stream", f"stream {st} {ctype}")
