@@ -32,7 +32,7 @@ int sc_cli_serve(int argc, char **argv);
 bool sc_cli_parse_long(const char *s, long lo, long hi, long *out);
 
 /* The remote backend's options, shared by complete and batch: --backend URL,
- * --backend-model NAME, --api-key-env VAR, --timeout MS (option o with its
+ * --backend-model NAME, --api-key-env VAR, --timeout MS, --max-tries N (option o with its
  * value v) into r. 1: parsed; 0: o is not one of them; -1: a bad value,
  * reported as `sculpt CMD: ...`. */
 struct sc_fim_client_options;

@@ -123,8 +123,10 @@ static int parse_args(int argc, char **argv, args *a) {
     }
   }
   if (!a->target) { sc_cli_fail(CMD, "needs FILE:LINE:COL (see sculpt help complete)"); return 2; }
-  if (!a->remote.url && (a->remote.model || a->remote.api_key_env || a->remote.timeout_ms)) {
-    sc_cli_fail(CMD, "--backend-model, --api-key-env and --timeout go with --backend");
+  if (!a->remote.url &&
+      (a->remote.model || a->remote.api_key_env || a->remote.timeout_ms || a->remote.max_tries)) {
+    sc_cli_fail(CMD, "--backend-model, --api-key-env, --timeout and --max-tries go "
+                     "with --backend");
     return 2;
   }
   return 0;

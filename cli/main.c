@@ -75,7 +75,7 @@ const sc_cli_command sc_cli_commands[] = {
      "Coder, SGLang, vLLM: URL/v1/fim/completions) and prints the answer shaped as\n"
      "an editor gets it (cut to its syntactic unit, checked by a reparse, a broken\n"
      "line rewritten once by a second request).\n"
-     "  --backend URL --backend-model NAME --timeout MS\n"
+     "  --backend URL --backend-model NAME --timeout MS --max-tries N (429/5xx retries)\n"
      "  --api-key-env VAR   the bearer token's variable (default SCULPT_API_KEY)\n",
      sc_cli_complete},
     {"batch", "fill holes or fix diagnostics across files, checked",
@@ -105,7 +105,7 @@ const sc_cli_command sc_cli_commands[] = {
      "                      forward passes (the default on a GPU); --no-batch-sites\n"
      "                      decodes each alone with the K/V cache (the CPU default)\n"
      "  --no-progress, --device auto|cpu|cuda, --family NAME\n"
-     "  --backend URL [--backend-model NAME] [--api-key-env VAR] [--timeout MS]\n"
+     "  --backend URL [--backend-model NAME] [--api-key-env VAR] [--timeout MS] [--max-tries N]\n"
      "                      fill from an OpenAI-compatible FIM endpoint instead\n"
      "Symlinks leading out of the PATHs and binary files are skipped. Ctrl-C stops after\n"
      "the current site. Exit: 0 all sites done, 1 some failed or interrupted, 2 usage/input error.\n",

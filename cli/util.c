@@ -102,6 +102,12 @@ int sc_cli_backend_option(const char *cmd, const char *o, const char *v,
       return -1;
     }
     r->timeout_ms = (int)n;
+  } else if (strcmp(o, "--max-tries") == 0) {
+    if (!sc_cli_parse_long(v, 1, 10, &n)) {
+      sc_cli_fail(cmd, "--max-tries takes 1 to 10");
+      return -1;
+    }
+    r->max_tries = (int)n;
   } else {
     return 0;
   }

@@ -149,49 +149,40 @@ static json_t *json_text(const char *text, size_t len) {
 }
 
 /* The URL's path starts here (after scheme://host[:port]), or NULL. */
-static const char *url_path(const char *url) {
-  const char *h = strstr(url, "://");
-  return h ? strchr(h + 3, '/') : strchr(url, '/');
-}
-
-/* A base URL gets /v1/fim/completions; an OpenAI-style base ending in /v1
- * gets /fim/completions (POST /v1 is never an endpoint); any other path is
- * the endpoint itself (e.g. vLLM's or SGLang's /v1/completions). */
-static char *make_endpoint(const char *url) {
-  const char *path = url_path(url);
-  size_t n = strlen(url);
-  if (path && (strcmp(path, "/v1") == 0 || strcmp(path, "/v1/") == 0)) {
-    size_t base = (size_t)(path - url);
-    char *out = malloc(base + sizeof "/v1/fim/completions");
-    if (!out) return NULL;
-    memcpy(out, url, base);
-    memcpy(out + base, "/v1/fim/completions", sizeof "/v1/fim/completions");
-    return out;
+/* URLs are taken apart and put together by libcurl's URL API (CURLU), so
+ * that queries, fragments, user:password@ and IPv6 hosts are handled as
+ * curl itself will read them. Returns a malloc'd copy of part or of the
+ * whole URL after the edits, or NULL. */
+static char *url_edit(const char *url, bool endpoint) {
+  CURLU *u = curl_url();
+  char *got = NULL, *out = NULL;
+  if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) goto done;
+  if (endpoint) {
+    /* A base URL gets /v1/fim/completions; an OpenAI-style base ending in
+     * /v1 gets /fim/completions (POST /v1 is never an endpoint); any other
+     * path is the endpoint itself (e.g. vLLM's or SGLang's /v1/completions). */
+    if (curl_url_get(u, CURLUPART_PATH, &got, 0) != CURLUE_OK) goto done;
+    bool base = !got[0] || strcmp(got, "/") == 0;
+    bool v1 = strcmp(got, "/v1") == 0 || strcmp(got, "/v1/") == 0;
+    if ((base || v1) && curl_url_set(u, CURLUPART_PATH, "/v1/fim/completions", 0) != CURLUE_OK)
+      goto done;
+  } else {
+    /* For logs and messages: no user:password@. */
+    if (curl_url_set(u, CURLUPART_USER, NULL, 0) != CURLUE_OK ||
+        curl_url_set(u, CURLUPART_PASSWORD, NULL, 0) != CURLUE_OK)
+      goto done;
   }
-  bool has_path = path && path[1] && path[1] != '?' && path[1] != '#';
-  if (has_path) return strdup(url);
-  size_t base = path ? (size_t)(path - url) : n;
-  char *out = malloc(base + sizeof "/v1/fim/completions");
-  if (!out) return NULL;
-  memcpy(out, url, base);
-  memcpy(out + base, "/v1/fim/completions", sizeof "/v1/fim/completions");
+  curl_free(got);
+  got = NULL;
+  if (curl_url_get(u, CURLUPART_URL, &got, 0) == CURLUE_OK) out = strdup(got);
+done:
+  curl_free(got);
+  curl_url_cleanup(u);
   return out;
 }
 
-/* The endpoint without user:password@, for logs and messages. */
-static char *make_shown(const char *endpoint) {
-  const char *h = strstr(endpoint, "://");
-  const char *host = h ? h + 3 : endpoint;
-  const char *path = strchr(host, '/');
-  const char *at = memchr(host, '@', path ? (size_t)(path - host) : strlen(host));
-  if (!at) return strdup(endpoint);
-  size_t scheme = (size_t)(host - endpoint);
-  char *out = malloc(strlen(endpoint) + 1);
-  if (!out) return NULL;
-  memcpy(out, endpoint, scheme);
-  strcpy(out + scheme, at + 1);
-  return out;
-}
+static char *make_endpoint(const char *url) { return url_edit(url, true); }
+static char *make_shown(const char *endpoint) { return url_edit(endpoint, false); }
 
 /* ---- curl <-> libev -------------------------------------------------------------- */
 

@@ -1438,6 +1438,27 @@ static void server_teardown(server *s) {
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
   }
+  /* Requests still open get a last word before their connections close: a
+   * stream its error event and end, a plain request a 503. Best effort:
+   * what the sockets take now. */
+  for (conn *c = s->conns, *next; c; c = next) {
+    next = c->next; /* conn_flush may close c */
+    if (!c->job || c->fd < 0 || c->closing) continue;
+    if (c->sse_started) {
+      send_event(c, error_body("the server is shutting down", "server_error"));
+      sse_end(c);
+    } else {
+      static const char body[] = "{\"error\":{\"message\":\"the server is shutting down\","
+                                 "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+      char head[192];
+      int n = snprintf(head, sizeof head,
+                       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                       sizeof body - 1);
+      if (conn_send(c, head, (size_t)n)) conn_send(c, body, sizeof body - 1);
+    }
+    conn_flush(c);
+  }
   while (s->conns) conn_close(s->conns);
   reap(s);
   /* What the engine thread left: queued jobs, live ones, the outbox. */

@@ -150,10 +150,30 @@ def test_complete_repairs_once():
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_max_tries():
+    # --max-tries N: a backend that keeps answering 503 is asked N times.
+    tmp = tempfile.mkdtemp(prefix="sculpt-remote-cli-")
+    path = os.path.join(tmp, "a.py")
+    with open(path, "w") as f:
+        f.write("x = 1\n")
+    mock = Mock()
+    mock.default = {"status": 503, "body": "{}"}
+    p = run(["complete", "--backend", mock.url, "--max-tries", "2", "%s:1:5" % path])
+    check(p.returncode == 1 and "503" in p.stderr, "gives up with the status", p.stderr)
+    check(len(mock.requests) == 2, "two tries", len(mock.requests))
+    p = run(["complete", "--max-tries", "2", "%s:1:5" % path])
+    check(p.returncode == 2, "--max-tries without --backend is a usage error", p.stderr)
+    p = run(["complete", "--backend", mock.url, "--max-tries", "0", "%s:1:5" % path])
+    check(p.returncode == 2, "--max-tries 0 is refused", p.stderr)
+    mock.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     test_complete()
     test_batch()
     test_complete_repairs_once()
+    test_max_tries()
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)

@@ -2,7 +2,7 @@
 writes "defghijklmnopqrstuvwxyz" then ends): completions and their OpenAI
 shape, stop strings, streaming drafts, keep-alive, continuous batching of
 concurrent clients, the bounded queue (429), cancellation on disconnect,
-bearer tokens, and a clean SIGTERM."""
+bearer tokens, and a clean SIGTERM that tells open requests why they end."""
 import json
 import os
 import socket
@@ -221,4 +221,38 @@ check(p.returncode == 2, "--batch 99: exit 2")
 p = subprocess.run([BIN, "serve", "--model", model, "--listen", "nonsense"],
                    capture_output=True, timeout=30)
 check(p.returncode == 2, f"--listen nonsense: {p.returncode} {p.stderr}")
+# SIGTERM with a stream and a plain request open: the stream gets an error
+# event and its end, the plain request a 503, then the connections close.
+srv = Server(model, "--batch", "2", env={"SCULPT_SERVE_STEP_DELAY_MS": "300"})
+body = json.dumps({"prompt": "abc", "max_tokens": 40, "stream": True}).encode()
+plain = json.dumps({"prompt": "abc", "max_tokens": 40}).encode()
+socks = []
+for b in (body, plain):
+    k = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    k.sendall(b"POST /v1/fim/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+              b"\r\nContent-Length: %d\r\n\r\n" % len(b) + b)
+    socks.append(k)
+first = b""
+while b"data: " not in first:
+    chunk = socks[0].recv(4096)
+    if not chunk:
+        break
+    first += chunk
+check(b"data: " in first, f"the stream started: {first[:200]!r}")
+check(srv.stop() == 0, "SIGTERM with requests open: exit 0")
+rest = [first, b""]
+for i, k in enumerate(socks):
+    while True:
+        try:
+            chunk = k.recv(65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        rest[i] += chunk
+    k.close()
+check(b"shutting down" in rest[0] and b"data: [DONE]" in rest[0] and rest[0].endswith(b"0\r\n\r\n"),
+      f"the stream ends with an error event and [DONE]: {rest[0][-300:]!r}")
+check(rest[1].startswith(b"HTTP/1.1 503") and b"shutting down" in rest[1],
+      f"the plain request gets 503: {rest[1][:200]!r}")
 finish()

@@ -316,6 +316,11 @@ static void test_endpoints(void) {
       {"http://h:1/v1/", "http://h:1/v1/fim/completions"},
       {"http://h:1/v1/completions", "http://h:1/v1/completions"},
       {"http://user:secret@h:1", "http://h:1/v1/fim/completions"},
+      /* A query stays a query, after the path it belongs to. */
+      {"http://h:1?x=1", "http://h:1/v1/fim/completions?x=1"},
+      {"https://api.example.com/v1?k=2", "https://api.example.com/v1/fim/completions?k=2"},
+      {"http://h:1/v1/completions?k=2", "http://h:1/v1/completions?k=2"},
+      {"http://[::1]:8000", "http://[::1]:8000/v1/fim/completions"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     sc_fim_client_options o = {0};
