@@ -213,16 +213,8 @@ static int complete_remote(const args *a, const char *path, const char *text, si
                      sc_prompt_build(NULL, path, lang, text, len, offset, tok, REMOTE_BUDGET,
                                      &pr, NULL) == SC_OK;
   if (have_prompt) {
-    size_t total = strlen(pr.prefix);
-    for (size_t i = 0; i < pr.n_snippets; i++) total += pr.snippets[i].len;
-    prompt = malloc(total + 1);
+    prompt = sc_prompt_text(&pr, &prompt_len);
     if (prompt) {
-      for (size_t i = 0; i < pr.n_snippets; i++) {
-        memcpy(prompt + prompt_len, pr.snippets[i].text, pr.snippets[i].len);
-        prompt_len += pr.snippets[i].len;
-      }
-      memcpy(prompt + prompt_len, pr.prefix, strlen(pr.prefix));
-      prompt_len += strlen(pr.prefix);
       n_snippets = pr.n_snippets;
       suffix = pr.suffix;
       suffix_len = strlen(pr.suffix);

@@ -371,6 +371,11 @@ sc_status sc_prompt_build(const sc_workspace *ws, const char *path, const char *
                           size_t budget, sc_prompt *out, sc_error *err);
 void sc_prompt_free(sc_prompt *p);
 
+/* The text before the canvas: the snippets in order, then the prefix
+ * window. malloc'd (NUL-terminated, *len bytes), owned by the caller; NULL
+ * when out of memory. */
+char *sc_prompt_text(const sc_prompt *p, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

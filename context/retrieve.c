@@ -600,6 +600,22 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
   return SC_OK;
 }
 
+char *sc_prompt_text(const sc_prompt *p, size_t *len) {
+  size_t wl = p->prefix ? strlen(p->prefix) : 0, total = wl;
+  for (size_t i = 0; i < p->n_snippets; i++) total += p->snippets[i].len;
+  char *out = malloc(total + 1);
+  if (!out) return NULL;
+  size_t o = 0;
+  for (size_t i = 0; i < p->n_snippets; i++) {
+    memcpy(out + o, p->snippets[i].text, p->snippets[i].len);
+    o += p->snippets[i].len;
+  }
+  if (wl) memcpy(out + o, p->prefix, wl);
+  out[total] = '\0';
+  *len = total;
+  return out;
+}
+
 void sc_prompt_free(sc_prompt *p) {
   if (!p) return;
   for (size_t i = 0; i < p->n_snippets; i++) {

@@ -542,12 +542,8 @@ static void index_arg_free(void *p) {
  * (or none). */
 static json_t *index_job(sc_job *job, void *argp, sc_error *err) {
   index_arg *a = argp;
-  for (double end = sc_now_ms() + a->pause_ms; sc_now_ms() < end;) {
-    if (sc_job_cancelled(job) != SC_JOB_LIVE)
-      return sc_error_set(err, SC_ERR_CANCELLED, "indexing cancelled"), NULL;
-    struct timespec ts = {0, 5000000};
-    nanosleep(&ts, NULL);
-  }
+  if (!sc_job_wait(job, a->pause_ms))
+    return sc_error_set(err, SC_ERR_CANCELLED, "indexing cancelled"), NULL;
   sc_workspace_options o = {0};
   o.cancel = &job->cancel; /* exit does not wait for a big tree */
   if (sc_workspace_index(a->root, &o, &a->ws, err) != SC_OK) return NULL;
@@ -700,8 +696,9 @@ static void update_arg_free(void *p) {
 
 static json_t *update_job(sc_job *job, void *argp, sc_error *err) {
   update_arg *a = argp;
-  /* No index: none was asked for, or building it failed. (One still being
-   * built was queued before this job, so it is there by now.) */
+  /* No index: none was asked for, or building it failed. (While one is
+   * built on the background worker, index_done replays the updates that
+   * came meanwhile after installing it.) */
   if (!a->c->ws) return json_null();
   if (a->remove) {
     a->indexed = false;
@@ -1149,15 +1146,9 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   sc_completer *c = a->c;
   /* Debounce (automatic triggers only), in steps so a newer edit or request
    * cancels it at once. */
-  double deadline = sc_now_ms() + a->debounce_ms;
-  for (double now = sc_now_ms(); now < deadline; now = sc_now_ms()) {
-    if (sc_job_cancelled(job) != SC_JOB_LIVE) {
-      sc_error_set(err, SC_ERR_CANCELLED, "cancelled while waiting");
-      return NULL;
-    }
-    double left = deadline - now;
-    struct timespec ts = {0, (long)((left < 1.0 ? left : 1.0) * 1e6)};
-    nanosleep(&ts, NULL);
+  if (!sc_job_wait(job, a->debounce_ms)) {
+    sc_error_set(err, SC_ERR_CANCELLED, "cancelled while waiting");
+    return NULL;
   }
   if (!c->engine && !a->remote) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
@@ -1182,19 +1173,10 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
       if (sc_prompt_build_with(c->ws, a->rel_path, a->language, text, tl, a->prefix_len,
                                c->tok, (size_t)a->set.context_budget,
                                a->extras ? &a->extras->in : NULL, &prompt, NULL) == SC_OK) {
-        size_t total = 0;
-        for (size_t i = 0; i < prompt.n_snippets; i++) total += prompt.snippets[i].len;
-        if (total && (joined = malloc(total + a->prefix_len + 1))) {
-          size_t o = 0;
-          for (size_t i = 0; i < prompt.n_snippets; i++) {
-            memcpy(joined + o, prompt.snippets[i].text, prompt.snippets[i].len);
-            o += prompt.snippets[i].len;
-          }
-          /* The window the prompt chose, so the snippets fit the budget. */
-          size_t wl = strlen(prompt.prefix);
-          memcpy(joined + o, prompt.prefix, wl);
+        /* With snippets, the window the prompt chose, so that they fit the
+         * budget; without, the whole prefix (encode_context trims it). */
+        if (prompt.n_snippets && (joined = sc_prompt_text(&prompt, &before_len))) {
           before = joined;
-          before_len = o + wl;
           n_snippets = prompt.n_snippets;
         }
         sc_prompt_free(&prompt);

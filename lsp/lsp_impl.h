@@ -241,6 +241,10 @@ size_t sc_worker_pending(sc_worker *w);
 
 void sc_job_free(sc_job *job);
 
+/* On the job's thread: waits ms milliseconds in 1 ms steps, so that a
+ * cancel takes effect at once. False (after less than ms) when cancelled. */
+bool sc_job_wait(sc_job *job, double ms);
+
 /* ======================= server internals for lsp/ files ================== */
 /* Loop thread only. Double underscores: private to lsp/, shared by files. */
 

@@ -788,13 +788,10 @@ static void handle_test_offset(req *r) {
 
 static json_t *sleep_job(sc_job *job, void *arg, sc_error *err) {
   json_int_t ms = *(json_int_t *)arg;
-  for (json_int_t i = 0; i < ms; i++) {
-    if (sc_job_cancelled(job) != SC_JOB_LIVE) {
-      sc_error_set(err, SC_ERR_CANCELLED, "cancelled after %lld ms", (long long)i);
-      return NULL;
-    }
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
+  double t0 = sc_now_ms();
+  if (!sc_job_wait(job, (double)ms)) {
+    sc_error_set(err, SC_ERR_CANCELLED, "cancelled after %.0f ms", sc_now_ms() - t0);
+    return NULL;
   }
   return json_pack("{s:I}", "sleptMs", ms);
 }

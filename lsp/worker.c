@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct sc_worker {
   bool threaded;
@@ -21,6 +22,17 @@ struct sc_worker {
   sc_worker_done_fn on_done;
   void *user;
 };
+
+bool sc_job_wait(sc_job *job, double ms) {
+  double deadline = sc_now_ms() + ms;
+  for (double now = sc_now_ms(); now < deadline; now = sc_now_ms()) {
+    if (sc_job_cancelled(job) != SC_JOB_LIVE) return false;
+    double left = deadline - now;
+    struct timespec ts = {0, (long)((left < 1.0 ? left : 1.0) * 1e6)};
+    nanosleep(&ts, NULL);
+  }
+  return sc_job_cancelled(job) == SC_JOB_LIVE;
+}
 
 void sc_job_free(sc_job *job) {
   if (!job) return;
