@@ -269,7 +269,9 @@ sc_workspace_stats sc_workspace_get_stats(const sc_workspace *ws);
 const char *sc_workspace_root(const sc_workspace *ws); /* borrowed; never changes */
 
 /* Re-indexes one file, rel_path relative to the root. text (len bytes,
- * borrowed) is its content, e.g. an editor buffer; NULL reads it from disk.
+ * borrowed) is its content, e.g. an editor buffer; NULL reads it from disk,
+ * and when rel_path is a folder there, indexes the files git lists under it
+ * (a folder created or moved in; *indexed: any was).
  * A file the index did not have is first checked with `git check-ignore`
  * (so .gitignore holds for new files) and the same skips as the full index
  * (language, binary, generated, huge, outside the root, max_files). A file
@@ -278,7 +280,9 @@ const char *sc_workspace_root(const sc_workspace *ws); /* borrowed; never change
  * happens outside the lock, the swap under the write lock. */
 sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const char *text,
                                    size_t len, bool *indexed, sc_error *err);
-/* Drops rel_path from the index; false when it was not there. Thread-safe. */
+/* Drops rel_path from the index, or every file under it when it names a
+ * folder (a deleted or moved-away folder); false when nothing was there.
+ * Thread-safe. */
 bool sc_workspace_remove_file(sc_workspace *ws, const char *rel_path);
 /* How many definitions of name the index holds (a test and debugging aid). */
 size_t sc_workspace_count_definitions(const sc_workspace *ws, const char *name);

@@ -501,6 +501,67 @@ static void count_skip(sc_workspace_stats *st, skip_kind why) {
   else if (why == SK_OUTSIDE) st->skipped_outside++;
 }
 
+/* Indexes the files git lists under folder (relative; NULL: the whole
+ * root), honouring .gitignore: -z keeps odd names intact. Each file is
+ * parsed outside the lock and inserted under the write lock, so readers may
+ * run meanwhile (a folder that appears while serving). *added counts the
+ * files indexed. An error when git cannot list anything at all. */
+static sc_status index_listed(sc_workspace *ws, const char *folder, const _Atomic int *cancel,
+                              size_t *added, sc_error *err) {
+  char cmd[PATH_MAX * 2 + 128];
+  bool quotable = !strchr(ws->root, '\'') && (!folder || !strchr(folder, '\''));
+  snprintf(cmd, sizeof cmd,
+           "git -C '%s' ls-files -z --cached --others --exclude-standard%s%s%s 2>/dev/null",
+           ws->root, folder ? " -- '" : "", folder ? folder : "", folder ? "'" : "");
+  FILE *p = quotable ? popen(cmd, "r") : NULL;
+  SC_CHECK(p, err, SC_ERR_IO, "workspace %s: cannot run git ls-files", ws->root);
+  char name[PATH_MAX];
+  size_t nl = 0;
+  int ch;
+  bool any = false;
+  sc_status st = SC_OK;
+  while ((ch = fgetc(p)) != EOF) {
+    if (ch != '\0') {
+      if (nl + 1 < sizeof name) name[nl++] = (char)ch;
+      continue;
+    }
+    name[nl] = '\0';
+    nl = 0;
+    any = true;
+    if (cancel && atomic_load(cancel)) {
+      pclose(p);
+      return sc_error_set(err, SC_ERR_CANCELLED, "workspace %s: indexing cancelled", ws->root);
+    }
+    pthread_rwlock_rdlock(&ws->lock);
+    uint32_t id;
+    bool known = find_id(ws, name, &id);
+    bool full = !known && ws->n_live >= ws->max_files;
+    size_t room = ws->max_chunks - ws->n_chunks + (known ? ws->files[id]->n_chunks : 0);
+    pthread_rwlock_unlock(&ws->lock);
+    ws_file *f = NULL;
+    skip_kind why = SK_NONE;
+    if (!full && build_file(ws, name, NULL, 0, room, &f, &why) != SC_OK) {
+      st = sc_error_set(err, SC_ERR_NOMEM, "workspace %s: out of memory", ws->root);
+      break;
+    }
+    pthread_rwlock_wrlock(&ws->lock);
+    if (full) ws->stats.skipped_limit++;
+    else if (!f) count_skip(&ws->stats, why);
+    bool ok = !f || insert_file(ws, f);
+    pthread_rwlock_unlock(&ws->lock);
+    if (!ok) {
+      st = sc_error_set(err, SC_ERR_NOMEM, "workspace %s: out of memory", ws->root);
+      break;
+    }
+    if (f) (*added)++;
+  }
+  int rc = pclose(p);
+  if (st == SC_OK && !any && rc != 0 && !folder)
+    st = sc_error_set(err, SC_ERR_IO, "workspace %s: not a git repository (git ls-files failed)",
+                      ws->root);
+  return st;
+}
+
 sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
                              sc_workspace **out, sc_error *err) {
   *out = NULL;
@@ -518,55 +579,11 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
     return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
   }
   double t0 = sc_now_ms();
-  /* git decides what is ignored; -z keeps odd names intact. */
-  char cmd[PATH_MAX + 128];
-  snprintf(cmd, sizeof cmd,
-           "git -C '%s' ls-files -z --cached --others --exclude-standard 2>/dev/null", real);
-  FILE *p = strchr(real, '\'') ? NULL : popen(cmd, "r");
-  if (!p) {
+  size_t added = 0;
+  sc_status st = index_listed(ws, NULL, opts ? opts->cancel : NULL, &added, err);
+  if (st != SC_OK) {
     sc_workspace_free(ws);
-    return sc_error_set(err, SC_ERR_IO, "workspace %s: cannot run git ls-files", real);
-  }
-  char name[PATH_MAX];
-  size_t nl = 0;
-  int ch;
-  bool any = false;
-  while ((ch = fgetc(p)) != EOF) {
-    if (ch != '\0') {
-      if (nl + 1 < sizeof name) name[nl++] = (char)ch;
-      continue;
-    }
-    name[nl] = '\0';
-    nl = 0;
-    any = true;
-    if (opts && opts->cancel && atomic_load(opts->cancel)) {
-      pclose(p);
-      sc_workspace_free(ws);
-      return sc_error_set(err, SC_ERR_CANCELLED, "workspace %s: indexing cancelled", real);
-    }
-    if (ws->n_live >= ws->max_files) {
-      ws->stats.skipped_limit++;
-      continue;
-    }
-    ws_file *f = NULL;
-    skip_kind why;
-    size_t room = ws->max_chunks - ws->n_chunks;
-    if (build_file(ws, name, NULL, 0, room, &f, &why) != SC_OK) break;
-    if (!f) {
-      count_skip(&ws->stats, why);
-      continue;
-    }
-    /* No reader exists yet, but the invariant is cheap to keep. */
-    pthread_rwlock_wrlock(&ws->lock);
-    bool ok = insert_file(ws, f);
-    pthread_rwlock_unlock(&ws->lock);
-    if (!ok) break;
-  }
-  int rc = pclose(p);
-  if (!any && rc != 0) {
-    sc_workspace_free(ws);
-    return sc_error_set(err, SC_ERR_IO, "workspace %s: not a git repository (git ls-files failed)",
-                        real);
+    return st;
   }
   ws->stats.files = ws->n_live;
   ws->stats.chunks = ws->n_chunks;
@@ -598,6 +615,24 @@ sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const
   SC_CHECK(ws && rel_path && *rel_path && rel_path[0] != '/' && !has_dotdot(rel_path), err,
            SC_ERR_INVALID, "workspace update: '%s' is not a path inside the root",
            rel_path ? rel_path : "(null)");
+  if (!text) {
+    /* A folder that appeared (created, or moved in: editors report only the
+     * folder) brings the files git lists under it. */
+    char abs[PATH_MAX];
+    struct stat sb;
+    if (snprintf(abs, sizeof abs, "%s/%s", ws->root, rel_path) < (int)sizeof abs &&
+        stat(abs, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      size_t added = 0;
+      sc_status st = index_listed(ws, rel_path, NULL, &added, err);
+      pthread_rwlock_wrlock(&ws->lock);
+      ws->stats.updates += added;
+      ws->stats.files = ws->n_live;
+      ws->stats.chunks = ws->n_chunks;
+      pthread_rwlock_unlock(&ws->lock);
+      if (indexed) *indexed = added > 0;
+      return st;
+    }
+  }
   pthread_rwlock_rdlock(&ws->lock);
   uint32_t id;
   bool known = find_id(ws, rel_path, &id);
@@ -644,9 +679,22 @@ bool sc_workspace_remove_file(sc_workspace *ws, const char *rel_path) {
   if (found) {
     drop_file(ws, id);
     ws->stats.removals++;
-    ws->stats.files = ws->n_live;
-    ws->stats.chunks = ws->n_chunks;
+  } else {
+    /* Not a file: a deleted folder takes every file under it (editors
+     * report only the folder). A scan of the slots, as rare as the event. */
+    size_t n = strlen(rel_path);
+    while (n > 0 && rel_path[n - 1] == '/') n--;
+    for (size_t i = 0; n > 0 && i < ws->n_slots; i++) {
+      ws_file *f = ws->files[i];
+      if (f && strncmp(f->path, rel_path, n) == 0 && f->path[n] == '/') {
+        drop_file(ws, (uint32_t)i);
+        ws->stats.removals++;
+        found = true;
+      }
+    }
   }
+  ws->stats.files = ws->n_live;
+  ws->stats.chunks = ws->n_chunks;
   pthread_rwlock_unlock(&ws->lock);
   return found;
 }

@@ -89,7 +89,9 @@ typedef struct sc_serve_options {
   double header_timeout_s; /* a request must be complete this soon after its
                               first byte, else 408 (10) */
   double idle_timeout_s;  /* an idle keep-alive connection is closed (60) */
-  int step_delay_ms;      /* test hook: sleep after each batch step (0) */
+  int step_delay_ms;      /* test hook: sleep after each batch step, and
+                             when taking a request from the queue into the
+                             batch (0) */
 } sc_serve_options;
 
 void sc_serve_options_default(sc_serve_options *o);

@@ -154,7 +154,8 @@ struct server {
   /* Guarded by mu. */
   bool stop;
   job *q_head, *q_tail;
-  int n_pending;
+  int n_pending; /* the queue's jobs and the one admit() is moving into the
+                    batch; n_pending + n_live <= queue + batch always */
   job *out_head, *out_tail;
   job *live[SC_INFILL_MAX_BATCH]; /* by batch slot */
   int n_live, max_live;
@@ -284,9 +285,10 @@ static void fail_job_locked(server *s, job *j, int status, const char *msg) {
   post_locked(s, j);
 }
 
-/* Tokenizes j and adds it to the batch. Returns SC_ERR_UNSUPPORTED when it
- * does not fit the batch now (the caller requeues it); any other failure has
- * been posted. Called without mu. */
+/* Tokenizes j, taken off the queue but still counted in n_pending, and adds
+ * it to the batch. Returns SC_ERR_UNSUPPORTED when it does not fit the batch
+ * now (the caller requeues it, still counted); otherwise it leaves
+ * n_pending, and any failure has been posted. Called without mu. */
 static sc_status admit(server *s, job *j) {
   sc_error err = {0};
   int32_t *pre = NULL, *suf = NULL;
@@ -295,6 +297,7 @@ static sc_status admit(server *s, job *j) {
   if (st == SC_OK) st = sc_tokenizer_encode(s->tok, j->suffix, j->suffix_len, &suf, &n_suf, &err);
   if (st != SC_OK) {
     pthread_mutex_lock(&s->mu);
+    s->n_pending--;
     fail_job_locked(s, j, 500, err.msg);
     job_release_locked(j);
     pthread_mutex_unlock(&s->mu);
@@ -320,6 +323,9 @@ static sc_status admit(server *s, job *j) {
   free(pre);
   free(suf);
   pthread_mutex_lock(&s->mu);
+  /* Out of the queue's count and into the batch's in one critical section
+   * (engine_main keeps it counted while it is in transit). */
+  if (st != SC_ERR_UNSUPPORTED) s->n_pending--;
   if (st == SC_OK) {
     j->slot = slot;
     j->state = JOB_LIVE;
@@ -397,6 +403,15 @@ static void finish(server *s, job *j) {
   sc_infill_result_free(&r);
 }
 
+/* Test hook (step_delay_ms): a slow admission, as tokenizing a long prompt
+ * is, so that tests can send requests while one is between the queue and
+ * the batch. */
+static void admit_delay(const server *s) {
+  if (s->o.step_delay_ms <= 0) return;
+  struct timespec ts = {s->o.step_delay_ms / 1000, (long)(s->o.step_delay_ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
 static void *engine_main(void *arg) {
   server *s = arg;
   pthread_mutex_lock(&s->mu);
@@ -408,8 +423,11 @@ static void *engine_main(void *arg) {
       job *j = s->q_head;
       s->q_head = j->next_q;
       if (!s->q_head) s->q_tail = NULL;
-      s->n_pending--;
+      /* j stays counted in n_pending until admit() has put it in the batch
+       * or failed it: uncounted in between, it would let the loop thread
+       * admit one request more than queue + batch. */
       pthread_mutex_unlock(&s->mu);
+      admit_delay(s);
       sc_status st = admit(s, j);
       pthread_mutex_lock(&s->mu);
       if (st == SC_ERR_UNSUPPORTED) {
@@ -417,7 +435,6 @@ static void *engine_main(void *arg) {
         j->next_q = s->q_head;
         s->q_head = j;
         if (!s->q_tail) s->q_tail = j;
-        s->n_pending++;
         break;
       }
     }
@@ -477,6 +494,7 @@ static void *engine_main(void *arg) {
 
 static void conn_close(conn *c);
 static void conn_process(conn *c);
+static void conn_eof(conn *c);
 
 /* Whether the next pipelined request may be parsed and answered now. */
 static bool conn_can_parse(const conn *c) {
@@ -574,7 +592,9 @@ static void conn_request_done(conn *c, int status, bool completion) {
   c->sse_started = false;
   /* An error or 408 before the next request is routed is no HEAD answer. */
   c->head = c->http10 = false;
-  if (!c->keep_alive || c->eof) c->close_after = true;
+  /* After the client's EOF the connection still answers the requests that
+   * came whole before it (conn_process, then conn_eof closes). */
+  if (!c->keep_alive) c->close_after = true;
   if (c->close_after) {
     conn_close_when_sent(c);
     return;
@@ -585,7 +605,7 @@ static void conn_request_done(conn *c, int status, bool completion) {
   ev_timer_stop(s->loop, &c->timer);
   ev_timer_set(&c->timer, s->o.idle_timeout_s, 0);
   ev_timer_start(s->loop, &c->timer);
-  if (!ev_is_active(&c->rw)) ev_io_start(s->loop, &c->rw);
+  if (!c->eof && !ev_is_active(&c->rw)) ev_io_start(s->loop, &c->rw);
   if (!c->in_process) conn_process(c); /* pipelined requests already here */
 }
 
@@ -943,14 +963,6 @@ static void handle_completion(conn *c, const sc_http_request *q) {
     conn_error(c, 400, msg, false);
     return;
   }
-  pthread_mutex_lock(&s->mu);
-  bool full = s->n_pending + s->n_live >= s->o.queue + s->o.batch;
-  pthread_mutex_unlock(&s->mu);
-  if (full) {
-    job_free(j);
-    conn_error(c, 429, "the server is busy: the queue is full", false);
-    return;
-  }
   s->next_id++;
   snprintf(j->id, sizeof j->id, "cmpl-%016llx%08llx",
            (unsigned long long)sc_hash64(&s->next_id, sizeof s->next_id, (uint64_t)time(NULL)),
@@ -960,16 +972,27 @@ static void handle_completion(conn *c, const sc_http_request *q) {
   j->refs = 2; /* the connection and the engine */
   j->state = JOB_QUEUED;
   j->slot = -1;
+  /* The bound is checked and the place taken in one critical section, so
+   * that nothing the engine thread does in between can admit one more. */
+  pthread_mutex_lock(&s->mu);
+  bool full = s->n_pending + s->n_live >= s->o.queue + s->o.batch;
+  if (!full) {
+    if (s->q_tail) s->q_tail->next_q = j;
+    else s->q_head = j;
+    s->q_tail = j;
+    s->n_pending++;
+    pthread_cond_signal(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (full) {
+    job_free(j); /* never shared */
+    conn_error(c, 429, "the server is busy: the queue is full", false);
+    return;
+  }
+  /* j->conn is the loop thread's alone: setting it after the unlock is fine. */
   j->conn = c;
   c->job = j;
   c->last_step_sent = 0;
-  pthread_mutex_lock(&s->mu);
-  if (s->q_tail) s->q_tail->next_q = j;
-  else s->q_head = j;
-  s->q_tail = j;
-  s->n_pending++;
-  pthread_cond_signal(&s->cv);
-  pthread_mutex_unlock(&s->mu);
 }
 
 static void handle_health(conn *c) {
@@ -1116,6 +1139,31 @@ static void route(conn *c, const sc_http_request *q) {
 
 /* ---- connections: input ------------------------------------------------------- */
 
+/* After the client's EOF (a close or a half-close, which look the same):
+ * every request that arrived whole is answered, in order, then the
+ * connection closes once the answers are sent (RFC 9112 section 9.6).
+ * Called whenever input was processed; does nothing before EOF or while
+ * an answer is under way. */
+static void conn_eof(conn *c) {
+  if (c->fd < 0 || !c->eof || c->closing || c->close_after || c->in_process) return;
+  if (c->job) {
+    /* A completion still pending: the client is taken as gone and the
+     * request cancelled, to free its place in the batch at once (a client
+     * that closed and one that half-closed cannot be told apart, and HTTP
+     * clients do not half-close while they wait). */
+    conn_close(c);
+    return;
+  }
+  /* Busy: answering now (conn_request_done comes back here). Can't parse:
+   * too many answers unsent, and the pipelined requests behind them wait
+   * (conn_resume comes back here once they are sent). */
+  if (c->busy || !conn_can_parse(c)) return;
+  /* Everything whole is answered; what is left in c->in is a request the
+   * client cut off, which gets no answer. */
+  if (c->out_start == c->out_len) conn_close(c);
+  else conn_close_when_sent(c);
+}
+
 /* Parses what has arrived and answers complete requests, one at a time. */
 static void conn_process(conn *c) {
   c->in_process = true;
@@ -1153,6 +1201,7 @@ static void conn_process(conn *c) {
     route(c, sc_http_reader_request(c->rd));
   }
   c->in_process = false;
+  conn_eof(c);
 }
 
 static void conn_close(conn *c) {
@@ -1256,30 +1305,20 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents) {
       conn_close(c);
       return;
     }
-    /* EOF. A client that closes its side while its completion is pending
-     * is taken as gone and its request cancelled (HTTP clients do not
-     * half-close); requests already complete are still answered. */
+    /* EOF: see conn_eof. */
     c->eof = true;
     ev_io_stop(loop, &c->rw);
     break;
   }
   if (c->in_len > 0 && conn_can_parse(c)) conn_process(c);
-  if (c->fd < 0) return;
-  if (c->eof && !c->closing) {
-    if (c->job) {
-      conn_close(c);
-    } else if (!c->busy && !c->close_after) {
-      /* Answers still unsent are sent first, then the connection closes. */
-      if (c->out_start == c->out_len) conn_close(c);
-      else conn_close_when_sent(c);
-    }
-  }
+  else conn_eof(c);
 }
 
 /* After output drained: parse what pipelined input waits, read on. */
 static void conn_resume(conn *c) {
   if (!conn_can_parse(c)) return;
   if (c->in_len > 0 && !c->in_process) conn_process(c);
+  else if (!c->in_process) conn_eof(c);
   if (c->fd >= 0 && !c->eof && !c->close_after && !c->closing && !ev_is_active(&c->rw))
     ev_io_start(c->s->loop, &c->rw);
 }

@@ -8,7 +8,13 @@ Sources (each file's license is recorded in the manifest):
     Zlib, PSF, ...). CPython's standard library packages are the one named
     exception: their copyright file is free-form and the code is PSF-2.0.
   * npm packages found under --npm-root folders (default /usr/lib/node_modules):
-    the package.json "license" must be permissive.
+    the package.json "license" must be permissive. A package with a src/
+    folder contributes only src/ (its dist/ builds are near-copies of it).
+  * Packages fetch_sources.py downloaded (same license rules):
+    --deb-root DIR   DIR/<pkg>/ is an unpacked binary package; evidence
+                     DIR/<pkg>/usr/share/doc/<pkg>/copyright
+    --src-root DIR   DIR/<pkg>/ is an unpacked Debian source package;
+                     evidence its debian/copyright
 Languages: Python (.py), JavaScript/TypeScript (.js .mjs .cjs .ts), C (.c .h;
 headers that look like C++ are skipped).
 
@@ -19,7 +25,8 @@ wins). Held-out split: by file, sha256(content) mod 100 < --heldout-pct.
 Everything is sorted, so the same inputs give the same corpus byte for byte
 (manifest "corpus_sha256").
 
-    corpus.py OUT_DIR [--max-mb-per-lang 12] [--heldout-pct 3]
+    corpus.py OUT_DIR [--max-mb-per-lang 12] [--max-mb LANG=MB ...] [--heldout-pct 3]
+                      [--deb-root DIR] [--src-root DIR] [--npm-root DIR] [--no-system]
 
 Writes OUT_DIR/train.jsonl, OUT_DIR/heldout.jsonl (one {"path", "lang",
 "source", "license", "sha256", "text"} per line) and OUT_DIR/manifest.json.
@@ -76,6 +83,12 @@ def debian_license(pkg):
     path = f"/usr/share/doc/{base}/copyright"
     if PSF_PACKAGES.match(base):
         return "PSF-2.0", path
+    return dep5_license(path)
+
+
+def dep5_license(path):
+    """(license string or None, path) from a Debian copyright file: only a
+    machine-readable (DEP-5) file whose every License: field is permissive."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -109,6 +122,47 @@ def dpkg_sources():
     return out
 
 
+def code_files(top, skip_dirs=()):
+    out = []
+    for dp, dns, fns in os.walk(top):
+        dns[:] = sorted(x for x in dns if x not in skip_dirs)
+        out += [os.path.join(dp, fn) for fn in sorted(fns) if os.path.splitext(fn)[1] in EXT_LANG]
+    return out
+
+
+def deb_root_sources(roots):
+    """Unpacked binary packages (fetch_sources.py OUT/deb)."""
+    out = []
+    for root in roots:
+        for pkg in sorted(os.listdir(root)):
+            d = os.path.join(root, pkg)
+            lic, ev = dep5_license(os.path.join(d, "usr", "share", "doc", pkg, "copyright"))
+            files = code_files(d) if lic else []
+            if files:
+                out.append((f"debian:{pkg}", lic, ev, files))
+    return out
+
+
+def src_root_sources(roots):
+    """Unpacked Debian source packages (fetch_sources.py OUT/src): the
+    upstream tree(s) plus debian/, whose copyright file covers them all."""
+    out = []
+    for root in roots:
+        for pkg in sorted(os.listdir(root)):
+            d = os.path.join(root, pkg)
+            ev = os.path.join(d, "debian", "copyright")
+            lic, ev = dep5_license(ev)
+            files = code_files(d, skip_dirs=("debian",)) if lic else []
+            if files:
+                out.append((f"debian-source:{pkg}", lic, ev, files))
+    return out
+
+
+# Build outputs that repeat a package's sources in another module format.
+NPM_BUILD_DIRS = {"esm", "esm5", "es", "es6", "umd", "bundles", "min", "fesm2015",
+                  "fesm2020", "fesm2022", "cjs-min", "browser"}
+
+
 def npm_sources(roots):
     out = []
     for root in roots:
@@ -127,9 +181,10 @@ def npm_sources(roots):
             if not isinstance(lic, str) or not license_ok(lic):
                 continue
             files = []
-            for dp, dns, fns in os.walk(d):
+            top = os.path.join(d, "src") if os.path.isdir(os.path.join(d, "src")) else d
+            for dp, dns, fns in os.walk(top):
                 # nested node_modules are packages of their own
-                dns[:] = sorted(x for x in dns if x != "node_modules")
+                dns[:] = sorted(x for x in dns if x != "node_modules" and x not in NPM_BUILD_DIRS)
                 if dp != d and os.path.exists(os.path.join(dp, "package.json")):
                     with open(os.path.join(dp, "package.json"), encoding="utf-8",
                               errors="replace") as f:
@@ -173,8 +228,10 @@ def accept(path, raw):
     return lang, text
 
 
-def build(out_dir, npm_roots, max_mb_per_lang, heldout_pct, log=print):
-    sources = dpkg_sources() + npm_sources(npm_roots)
+def build(out_dir, npm_roots, max_mb_per_lang, heldout_pct, log=print, deb_roots=(),
+          src_roots=(), system=True, lang_caps=None):
+    sources = ((dpkg_sources() if system else []) + deb_root_sources(deb_roots)
+               + src_root_sources(src_roots) + npm_sources(npm_roots))
     seen = set()
     per_lang = {}
     records = []
@@ -201,12 +258,12 @@ def build(out_dir, npm_roots, max_mb_per_lang, heldout_pct, log=print):
             src_stats.append(dict(source=name, license=lic, license_evidence=ev, files=n_ok,
                                   bytes=n_bytes))
     # Cap each language deterministically: keep files in content-hash order.
-    cap = int(max_mb_per_lang * 1e6)
+    caps = {lang: int(mb * 1e6) for lang, mb in (lang_caps or {}).items()}
     records.sort(key=lambda r: r["sha256"])
     kept = []
     for r in records:
         n = per_lang.get(r["lang"], 0)
-        if n >= cap:
+        if n >= caps.get(r["lang"], int(max_mb_per_lang * 1e6)):
             continue
         per_lang[r["lang"]] = n + len(r["text"].encode())
         kept.append(r)
@@ -235,7 +292,7 @@ def build(out_dir, npm_roots, max_mb_per_lang, heldout_pct, log=print):
         filters=dict(min_bytes=MIN_BYTES, max_bytes=MAX_BYTES, max_line=1000,
                      max_mean_line=120, dedup="sha256 of content",
                      split=f"sha256[:8] mod 100 < {heldout_pct} -> heldout",
-                     max_mb_per_lang=max_mb_per_lang),
+                     max_mb_per_lang=max_mb_per_lang, max_mb=lang_caps or {}),
         counts=counts,
         bytes_per_lang=per_lang,
         corpus_sha256=digest.hexdigest(),
@@ -258,10 +315,26 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("--npm-root", action="append", default=None,
                     help="folder holding npm packages (repeatable; default /usr/lib/node_modules)")
+    ap.add_argument("--deb-root", action="append", default=[],
+                    help="folder of unpacked binary packages (fetch_sources.py OUT/deb)")
+    ap.add_argument("--src-root", action="append", default=[],
+                    help="folder of unpacked source packages (fetch_sources.py OUT/src)")
+    ap.add_argument("--no-system", action="store_true",
+                    help="skip this machine's installed packages and /usr/lib/node_modules")
     ap.add_argument("--max-mb-per-lang", type=float, default=12.0)
+    ap.add_argument("--max-mb", action="append", default=[], metavar="LANG=MB",
+                    help="a per-language cap overriding --max-mb-per-lang (repeatable)")
     ap.add_argument("--heldout-pct", type=int, default=3)
     a = ap.parse_args()
-    build(a.out_dir, a.npm_root or ["/usr/lib/node_modules"], a.max_mb_per_lang, a.heldout_pct)
+    caps = {}
+    for c in a.max_mb:
+        lang, _, mb = c.partition("=")
+        if lang not in set(EXT_LANG.values()):
+            ap.error(f"--max-mb {c}: language must be one of {sorted(set(EXT_LANG.values()))}")
+        caps[lang] = float(mb)
+    npm = a.npm_root if a.npm_root is not None else ([] if a.no_system else ["/usr/lib/node_modules"])
+    build(a.out_dir, npm, a.max_mb_per_lang, a.heldout_pct, deb_roots=a.deb_root,
+          src_roots=a.src_root, system=not a.no_system, lang_caps=caps)
 
 
 if __name__ == "__main__":

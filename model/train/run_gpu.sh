@@ -13,7 +13,12 @@
 #              Debian sources to build a corpus from): INPUT/corpus/ (from
 #              corpus.py) and INPUT/tokenizer.json (from bpe.py). Missing
 #              parts are built here.
+#              INPUT/cache/ (optional) holds the token streams train.py
+#              cached for that corpus and tokenizer, so the box skips
+#              tokenizing.
 #   BUDGET     training seconds (default 540 = 9 minutes; smoke: 4)
+#   EVAL       0: skip the evaluation (do it later, on any machine, with
+#              evaluate.py on the checkpoint that comes back)
 #   PY         Python interpreter (default python3)
 #   SCULPT_BIN optional: also measure sculpt's CPU latency on the result
 #
@@ -67,10 +72,15 @@ fi
 EXTRA=()
 [ "$THREADS" != 0 ] && EXTRA+=(--threads "$THREADS")
 [ "$SMOKE" = 1 ] && EXTRA+=(--eval-every 2)
+CACHE="$OUT/cache"
+[ -n "${INPUT:-}" ] && [ -d "$INPUT/cache" ] && CACHE="$INPUT/cache"
 "$PY" "$HERE/train.py" --corpus "$CORPUS" --tokenizer "$TOK" --out "$OUT/checkpoint" \
-  --cache "$OUT/cache" --preset "$PRESET" --device "$DEVICE" --time-budget "$BUDGET" \
+  --cache "$CACHE" --preset "$PRESET" --device "$DEVICE" --time-budget "$BUDGET" \
   --log "$LOG" "${EXTRA[@]}" > /dev/null
 
+if [ "${EVAL:-1}" = 0 ]; then
+  say "evaluation skipped (EVAL=0)"
+else
 EV=(--model "$OUT/checkpoint" --corpus "$CORPUS" --n "$EVAL_N" --out "$OUT/eval.json")
 if [ -n "${SCULPT_BIN:-}" ] && [ -x "${SCULPT_BIN}" ]; then
   EV+=(--engine sculpt --sculpt "$SCULPT_BIN")
@@ -78,12 +88,14 @@ else
   EV+=(--engine torch --device "$DEVICE")
 fi
 "$PY" "$HERE/evaluate.py" "${EV[@]}" 2>&1 | tee -a "$LOG"
+fi
 
 "$PY" - "$OUT" <<'EOF'
 import json, os, sys
 out = sys.argv[1]
-m = {"training": json.load(open(os.path.join(out, "checkpoint", "training.json"))),
-     "evaluation": json.load(open(os.path.join(out, "eval.json")))}
+m = {"training": json.load(open(os.path.join(out, "checkpoint", "training.json")))}
+if os.path.exists(os.path.join(out, "eval.json")):
+    m["evaluation"] = json.load(open(os.path.join(out, "eval.json")))
 sizes = {f: os.path.getsize(os.path.join(out, "checkpoint", f))
          for f in sorted(os.listdir(os.path.join(out, "checkpoint")))}
 m["files"] = sizes

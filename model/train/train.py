@@ -48,11 +48,16 @@ PRESETS = {
 
 def tokenize_corpus(corpus_dir, split, tok, cache_dir, log=print):
     """Token stream of a split: files joined by EOS. Cached as .npy keyed by
-    the corpus manifest hash and the tokenizer file's size+mtime."""
+    the corpus manifest hash and a hash of the tokenizer file's bytes (not its
+    mtime, so a cache prepared on one machine is found on another: the GPU
+    box gets it carried, and tokenizing there in pure Python costs minutes of
+    device time). uint16 when the vocabulary fits, to halve what travels."""
+    import hashlib
     with open(os.path.join(corpus_dir, "manifest.json")) as f:
         chash = json.load(f)["corpus_sha256"][:16]
-    st = os.stat(tok.path)
-    key = f"{split}-{chash}-{st.st_size}-{int(st.st_mtime)}.npy"
+    with open(tok.path, "rb") as f:
+        thash = hashlib.sha256(f.read()).hexdigest()[:16]
+    key = f"{split}-{chash}-{thash}.npy"
     path = os.path.join(cache_dir, key) if cache_dir else None
     if path and os.path.exists(path):
         return np.load(path)
@@ -63,11 +68,13 @@ def tokenize_corpus(corpus_dir, split, tok, cache_dir, log=print):
         for i, line in enumerate(f):
             out.extend(tok.encode(json.loads(line)["text"]))
             out.append(eos)
-    arr = np.asarray(out, dtype=np.int32)
+    arr = np.asarray(out, dtype=np.uint16 if max(out, default=0) < 65536 else np.int32)
     log(f"tokenized {split}: {len(arr)} tokens in {time.time() - t0:.1f}s")
     if path:
         os.makedirs(cache_dir, exist_ok=True)
-        np.save(path, arr)
+        tmp = path + f".tmp{os.getpid()}.npy"
+        np.save(tmp, arr)
+        os.replace(tmp, path)
     return arr
 
 
@@ -270,8 +277,12 @@ def main(argv=None):
         opt.step()
         step += 1
         tokens += B * seq
-        ema = float(per_tok) if ema is None else 0.98 * ema + 0.02 * float(per_tok)
+        # Kept on the device: a float() here would make the host wait for every
+        # step, and the next batch is built on the host while the GPU works.
+        pt = per_tok.detach().float()
+        ema = pt if ema is None else 0.98 * ema + 0.02 * pt
         if time.time() - last_eval >= a.eval_every:
+            ema = float(ema)
             hl = eval_loss(model, Batcher(held_s, tok, seq, hb_seed), device, 4, B, amp)
             last_eval = time.time()
             history.append(dict(step=step, seconds=round(last_eval - t0, 1),

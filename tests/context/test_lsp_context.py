@@ -2,7 +2,8 @@
 sculpt/test/prompt hook (the prompt a completion would be built from):
 (a) after didSave of a file changed on disk, its new definition is
 retrieved; (b) workspace/didChangeWatchedFiles deleting a file removes its
-definitions (and creating it adds them back); (c) a chunk of another open,
+definitions (and creating it adds them back), and a folder's events do the
+same for every file under it; (c) a chunk of another open,
 unsaved buffer appears as "similar chunk"; (d) an edit in another document
 appears as "recent edit". Also: file watching is registered dynamically
 when the client supports it."""
@@ -119,6 +120,21 @@ def test_context_follows_the_workspace():
     write("secret.py", "def post_balance(a, b, c):\n    pass\n")
     s.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": uri("secret.py"), "type": 1}]})
     check("post_balance" not in names(prompt(s)), "an ignored new file is not indexed")
+    # Folders: editors report a folder created, moved or deleted as one
+    # event for the folder. gone.py moves into pkg/ (reported as the file
+    # deleted and the folder created); then pkg is reported deleted while
+    # its file stays on disk, so only the index can drop it.
+    os.makedirs(os.path.join(ROOT, "pkg"))
+    os.replace(os.path.join(ROOT, "gone.py"), os.path.join(ROOT, "pkg", "gone.py"))
+    s.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": uri("gone.py"), "type": 3},
+                                                             {"uri": uri("pkg"), "type": 1}]})
+    n = names(prompt(s))
+    check("gone_helper" in n and n["gone_helper"]["path"] == "pkg/gone.py",
+          "a folder created: its files are indexed", n.get("gone_helper"))
+    s.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": uri("pkg"), "type": 3}]})
+    check("gone_helper" not in names(prompt(s)), "a folder deleted: its files' definitions go")
+    s.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": uri("pkg"), "type": 1}]})
+    check("gone_helper" in names(prompt(s)), "the folder back: its files are back")
 
     # (c) another open buffer, never saved, holds a near-duplicate block.
     s.notify("textDocument/didOpen", {"textDocument": {"uri": uri("scratch.py"), "languageId":

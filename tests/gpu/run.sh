@@ -7,11 +7,25 @@
 # and writes a results file: $OUT/gpu-results.md when $OUT is set, else
 # tests/gpu/results/<date>-<gpu>.md. No network needed.
 # Without a GPU it says so and exits 77 (nothing to run).
+# SCULPT_GPU_STEPS picks steps (default "build test bench"); a later call
+# with only "bench" appends to the same results file (tools/gpu_session.sh
+# runs the benchmark after the model training that shares the GPU is done).
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${SCULPT_GPU_BUILD:-$SRC/build-gpu}
 MODELS=${SCULPT_GPU_MODELS:-"open-dcoder-0.5b coda-1.7b dream-7b"}
 REPEAT=${SCULPT_GPU_REPEAT:-20}
+STEPS=" ${SCULPT_GPU_STEPS:-build test bench} "
+has_step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
+# A step's time limit: WANT seconds, cut to what is left before
+# SCULPT_GPU_DEADLINE (epoch seconds) when a caller has a fixed slot.
+tmo() {
+  local want=$1 left
+  [ -n "${SCULPT_GPU_DEADLINE:-}" ] || { echo "$want"; return; }
+  left=$((SCULPT_GPU_DEADLINE - $(date +%s) - 5))
+  [ "$left" -lt 1 ] && left=1
+  [ "$left" -lt "$want" ] && echo "$left" || echo "$want"
+}
 T0=$SECONDS
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -29,7 +43,7 @@ else
 fi
 mkdir -p "$(dirname "$RES")" "$LOGS"
 NVCC=$( (command -v nvcc || ls /usr/local/cuda/bin/nvcc) 2>/dev/null | head -1)
-{
+[ -s "$RES" ] || {
   echo "# sculpt GPU results, $DATE"
   echo
   echo "- GPU: $GPU (driver $DRIVER)"
@@ -41,28 +55,34 @@ NVCC=$( (command -v nvcc || ls /usr/local/cuda/bin/nvcc) 2>/dev/null | head -1)
 say() { echo "$@" | tee -a "$RES"; }
 
 # ---- build ---------------------------------------------------------------
+if has_step build; then
 say "## Build (Release, CUDA, -Werror)"
 if timeout 120 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      -DSCULPT_WERROR=ON >"$LOGS/configure.log" 2>&1 &&
-   timeout 300 cmake --build "$BUILD" -j "$(nproc)" >"$LOGS/build.log" 2>&1; then
+   timeout "$(tmo 300)" cmake --build "$BUILD" -j "$(nproc)" >"$LOGS/build.log" 2>&1; then
   say "- built in $((SECONDS - T0)) s; $("$BUILD/sculpt" --version | tr '\n' ' ')"
 else
   say "- BUILD FAILED after $((SECONDS - T0)) s; last lines:"
   { echo '```'; tail -30 "$LOGS/build.log" "$LOGS/configure.log" 2>/dev/null; echo '```'; } >> "$RES"
   exit 1
 fi
-if ! "$BUILD/sculpt" --version | grep -q cuda; then
+fi
+if ! "$BUILD/sculpt" --version 2>/dev/null | grep -q cuda; then
   say "- the binary has no CUDA backend (nvcc or cuBLAS not found); stopping"
   exit 1
 fi
 
 # ---- tests ---------------------------------------------------------------
+TRC=0
+if has_step test; then
 say ""
 say "## Tests (ctest -L gpu)"
-timeout 240 ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$LOGS/ctest-gpu.log" 2>&1
+timeout "$(tmo 240)" ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$LOGS/ctest-gpu.log" 2>&1
 TRC=$?
 { echo '```'; grep -E "Test +#|tests passed|tests failed|Skipped|\*\*\*|FAIL|err " "$LOGS/ctest-gpu.log" | head -60; echo '```'; } >> "$RES"
 say "- ctest exit $TRC ($((SECONDS - T0)) s elapsed)"
+fi
+has_step bench || { echo "results: $RES"; [ "$TRC" -eq 0 ]; exit; }
 
 # ---- benchmark -------------------------------------------------------------
 say ""
@@ -72,10 +92,10 @@ for p in python3 /usr/bin/python3 python; do
   if command -v "$p" >/dev/null 2>&1 && "$p" -c "import torch" >/dev/null 2>&1; then PY=$p; break; fi
 done
 for m in $MODELS; do
-  timeout 150 "$BUILD/sculpt" bench --synthetic "$m" --device cuda --repeat "$REPEAT" \
+  timeout "$(tmo 150)" "$BUILD/sculpt" bench --synthetic "$m" --device cuda --repeat "$REPEAT" \
     >"$LOGS/bench-$m.log" 2>&1 || say "- sculpt bench $m failed (exit $?), see logs"
   if [ -n "$PY" ]; then
-    timeout 150 "$PY" "$SRC/tests/gpu/bench_torch.py" --model "$m" --repeat "$REPEAT" \
+    timeout "$(tmo 150)" "$PY" "$SRC/tests/gpu/bench_torch.py" --model "$m" --repeat "$REPEAT" \
       >"$LOGS/torch-$m.log" 2>&1 || say "- bench_torch $m failed or skipped (exit $?)"
   fi
   echo "$m done at $((SECONDS - T0)) s"

@@ -6,7 +6,9 @@ retried (Retry-After honoured), 503 gives up after maxTries with a clear
 error, a dead backend gives a clear JSON-RPC error and sculpt/status says
 unreachable; $/cancelRequest and superseding requests close the HTTP
 connection and answer -32800; the loop answers other requests while one is
-in flight; the key never reaches the log or an error message."""
+in flight, and while its answer is shaped (on the worker, test hook
+SCULPT_TEST_SHAPE_DELAY_MS); the key never reaches the log or an error
+message."""
 import os
 import shutil
 import subprocess
@@ -18,7 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
 sys.path.insert(0, HERE)
 
-from lspclient import REQUEST_CANCELLED, check, eq, expect_error, run_tests, spawn  # noqa: E402
+from lspclient import (CONTENT_MODIFIED, REQUEST_CANCELLED, check, eq, expect_error,  # noqa: E402
+                       key, run_tests, spawn)
 from mockfim import Mock, closed_port  # noqa: E402
 
 # The mock is on 127.0.0.1: no proxy may sit between.
@@ -415,12 +418,111 @@ def test_repair_once():
     mock.stop()
 
 
+# The test hook SCULPT_TEST_SHAPE_DELAY_MS makes shaping the backend's answer
+# (cut, trim, parse check, repair decision) take this long, inside the
+# shaping step.
+SHAPE_DELAY_MS = 2000
+
+
+def poll_shaping(s, rid, timeout=10):
+    """Polls sculpt/test/stats until the completion rid is being shaped: its
+    shaping job is on the request worker (pendingJobs; nothing else runs
+    there once the HTTP request went out) and it is not answered yet.
+    Returns (seen, the slowest poll in seconds)."""
+    deadline = time.monotonic() + timeout
+    slowest = 0.0
+    while time.monotonic() < deadline:
+        t0 = time.monotonic()
+        st = s.request("sculpt/test/stats", {})["result"]
+        slowest = max(slowest, time.monotonic() - t0)
+        # The loop answers in order: were rid answered before this poll, its
+        # response came first and is recorded by now.
+        if key(rid) in s.responses:
+            return False, slowest
+        if st["pendingJobs"] >= 1:
+            return True, slowest
+        time.sleep(0.02)
+    return False, slowest
+
+
+def test_shaping_off_the_loop():
+    # The answer comes back at once, then is shaped for 2 s. Requests sent
+    # meanwhile are answered at once: shaping runs on the worker, not in the
+    # HTTP callback on the loop (where these polls would wait the 2 s and
+    # only see the completion already answered).
+    mock = Mock()
+    mock.default = {"text": "value;"}
+    s = start(mock.url, env={"SCULPT_TEST_SHAPE_DELAY_MS": str(SHAPE_DELAY_MS)})
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    rid = send_inline(s, 1, len("  int x = "))
+    mock.wait_requests(1)
+    seen, slowest = poll_shaping(s, rid)
+    check(slowest < 0.5, "stats answered within %.3f s while the answer is shaped" % slowest)
+    check(seen, "a stats request saw the completion being shaped before it was answered")
+    t0 = time.monotonic()
+    st = s.request("sculpt/test/stats", {})["result"]
+    check(time.monotonic() - t0 < 0.5, "answered at once, again")
+    check(key(rid) not in s.responses, "still shaping", st)
+    eq(st["remoteCalls"], 1, "one remote call")
+    r = s.wait_response(rid, 10)
+    eq([i["insertText"] for i in r["result"]["items"]], ["value;"], "then the shaped answer")
+    check(r["result"]["data"]["shapeMs"] >= 0.9 * SHAPE_DELAY_MS,
+          "the hook's delay was inside the shaping", r["result"]["data"])
+    eq(s.request("sculpt/test/stats", {})["result"]["inflight"], 0, "nothing left in flight")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_cancel_while_shaping():
+    # A request answered while its answer is shaped (cancel, an edit, exit)
+    # is answered at once, exactly once; the shaping job stops and frees
+    # what it worked on (ASan would report otherwise).
+    mock = Mock()
+    mock.default = {"text": "value;"}
+    s = start(mock.url, env={"SCULPT_TEST_SHAPE_DELAY_MS": "10000"})
+    doc = "int main(void) {\n  int x = \n}\n"
+    open_doc(s, doc)
+    rid = send_inline(s, 1, len("  int x = "))
+    mock.wait_requests(1)
+    check(poll_shaping(s, rid)[0], "shaping")
+    t0 = time.monotonic()
+    s.notify("$/cancelRequest", {"id": rid})
+    expect_error(s.wait_response(rid, 5), REQUEST_CANCELLED, id=rid)
+    check(time.monotonic() - t0 < 2, "cancelled at once, not after the shaping")
+    # An edit: content modified.
+    rid = send_inline(s, 1, len("  int x = "))
+    mock.wait_requests(2)
+    check(poll_shaping(s, rid)[0], "shaping the second")
+    t0 = time.monotonic()
+    s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 2},
+                                        "contentChanges": [{"text": doc + "\n"}]})
+    expect_error(s.wait_response(rid, 5), CONTENT_MODIFIED, id=rid)
+    check(time.monotonic() - t0 < 2, "answered at once")
+    # The shaping jobs end (they were told to stop, well before their 10 s):
+    # nothing left in flight.
+    deadline = time.monotonic() + 5
+    while s.request("sculpt/test/stats", {})["result"]["inflight"] and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    eq(s.request("sculpt/test/stats", {})["result"]["inflight"], 0, "the shaping jobs ended")
+    # Exit while one is shaped: answered -32800 once, a clean exit.
+    rid = send_inline(s, 1, len("  int x = "))
+    mock.wait_requests(3)
+    check(poll_shaping(s, rid)[0], "shaping the third")
+    t0 = time.monotonic()
+    eq(s.shutdown_and_exit(), 0, "exit code")
+    expect_error(s.wait_response(rid, 5), REQUEST_CANCELLED, id=rid)
+    check(time.monotonic() - t0 < 5, "exit does not wait for the shaping")
+    mock.stop()
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_completion_from_the_backend, test_shaping_mid_line,
                    test_switch_between_remote_and_local, test_retry_after_429,
                    test_503_gives_up, test_backend_down, test_cancel_closes_the_connection,
                    test_timeout, test_quick_fix_from_the_backend, test_loop_does_not_block,
-                   test_key_never_logged, test_repair_once])
+                   test_key_never_logged, test_repair_once, test_shaping_off_the_loop,
+                   test_cancel_while_shaping])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -13,18 +13,13 @@ import sys
 import tempfile
 import time
 
-SRC = os.environ.get("SCULPT_SOURCE_DIR",
-                     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.environ.get("SCULPT_BIN")
-if not BIN or not os.path.exists(BIN):
-    print("SCULPT_BIN is not set or missing; skipping")
-    sys.exit(77)
-try:
-    import numpy as np
-    import torch
-except ImportError as e:
-    print(f"needs numpy and torch (Debian python3-numpy, python3-torch): {e}; skipping")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainlib import SRC, check, finish, need_bin, need_torch  # noqa: E402
+
+BIN = need_bin()
+need_torch()
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC, "model", "train"))
 import bpe  # noqa: E402
@@ -32,14 +27,7 @@ import corpus  # noqa: E402
 import export  # noqa: E402
 import train  # noqa: E402
 
-failures = []
 T0 = time.time()
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 
 def sculpt(*args, input=None):
@@ -166,7 +154,4 @@ if p.returncode == 0:
     check(all(0 <= i < V for i in res["ids"]), "completion ids are in the vocabulary")
 
 print(f"elapsed {time.time() - T0:.1f}s")
-if failures:
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1)
-print("all passed")
+finish()

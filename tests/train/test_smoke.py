@@ -9,25 +9,11 @@ import sys
 import tempfile
 import time
 
-SRC = os.environ.get("SCULPT_SOURCE_DIR",
-                     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.environ.get("SCULPT_BIN")
-if not BIN or not os.path.exists(BIN):
-    print("SCULPT_BIN is not set or missing; skipping")
-    sys.exit(77)
-try:
-    import torch  # noqa: F401
-except ImportError:
-    print("needs torch (Debian python3-torch); skipping")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainlib import SRC, check, finish, need_bin, need_torch  # noqa: E402
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+BIN = need_bin()
+need_torch()
 
 
 out = tempfile.mkdtemp(prefix="sculpt-smoke-")
@@ -57,6 +43,4 @@ if os.path.exists(mpath):
     q = subprocess.run([BIN, "model", "info", "--model", ck], capture_output=True)
     check(q.returncode == 0 and b"family: qwen2" in q.stdout, "sculpt model info accepts it")
 print(f"elapsed {time.time() - t0:.1f}s")
-if failures:
-    sys.exit(1)
-print("all passed")
+finish()

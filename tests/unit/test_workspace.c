@@ -158,6 +158,52 @@ static void test_update_remove(void) {
   sc_workspace_free(ws);
 }
 
+/* Editors report a folder deleted, moved or created as one event for the
+ * folder: its files go, or come, with it. */
+static void test_folders(void) {
+  git("rm -rq --cached . ");
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "cd '%s' && rm -rf ./* && mkdir -p pkg/sub pkg-other keep", root);
+  REQUIRE(system(cmd) == 0);
+  write_file(".gitignore", "ign.py\n");
+  write_file("pkg/one.py", "def one_fn():\n    pass\n");
+  write_file("pkg/sub/two.py", "def two_fn():\n    pass\n");
+  write_file("pkgx.py", "def pkgx_fn():\n    pass\n");
+  write_file("pkg-other/three.py", "def three_fn():\n    pass\n");
+  sc_workspace *ws = NULL;
+  sc_error err = {0};
+  REQUIRE(sc_workspace_index(root, NULL, &ws, &err) == SC_OK);
+  EXPECT(sc_workspace_get_stats(ws).files == 4);
+  /* Deleted: pkg's files go; names that only share its prefix stay. */
+  EXPECT(sc_workspace_remove_file(ws, "pkg"));
+  EXPECT(sc_workspace_count_definitions(ws, "one_fn") == 0);
+  EXPECT(sc_workspace_count_definitions(ws, "two_fn") == 0);
+  EXPECT(sc_workspace_count_definitions(ws, "pkgx_fn") == 1);
+  EXPECT(sc_workspace_count_definitions(ws, "three_fn") == 1);
+  EXPECT(sc_workspace_get_stats(ws).files == 2);
+  EXPECT(!sc_workspace_remove_file(ws, "pkg"));
+  /* Moved in: the folder's files come, ignored ones do not. */
+  snprintf(cmd, sizeof cmd, "cd '%s' && mv pkg moved", root);
+  REQUIRE(system(cmd) == 0);
+  write_file("moved/ign.py", "def ignored_fn():\n    pass\n");
+  bool indexed = false;
+  EXPECT(sc_workspace_update_file(ws, "moved", NULL, 0, &indexed, &err) == SC_OK && indexed);
+  EXPECT(sc_workspace_count_definitions(ws, "one_fn") == 1);
+  EXPECT(sc_workspace_count_definitions(ws, "two_fn") == 1);
+  EXPECT(sc_workspace_count_definitions(ws, "ignored_fn") == 0);
+  EXPECT(sc_workspace_get_stats(ws).files == 4);
+  /* A second report of the same folder changes nothing. */
+  EXPECT(sc_workspace_update_file(ws, "moved", NULL, 0, &indexed, &err) == SC_OK);
+  EXPECT(sc_workspace_count_definitions(ws, "one_fn") == 1);
+  EXPECT(sc_workspace_get_stats(ws).files == 4);
+  /* An empty folder brings nothing; a trailing slash names the folder too. */
+  EXPECT(sc_workspace_update_file(ws, "keep", NULL, 0, &indexed, &err) == SC_OK && !indexed);
+  EXPECT(sc_workspace_remove_file(ws, "moved/"));
+  EXPECT(sc_workspace_count_definitions(ws, "two_fn") == 0);
+  EXPECT(sc_workspace_get_stats(ws).files == 2);
+  sc_workspace_free(ws);
+}
+
 static const sc_context_snippet *find_reason(const sc_prompt *p, const char *reason) {
   for (size_t i = 0; i < p->n_snippets; i++)
     if (strcmp(p->snippets[i].reason, reason) == 0) return &p->snippets[i];
@@ -277,6 +323,7 @@ int main(void) {
     return 77;
   }
   RUN(test_update_remove);
+  RUN(test_folders);
   RUN(test_open_docs_and_edits);
   RUN(test_concurrent_update_and_prompt);
   char cmd[512];

@@ -1,0 +1,81 @@
+"""corpus.py over fetched packages (fetch_sources.py's layout: --deb-root,
+--src-root, --npm-root) with --no-system: only packages whose license
+evidence is all permissive are kept, Debian source packages contribute their
+upstream code but not debian/, an npm package with src/ contributes only
+src/ and build-format folders (esm/) are skipped, and --max-mb caps one
+language. Standard library only."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainlib import SRC, check, finish  # noqa: E402
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def dep5(*lics):
+    head = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n"
+    return head + "".join(f"Files: *\nCopyright: someone\nLicense: {l}\n\n" for l in lics)
+
+
+def code(name, lang, n=12):
+    body = {"python": "def {f}_{i}(x):\n    return x * {i} + len('{f}')\n\n",
+            "c": "int {f}_{i}(int x) {{\n  return x * {i};\n}}\n\n",
+            "javascript": "function {f}_{i}(x) {{\n  return x * {i};\n}}\n\n",
+            "typescript": "export function {f}_{i}(x: number): number {{\n  return x * {i};\n}}\n\n"}[lang]
+    return "".join(body.format(f=name, i=i) for i in range(n))
+
+
+t = tempfile.mkdtemp(prefix="sculpt-corpus-")
+deb, src, npm = (os.path.join(t, k) for k in ("deb", "src", "npm"))
+py = "usr/lib/python3/dist-packages"
+write(f"{deb}/python3-good/usr/share/doc/python3-good/copyright", dep5("Expat", "BSD-3-clause"))
+write(f"{deb}/python3-good/{py}/good/core.py", code("good_core", "python"))
+write(f"{deb}/python3-good/{py}/good/util.py", code("good_util", "python", 40))
+write(f"{deb}/python3-gpl/usr/share/doc/python3-gpl/copyright", dep5("Expat", "GPL-2+"))
+write(f"{deb}/python3-gpl/{py}/gpl/core.py", code("gpl_core", "python"))
+write(f"{deb}/python3-freeform/usr/share/doc/python3-freeform/copyright", "This is MIT, trust me.\n")
+write(f"{deb}/python3-freeform/{py}/ff/core.py", code("ff_core", "python"))
+write(f"{src}/libgood/debian/copyright", dep5("BSD-2-clause"))
+write(f"{src}/libgood/libgood-1.0/src/good.c", code("libgood", "c"))
+write(f"{src}/libgood/debian/tests/helper.c", code("debian_helper", "c"))
+write(f"{npm}/withsrc/package/package.json", json.dumps({"name": "withsrc", "version": "1.0.0", "license": "MIT"}))
+write(f"{npm}/withsrc/package/src/index.ts", code("withsrc_src", "typescript"))
+write(f"{npm}/withsrc/package/dist/index.js", code("withsrc_dist", "javascript"))
+write(f"{npm}/nosrc/package/package.json", json.dumps({"name": "nosrc", "version": "2.0.0", "license": "ISC"}))
+write(f"{npm}/nosrc/package/lib/a.js", code("nosrc_lib", "javascript"))
+write(f"{npm}/nosrc/package/esm/a.js", code("nosrc_esm", "javascript"))
+write(f"{npm}/gplnpm/package/package.json", json.dumps({"name": "gplnpm", "version": "1.0.0", "license": "GPL-3.0"}))
+write(f"{npm}/gplnpm/package/lib/a.js", code("gplnpm_lib", "javascript"))
+
+out = os.path.join(t, "corpus")
+p = subprocess.run([sys.executable, os.path.join(SRC, "model", "train", "corpus.py"), out, "--no-system",
+                    "--deb-root", deb, "--src-root", src, "--npm-root", npm, "--heldout-pct", "0",
+                    "--max-mb", "python=0.0015"], capture_output=True, text=True, timeout=120)
+print(p.stdout, p.stderr)
+check(p.returncode == 0, "corpus.py exits 0")
+recs = [json.loads(l) for l in open(os.path.join(out, "train.jsonl"))]
+names = {r["text"].split("(")[0].split()[-1].rsplit("_", 1)[0] for r in recs}
+print(sorted(names))
+for want in ("libgood", "withsrc_src", "nosrc_lib"):
+    check(want in names, f"{want} kept")
+for unwanted in ("gpl_core", "ff_core", "debian_helper", "withsrc_dist", "nosrc_esm", "gplnpm_lib"):
+    check(unwanted not in names, f"{unwanted} left out")
+pys = [r for r in recs if r["lang"] == "python"]
+check(len(pys) == 1 and pys[0]["source"] == "debian:python3-good",
+      f"--max-mb python caps Python to one file of python3-good ({len(pys)})")
+m = json.load(open(os.path.join(out, "manifest.json")))
+srcs = {s["source"]: s for s in m["sources"]}
+check(set(srcs) == {"debian:python3-good", "debian-source:libgood", "npm:withsrc@1.0.0", "npm:nosrc@2.0.0"},
+      f"manifest sources {sorted(srcs)}")
+check(srcs.get("debian-source:libgood", {}).get("license_evidence", "").endswith("libgood/debian/copyright"),
+      "a source package's evidence is its debian/copyright")
+check(m["filters"]["max_mb"] == {"python": 0.0015}, "the caps are recorded")
+finish()

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# tools/gpu_session.sh — all the GPU work a lent device session owes, in ONE
+# device call of about 9 minutes (a session gets ~15 minutes of device time,
+# the machine's start included, so there is room for one such call and no
+# second: everything that can run side by side does).
+#
+#   here, first:    tools/gpu_session.sh --prepare
+#                   -> build-train/gpu-carry (corpus manifest + held-out
+#                      split, tokenizer, token cache; ~40 MB)
+#   on the device:  run(command="tools/gpu_session.sh",
+#                       carry=["build-train/gpu-carry"], timeout_s=600)
+#   here, after:    tools/gpu_session.sh --unpack FILES_AT
+#                   -> build-train/gpu-result/checkpoint (evaluate it with
+#                      model/train/evaluate.py, then copy to model/default)
+#                   -> tests/gpu/results/<date>-<gpu>.md (commit it)
+#   CI:             tools/gpu_session.sh --smoke   (CPU, toy scale, seconds)
+#
+# On the device, while model/train/run_gpu.sh trains the default model on
+# the GPU for TRAIN_S seconds (default 270), the CPU cores build sculpt with
+# CUDA and the GPU parity tests run (tests/gpu/run.sh, steps build+test: the
+# tests are not timed, so sharing the GPU is harmless). The benchmark waits
+# for the training to end, since it reports timings. Everything stops by
+# SESSION_S seconds (default 540). What comes back is at most 8 flat files
+# under $OUT (the device tool's limit), each under 16 MiB:
+#   gpu-results.md, metrics.json, model*.safetensors (1-2 shards),
+#   checkpoint-meta.tar.gz (config, tokenizer, training.json), logs.tar.gz
+set -u
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+CARRY=${CARRY:-$SRC/build-train/gpu-carry}
+MODE=run
+case "${1:-}" in
+  --prepare) MODE=prepare ;;
+  --unpack) MODE=unpack ;;
+  --smoke) MODE=smoke ;;
+  "") ;;
+  *) echo "usage: $0 [--prepare [INPUT] | --unpack FILES_AT | --smoke]" >&2; exit 2 ;;
+esac
+
+if [ "$MODE" = prepare ]; then
+  # INPUT: a folder with corpus/ (corpus.py), tokenizer.json (bpe.py) and
+  # cache/ (train.py's token streams for them); see model/train/README.md.
+  IN=${2:-$SRC/build-train/gpu-input}
+  PY=${PY:-/usr/bin/python3}
+  set -e
+  rm -rf "$CARRY.tmp"
+  mkdir -p "$CARRY.tmp/corpus"
+  cp "$IN/corpus/manifest.json" "$IN/corpus/heldout.jsonl" "$CARRY.tmp/corpus/"
+  cp "$IN/tokenizer.json" "$CARRY.tmp/"
+  cp -r "$IN/cache" "$CARRY.tmp/cache"
+  # The device gets no train.jsonl: prove both splits come from the cache.
+  (cd "$SRC/model/train" && "$PY" - "$CARRY.tmp" <<'EOF'
+import os, sys
+sys.path.insert(0, ".")
+import bpe, train
+d = sys.argv[1]
+tok = bpe.Tokenizer(os.path.join(d, "tokenizer.json"))
+tok.path = os.path.join(d, "tokenizer.json")
+for split in ("train", "heldout"):
+    a = train.tokenize_corpus(os.path.join(d, "corpus"), split, tok, os.path.join(d, "cache"),
+                              log=lambda m: sys.exit(f"cache miss for {split}: {m}"))
+    print(f"{split}: {len(a)} tokens from the cache")
+EOF
+  )
+  rm -rf "$CARRY"
+  mv "$CARRY.tmp" "$CARRY"
+  du -sh "$CARRY"
+  exit 0
+fi
+
+if [ "$MODE" = unpack ]; then
+  AT=${2:?usage: $0 --unpack FILES_AT}
+  set -e
+  DEST=${RESULT_DIR:-$SRC/build-train/gpu-result}
+  RESULTS=${GPU_RESULTS_DIR:-$SRC/tests/gpu/results}
+  rm -rf "$DEST"
+  mkdir -p "$DEST/checkpoint"
+  tar -xzf "$AT/checkpoint-meta.tar.gz" -C "$DEST/checkpoint"
+  cp "$AT"/*.safetensors "$DEST/checkpoint/"
+  cp "$AT/metrics.json" "$DEST/" 2>/dev/null || true
+  [ -f "$AT/logs.tar.gz" ] && tar -xzf "$AT/logs.tar.gz" -C "$DEST"
+  if grep -q '^- GPU: ' "$AT/gpu-results.md" 2>/dev/null; then
+    GPU=$(sed -n 's/^- GPU: \(.*\) (driver.*/\1/p' "$AT/gpu-results.md" | head -1)
+    DATE=$(sed -n 's/^# sculpt GPU results, //p' "$AT/gpu-results.md" | head -1)
+    SLUG=$(echo "${GPU:-gpu}" | tr -cs 'A-Za-z0-9' '-' | sed 's/-*$//')
+    mkdir -p "$RESULTS"
+    cp "$AT/gpu-results.md" "$RESULTS/${DATE:-$(date -u +%F)}-$SLUG.md"
+    echo "results: $RESULTS/${DATE:-$(date -u +%F)}-$SLUG.md"
+  fi
+  echo "checkpoint: $DEST/checkpoint"
+  exit 0
+fi
+
+# ---- run (device) or smoke (CPU) --------------------------------------------
+T0=$(date +%s)
+SESSION_S=${SESSION_S:-540}
+TRAIN_S=${TRAIN_S:-270}
+DEADLINE=$((T0 + SESSION_S))
+OUT=${OUT:-$SRC/build-train/session-out}
+W=$(mktemp -d "${TMPDIR:-/tmp}/sculpt-session.XXXXXX")
+mkdir -p "$OUT" "$W/logs"
+log() { echo "[gpu_session $(( $(date +%s) - T0 ))s] $*" | tee -a "$W/logs/session.log"; }
+export PYTHONUNBUFFERED=1
+
+if [ "$MODE" = smoke ]; then
+  log "smoke: toy training on the CPU; the GPU steps run only where there is a GPU"
+  (cd "$SRC" && PY="${PY:-/usr/bin/python3}" OUT="$W/train" BUDGET=4 model/train/run_gpu.sh --smoke) >"$W/logs/train.out" 2>&1 &
+else
+  [ -f "$CARRY/corpus/manifest.json" ] || log "no $CARRY: the box builds corpus and tokenizer itself (slow)"
+  (cd "$SRC" && INPUT="$CARRY" OUT="$W/train" BUDGET="$TRAIN_S" EVAL=0 \
+     model/train/run_gpu.sh) >"$W/logs/train.out" 2>&1 &
+fi
+TRAIN_PID=$!
+log "training started (pid $TRAIN_PID)"
+
+SCULPT_GPU_STEPS="build test" SCULPT_GPU_DEADLINE=$DEADLINE OUT="$W/gpu" \
+  bash "$SRC/tests/gpu/run.sh" >"$W/logs/gpu-build-test.out" 2>&1
+GRC=$?
+log "GPU build+tests exit $GRC"
+
+# The training must end in its budget; past the deadline it is stopped.
+while kill -0 "$TRAIN_PID" 2>/dev/null && [ "$(date +%s)" -lt $((DEADLINE - 30)) ]; do sleep 2; done
+if kill -0 "$TRAIN_PID" 2>/dev/null; then
+  log "training still running at the deadline: stopped"
+  kill "$TRAIN_PID" 2>/dev/null
+fi
+wait "$TRAIN_PID"
+TRC=$?
+log "training exit $TRC"
+
+BRC=77
+if [ "$GRC" -ne 77 ] && [ -x "${SCULPT_GPU_BUILD:-$SRC/build-gpu}/sculpt" ]; then
+  SCULPT_GPU_STEPS="bench" SCULPT_GPU_DEADLINE=$((DEADLINE - 15)) OUT="$W/gpu" \
+    bash "$SRC/tests/gpu/run.sh" >"$W/logs/gpu-bench.out" 2>&1
+  BRC=$?
+  log "benchmark exit $BRC"
+fi
+
+# ---- what comes back: <= 8 flat files, each < 16 MiB ------------------------
+if [ -f "$W/gpu/gpu-results.md" ]; then
+  cp "$W/gpu/gpu-results.md" "$OUT/"
+else
+  echo "# sculpt GPU session $(date -u +%F): no GPU results (run.sh exit $GRC)" > "$OUT/gpu-results.md"
+fi
+CK="$W/train/checkpoint"
+if [ -d "$CK" ]; then
+  cp "$CK"/*.safetensors "$OUT/"
+  (cd "$CK" && tar -czf "$OUT/checkpoint-meta.tar.gz" --exclude='*.safetensors' .)
+fi
+[ -f "$W/train/metrics.json" ] && cp "$W/train/metrics.json" "$OUT/"
+cp "$W/train/train.log" "$W/logs/" 2>/dev/null
+cp -r "$W/gpu/gpu-logs" "$W/logs/" 2>/dev/null
+log "done: training $TRC, GPU build+tests $GRC, bench $BRC"
+tar -czf "$OUT/logs.tar.gz" -C "$W" logs
+N=$(find "$OUT" -type f | wc -l)
+BIG=$(find "$OUT" -type f -size +16M | wc -l)
+DEEP=$(find "$OUT" -mindepth 2 | wc -l)
+ls -la "$OUT"
+rm -rf "$W"
+if [ "$N" -gt 8 ] || [ "$BIG" -ne 0 ] || [ "$DEEP" -ne 0 ]; then
+  echo "gpu_session: OUT breaks the device limits: $N files, $BIG over 16 MiB, $DEEP nested" >&2
+  exit 1
+fi
+[ "$TRC" -eq 0 ] || exit 1
+[ "$MODE" = smoke ] || { [ "$GRC" -eq 0 ] && [ "$BRC" -eq 0 ]; } || exit 1
+exit 0
