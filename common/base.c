@@ -162,6 +162,21 @@ char *sc_path_from_file_uri(const char *uri) {
   return out;
 }
 
+/* *buf grows, doubling from first_cap, to hold at least need bytes. */
+static bool grow_to(char **buf, size_t *cap, size_t first_cap, size_t need) {
+  if (need <= *cap) return true;
+  size_t c = *cap ? *cap : (first_cap ? first_cap : 4096);
+  while (c < need) {
+    if (c > SIZE_MAX / 2) return false;
+    c *= 2;
+  }
+  char *nb = realloc(*buf, c);
+  if (!nb) return false;
+  *buf = nb;
+  *cap = c;
+  return true;
+}
+
 bool sc_queue_append(char **buf, size_t *start, size_t *len, size_t *cap, size_t first_cap,
                      const char *data, size_t n) {
   if (*len + n > *cap && *start > 0) {
@@ -169,15 +184,17 @@ bool sc_queue_append(char **buf, size_t *start, size_t *len, size_t *cap, size_t
     *len -= *start;
     *start = 0;
   }
-  if (*len + n > *cap) {
-    size_t c = *cap ? *cap : (first_cap ? first_cap : 4096);
-    while (c < *len + n) c *= 2;
-    char *nb = realloc(*buf, c);
-    if (!nb) return false;
-    *buf = nb;
-    *cap = c;
-  }
+  if (!grow_to(buf, cap, first_cap, *len + n)) return false;
   if (n) memcpy(*buf + *len, data, n);
   *len += n;
+  return true;
+}
+
+bool sc_buf_append(char **buf, size_t *len, size_t *cap, size_t first_cap, const char *data,
+                   size_t n) {
+  if (n > SIZE_MAX - *len - 1 || !grow_to(buf, cap, first_cap, *len + n + 1)) return false;
+  if (n) memcpy(*buf + *len, data, n);
+  *len += n;
+  (*buf)[*len] = '\0';
   return true;
 }

@@ -118,6 +118,12 @@ char *sc_path_from_file_uri(const char *uri);
 bool sc_queue_append(char **buf, size_t *start, size_t *len, size_t *cap, size_t first_cap,
                      const char *data, size_t n);
 
+/* Appends n bytes of data to the growable string *buf (*len bytes used of
+ * *cap; *buf NULL and both 0 at first), keeping it NUL-terminated: the
+ * buffer doubles from first_cap. false when out of memory: unchanged. */
+bool sc_buf_append(char **buf, size_t *len, size_t *cap, size_t first_cap, const char *data,
+                   size_t n);
+
 /* 64-bit FNV-1a; for hash tables and cache keys, not security. */
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);
 

@@ -440,6 +440,9 @@ static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   free(tab);
   SCK_CUDA(e, err);
 
+  // The memset and the pageable copies above ran on the legacy stream, which
+  // the context's non-blocking stream does not wait for.
+  SCK_CUDA(cudaDeviceSynchronize(), err);
   SCK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), err);
   SCK_CUBLAS(cublasCreate(&c->blas), err);
   SCK_CUBLAS(cublasSetStream(c->blas, c->stream), err);
@@ -533,6 +536,9 @@ static sc_status set_shape(sc_kernels_ctx *c, const sc_kernels_pass *p, uint64_t
   }
   SC_CHECK(nt <= c->plan.tile_cap, err, SC_ERR_INTERNAL, "%d attention tiles > %d planned", nt,
            c->plan.tile_cap);
+  // Tiles are the attention grid's y dimension (sck_attention).
+  SC_CHECK(nt <= 65535, err, SC_ERR_UNSUPPORTED,
+           "%d attention tiles: more than a grid's y dimension holds (65535)", nt);
   // Split the keys when tiles x kv heads alone leave SMs idle (a small
   // canvas over a long context), up to the planned partial buffer.
   const int nkv = c->m->d.n_kv_heads, base = nt * nkv;
@@ -615,7 +621,7 @@ static sc_status launch_body(sc_kernels_ctx *c, uint64_t key, int nw, int w0, sc
   if (st != SC_OK || e != cudaSuccess) {
     // Not fatal: note it once, stop trying on this context, run eagerly.
     cudaGetLastError();
-    SC_LOG_DEBUG("cuda: graph capture failed (%s); running without graphs",
+    SC_LOG_WARN("cuda: graph capture failed (%s); running without graphs",
                  st != SC_OK ? cap_err.msg : cudaGetErrorString(e));
     c->graphs = false;
     return run_body(c, nw, w0, err);

@@ -346,11 +346,17 @@ bool sck_attn_plan_for(int head_dim, int group, sck_attn_plan *out) {
 
 #define ATT_INSTANCES(X) X(32, 64) X(64, 64) X(128, 64) X(256, 32)
 
+// The attribute belongs to the kernel instance, process-wide, not to one
+// context: it is set to what the instance's largest head_dim needs, so a
+// second model sharing the instance with a smaller head_dim cannot lower it
+// under the first one's launches.
 cudaError_t sck_attn_prepare(const sck_attn_plan *p) {
+  sck_attn_plan ub;
+  if (!sck_attn_plan_for(p->hd_tmpl, 1, &ub) || ub.smem < p->smem) return cudaErrorInvalidValue;
 #define PREP(H, Q)                                                                 \
   if (p->hd_tmpl == H)                                                             \
     return cudaFuncSetAttribute(k_attn<H, Q>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
-                                (int)p->smem);
+                                (int)ub.smem);
   ATT_INSTANCES(PREP)
 #undef PREP
   return cudaErrorInvalidValue;

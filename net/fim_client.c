@@ -256,18 +256,7 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user) {
     call->resp_overflow = true;
     return 0; /* curl stops with CURLE_WRITE_ERROR */
   }
-  if (call->resp_len + len + 1 > call->resp_cap) {
-    size_t cap = call->resp_cap ? call->resp_cap : 4096;
-    while (cap < call->resp_len + len + 1) cap *= 2;
-    char *nb = realloc(call->resp, cap);
-    if (!nb) return 0;
-    call->resp = nb;
-    call->resp_cap = cap;
-  }
-  memcpy(call->resp + call->resp_len, data, len);
-  call->resp_len += len;
-  call->resp[call->resp_len] = '\0';
-  return len;
+  return sc_buf_append(&call->resp, &call->resp_len, &call->resp_cap, 4096, data, len) ? len : 0;
 }
 
 /* Retry-After: delta-seconds or an HTTP-date (RFC 9110 section 10.2.3). */

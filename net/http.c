@@ -21,18 +21,7 @@ typedef struct buf {
 } buf;
 
 static bool buf_add(buf *b, const char *data, size_t len) {
-  if (b->len + len + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + len + 1) cap *= 2;
-    char *np = realloc(b->p, cap);
-    if (!np) return false;
-    b->p = np;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, data, len);
-  b->len += len;
-  b->p[b->len] = '\0';
-  return true;
+  return sc_buf_append(&b->p, &b->len, &b->cap, 256, data, len);
 }
 
 static void buf_clear(buf *b) {

@@ -34,6 +34,16 @@ SHAPES = {
 THETA, EPS = 1e6, 1e-6
 
 
+def sdpa_gqa(q, k, v):
+    """Bidirectional SDPA with grouped K/V heads: enable_gqa from torch 2.5,
+    else the K/V heads repeated (what enable_gqa saves)."""
+    try:
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    except TypeError:
+        g = q.shape[1] // k.shape[1]
+        return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, choices=sorted(SHAPES))
@@ -102,8 +112,7 @@ def main():
             k = k * c + rot(k) * sn
             kc[l][:, :, w0:w0 + m] = k
             vc[l][:, :, w0:w0 + m] = v
-            o = F.scaled_dot_product_attention(q, kc[l][:, :, :n], vc[l][:, :, :n],
-                                               enable_gqa=True)
+            o = sdpa_gqa(q, kc[l][:, :, :n], vc[l][:, :, :n])
             h = h + F.linear(o.transpose(1, 2).reshape(1, m, QD), y["wo"])
             r = rms(h, y["mn"])
             h = h + F.linear(F.silu(F.linear(r, y["wg"])) * F.linear(r, y["wu"]), y["wd"])

@@ -13,7 +13,9 @@
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${SCULPT_GPU_BUILD:-$SRC/build-gpu}
-MODELS=${SCULPT_GPU_MODELS:-"open-dcoder-0.5b coda-1.7b dream-7b"}
+# dream-7b first: the issue's targets are about it, so a cut-short run
+# still measures it.
+MODELS=${SCULPT_GPU_MODELS:-"dream-7b coda-1.7b open-dcoder-0.5b"}
 REPEAT=${SCULPT_GPU_REPEAT:-20}
 STEPS=" ${SCULPT_GPU_STEPS:-build test bench} "
 has_step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
@@ -34,6 +36,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
+DRIVER_CUDA=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -1)
 DATE=$(date -u +%Y-%m-%d)
 if [ -n "${OUT:-}" ]; then
   RES=$OUT/gpu-results.md; LOGS=$OUT/gpu-logs
@@ -46,7 +49,7 @@ NVCC=$( (command -v nvcc || ls /usr/local/cuda/bin/nvcc) 2>/dev/null | head -1)
 [ -s "$RES" ] || {
   echo "# sculpt GPU results, $DATE"
   echo
-  echo "- GPU: $GPU (driver $DRIVER)"
+  echo "- GPU: $GPU (driver $DRIVER, supports CUDA ${DRIVER_CUDA:-?})"
   echo "- CUDA toolkit: $([ -n "$NVCC" ] && "$NVCC" --version | tail -1 || echo 'nvcc not found')"
   echo "- commit: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$SRC" diff --quiet 2>/dev/null || echo ' (+ local changes)')"
   echo "- host: $(nproc) cores"
@@ -57,9 +60,18 @@ say() { echo "$@" | tee -a "$RES"; }
 # ---- build ---------------------------------------------------------------
 if has_step build; then
 say "## Build (Release, CUDA, -Werror)"
-if timeout 120 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-     -DSCULPT_WERROR=ON >"$LOGS/configure.log" 2>&1 &&
-   timeout "$(tmo 300)" cmake --build "$BUILD" -j "$(nproc)" >"$LOGS/build.log" 2>&1; then
+build_with() { # $1: -Werror ON or OFF
+  timeout "$(tmo 120)" cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DSCULPT_WERROR="$1" >"$LOGS/configure.log" 2>&1 &&
+  timeout "$(tmo 300)" cmake --build "$BUILD" -j "$(nproc)" >"$LOGS/build.log" 2>&1
+}
+if build_with ON; then
+  say "- built in $((SECONDS - T0)) s; $("$BUILD/sculpt" --version | tr '\n' ' ')"
+elif cp "$LOGS/build.log" "$LOGS/build-werror.log" && build_with OFF; then
+  # This toolkit warns where CI's does not: the run still tests the code,
+  # and the results say so.
+  say "- the -Werror build FAILED with this toolkit (warnings below); built without -Werror"
+  { echo '```'; grep -E "warning|error" "$LOGS/build-werror.log" | head -20; echo '```'; } >> "$RES"
   say "- built in $((SECONDS - T0)) s; $("$BUILD/sculpt" --version | tr '\n' ' ')"
 else
   say "- BUILD FAILED after $((SECONDS - T0)) s; last lines:"
@@ -80,6 +92,13 @@ say "## Tests (ctest -L gpu)"
 timeout "$(tmo 240)" ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$LOGS/ctest-gpu.log" 2>&1
 TRC=$?
 { echo '```'; grep -E "Test +#|tests passed|tests failed|Skipped|\*\*\*|FAIL|err " "$LOGS/ctest-gpu.log" | head -60; echo '```'; } >> "$RES"
+if grep -qE "Skipped|Not Run" "$LOGS/ctest-gpu.log"; then
+  # nvidia-smi sees a GPU, so a skip means the CUDA path did not run
+  # (a driver older than the toolkit, say): that is a failure here.
+  say "- GPU tests SKIPPED although nvidia-smi sees a GPU; why:"
+  { echo '```'; grep -iE "skip|unavailable|falling back" "$LOGS/ctest-gpu.log" | head -10; echo '```'; } >> "$RES"
+  TRC=1
+fi
 say "- ctest exit $TRC ($((SECONDS - T0)) s elapsed)"
 fi
 has_step bench || { echo "results: $RES"; [ "$TRC" -eq 0 ]; exit; }
@@ -88,8 +107,13 @@ has_step bench || { echo "results: $RES"; [ "$TRC" -eq 0 ]; exit; }
 say ""
 say "## Benchmark: one denoising step, synthetic weights at real shapes"
 PY=""
-for p in python3 /usr/bin/python3 python; do
-  if command -v "$p" >/dev/null 2>&1 && "$p" -c "import torch" >/dev/null 2>&1; then PY=$p; break; fi
+# The first Python whose torch sees the GPU (a Debian CPU-only torch would
+# skip the comparison).
+for p in ${SCULPT_TORCH_PY:-} python3 /usr/local/bin/python3 /usr/bin/python3 python; do
+  if command -v "$p" >/dev/null 2>&1 &&
+     "$p" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
+    PY=$p; break
+  fi
 done
 for m in $MODELS; do
   timeout "$(tmo 150)" "$BUILD/sculpt" bench --synthetic "$m" --device cuda --repeat "$REPEAT" \
@@ -100,7 +124,7 @@ for m in $MODELS; do
   fi
   echo "$m done at $((SECONDS - T0)) s"
 done
-[ -n "$PY" ] || say "- no python with torch found: no PyTorch comparison"
+[ -n "$PY" ] || say "- no python with a CUDA torch found: no PyTorch comparison"
 { echo; echo '```'; cat "$LOGS"/bench-*.log; echo '```'; echo; } >> "$RES"
 
 # Side by side: sculpt vs torch, roofline ratio, and the issue's targets.

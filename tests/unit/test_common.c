@@ -1,4 +1,5 @@
-/* common/: the write queue both event loops (stdio, HTTP) send from. */
+/* common/: the write queue both event loops (stdio, HTTP) send from, and the
+ * growable string the HTTP reader and the FIM client collect bodies in. */
 #include "sc_test.h"
 #include "sculpt.h"
 
@@ -31,7 +32,29 @@ static void test_queue_append(void) {
   free(buf);
 }
 
+static void test_buf_append(void) {
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  /* NUL-terminated from the first append: room for it counts. */
+  EXPECT(sc_buf_append(&buf, &len, &cap, 8, "abcdefg", 7));
+  EXPECT(cap == 8 && len == 7 && strcmp(buf, "abcdefg") == 0);
+  EXPECT(sc_buf_append(&buf, &len, &cap, 8, "h", 1));
+  EXPECTF(cap == 16 && len == 8 && strcmp(buf, "abcdefgh") == 0, "cap %zu", cap);
+  /* Bytes with a NUL inside are kept by length. */
+  EXPECT(sc_buf_append(&buf, &len, &cap, 8, "i\0j", 3));
+  EXPECT(len == 11 && memcmp(buf + 8, "i\0j", 4) == 0);
+  /* An impossible size fails and leaves the buffer as it was. */
+  EXPECT(!sc_buf_append(&buf, &len, &cap, 8, "x", SIZE_MAX - 5));
+  EXPECT(len == 11 && cap == 16);
+  free(buf);
+  /* Empty appends still give a string. */
+  buf = NULL, len = cap = 0;
+  EXPECT(sc_buf_append(&buf, &len, &cap, 4, "", 0) && buf && buf[0] == '\0' && len == 0);
+  free(buf);
+}
+
 int main(void) {
   RUN(test_queue_append);
+  RUN(test_buf_append);
   TEST_MAIN_END();
 }
