@@ -89,14 +89,15 @@ TRC=0
 if has_step test; then
 say ""
 say "## Tests (ctest -L gpu)"
-timeout "$(tmo 240)" ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$LOGS/ctest-gpu.log" 2>&1
+# -V: a skipped test's own words (why it skipped) reach the log too.
+timeout "$(tmo 240)" ctest --test-dir "$BUILD" -L gpu -V >"$LOGS/ctest-gpu.log" 2>&1
 TRC=$?
 { echo '```'; grep -E "Test +#|tests passed|tests failed|Skipped|\*\*\*|FAIL|err " "$LOGS/ctest-gpu.log" | head -60; echo '```'; } >> "$RES"
 if grep -qE "Skipped|Not Run" "$LOGS/ctest-gpu.log"; then
   # nvidia-smi sees a GPU, so a skip means the CUDA path did not run
   # (a driver older than the toolkit, say): that is a failure here.
   say "- GPU tests SKIPPED although nvidia-smi sees a GPU; why:"
-  { echo '```'; grep -iE "skip|unavailable|falling back" "$LOGS/ctest-gpu.log" | head -10; echo '```'; } >> "$RES"
+  { echo '```'; grep -iE "skipping|unavailable|falling back|no CUDA" "$LOGS/ctest-gpu.log" | head -10; echo '```'; } >> "$RES"
   TRC=1
 fi
 say "- ctest exit $TRC ($((SECONDS - T0)) s elapsed)"
@@ -117,7 +118,7 @@ for p in ${SCULPT_TORCH_PY:-} python3 /usr/local/bin/python3 /usr/bin/python3 py
 done
 for m in $MODELS; do
   timeout "$(tmo 150)" "$BUILD/sculpt" bench --synthetic "$m" --device cuda --repeat "$REPEAT" \
-    >"$LOGS/bench-$m.log" 2>&1 || say "- sculpt bench $m failed (exit $?), see logs"
+    >"$LOGS/bench-$m.log" 2>&1 || { say "- sculpt bench $m failed (exit $?), see logs"; TRC=1; }
   if [ -n "$PY" ]; then
     timeout "$(tmo 150)" "$PY" "$SRC/tests/gpu/bench_torch.py" --model "$m" --repeat "$REPEAT" \
       >"$LOGS/torch-$m.log" 2>&1 || say "- bench_torch $m failed or skipped (exit $?)"
