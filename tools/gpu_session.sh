@@ -4,9 +4,10 @@
 # the machine's start included, so there is room for one such call and no
 # second: everything that can run side by side does).
 #
-#   here, first:    tools/gpu_session.sh --prepare
+#   here, first:    tools/gpu_session.sh --prepare [INPUT]
 #                   -> build-train/gpu-carry (corpus manifest + held-out
-#                      split, tokenizer, token cache; ~40 MB)
+#                      split, tokenizer, token cache; ~37 MB), from INPUT
+#                      (default build-train/gpu-input2, built if missing)
 #   on the device:  run(command="tools/gpu_session.sh",
 #                       carry=["build-train/gpu-carry"], timeout_s=600)
 #   here, after:    tools/gpu_session.sh --unpack FILES_AT
@@ -38,10 +39,32 @@ esac
 
 if [ "$MODE" = prepare ]; then
   # INPUT: a folder with corpus/ (corpus.py), tokenizer.json (bpe.py) and
-  # cache/ (train.py's token streams for them); see model/train/README.md.
-  IN=${2:-$SRC/build-train/gpu-input}
+  # cache/ (train.py's token streams for them). Missing, it is built here
+  # from packages fetched through apt and npm (model/train/README.md; about
+  # 10 minutes on 2 cores, ~1 GB under build-train/sources).
+  IN=${2:-$SRC/build-train/gpu-input2}
   PY=${PY:-/usr/bin/python3}
   set -e
+  if [ ! -f "$IN/corpus/manifest.json" ]; then
+    S=$SRC/build-train/sources
+    "$PY" "$SRC/model/train/fetch_sources.py" "$S"
+    "$PY" "$SRC/model/train/corpus.py" "$IN/corpus" --deb-root "$S/deb" --src-root "$S/src" \
+      --npm-root "$S/npm" --npm-root /usr/lib/node_modules --heldout-pct 2 \
+      --max-mb python=30 --max-mb javascript=14 --max-mb typescript=8 --max-mb c=10
+  fi
+  [ -f "$IN/tokenizer.json" ] ||
+    "$PY" "$SRC/model/train/bpe.py" train "$IN/corpus" "$IN" --vocab 16384 --max-mb 12
+  (cd "$SRC/model/train" && "$PY" - "$IN" <<'EOF'
+import os, sys
+sys.path.insert(0, ".")
+import bpe, train
+d = sys.argv[1]
+tok = bpe.Tokenizer(os.path.join(d, "tokenizer.json"))
+tok.path = os.path.join(d, "tokenizer.json")
+for split in ("train", "heldout"):
+    train.tokenize_corpus(os.path.join(d, "corpus"), split, tok, os.path.join(d, "cache"))
+EOF
+  )
   rm -rf "$CARRY.tmp"
   mkdir -p "$CARRY.tmp/corpus"
   cp "$IN/corpus/manifest.json" "$IN/corpus/heldout.jsonl" "$CARRY.tmp/corpus/"
