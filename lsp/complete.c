@@ -1496,6 +1496,12 @@ static void remote_answer(sc_lsp_server *s, sc_completer *c, sc_job *req, json_t
   complete_arg *a = req->arg;
   json_decref(req->result);
   req->result = result;
+  if (!result) {
+    /* remote_result ran out of memory: an error, not an empty answer. */
+    sc_error_set(&req->err, SC_ERR_NOMEM, "out of memory");
+    sc_lsp__answer_deferred(s, req);
+    return;
+  }
   if (a->middle)
     cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
               a->middle_len);

@@ -958,6 +958,15 @@ static bool authorized(const server *s, const sc_http_request *q) {
 static void handle_completion(conn *c, const sc_http_request *q) {
   server *s = c->s;
   char msg[512];
+  if (c->eof) {
+    /* The client half-closed behind this completion, which conn_eof would
+     * cancel at once: it takes no slot (no 429 for others meanwhile). The
+     * answers before it still go out, then the connection closes. */
+    s->by_status[499]++; /* nginx's "client closed request" */
+    c->busy = false;
+    conn_close_when_sent(c);
+    return;
+  }
   job *j = parse_completion(s, q->body, q->body_len, msg, sizeof msg);
   if (!j) {
     conn_error(c, 400, msg, false);
@@ -1176,7 +1185,7 @@ static void conn_process(conn *c) {
     }
     if (f == SC_HTTP_MORE) {
       /* curl and others wait (1 s) for a 100 before a large body. */
-      if (sc_http_reader_request(c->rd)->expect_continue && !c->continued) {
+      if (sc_http_reader_request(c->rd)->expect_continue && !c->continued && !c->eof) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         c->continued = true;
         if (!conn_send(c, cont, sizeof cont - 1) || !conn_flush(c)) break;

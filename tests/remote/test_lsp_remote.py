@@ -421,7 +421,7 @@ def test_repair_once():
 # The test hook SCULPT_TEST_SHAPE_DELAY_MS makes shaping the backend's answer
 # (cut, trim, parse check, repair decision) take this long, inside the
 # shaping step.
-SHAPE_DELAY_MS = 2000
+SHAPE_DELAY_MS = 5000  # long enough that a stalled ASan run still sees it shaping
 
 
 def poll_shaping(s, rid, timeout=10):
@@ -446,9 +446,9 @@ def poll_shaping(s, rid, timeout=10):
 
 
 def test_shaping_off_the_loop():
-    # The answer comes back at once, then is shaped for 2 s. Requests sent
+    # The answer comes back at once, then is shaped for SHAPE_DELAY_MS. Requests sent
     # meanwhile are answered at once: shaping runs on the worker, not in the
-    # HTTP callback on the loop (where these polls would wait the 2 s and
+    # HTTP callback on the loop (where these polls would wait that long and
     # only see the completion already answered).
     mock = Mock()
     mock.default = {"text": "value;"}

@@ -71,10 +71,12 @@ def tally(results, what):
 # batch (the engine thread sleeps DELAY_MS there).
 first = []
 t_first = burst(1, first)
-# Once a request on another connection is answered, the loop has read the
-# first one: both were readable in the same loop iteration or earlier.
-check(srv.health() is not None, "health")
-time.sleep(0.05)  # the engine thread takes it off the queue at once
+# The first request is in transit: read and counted (queue_depth counts it
+# until the engine has moved it into the batch) but not yet active. An
+# answered health request alone would not prove it was even sent.
+check(wait_until(lambda: (h := srv.health()) is not None and h["queue_depth"] == 1 and
+                 h["active"] == 0, timeout=2.0, step=0.01),
+      "the first request is on its way into the batch")
 t0 = time.monotonic()
 rest = []
 threads = burst(N - 1, rest)

@@ -178,6 +178,19 @@ for cut in (b"GET /heal", b"GET /health HTTP/1.1\r\nHost: x\r\n",
             b"POST /v1/fim/completions HTTP/1.1\r\nContent-Length: 50\r\n\r\n{\"pro"):
     rs = half_close(GET_HEALTH + POST_HEALTH + cut, f"truncated {cut[:24]!r}")
     check([st for st, _ in rs] == [200, 405], f"truncated {cut[:24]!r}: {rs}")
+# A whole completion pipelined behind them, then the half-close: the client
+# cannot read its answer, so it takes no place in the queue (counted as a
+# 499); the answers before it still come.
+BODY = b'{"prompt": "abc", "max_tokens": 4}'
+COMPLETION = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(BODY)) + BODY
+K499 = 'sculpt_http_requests_total{code="499"}'
+before = srv.metrics().get(K499, 0)
+rs = half_close(GET_HEALTH + POST_HEALTH + COMPLETION, "a completion before the half-close")
+check([st for st, _ in rs] == [200, 405], f"a completion before the half-close: {rs}")
+h = srv.health()
+check(h and h["queue_depth"] == 0 and h["active"] == 0, f"nothing left held: {h}")
+check(srv.metrics().get(K499, 0) == before + 1, "counted as a client-closed request (499)")
 # Many: more answers than the pipeline backlog lets out at once (64 KiB);
 # all come, in order, once the client reads them.
 rs = half_close((GET_HEALTH + POST_HEALTH) * 300, "600 pipelined, half-close")
