@@ -1980,7 +1980,8 @@ void sc_completer_capabilities(json_t *caps) {
   json_object_set_new(caps, "inlineCompletionProvider", json_true());
   json_object_set_new(caps, "completionProvider", json_pack("{s:b}", "resolveProvider", 0));
   json_object_set_new(caps, "codeActionProvider",
-                      json_pack("{s:[s, s]}", "codeActionKinds", "quickfix", "refactor.rewrite"));
+                      json_pack("{s:[s, s], s:b}", "codeActionKinds", "quickfix",
+                                "refactor.rewrite", "resolveProvider", 1));
   json_object_set_new(caps, "executeCommandProvider",
                       json_pack("{s:[s, s]}", "commands", "sculpt.accept", "sculpt.dismiss"));
 }
@@ -2043,6 +2044,7 @@ typedef struct action_arg {
   sc_pos_encoding enc;
   action_target t[MAX_TARGETS];
   int n;
+  json_t *resolving; /* codeAction/resolve: the action to fill in (owned), else NULL */
 } action_arg;
 
 static void action_arg_free(void *p) {
@@ -2052,6 +2054,7 @@ static void action_arg_free(void *p) {
   free(a->text);
   sc_syntax_tree_free(a->tree);
   for (int i = 0; i < a->n; i++) json_decref(a->t[i].diagnostic);
+  json_decref(a->resolving);
   free(a);
 }
 
@@ -2237,36 +2240,25 @@ static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
   return out;
 }
 
-void sc_completer_handle_action(sc_lsp_req *r) {
-  sc_lsp_server *s = r->s;
-  sc_completer *c = sc_lsp__completer(s);
-  sc_document *d = sc_lsp__get_open_document(r);
-  if (!d) return;
-  json_t *range = json_object_get(r->params, "range");
-  uint32_t l0, c0, l1, c1;
-  if (!sc_lsp__get_position(json_object_get(range, "start"), &l0, &c0) ||
-      !sc_lsp__get_position(json_object_get(range, "end"), &l1, &c1)) {
-    sc_lsp__bad_params(r, "range needs start and end positions");
-    return;
-  }
-  json_t *diags = json_object_get(json_object_get(r->params, "context"), "diagnostics");
-  if (diags && !json_is_array(diags)) {
-    sc_lsp__bad_params(r, "context.diagnostics must be an array");
-    return;
-  }
+/* The targets a code action request has on d: the range (l0, c0)-(l1, c1)
+ * and the client's diagnostics (an array, or NULL). NULL: out of memory, or
+ * *nothing when there is nothing to offer (no tree, language off, no model). */
+static action_arg *action_targets(sc_lsp_server *s, sc_completer *c, sc_document *d, uint32_t l0,
+                                  uint32_t c0, uint32_t l1, uint32_t c1, json_t *diags,
+                                  bool *nothing) {
+  *nothing = false;
   sc_syntax_tree *tree = sc_document_syntax(d);
   const sc_line_index *idx = sc_document_lines(d);
   if (!tree || !idx || !language_enabled(c, d->lang) || c->state != MS_READY) {
-    sc_lsp__send_result(s, r->id, json_array()); /* nothing we can offer here */
-    return;
+    *nothing = true; /* nothing we can offer here */
+    return NULL;
   }
   sc_pos_encoding enc = sc_lsp__encoding(s);
   action_arg *a = calloc(1, sizeof *a);
   if (!a || !settings_copy(&a->set, &c->set) || !(a->uri = strdup(d->uri)) ||
       !(a->text = malloc(d->len + 1)) || sc_syntax_tree_copy(tree, &a->tree, NULL) != SC_OK) {
     if (a) action_arg_free(a);
-    sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
-    return;
+    return NULL;
   }
   memcpy(a->text, d->text, d->len);
   a->text[d->len] = '\0';
@@ -2313,11 +2305,147 @@ void sc_completer_handle_action(sc_lsp_req *r) {
         (plan.kind == SC_COMPLETION_BLOCK || plan.kind == SC_COMPLETION_FUNCTION_BODY))
       add_target(a, ra, ra, "complete block", "refactor.rewrite", NULL);
   }
+  return a;
+}
+
+/* The lazy list (clients that resolve edits, asked automatically, as on
+ * every cursor move): one action per target kind and diagnostic, with no
+ * edit; the model runs only for the one the user picks (codeAction/resolve).
+ * Nothing is decoded for a lightbulb nobody opens. */
+static json_t *lazy_actions(const action_arg *a, const sc_document *d, json_t *range) {
+  json_t *out = json_array();
+  for (int i = 0; i < a->n; i++) {
+    const action_target *t = &a->t[i];
+    bool seen = false;
+    for (int k = 0; k < i; k++)
+      seen |= strcmp(a->t[k].title, t->title) == 0 && a->t[k].diagnostic == t->diagnostic;
+    if (seen) continue;
+    json_t *data = json_pack("{s:s, s:I, s:O, s:s}", "uri", d->uri, "version",
+                             (json_int_t)d->version, "range", range, "target", t->title);
+    if (data && t->diagnostic) json_object_set(data, "diagnostic", t->diagnostic);
+    char title[64];
+    snprintf(title, sizeof title, "sculpt: %s", t->title);
+    json_t *action = data ? json_pack("{s:s, s:s, s:o}", "title", title, "kind", t->kind,
+                                      "data", data)
+                          : NULL;
+    if (action && t->diagnostic)
+      json_object_set_new(action, "diagnostics", json_pack("[O]", t->diagnostic));
+    if (action) json_array_append_new(out, action);
+  }
+  return out;
+}
+
+void sc_completer_handle_action(sc_lsp_req *r) {
+  sc_lsp_server *s = r->s;
+  sc_completer *c = sc_lsp__completer(s);
+  sc_document *d = sc_lsp__get_open_document(r);
+  if (!d) return;
+  json_t *range = json_object_get(r->params, "range");
+  uint32_t l0, c0, l1, c1;
+  if (!sc_lsp__get_position(json_object_get(range, "start"), &l0, &c0) ||
+      !sc_lsp__get_position(json_object_get(range, "end"), &l1, &c1)) {
+    sc_lsp__bad_params(r, "range needs start and end positions");
+    return;
+  }
+  json_t *diags = json_object_get(json_object_get(r->params, "context"), "diagnostics");
+  if (diags && !json_is_array(diags)) {
+    sc_lsp__bad_params(r, "context.diagnostics must be an array");
+    return;
+  }
+  bool nothing = false;
+  action_arg *a = action_targets(s, c, d, l0, c0, l1, c1, diags, &nothing);
+  if (!a) {
+    if (nothing) sc_lsp__send_result(s, r->id, json_array());
+    else sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
   if (a->n == 0) {
     action_arg_free(a);
     sc_lsp__send_result(s, r->id, json_array());
     return;
   }
+  json_t *trigger = json_object_get(json_object_get(r->params, "context"), "triggerKind");
+  if (sc_lsp__client_action_resolve(s) && json_integer_value(trigger) == 2 /* Automatic */) {
+    json_t *out = lazy_actions(a, d, range);
+    action_arg_free(a);
+    if (out) sc_lsp__send_result(s, r->id, out);
+    else sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
   sc_lsp__cancel_method(s, r->method, d->uri);
   sc_lsp__post_job(s, r->id, r->method, d->uri, actions_job, a, action_arg_free, NULL);
+}
+
+/* codeAction/resolve: the edit of a lazy action, decoded now for its target
+ * alone. The document must still be the version the action was listed for. */
+static void resolve_done(sc_lsp_server *s, sc_job *job) {
+  action_arg *a = job->arg;
+  if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
+  json_t *first = json_array_get(job->result, 0);
+  json_t *edit = json_object_get(first, "edit");
+  if (!edit) {
+    json_decref(job->result);
+    job->result = NULL;
+    sc_error_set(&job->err, SC_ERR_IO, "no %s passed the parse check", a->t[0].title);
+    return;
+  }
+  json_t *resolved = json_deep_copy(a->resolving);
+  if (resolved) {
+    json_object_set(resolved, "edit", edit);
+    json_object_set(resolved, "title", json_object_get(first, "title"));
+  }
+  json_decref(job->result);
+  job->result = resolved;
+  if (!resolved) sc_error_set(&job->err, SC_ERR_NOMEM, "out of memory");
+}
+
+void sc_completer_handle_action_resolve(sc_lsp_req *r) {
+  sc_lsp_server *s = r->s;
+  sc_completer *c = sc_lsp__completer(s);
+  json_t *data = json_object_get(r->params, "data");
+  const char *uri = json_string_value(json_object_get(data, "uri"));
+  const char *target = json_string_value(json_object_get(data, "target"));
+  json_t *range = json_object_get(data, "range"), *diag = json_object_get(data, "diagnostic");
+  uint32_t l0, c0, l1, c1;
+  if (!uri || !target || !json_is_integer(json_object_get(data, "version")) ||
+      !sc_lsp__get_position(json_object_get(range, "start"), &l0, &c0) ||
+      !sc_lsp__get_position(json_object_get(range, "end"), &l1, &c1)) {
+    sc_lsp__bad_params(r, "data is not a sculpt code action's");
+    return;
+  }
+  sc_document *d = sc_lsp__find_document(s, uri);
+  if (!d) {
+    sc_lsp__bad_params(r, "document not open: %s", uri);
+    return;
+  }
+  if (d->version != json_integer_value(json_object_get(data, "version"))) {
+    sc_lsp__send_error(s, r->id, SC_RPC_CONTENT_MODIFIED, "%s: the document changed", r->method);
+    return;
+  }
+  json_t *diags = diag ? json_pack("[O]", diag) : NULL;
+  bool nothing = false;
+  action_arg *a = action_targets(s, c, d, l0, c0, l1, c1, diags, &nothing);
+  json_decref(diags);
+  if (a) {
+    /* Only the picked kind (and diagnostic) is decoded. */
+    int n = 0;
+    for (int i = 0; i < a->n; i++) {
+      if (strcmp(a->t[i].title, target) == 0 && (diag != NULL) == (a->t[i].diagnostic != NULL)) {
+        a->t[n++] = a->t[i];
+      } else {
+        json_decref(a->t[i].diagnostic);
+      }
+    }
+    a->n = n;
+    a->resolving = json_incref(r->params);
+  }
+  if (!a || a->n == 0) {
+    if (a) action_arg_free(a);
+    if (!a && !nothing) sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
+    else sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED, "%s: nothing to resolve here now",
+                            r->method);
+    return;
+  }
+  sc_lsp__cancel_method(s, r->method, d->uri);
+  sc_lsp__post_job(s, r->id, r->method, d->uri, actions_job, a, action_arg_free, resolve_done);
 }

@@ -278,10 +278,14 @@ bool sc_lsp__bad_params(sc_lsp_req *r, const char *fmt, ...) __attribute__((form
 bool sc_lsp__get_position(json_t *pos, uint32_t *line, uint32_t *character);
 /* params.textDocument's open document, or NULL after reporting why. */
 sc_document *sc_lsp__get_open_document(sc_lsp_req *r);
+/* The open document uri names, or NULL (borrowed). */
+sc_document *sc_lsp__find_document(sc_lsp_server *s, const char *uri);
 sc_pos_encoding sc_lsp__encoding(const sc_lsp_server *s);
 const sc_lsp_options *sc_lsp__options(const sc_lsp_server *s);
 /* True when the client accepts window/workDoneProgress/create. */
 bool sc_lsp__client_progress(const sc_lsp_server *s);
+/* The client resolves code actions' edits lazily (codeAction/resolve). */
+bool sc_lsp__client_action_resolve(const sc_lsp_server *s);
 /* Sends a server->client request; on_response runs when the answer comes. */
 void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
                           void (*on_response)(sc_lsp_server *, json_t *, json_t *));
@@ -339,6 +343,7 @@ void sc_completer_handle_inline(sc_lsp_req *r);
 void sc_completer_handle_completion(sc_lsp_req *r);
 void sc_completer_handle_execute(sc_lsp_req *r);
 void sc_completer_handle_action(sc_lsp_req *r);
+void sc_completer_handle_action_resolve(sc_lsp_req *r);
 /* sculpt/test/prompt (test hook): the assembled prompt at a position. */
 void sc_completer_handle_test_prompt(sc_lsp_req *r);
 

@@ -59,6 +59,7 @@ struct sc_lsp_server {
   json_int_t next_out_id;
   bool client_config_pull; /* client supports workspace/configuration */
   bool client_progress;    /* client supports window/workDoneProgress */
+  bool client_action_resolve; /* client resolves a code action's edit lazily */
   bool client_watch_dynamic; /* client registers file watchers on request */
   sc_completer *completer;
   struct ev_loop *loop; /* the transport's, or NULL */
@@ -419,6 +420,7 @@ struct ev_loop *sc_lsp__loop(sc_lsp_server *s) { return s->loop; }
 sc_pos_encoding sc_lsp__encoding(const sc_lsp_server *s) { return s->enc; }
 const sc_lsp_options *sc_lsp__options(const sc_lsp_server *s) { return &s->opts; }
 bool sc_lsp__client_progress(const sc_lsp_server *s) { return s->client_progress; }
+bool sc_lsp__client_action_resolve(const sc_lsp_server *s) { return s->client_action_resolve; }
 sc_completer *sc_lsp__completer(sc_lsp_server *s) { return s->completer; }
 sc_document_store *sc_lsp__documents(sc_lsp_server *s) { return s->docs; }
 
@@ -467,6 +469,10 @@ static const char *get_uri(req *r) {
   return uri;
 }
 
+sc_document *sc_lsp__find_document(sc_lsp_server *s, const char *uri) {
+  return uri ? sc_document_store_get(s->docs, uri) : NULL;
+}
+
 sc_document *sc_lsp__get_open_document(req *r) {
   const char *uri = get_uri(r);
   if (!uri) return NULL;
@@ -509,6 +515,17 @@ static void handle_initialize(req *r) {
       json_is_true(json_object_get(json_object_get(caps, "workspace"), "configuration"));
   s->client_progress =
       json_is_true(json_object_get(json_object_get(caps, "window"), "workDoneProgress"));
+  /* codeAction/resolve may fill in "edit" (LSP 3.16 resolveSupport). */
+  json_t *props = json_object_get(
+      json_object_get(json_object_get(json_object_get(caps, "textDocument"), "codeAction"),
+                      "resolveSupport"),
+      "properties");
+  json_t *prop;
+  size_t pi;
+  json_array_foreach(props, pi, prop) {
+    const char *name = json_string_value(prop);
+    if (name && strcmp(name, "edit") == 0) s->client_action_resolve = true;
+  }
   s->client_watch_dynamic = json_is_true(json_object_get(
       json_object_get(json_object_get(caps, "workspace"), "didChangeWatchedFiles"),
       "dynamicRegistration"));
@@ -862,6 +879,7 @@ static const method k_methods[] = {
     {"textDocument/completion", sc_completer_handle_completion, true, false},
     {"workspace/executeCommand", sc_completer_handle_execute, true, false},
     {"textDocument/codeAction", sc_completer_handle_action, true, false},
+    {"codeAction/resolve", sc_completer_handle_action_resolve, true, false},
     {"sculpt/test/document", handle_test_document, true, true},
     {"sculpt/test/offset", handle_test_offset, true, true},
     {"sculpt/test/sleep", handle_test_sleep, true, true},

@@ -281,6 +281,53 @@ def test_quick_fix_repairs_a_syntax_error():
     s.shutdown_and_exit()
 
 
+def test_lazy_quick_fix_through_resolve():
+    # A client that resolves edits lazily, asking automatically (as editors
+    # do on every cursor move): the actions come without edits and without
+    # an engine call; resolving the one picked decodes it then.
+    s = spawn()
+    caps = {"textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}}}
+    init = s.start(caps, initializationOptions={"modelPath": MODEL, "lengthCandidates": 4})
+    eq(init["capabilities"]["codeActionProvider"].get("resolveProvider"), True, "resolveProvider")
+    wait_ready(s)
+    uri = "file:///w/lazy.py"
+    text = "total = abc$\nprint(total)\n"
+    open_doc(s, text, uri=uri, lang="python")
+    diag = {"range": {"start": {"line": 0, "character": 11}, "end": {"line": 0, "character": 12}},
+            "severity": 1, "message": "invalid syntax"}
+    calls = stats(s)["engineCalls"]
+    params = {"textDocument": {"uri": uri},
+              "range": {"start": {"line": 0, "character": 11}, "end": {"line": 0, "character": 11}},
+              "context": {"diagnostics": [diag], "triggerKind": 2}}
+    acts = s.request("textDocument/codeAction", params, 60)["result"]
+    eq(stats(s)["engineCalls"], calls, "listing decodes nothing")
+    eq(len(acts), 1, "one lazy fix for the diagnostic (its two spans merge)")
+    act = acts[0]
+    check("edit" not in act and act["kind"] == "quickfix" and act["diagnostics"] == [diag] and
+          "data" in act, "no edit yet, the diagnostic and data", act)
+    r = s.request("codeAction/resolve", act, 60)
+    check("result" in r, "resolved", r)
+    res = r.get("result", {})
+    check(stats(s)["engineCalls"] > calls, "resolving decodes")
+    fixed = apply_edit(text, res["edit"]["changes"][uri][0]) if "edit" in res else text
+    eq(fixed, "total = abc" + ALPHABET + "\nprint(total)\n", "the planted model's repair")
+    eq(res.get("data"), act["data"], "the action comes back with its data")
+    # Asked explicitly (triggerKind 1), the edits are computed and checked
+    # up front, as for clients that do not resolve.
+    params["context"]["triggerKind"] = 1
+    acts = s.request("textDocument/codeAction", params, 60)["result"]
+    check(acts and all("edit" in a for a in acts), "invoked: edits up front", acts)
+    # The document changed since the listing: resolving says so.
+    s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                        "contentChanges": [{"text": text + "x = 1\n"}]})
+    r = s.request("codeAction/resolve", act, 60)
+    check(r.get("error", {}).get("code") == -32801, "a stale action is refused", r)
+    # Data that is not ours is a clear error, not a crash.
+    r = s.request("codeAction/resolve", {"title": "x", "data": {"uri": 3}}, 60)
+    check(r.get("error", {}).get("code") == -32602, "foreign data", r)
+    s.shutdown_and_exit()
+
+
 def test_hole_candidates_must_parse():
     # A hole the planted model cannot fill with valid code: its candidates
     # are tried, and none is offered, since none parses.
@@ -366,7 +413,8 @@ if __name__ == "__main__":
         run_tests([test_capabilities_and_load, test_inline_completion_parses,
                    test_completion_items, test_typing_through_is_cached, test_stale_and_cancelled,
                    test_commands_settings_and_languages, test_no_model,
-                   test_quick_fix_repairs_a_syntax_error, test_hole_candidates_must_parse,
+                   test_quick_fix_repairs_a_syntax_error, test_lazy_quick_fix_through_resolve,
+                   test_hole_candidates_must_parse,
                    test_workspace_context, test_repair_once_on_the_local_engine])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
