@@ -40,6 +40,8 @@ extern "C" sc_status sc_kernels_probe(sc_kernels_device_info *out, sc_error *err
   info.cc_major = prop.major;
   info.cc_minor = prop.minor;
   if (out) *out = info;
+  // A device with no cuBLAS to drive it is no usable device: say which.
+  if (!sck_blas(err)) return SC_ERR_DEVICE;
   return SC_OK;
 }
 
@@ -54,7 +56,7 @@ sc_status sck_cuda_fail(cudaError_t e, const char *what, const char *file, int l
 sc_status sck_cublas_fail(cublasStatus_t s, const char *what, const char *file,
                                      int line, sc_error *err) {
   return sc_error_set_at(err, SC_ERR_DEVICE, file, line, "cuBLAS: %s failed: %s (%d)", what,
-                         cublasGetStatusString(s), (int)s);
+                         sck_blas_status_string(s), (int)s);
 }
 
 extern "C" sc_status sc_kernels_device_bandwidth(int *sm_count, double *bytes_per_s,

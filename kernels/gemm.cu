@@ -13,7 +13,9 @@ sc_status sck_gemm(cublasHandle_t h, const sck_bf16 *W, int out, int in, const s
                    int n, int ldx, void *Y, bool y_f32, int ldy, float beta, sc_error *err) {
   if (n <= 0) return SC_OK;
   const float alpha = 1.0f;
-  SCK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, W, CUDA_R_16BF, in,
+  const sck_blas_api *b = sck_blas(err);
+  if (!b) return SC_ERR_DEVICE;
+  SCK_CUBLAS(b->gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, W, CUDA_R_16BF, in,
                           X, CUDA_R_16BF, ldx, &beta, Y, y_f32 ? CUDA_R_32F : CUDA_R_16BF, ldy,
                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
              err);

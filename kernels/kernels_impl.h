@@ -136,7 +136,30 @@ cudaError_t sck_fill_uniform(sck_bf16 *dst, size_t n, float scale, uint64_t seed
 cudaError_t sck_fill_f32(float *dst, size_t n, float base, float jitter, uint64_t seed,
                          cudaStream_t stream);
 
-/* ---- cuBLAS (gemm.cu) ----------------------------------------------------- */
+/* ---- cuBLAS (blas.cu opens it, gemm.cu multiplies) ----------------------- */
+
+/* The cuBLAS entry points the backend calls, resolved from libcublas at run
+ * time (see blas.cu for why it is not linked). */
+typedef cublasStatus_t (*sck_gemm_ex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t,
+                                         int, int, int, const void *, const void *,
+                                         cudaDataType, int, const void *, cudaDataType, int,
+                                         const void *, void *, cudaDataType, int,
+                                         cublasComputeType_t, cublasGemmAlgo_t);
+typedef struct sck_blas_api {
+  decltype(&cublasCreate_v2) create;
+  decltype(&cublasDestroy_v2) destroy;
+  decltype(&cublasSetStream_v2) set_stream;
+  decltype(&cublasSetWorkspace_v2) set_workspace;
+  sck_gemm_ex_fn gemm_ex; /* cublasGemmEx is overloaded in C++; blas.cu checks the type */
+  decltype(&cublasGetStatusString) status_string;
+} sck_blas_api;
+
+/* The loaded table (process-wide, loaded once, never freed), or NULL with
+ * SC_ERR_DEVICE and the loader's reason in err. Thread-safe. */
+const sck_blas_api *sck_blas(sc_error *err);
+/* cublasGetStatusString when cuBLAS is loaded, else a fixed text. */
+const char *sck_blas_status_string(cublasStatus_t s);
+
 
 /* Y[n][out] (leading dimension ldy) = beta * Y + X[n][in] (ld ldx) * W^T,
  * W bf16 [out][in] (PyTorch Linear layout), X bf16, Y bf16 or f32

@@ -366,7 +366,7 @@ struct sc_kernels_ctx {
 extern "C" void sc_kernels_ctx_free(sc_kernels_ctx *c) {
   if (!c) return;
   if (c->graph) cudaGraphExecDestroy(c->graph);
-  if (c->blas) cublasDestroy(c->blas);
+  if (c->blas) sck_blas(NULL)->destroy(c->blas);  // a handle means cuBLAS is loaded
   if (c->stream) cudaStreamDestroy(c->stream);
   if (c->host) cudaFreeHost(c->host);
   if (c->arena) cudaFree(c->arena);
@@ -444,10 +444,12 @@ static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   // the context's non-blocking stream does not wait for.
   SCK_CUDA(cudaDeviceSynchronize(), err);
   SCK_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), err);
-  SCK_CUBLAS(cublasCreate(&c->blas), err);
-  SCK_CUBLAS(cublasSetStream(c->blas, c->stream), err);
+  const sck_blas_api *blas = sck_blas(err);
+  if (!blas) return SC_ERR_DEVICE;
+  SCK_CUBLAS(blas->create(&c->blas), err);
+  SCK_CUBLAS(blas->set_stream(c->blas, c->stream), err);
   // A fixed workspace keeps cuBLAS from allocating, which graph capture needs.
-  SCK_CUBLAS(cublasSetWorkspace(c->blas, a + p->ws, WORKSPACE_BYTES), err);
+  SCK_CUBLAS(blas->set_workspace(c->blas, a + p->ws, WORKSPACE_BYTES), err);
   SCK_CUDA(sck_attn_prepare(&m->attn), err);
   const char *g = getenv("SCULPT_CUDA_GRAPH");
   c->graphs = !(g && strcmp(g, "0") == 0);

@@ -2,6 +2,7 @@
 and the one-line CPU fallback of a CUDA build on a machine without a GPU."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -64,6 +65,12 @@ elif not has_cuda:
     check(len(fallback) == 0, "a CPU-only build does not probe by default")
 check(any("device cpu" in l or "device cuda" in l for l in err.splitlines()),
       "the device is logged")
+# cuBLAS is opened at run time, so a CUDA build starts (and falls back)
+# on a host without it: no libcublas among the libraries the loader needs.
+if has_cuda and shutil.which("readelf"):
+    dyn = subprocess.run(["readelf", "-d", BIN], capture_output=True, text=True).stdout
+    check("NEEDED" in dyn and "libcublas" not in dyn,
+          "a CUDA build does not link libcublas")
 rc, out, err = run("lsp", "--device", "cpu")
 check(not any("falling back" in l for l in err.splitlines()), "--device cpu never probes")
 

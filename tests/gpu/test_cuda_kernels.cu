@@ -131,8 +131,10 @@ static void test_gemm(void) {
       for (int k = 0; k < in; k++) s += (double)X[(size_t)i * in + k] * W[(size_t)o * in + k];
       ref[(size_t)i * out + o] = (float)s;
     }
-  cublasHandle_t h;
-  REQUIRE(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS);
+  sc_error berr = {};
+  const sck_blas_api *blas = sck_blas(&berr);
+  cublasHandle_t h = nullptr;
+  REQUIRE(blas && blas->create(&h) == CUBLAS_STATUS_SUCCESS);
   dbuf<sck_bf16> dW(to_bf(W)), dX(to_bf(X)), dYb((size_t)n * out);
   dbuf<float> dYf((size_t)n * out), dYacc(Y0);
   sc_error err = {};
@@ -147,7 +149,7 @@ static void test_gemm(void) {
   EXPECTF(ef <= 1e-3, "gemm f32 err %g", ef);
   EXPECTF(eb <= 1e-2, "gemm bf16 err %g", eb);
   EXPECTF(ea <= 1e-3, "gemm beta=1 err %g", ea);
-  cublasDestroy(h);
+  blas->destroy(h);
 }
 
 static void test_qkv_post(void) {
