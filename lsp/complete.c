@@ -2178,7 +2178,9 @@ static char *check_candidate(action_arg *a, const action_target *t, const char *
 static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
   action_arg *a = argp;
   sc_completer *c = a->c;
-  if (!c->engine && !a->set.backend_url) {
+  /* The remote backend's jobs run on the network lane: c->engine belongs to
+   * the model lane, so it is read only when there is no backend. */
+  if (!a->set.backend_url && !c->engine) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
     return NULL;
   }
@@ -2335,6 +2337,14 @@ static json_t *lazy_actions(const action_arg *a, const sc_document *d, json_t *r
   return out;
 }
 
+/* With the remote backend a code action waits on HTTP (several requests:
+ * up to three per target), not on the engine: it runs on its own lane so
+ * that completions, whose shaping runs on the model lane, are not queued
+ * behind it. */
+static sc_job_lane action_lane(const action_arg *a) {
+  return a->set.backend_url ? SC_LANE_NETWORK : SC_LANE_MODEL;
+}
+
 void sc_completer_handle_action(sc_lsp_req *r) {
   sc_lsp_server *s = r->s;
   sc_completer *c = sc_lsp__completer(s);
@@ -2373,7 +2383,8 @@ void sc_completer_handle_action(sc_lsp_req *r) {
     return;
   }
   sc_lsp__cancel_method(s, r->method, d->uri);
-  sc_lsp__post_job(s, r->id, r->method, d->uri, actions_job, a, action_arg_free, NULL);
+  sc_lsp__post_job_on(s, action_lane(a), r->id, r->method, d->uri, actions_job, a,
+                      action_arg_free, NULL);
 }
 
 /* codeAction/resolve: the edit of a lazy action, decoded now for its target
@@ -2447,5 +2458,6 @@ void sc_completer_handle_action_resolve(sc_lsp_req *r) {
     return;
   }
   sc_lsp__cancel_method(s, r->method, d->uri);
-  sc_lsp__post_job(s, r->id, r->method, d->uri, actions_job, a, action_arg_free, resolve_done);
+  sc_lsp__post_job_on(s, action_lane(a), r->id, r->method, d->uri, actions_job, a,
+                      action_arg_free, resolve_done);
 }

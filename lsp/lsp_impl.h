@@ -187,6 +187,15 @@ typedef struct sc_job sc_job;
  * between steps and return NULL with SC_ERR_CANCELLED when asked to stop. */
 typedef json_t *(*sc_job_fn)(sc_job *job, void *arg, sc_error *err);
 
+/* Which worker thread runs a job. Each lane is one thread, in order, so a
+ * job only ever waits behind jobs of its own kind. */
+typedef enum sc_job_lane {
+  SC_LANE_MODEL,      /* requests that use the engine (one model, one thread) */
+  SC_LANE_BACKGROUND, /* long internal jobs: the workspace index */
+  SC_LANE_NETWORK,    /* requests that wait on the remote backend, not the engine */
+  SC_LANE_COUNT
+} sc_job_lane;
+
 struct sc_job {
   json_t *id;        /* the request id (owned reference) */
   char *method;      /* for logs */
@@ -204,7 +213,7 @@ struct sc_job {
    * job waits on, without answering; the server then answers -32800/-32801. */
   bool deferred;
   void (*on_cancel)(sc_lsp_server *s, sc_job *job);
-  bool background;   /* on the background worker (sc_lsp__post_background_job) */
+  sc_job_lane lane;  /* the worker it runs on */
   double queued_ms;
   /* filled by the worker */
   json_t *result;
@@ -295,6 +304,12 @@ void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
 sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const char *uri,
                          sc_job_fn fn, void *arg, void (*free_arg)(void *),
                          void (*on_done)(sc_lsp_server *s, sc_job *job));
+/* sc_lsp__post_job on another lane: a request that only waits on the
+ * network (SC_LANE_NETWORK) must not hold up the engine's queue. The job
+ * must not touch the engine or what model-lane jobs use without a lock. */
+sc_job *sc_lsp__post_job_on(sc_lsp_server *s, sc_job_lane lane, json_t *id, const char *method,
+                            const char *uri, sc_job_fn fn, void *arg, void (*free_arg)(void *),
+                            void (*on_done)(sc_lsp_server *s, sc_job *job));
 /* A long internal job (no id, no document) on the background worker, so that
  * requests keep being served meanwhile: the workspace index. It must not
  * touch what jobs on the request worker use without a lock; its on_done

@@ -50,8 +50,7 @@ struct sc_lsp_server {
   sc_pos_encoding enc;
 
   sc_document_store *docs;
-  sc_worker *worker;
-  sc_worker *bg_worker; /* long background jobs (the workspace index) */
+  sc_worker *workers[SC_LANE_COUNT]; /* one thread per sc_job_lane */
   sc_job **inflight; /* posted jobs not yet answered (loop thread only) */
   size_t n_inflight, cap_inflight;
 
@@ -331,7 +330,7 @@ static void cancel_job(sc_lsp_server *s, sc_job *job, sc_job_cancel why) {
     answer_job(s, job);
     return;
   }
-  sc_job *q = sc_worker_unqueue(job->background ? s->bg_worker : s->worker, job);
+  sc_job *q = sc_worker_unqueue(s->workers[job->lane], job);
   if (q) answer_job(s, q);
 }
 
@@ -355,7 +354,7 @@ static void cancel_all_jobs(sc_lsp_server *s, sc_job_cancel why) {
   }
 }
 
-static sc_job *post_job(sc_lsp_server *s, bool background, json_t *id, const char *method,
+static sc_job *post_job(sc_lsp_server *s, sc_job_lane lane, json_t *id, const char *method,
                         const char *uri, sc_job_fn fn, void *arg, void (*free_arg)(void *),
                         void (*on_done)(sc_lsp_server *s, sc_job *job)) {
   sc_job *job = calloc(1, sizeof *job);
@@ -380,21 +379,27 @@ static sc_job *post_job(sc_lsp_server *s, bool background, json_t *id, const cha
   job->arg = arg;
   job->free_arg = free_arg;
   job->on_done = on_done;
-  job->background = background;
-  sc_worker_post(background ? s->bg_worker : s->worker, job);
+  job->lane = lane;
+  sc_worker_post(s->workers[lane], job);
   return job;
 }
 
 sc_job *sc_lsp__post_job(sc_lsp_server *s, json_t *id, const char *method, const char *uri,
                          sc_job_fn fn, void *arg, void (*free_arg)(void *),
                          void (*on_done)(sc_lsp_server *s, sc_job *job)) {
-  return post_job(s, false, id, method, uri, fn, arg, free_arg, on_done);
+  return post_job(s, SC_LANE_MODEL, id, method, uri, fn, arg, free_arg, on_done);
+}
+
+sc_job *sc_lsp__post_job_on(sc_lsp_server *s, sc_job_lane lane, json_t *id, const char *method,
+                            const char *uri, sc_job_fn fn, void *arg, void (*free_arg)(void *),
+                            void (*on_done)(sc_lsp_server *s, sc_job *job)) {
+  return post_job(s, lane, id, method, uri, fn, arg, free_arg, on_done);
 }
 
 sc_job *sc_lsp__post_background_job(sc_lsp_server *s, const char *method, sc_job_fn fn,
                                     void *arg, void (*free_arg)(void *),
                                     void (*on_done)(sc_lsp_server *s, sc_job *job)) {
-  return post_job(s, true, NULL, method, NULL, fn, arg, free_arg, on_done);
+  return post_job(s, SC_LANE_BACKGROUND, NULL, method, NULL, fn, arg, free_arg, on_done);
 }
 
 void sc_lsp__cancel_method(sc_lsp_server *s, const char *method, const char *uri) {
@@ -426,8 +431,8 @@ sc_document_store *sc_lsp__documents(sc_lsp_server *s) { return s->docs; }
 
 void sc_lsp_server_drain(sc_lsp_server *s) {
   sc_job *job;
-  while ((job = sc_worker_take_done(s->worker))) answer_job(s, job);
-  while ((job = sc_worker_take_done(s->bg_worker))) answer_job(s, job);
+  for (int l = 0; l < SC_LANE_COUNT; l++)
+    while ((job = sc_worker_take_done(s->workers[l]))) answer_job(s, job);
   flush_logs(s);
 }
 
@@ -844,7 +849,9 @@ static long rss_kb(void) {
 static void handle_test_stats(req *r) {
   json_t *stats = json_pack("{s:I, s:I, s:I, s:I, s:I}", "openDocuments",
                         (json_int_t)sc_document_store_count(r->s->docs), "pendingJobs",
-                        (json_int_t)sc_worker_pending(r->s->worker), "inflight",
+                        (json_int_t)(sc_worker_pending(r->s->workers[SC_LANE_MODEL]) +
+                                     sc_worker_pending(r->s->workers[SC_LANE_NETWORK])),
+                        "inflight",
                         (json_int_t)r->s->n_inflight, "rssKb", (json_int_t)rss_kb(),
                         "garbageBytes", (json_int_t)r->s->reader.garbage_bytes);
   json_t *cstats = sc_completer_stats(r->s->completer);
@@ -1051,9 +1058,10 @@ sc_lsp_server *sc_lsp_server_new(const sc_lsp_options *opts, sc_lsp_write_fn wri
   s->docs = sc_document_store_new();
   s->completer = sc_completer_new();
   /* Inline jobs complete inside post; their answers wait for the next drain. */
-  s->worker = sc_worker_new(!opts->synchronous_jobs, on_worker_done, s);
-  s->bg_worker = sc_worker_new(!opts->synchronous_jobs, on_worker_done, s);
-  if (!s->docs || !s->worker || !s->bg_worker || !s->completer) {
+  bool workers = true;
+  for (int l = 0; l < SC_LANE_COUNT; l++)
+    workers &= (s->workers[l] = sc_worker_new(!opts->synchronous_jobs, on_worker_done, s)) != NULL;
+  if (!s->docs || !workers || !s->completer) {
     sc_lsp_server_free(s);
     return NULL;
   }
@@ -1064,8 +1072,8 @@ sc_lsp_server *sc_lsp_server_new(const sc_lsp_options *opts, sc_lsp_write_fn wri
 void sc_lsp_server_free(sc_lsp_server *s) {
   if (!s) return;
   sc_log_set_sink(NULL, NULL);
-  if (s->worker) sc_worker_free(s->worker);
-  if (s->bg_worker) sc_worker_free(s->bg_worker);
+  for (int l = 0; l < SC_LANE_COUNT; l++)
+    if (s->workers[l]) sc_worker_free(s->workers[l]);
   sc_completer_free(s->completer);
   free(s->inflight);
   sc_document_store_free(s->docs);
@@ -1102,11 +1110,10 @@ void sc_lsp_server_eof(sc_lsp_server *s) {
 
 void sc_lsp_server_finish(sc_lsp_server *s) {
   cancel_all_jobs(s, SC_JOB_SHUTDOWN);
-  sc_worker_stop(s->worker);
-  sc_worker_stop(s->bg_worker);
+  for (int l = 0; l < SC_LANE_COUNT; l++) sc_worker_stop(s->workers[l]);
   sc_job *job;
-  while ((job = sc_worker_take_done(s->worker))) answer_job(s, job);
-  while ((job = sc_worker_take_done(s->bg_worker))) answer_job(s, job);
+  for (int l = 0; l < SC_LANE_COUNT; l++)
+    while ((job = sc_worker_take_done(s->workers[l]))) answer_job(s, job);
   /* Queued jobs were answered by cancel_all_jobs; nothing may be left. */
   if (s->n_inflight) SC_LOG_ERROR("%zu requests left unanswered at exit", s->n_inflight);
   if (s->garbage_run) {

@@ -337,6 +337,36 @@ def test_loop_does_not_block():
     mock.stop()
 
 
+def test_slow_quick_fix_does_not_hold_up_completions():
+    # A code action with the remote backend waits on HTTP on its own worker
+    # lane: a completion asked meanwhile is not queued behind it.
+    mock = Mock()
+    mock.script = [{"delay": 4, "text": "return a + b;"}]
+    mock.default = {"text": "fast_value;"}
+    s = start(mock.url)
+    open_doc(s, "int sum(int a, int b) {\n  TODO(sculpt)\n}\n")
+    other = "file:///w/other.c"
+    open_doc(s, "int main(void) {\n  int x = \n}\n", uri=other)
+    aid = s.send_request("textDocument/codeAction",
+                         {"textDocument": {"uri": URI},
+                          "range": {"start": {"line": 1, "character": 2},
+                                    "end": {"line": 1, "character": 2}},
+                          "context": {"diagnostics": []}})
+    mock.wait_requests(1)
+    t0 = time.monotonic()
+    r = inline(s, 1, len("  int x = "), uri=other)
+    dt = time.monotonic() - t0
+    check(dt < 2.5, "the completion answered in %.2f s, not after the code action's 4 s" % dt)
+    eq([i["insertText"] for i in r.get("result", {}).get("items", [])], ["fast_value;"],
+       "the completion's text")
+    ra = s.wait_response(aid, 20)
+    edits = [e["newText"] for a in ra.get("result", [])
+             for e in a.get("edit", {}).get("changes", {}).get(URI, [])]
+    check("return a + b;" in edits, "then the code action's fill", ra)
+    s.shutdown_and_exit()
+    mock.stop()
+
+
 def test_key_never_logged():
     mock = Mock()
     # A hostile server echoes the Authorization header in its error.
@@ -521,7 +551,8 @@ if __name__ == "__main__":
         run_tests([test_completion_from_the_backend, test_shaping_mid_line,
                    test_switch_between_remote_and_local, test_retry_after_429,
                    test_503_gives_up, test_backend_down, test_cancel_closes_the_connection,
-                   test_timeout, test_quick_fix_from_the_backend, test_loop_does_not_block,
+                   test_timeout, test_quick_fix_from_the_backend,
+                   test_slow_quick_fix_does_not_hold_up_completions, test_loop_does_not_block,
                    test_key_never_logged, test_repair_once, test_shaping_off_the_loop,
                    test_cancel_while_shaping])
     finally:
