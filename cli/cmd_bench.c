@@ -158,7 +158,8 @@ static int bench_synthetic(const char *shape_name, const char *device, const int
   int32_t *ids = malloc((size_t)S * sizeof *ids);
   double *times = malloc((size_t)repeat * sizeof *times);
   sc_kernels_row_stats *st = malloc((size_t)max_canvas * sizeof *st);
-  if (!ids || !times || !st) {
+  sc_kernels_pick_row *pr = calloc((size_t)max_canvas, sizeof *pr); /* greedy, no penalty */
+  if (!ids || !times || !st || !pr) {
     sc_cli_fail(CMD, "out of memory");
     status = 1;
   }
@@ -173,7 +174,7 @@ static int bench_synthetic(const char *shape_name, const char *device, const int
       int32_t none = 0;
       sc_kernels_pass full = {ids, n, 0, n, NULL, 0, &none, 0};
       sc_kernels_pass step = {ids, n, w0, w0 + m, NULL, 0, NULL, m};
-      sc_kernels_sample smp = {0.0f, 7};
+      sc_kernels_sample smp = {pr, NULL, -1, -1};
       if (sc_kernels_forward(kc, &full, NULL, &err) != SC_OK) {
         status = 1;
         break;
@@ -219,6 +220,7 @@ static int bench_synthetic(const char *shape_name, const char *device, const int
   free(ids);
   free(times);
   free(st);
+  free(pr);
   sc_kernels_ctx_free(kc);
   sc_kernels_model_free(km);
   return status;

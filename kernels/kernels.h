@@ -137,21 +137,63 @@ typedef struct sc_kernels_pass {
 sc_status sc_kernels_forward(sc_kernels_ctx *c, const sc_kernels_pass *p, float *logits_host,
                              sc_error *err);
 
-/* The fused lm_head epilogue: per requested row, statistics of softmax(raw
- * logits) and a Gumbel-max sample of logits / temperature, computed on the
- * device; only these n_rows records cross to the host. */
+/* ---- picking a token per row, on the device --------------------------------
+ * The fused lm_head epilogue applies the engine's picking rules (model.h,
+ * sc_pick_params; model/pick.c is the CPU reference) to each requested
+ * row's logits l[0..V):
+ *   inv_t = 1/T when T > 0, else 1
+ *   z[t]  = l[t] * inv_t, minus eos_penalty * inv_t for the eos and pad ids,
+ *           and -inf for every banned id
+ *   p     = softmax(z); max_prob, margin (p1 - p2) and entropy of p
+ *   token = argmax z (lowest index on ties) when T <= 0, else the Gumbel-max
+ *           sample argmax (z[t] - log(-log(u(key, t)))), u below
+ * Only these records cross to the host, never the [rows x vocab] logits. */
+
+#if defined(__CUDACC__)
+#define SC_KERNELS_HD __host__ __device__
+#else
+#define SC_KERNELS_HD
+#endif
+
+/* splitmix64's finaliser (Steele, Lea, Flood 2014): a bijective mixer. */
+static inline SC_KERNELS_HD uint64_t sc_kernels_mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/* The sampler's uniform for token t of a row keyed `key`, in (0, 1) and
+ * never 0 or 1 (24 bits plus a half step). Counter-based, so any thread
+ * draws any token's noise, and the host reference draws the same bits. */
+static inline SC_KERNELS_HD float sc_kernels_pick_uniform(uint64_t key, uint64_t t) {
+  uint64_t h = sc_kernels_mix64(key ^ sc_kernels_mix64(t ^ 0x632be59bd9b4e019ULL));
+  return ((float)(h >> 40) + 0.5f) * (1.0f / 16777216.0f);
+}
+
+/* Per requested row. Layout shared with model.h's sc_pick_row_params. */
+typedef struct sc_kernels_pick_row {
+  float temperature; /* <= 0: the argmax */
+  float eos_penalty; /* in logit units, before the temperature */
+  uint64_t key;      /* the row's noise: u(key, t) */
+} sc_kernels_pick_row;
+
 typedef struct sc_kernels_sample {
-  float temperature; /* <= 0: the sample is the argmax */
-  uint64_t seed;     /* the Gumbel noise of row r, token t is a pure function
-                        of (seed, r, t): r is the row's position */
+  const sc_kernels_pick_row *rows; /* [n_rows] (borrowed for the call) */
+  /* [vocab] 1 = never picked, or NULL. Copied to the device when the
+   * pointer differs from the last call's: the caller keeps one bitmap per
+   * context and does not change its contents. */
+  const uint8_t *banned;
+  int32_t eos_id, pad_id; /* -1: none */
 } sc_kernels_sample;
 
 typedef struct sc_kernels_row_stats {
-  float max_prob; /* p(top1) */
-  float margin;   /* p(top1) - p(top2) */
-  float entropy;  /* -sum p log p, nats */
-  int32_t argmax; /* lowest index among equal maxima */
-  int32_t sample; /* argmax of logits/T + Gumbel noise */
+  float max_prob;    /* p(top1) */
+  float margin;      /* p(top1) - p(top2) */
+  float entropy;     /* -sum p log p, nats */
+  float sample_prob; /* p(sample) */
+  int32_t argmax;    /* lowest index among equal maxima */
+  int32_t sample;    /* the picked token: argmax when T <= 0 */
 } sc_kernels_row_stats;
 
 sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernels_pass *p,

@@ -43,20 +43,14 @@ sc_status sck_cublas_fail(cublasStatus_t s, const char *what, const char *file, 
       return sck_cublas_fail(sck_s_, #call, __FILE__, __LINE__, (err));        \
   } while (0)
 
-/* ---- the sampling RNG (device and host tests use the same bits) ---------- */
-
-/* splitmix64's finaliser (Steele, Lea, Flood 2014): a bijective mixer. */
-static inline __host__ __device__ uint64_t sck_mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+/* ---- synthetic weights' RNG ------------------------------------------------ */
 
 /* A uniform in (0, 1), never 0 or 1 (24 bits plus a half step), keyed by
- * (seed, a, b): counter-based, so any thread can draw any element. */
+ * (seed, a, b): counter-based, so any thread can draw any element. The
+ * sampler's noise is kernels.h's sc_kernels_pick_uniform. */
 static inline __host__ __device__ float sck_uniform(uint64_t seed, uint64_t a, uint64_t b) {
-  uint64_t h = sck_mix64(seed ^ sck_mix64(a * 0x100000001b3ULL + sck_mix64(b)));
+  uint64_t h = sc_kernels_mix64(seed ^ sc_kernels_mix64(a * 0x100000001b3ULL +
+                                                        sc_kernels_mix64(b)));
   return ((float)(h >> 40) + 0.5f) * (1.0f / 16777216.0f);
 }
 
@@ -119,12 +113,12 @@ cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, sck_bf16 *h, cudaStream
 cudaError_t sck_gather_rows(const sck_bf16 *x, int H, const int32_t *rows, int n_rows,
                             sck_bf16 *out, cudaStream_t stream);
 
-/* The lm_head epilogue over logits f32 [n][V] (row-major): per row the
- * softmax statistics of the raw logits and a Gumbel-max sample of
- * logits / temperature, keyed by (seed, keys[j], vocab index); temperature
- * <= 0 samples the argmax. */
-cudaError_t sck_lm_stats(const float *logits, int n, int V, float temperature, uint64_t seed,
-                         const int32_t *keys, sc_kernels_row_stats *out, cudaStream_t stream);
+/* The lm_head epilogue over logits f32 [n][V] (row-major): row j is picked
+ * by rows[j] under kernels.h's rules; banned is a device bitmap [V] or
+ * NULL; eos_id/pad_id -1 for none. */
+cudaError_t sck_lm_stats(const float *logits, int n, int V, const sc_kernels_pick_row *rows,
+                         const uint8_t *banned, int32_t eos_id, int32_t pad_id,
+                         sc_kernels_row_stats *out, cudaStream_t stream);
 
 /* dtype conversion on upload, and synthetic weights. */
 cudaError_t sck_f32_to_bf16(const float *src, size_t n, sck_bf16 *dst, cudaStream_t stream);

@@ -78,7 +78,7 @@ static size_t plan_model(sc_kernels_model *m, char *base) {
 
 struct ctx_plan {
   size_t x, xn, qkv, att, tmp, gu, hmid, kc, vc, xr, cos_t, sin_t, logits, part;
-  size_t ids, pos, rows, keys, tiles, stats, ws, total;
+  size_t ids, pos, rows, prow, banned, tiles, stats, ws, total;
   int rc, tile_cap;
   sck_attn_plan attn;
 };
@@ -117,7 +117,8 @@ static bool plan_ctx(const sc_kernels_dims *d, int S, ctx_plan *p) {
   p->ids = take(s * sizeof(int32_t));
   p->pos = take(s * sizeof(int32_t));
   p->rows = take((size_t)p->rc * sizeof(int32_t));
-  p->keys = take((size_t)p->rc * sizeof(int32_t));
+  p->prow = take((size_t)p->rc * sizeof(sc_kernels_pick_row));  // per-row pick parameters
+  p->banned = take(V);                                           // banned-token bitmap [V]
   p->tiles = take((size_t)p->tile_cap * sizeof(sck_tile));
   p->stats = take((size_t)p->rc * sizeof(sc_kernels_row_stats));
   p->ws = take(WORKSPACE_BYTES);
@@ -342,12 +343,16 @@ struct sc_kernels_ctx {
   float *x;
   sck_bf16 *xn, *qkv, *att, *tmp, *gu, *hmid, *kc, *vc, *xr;
   float *cos_t, *sin_t, *logits, *part;
-  int32_t *d_ids, *d_pos, *d_rows, *d_keys;
+  int32_t *d_ids, *d_pos, *d_rows;
+  sc_kernels_pick_row *d_prow;
+  uint8_t *d_banned;
+  const uint8_t *banned_src; /* the host bitmap d_banned holds; NULL: none yet */
   sck_tile *d_tiles;
   sc_kernels_row_stats *d_stats;
   // Pinned host staging for the small per-pass uploads and the stats.
   char *host;
-  int32_t *h_ids, *h_pos, *h_rows, *h_keys;
+  int32_t *h_ids, *h_pos, *h_rows;
+  sc_kernels_pick_row *h_prow;
   sck_tile *h_tiles;
   sc_kernels_row_stats *h_stats;
   cudaStream_t stream;
@@ -399,7 +404,8 @@ static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   c->d_ids = (int32_t *)(a + p->ids);
   c->d_pos = (int32_t *)(a + p->pos);
   c->d_rows = (int32_t *)(a + p->rows);
-  c->d_keys = (int32_t *)(a + p->keys);
+  c->d_prow = (sc_kernels_pick_row *)(a + p->prow);
+  c->d_banned = (uint8_t *)(a + p->banned);
   c->d_tiles = (sck_tile *)(a + p->tiles);
   c->d_stats = (sc_kernels_row_stats *)(a + p->stats);
   // The cache starts as zeros so a window run on a fresh context reads
@@ -407,7 +413,8 @@ static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   SCK_CUDA(cudaMemset(a + p->kc, 0, p->cos_t - p->kc), err);
 
   const size_t S = (size_t)c->S, rc = (size_t)p->rc;
-  const size_t hb = align_up(2 * S * sizeof(int32_t)) + align_up(2 * rc * sizeof(int32_t)) +
+  const size_t hb = align_up(2 * S * sizeof(int32_t)) + align_up(rc * sizeof(int32_t)) +
+                    align_up(rc * sizeof(sc_kernels_pick_row)) +
                     align_up((size_t)p->tile_cap * sizeof(sck_tile)) +
                     align_up(rc * sizeof(sc_kernels_row_stats));
   SCK_CUDA(cudaMallocHost((void **)&c->host, hb), err);
@@ -416,8 +423,9 @@ static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   c->h_pos = c->h_ids + S;
   h += align_up(2 * S * sizeof(int32_t));
   c->h_rows = (int32_t *)h;
-  c->h_keys = c->h_rows + rc;
-  h += align_up(2 * rc * sizeof(int32_t));
+  h += align_up(rc * sizeof(int32_t));
+  c->h_prow = (sc_kernels_pick_row *)h;
+  h += align_up(rc * sizeof(sc_kernels_pick_row));
   c->h_tiles = (sck_tile *)h;
   h += align_up((size_t)p->tile_cap * sizeof(sck_tile));
   c->h_stats = (sc_kernels_row_stats *)h;
@@ -649,6 +657,14 @@ static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float
   SCK_CUDA(cudaMemcpyAsync(c->d_ids, c->h_ids, (size_t)nw * sizeof(int32_t),
                            cudaMemcpyHostToDevice, c->stream),
            err);
+  if (smp && smp->banned && smp->banned != c->banned_src) {
+    // Once per bitmap: the caller keeps one per context (kernels.h).
+    SCK_CUDA(cudaMemcpyAsync(c->d_banned, smp->banned, (size_t)V, cudaMemcpyHostToDevice,
+                             c->stream),
+             err);
+    c->banned_src = smp->banned;
+  }
+  const uint8_t *banned = smp && smp->banned ? c->d_banned : nullptr;
   SC_TRY(launch_body(c, key, nw, p->w0, err));
 
   // lm_head over the requested rows only, a chunk at a time.
@@ -658,12 +674,8 @@ static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float
     for (int j = 0; j < cnt; j++) {
       const int r = p->rows ? p->rows[j0 + j] : p->w0 + j0 + j;
       c->h_rows[j] = r - p->w0;  // local row in the window
-      c->h_keys[j] = r;          // absolute position: the sampling key
     }
     SCK_CUDA(cudaMemcpyAsync(c->d_rows, c->h_rows, (size_t)cnt * sizeof(int32_t),
-                             cudaMemcpyHostToDevice, c->stream),
-             err);
-    SCK_CUDA(cudaMemcpyAsync(c->d_keys, c->h_keys, (size_t)cnt * sizeof(int32_t),
                              cudaMemcpyHostToDevice, c->stream),
              err);
     SCK_CUDA(sck_gather_rows(c->xn, H, c->d_rows, cnt, c->xr, c->stream), err);
@@ -674,7 +686,11 @@ static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float
                                c->stream),
                err);
     } else {
-      SCK_CUDA(sck_lm_stats(c->logits, cnt, V, smp->temperature, smp->seed, c->d_keys,
+      memcpy(c->h_prow, smp->rows + j0, (size_t)cnt * sizeof *c->h_prow);
+      SCK_CUDA(cudaMemcpyAsync(c->d_prow, c->h_prow, (size_t)cnt * sizeof *c->h_prow,
+                               cudaMemcpyHostToDevice, c->stream),
+               err);
+      SCK_CUDA(sck_lm_stats(c->logits, cnt, V, c->d_prow, banned, smp->eos_id, smp->pad_id,
                             c->d_stats, c->stream),
                err);
       SCK_CUDA(cudaMemcpyAsync(c->h_stats, c->d_stats, (size_t)cnt * sizeof *stats,
@@ -699,7 +715,8 @@ extern "C" sc_status sc_kernels_forward(sc_kernels_ctx *c, const sc_kernels_pass
 extern "C" sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernels_pass *p,
                                               const sc_kernels_sample *s,
                                               sc_kernels_row_stats *out, sc_error *err) {
-  SC_CHECK(s && (out || (p && p->n_rows == 0)), err, SC_ERR_INVALID, "no sample or output");
+  SC_CHECK(s && (out || (p && p->n_rows == 0)) && (s->rows || (p && p->n_rows == 0)), err,
+           SC_ERR_INVALID, "no sample parameters or output");
   sc_kernels_row_stats dummy;
   return forward_impl(c, p, nullptr, s, out ? out : &dummy, err);
 }

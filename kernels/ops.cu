@@ -423,10 +423,12 @@ cudaError_t sck_gather_rows(const sck_bf16 *x, int H, const int32_t *rows, int n
 
 // ---- the lm_head epilogue ---------------------------------------------------------
 // Grid: one block of 1024 threads per row; threads stride over the vocab.
-// Pass 1 finds the top two logits (lowest index wins ties) and the
-// Gumbel-max sample; pass 2 sums exp(l - max) and exp(l - max) * (l - max)
-// for p(top1) = 1/Z, margin = (1 - e^(l2 - l1))/Z and entropy
-// H = log Z - sum(e^(l-m) (l-m)) / Z. logits f32 [n][V].
+// The row's z[t] (kernels.h: logits / T, eos/pad penalty, banned -inf) is
+// recomputed from the logits in each pass rather than stored. Pass 1 finds
+// the top two z (lowest index wins ties) and the Gumbel-max sample; pass 2
+// sums exp(z - max) and exp(z - max) * (z - max) for p(top1) = 1/Z,
+// margin = (1 - e^(z2 - z1))/Z and H = log Z - sum(e^(z-m) (z-m)) / Z.
+// logits f32 [n][V].
 struct top2 {
   float v1, v2, gv;
   int i1, gi;
@@ -448,28 +450,40 @@ static __device__ top2 merge(top2 a, top2 b) {
   return r;
 }
 
+// z[t] of one row under its pick parameters.
+static __device__ __forceinline__ float pick_z(const float *row, int t, float inv_t, float pen,
+                                               const uint8_t *banned, int32_t eos_id,
+                                               int32_t pad_id) {
+  if (banned && banned[t]) return -INFINITY;
+  float z = row[t] * inv_t;
+  if (t == eos_id || t == pad_id) z -= pen;
+  return z;
+}
+
 __global__ void __launch_bounds__(1024)
-    k_lm_stats(const float *logits, int V, float temperature, uint64_t seed, const int32_t *keys,
+    k_lm_stats(const float *logits, int V, const sc_kernels_pick_row *rows,
+               const uint8_t *banned, int32_t eos_id, int32_t pad_id,
                sc_kernels_row_stats *out) {
   __shared__ top2 red[WARP];
   __shared__ float redf[WARP];
   __shared__ top2 best;
   const float *row = logits + (size_t)blockIdx.x * V;
-  const uint64_t key = (uint64_t)(int64_t)keys[blockIdx.x];
-  const bool sample = temperature > 0.0f;
-  const float inv_t = sample ? 1.0f / temperature : 0.0f;
+  const sc_kernels_pick_row pr = rows[blockIdx.x];
+  const bool sample = pr.temperature > 0.0f;
+  const float inv_t = sample ? 1.0f / pr.temperature : 1.0f;
+  const float pen = pr.eos_penalty * inv_t;
   top2 t = {-INFINITY, -INFINITY, -INFINITY, 0x7fffffff, 0x7fffffff};
   for (int j = threadIdx.x; j < V; j += blockDim.x) {
-    const float l = row[j];
-    if (better(l, j, t.v1, t.i1)) {
+    const float z = pick_z(row, j, inv_t, pen, banned, eos_id, pad_id);
+    if (better(z, j, t.v1, t.i1)) {
       t.v2 = t.v1;  // the old best becomes second (index irrelevant)
-      t.v1 = l, t.i1 = j;
-    } else if (l > t.v2) {
-      t.v2 = l;
+      t.v1 = z, t.i1 = j;
+    } else if (z > t.v2) {
+      t.v2 = z;
     }
     if (sample) {
-      const float u = sck_uniform(seed, key, (uint64_t)j);
-      const float gk = l * inv_t - logf(-logf(u));
+      const float u = sc_kernels_pick_uniform(pr.key, (uint64_t)j);
+      const float gk = z - logf(-logf(u));
       if (better(gk, j, t.gv, t.gi)) t.gv = gk, t.gi = j;
     }
   }
@@ -495,7 +509,7 @@ __global__ void __launch_bounds__(1024)
   const float m = best.v1;
   float z = 0.0f, s1 = 0.0f;
   for (int j = threadIdx.x; j < V; j += blockDim.x) {
-    const float d = row[j] - m, e = expf(d);
+    const float d = pick_z(row, j, inv_t, pen, banned, eos_id, pad_id) - m, e = expf(d);
     z += e;
     if (e > 0.0f) s1 += e * d;  // a -inf logit adds 0, not 0 * -inf
   }
@@ -512,20 +526,23 @@ __global__ void __launch_bounds__(1024)
   if (threadIdx.x == 0) {
     s1 = 0.0f;
     for (int k = 0; k < (int)(blockDim.x / WARP); k++) s1 += redf[k];
+    const int pick = sample ? best.gi : best.i1;
     sc_kernels_row_stats r;
     r.max_prob = 1.0f / z;
     r.margin = (1.0f - expf(best.v2 - m)) / z;
     r.entropy = logf(z) - s1 / z;
+    r.sample_prob = expf(pick_z(row, pick, inv_t, pen, banned, eos_id, pad_id) - m) / z;
     r.argmax = best.i1;
-    r.sample = sample ? best.gi : best.i1;
+    r.sample = pick;
     out[blockIdx.x] = r;
   }
 }
 
-cudaError_t sck_lm_stats(const float *logits, int n, int V, float temperature, uint64_t seed,
-                         const int32_t *keys, sc_kernels_row_stats *out, cudaStream_t stream) {
+cudaError_t sck_lm_stats(const float *logits, int n, int V, const sc_kernels_pick_row *rows,
+                         const uint8_t *banned, int32_t eos_id, int32_t pad_id,
+                         sc_kernels_row_stats *out, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  k_lm_stats<<<n, 1024, 0, stream>>>(logits, V, temperature, seed, keys, out);
+  k_lm_stats<<<n, 1024, 0, stream>>>(logits, V, rows, banned, eos_id, pad_id, out);
   return cudaGetLastError();
 }
 

@@ -12,6 +12,7 @@ struct sc_forward_ctx {
   int max_seq;
   uint64_t bytes;
   int cached_n; /* length of the last run whose K/V the context holds; 0 = none */
+  double *pick_z; /* [vocab] the host picker's scratch, made on first use (owned) */
 };
 
 const sc_backend_ops *sc_backend_for(sc_device_kind kind) {
@@ -56,13 +57,15 @@ sc_status sc_forward_ctx_new(sc_model *model, int max_seq, sc_forward_ctx **out,
 void sc_forward_ctx_free(sc_forward_ctx *c) {
   if (!c) return;
   c->ops->ctx_free(c->state);
+  free(c->pick_z);
   free(c);
 }
 
 uint64_t sc_forward_ctx_bytes(const sc_forward_ctx *c) { return c ? c->bytes : 0; }
 
-static sc_status check_run(sc_forward_ctx *c, const int32_t *ids, int n, int w0, int w1,
-                           const int32_t *rows, int n_rows, float *logits, sc_error *err) {
+/* Everything about a pass but its output buffer. */
+static sc_status check_pass(sc_forward_ctx *c, const int32_t *ids, int n, int w0, int w1,
+                            const int32_t *rows, int n_rows, sc_error *err) {
   SC_CHECK(c && ids, err, SC_ERR_INVALID, "no context or no ids");
   SC_CHECK(n >= 1 && n <= c->max_seq, err, SC_ERR_INVALID,
            "%d tokens: the context holds 1 to %d", n, c->max_seq);
@@ -82,6 +85,12 @@ static sc_status check_run(sc_forward_ctx *c, const int32_t *ids, int n, int w0,
       SC_CHECK(rows[i] >= w0 && rows[i] < w1, err, SC_ERR_INVALID,
                "row %d (entry %d) is outside %d..%d", rows[i], i, w0, w1 - 1);
   }
+  return SC_OK;
+}
+
+static sc_status check_run(sc_forward_ctx *c, const int32_t *ids, int n, int w0, int w1,
+                           const int32_t *rows, int n_rows, float *logits, sc_error *err) {
+  SC_TRY(check_pass(c, ids, n, w0, w1, rows, n_rows, err));
   SC_CHECK(n_rows == 0 || logits, err, SC_ERR_INVALID, "no logits buffer");
   return SC_OK;
 }
@@ -116,4 +125,59 @@ sc_status sc_forward_ctx_run_packed(sc_forward_ctx *c, const int32_t *ids,
   SC_TRY(check_run(c, ids, n, 0, n, rows, n_rows, logits, err));
   c->cached_n = 0; /* packed K/V are no cache for a window run */
   return c->ops->forward_packed(c->state, ids, offsets, n_seqs, rows, n_rows, logits, err);
+}
+
+bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *c) {
+  return c && c->ops->pick && c->ops->picks_on_device && c->ops->picks_on_device(c->state);
+}
+
+sc_status sc_forward_ctx_pick(sc_forward_ctx *c, const int32_t *ids, int n, int w0, int w1,
+                              const int32_t *offsets, int n_seqs, const int32_t *rows,
+                              int n_rows, const sc_pick_params *pick, float *scratch,
+                              sc_row_pick *out, sc_error *err) {
+  SC_CHECK(c && pick && (n_rows == 0 || (out && pick->rows)), err, SC_ERR_INVALID,
+           "no context, pick parameters or output");
+  if (offsets) {
+    SC_CHECK(n_seqs >= 1 && offsets[0] == 0 && w0 == 0 && w1 == n && offsets[n_seqs] == n, err,
+             SC_ERR_INVALID, "packed sequences must cover [0, n) from offsets[0] = 0");
+    for (int s = 0; s < n_seqs; s++)
+      SC_CHECK(offsets[s + 1] > offsets[s], err, SC_ERR_INVALID, "sequence %d is empty", s);
+  }
+  SC_TRY(check_pass(c, ids, n, w0, w1, rows, n_rows, err));
+  const bool window = !offsets && (w0 > 0 || w1 < n);
+  if (window)
+    SC_CHECK(c->cached_n == n, err, SC_ERR_INVALID,
+             "a window run needs the K/V of a previous %d-token run (the context holds %d)", n,
+             c->cached_n);
+  if (c->ops->pick) {
+    sc_error derr = {0};
+    sc_status st = c->ops->pick(c->state, ids, n, w0, w1, offsets, n_seqs, rows, n_rows, pick,
+                                out, &derr);
+    if (st != SC_ERR_UNSUPPORTED) {
+      if (st != SC_OK) {
+        if (err) *err = derr;
+        if (!window) c->cached_n = 0;
+        return st;
+      }
+      if (!window) c->cached_n = offsets ? 0 : n;
+      return SC_OK;
+    }
+  }
+  /* The host picks: the logits of the rows, then model/pick.c. */
+  SC_CHECK(scratch || n_rows == 0, err, SC_ERR_INVALID, "no scratch for the host's picking");
+  if (offsets) {
+    SC_TRY(sc_forward_ctx_run_packed(c, ids, offsets, n_seqs, rows, n_rows, scratch, err));
+  } else if (window) {
+    SC_TRY(sc_forward_ctx_run_window(c, ids, n, w0, w1, rows, n_rows, scratch, err));
+  } else {
+    SC_TRY(sc_forward_ctx_run(c, ids, n, rows, n_rows, scratch, err));
+  }
+  if (n_rows == 0) return SC_OK;
+  const int V = c->model->info.vocab;
+  if (!c->pick_z) { /* once per context: the host picker's row scratch */
+    c->pick_z = malloc((size_t)V * sizeof *c->pick_z);
+    SC_CHECK(c->pick_z, err, SC_ERR_NOMEM, "out of memory");
+  }
+  sc_pick_rows(scratch, n_rows, V, pick, c->pick_z, out);
+  return SC_OK;
 }

@@ -15,6 +15,7 @@
 #include "model_impl.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,18 @@ typedef struct cuda_state {
   cuda_entry *entry;
   sc_kernels_ctx *kc; /* the device context, or NULL ... */
   void *cpu;          /* ... and then this CPU state */
+  sc_kernels_row_stats *stats; /* [cap_stats] the picks' device records (owned) */
+  int cap_stats;
 } cuda_state;
+
+/* model.h's per-row pick parameters are handed to the kernels as they are. */
+_Static_assert(sizeof(sc_pick_row_params) == sizeof(sc_kernels_pick_row) &&
+                   offsetof(sc_pick_row_params, temperature) ==
+                       offsetof(sc_kernels_pick_row, temperature) &&
+                   offsetof(sc_pick_row_params, eos_penalty) ==
+                       offsetof(sc_kernels_pick_row, eos_penalty) &&
+                   offsetof(sc_pick_row_params, key) == offsetof(sc_kernels_pick_row, key),
+               "sc_pick_row_params and sc_kernels_pick_row share a layout");
 
 static sc_kernels_dtype kdtype(sc_dtype t) {
   return t == SC_DTYPE_BF16 ? SC_KERNELS_BF16 : t == SC_DTYPE_F16 ? SC_KERNELS_F16 : SC_KERNELS_F32;
@@ -108,6 +120,7 @@ static void cuda_ctx_free(void *p) {
   if (!s) return;
   sc_kernels_ctx_free(s->kc);
   if (s->cpu) sc_cpu_backend.ctx_free(s->cpu);
+  free(s->stats);
   if (s->entry) release(s->entry);
   free(s);
 }
@@ -179,6 +192,32 @@ static sc_status cuda_forward_packed(void *p, const int32_t *ids, const int32_t 
   return sc_kernels_forward(s->kc, &pass, logits, err);
 }
 
+/* The lm_head epilogue picks on the device; a CPU fallback state answers
+ * SC_ERR_UNSUPPORTED and backend.c picks on the host. */
+static sc_status cuda_pick(void *p, const int32_t *ids, int n, int w0, int w1,
+                           const int32_t *offsets, int n_seqs, const int32_t *rows, int n_rows,
+                           const sc_pick_params *pick, sc_row_pick *out, sc_error *err) {
+  cuda_state *s = p;
+  if (s->cpu) return sc_error_set(err, SC_ERR_UNSUPPORTED, "a CPU context picks on the host");
+  if (n_rows > s->cap_stats) {
+    sc_kernels_row_stats *ns = realloc(s->stats, (size_t)n_rows * sizeof *ns);
+    SC_CHECK(ns, err, SC_ERR_NOMEM, "out of memory");
+    s->stats = ns;
+    s->cap_stats = n_rows;
+  }
+  sc_kernels_pass pass = {ids, n, w0, w1, offsets, offsets ? n_seqs : 0, rows, n_rows};
+  sc_kernels_sample smp = {(const sc_kernels_pick_row *)pick->rows, pick->banned, pick->eos_id,
+                           pick->pad_id};
+  SC_TRY(sc_kernels_forward_stats(s->kc, &pass, &smp, s->stats, err));
+  for (int k = 0; k < n_rows; k++) {
+    const sc_kernels_row_stats *r = &s->stats[k];
+    out[k] = (sc_row_pick){r->sample, r->sample_prob, r->max_prob, r->margin, r->entropy};
+  }
+  return SC_OK;
+}
+
+static bool cuda_picks_on_device(const void *p) { return ((const cuda_state *)p)->kc != NULL; }
+
 static const sc_backend_ops sc_cuda_backend = {
     .name = "cuda",
     .ctx_bytes = cuda_ctx_bytes,
@@ -186,6 +225,8 @@ static const sc_backend_ops sc_cuda_backend = {
     .ctx_free = cuda_ctx_free,
     .forward = cuda_forward,
     .forward_packed = cuda_forward_packed,
+    .pick = cuda_pick,
+    .picks_on_device = cuda_picks_on_device,
 };
 
 /* The CUDA backend when device 0 answers, else NULL with the reason in err

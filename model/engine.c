@@ -5,10 +5,15 @@
  * split into blocks decoded left to right (semi-autoregressive, as LLaDA);
  * inside a block every masked position is predicted in parallel each step,
  * and the schedule commits the best ones: all above a threshold (Fast-dLLM)
- * or a fixed share of the block per step (LLaDA). Sampling statistics are in
- * double precision; Gumbel-max noise too (LLaDA's note: low precision hurts).
+ * or a fixed share of the block per step (LLaDA). A row's token is picked
+ * by model.h's rules (sc_pick_params) where its logits are: on a GPU in
+ * the lm_head epilogue, on the CPU by model/pick.c in double precision
+ * (LLaDA's note: low-precision Gumbel noise hurts). Top-k and top-p rows
+ * are picked here, on the host. The noise is keyed by (seed, candidate,
+ * step, position), so a row's sample never depends on what shares its pass.
  * Sources: ../shared/notes/diffusion-models.md, section B. */
 #define _POSIX_C_SOURCE 200809L
+#include "kernels.h"
 #include "model.h"
 
 #include <limits.h>
@@ -24,8 +29,12 @@ struct sc_engine {
   sc_forward_ctx *fctx;
   int max_seq, vocab;
   int32_t expand_id;  /* DreamOn's <|expand|>, or -1 */
-  bool *no_token;     /* [vocab] ids the tokenizer has no token for (padding
-                         rows of the embedding): never sampled; NULL without one */
+  /* [vocab] 1 = never picked: the mask, ids the tokenizer has no token for
+   * (padding rows of the embedding) and the expand token; banned_dreamon
+   * allows the expand token (a DreamOn canvas that may still grow). */
+  uint8_t *banned, *banned_dreamon;
+  sc_pick_row_params *prow; /* [cap_rows] this step's per-row pick parameters */
+  sc_row_pick *rpick;       /* [cap_rows] this step's picks */
   int cap_rows;       /* rows the per-step buffers below hold */
   sc_forward_ctx *bctx; /* packed passes over several candidates (a batch) */
   int batch_cap;      /* positions bctx holds */
@@ -103,14 +112,21 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
    * from the tokenizer, so any checkpoint that ships one gets the behaviour. */
   e->expand_id = tok ? sc_tokenizer_token_to_id(tok, "<|expand|>") : -1;
   if (e->expand_id >= e->vocab) e->expand_id = -1;
-  if (tok) {
-    e->no_token = calloc((size_t)e->vocab, sizeof *e->no_token);
-    if (e->no_token)
-      for (int i = 0; i < e->vocab; i++) e->no_token[i] = sc_tokenizer_id_to_token(tok, i) == NULL;
+  e->banned = calloc((size_t)e->vocab, 1);
+  e->banned_dreamon = calloc((size_t)e->vocab, 1);
+  if (!e->banned || !e->banned_dreamon) {
+    sc_engine_free(e);
+    return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
   }
+  for (int i = 0; tok && i < e->vocab; i++)
+    e->banned[i] = e->banned_dreamon[i] = sc_tokenizer_id_to_token(tok, i) == NULL;
+  /* Never predict the mask itself. */
+  if (e->info->mask_id >= 0 && e->info->mask_id < e->vocab)
+    e->banned[e->info->mask_id] = e->banned_dreamon[e->info->mask_id] = 1;
+  if (e->expand_id >= 0) e->banned[e->expand_id] = 1;
   sc_status st = sc_forward_ctx_new(model, e->max_seq, &e->fctx, err);
   if (st != SC_OK) {
-    free(e);
+    sc_engine_free(e);
     return st;
   }
   size_t S = (size_t)e->max_seq, V = (size_t)e->vocab;
@@ -125,9 +141,11 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
   e->pick = malloc(S * sizeof *e->pick);
   e->pprob = malloc(S * sizeof *e->pprob);
   e->order = malloc(S * sizeof *e->order);
+  e->prow = malloc(S * sizeof *e->prow);
+  e->rpick = malloc(S * sizeof *e->rpick);
   e->cap_rows = e->max_seq;
   if (!e->logits || !e->rows || !e->positions || !e->z || !e->cand || !e->seq ||
-      !e->conf || !e->score || !e->pick || !e->pprob || !e->order) {
+      !e->conf || !e->score || !e->pick || !e->pprob || !e->order || !e->prow || !e->rpick) {
     sc_engine_free(e);
     return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory for %d positions x %d vocab",
                         e->max_seq, e->vocab);
@@ -140,7 +158,10 @@ void sc_engine_free(sc_engine *e) {
   if (!e) return;
   sc_forward_ctx_free(e->fctx);
   sc_forward_ctx_free(e->bctx);
-  free(e->no_token);
+  free(e->banned);
+  free(e->banned_dreamon);
+  free(e->prow);
+  free(e->rpick);
   free(e->logits);
   free(e->rows);
   free(e->positions);
@@ -155,40 +176,17 @@ void sc_engine_free(sc_engine *e) {
   free(e);
 }
 
-/* ---- random numbers: splitmix64 seeding a xoshiro256** stream -------------- */
+/* ---- the noise's keys ---------------------------------------------------------- */
 
-typedef struct rng {
-  uint64_t s[4];
-} rng;
-
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+/* A candidate's key: the request's seed and the candidate's number. */
+static uint64_t run_key(uint64_t seed, int index) {
+  return sc_kernels_mix64(seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(index + 1)));
 }
 
-static void rng_seed(rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t rng_next(rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-/* Uniform in the open interval (0, 1), 53 bits. */
-static double rng_uniform(rng *r) {
-  return ((double)(rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+/* A row's key: its candidate's key, the step and the canvas position. */
+static uint64_t row_key(uint64_t key, int step, int pos) {
+  return sc_kernels_mix64(key ^ sc_kernels_mix64(((uint64_t)(uint32_t)step << 32) |
+                                                 (uint64_t)(uint32_t)pos));
 }
 
 /* ---- one row: filter, sample, score --------------------------------------- */
@@ -209,77 +207,96 @@ static int cmp_cand_desc(const void *a, const void *b) {
   return *(const int32_t *)a - *(const int32_t *)b;
 }
 
+/* The ranking score of a pick under p->rank, comparable in [0, 1]. */
+static double pick_score(const sc_row_pick *rp, const sc_infill_params *p) {
+  switch (p->rank) {
+  case SC_RANK_MARGIN: return rp->margin;
+  case SC_RANK_ENTROPY: return exp(-rp->entropy); /* 1 when certain */
+  case SC_RANK_CONFIDENCE: break;
+  }
+  return rp->p;
+}
+
+/* True when rows of p are picked by model.h's rules alone (no top-k/top-p),
+ * which a GPU applies on the device. */
+static bool unfiltered(const sc_infill_params *p) {
+  return !(p->top_k > 0) && !(p->top_p > 0 && p->top_p < 1.0);
+}
+
+static sc_pick_row_params row_params(const sc_infill_params *p, uint64_t key) {
+  sc_pick_row_params r = {p->temperature > 0 ? (float)p->temperature : 0.0f, p->eos_penalty, key};
+  return r;
+}
+
+static sc_pick_params pick_params(const sc_engine *e, const uint8_t *banned,
+                                  const sc_pick_row_params *rows) {
+  sc_pick_params pp = {rows, banned, e->info->eos_id, e->info->pad_id};
+  return pp;
+}
+
+/* One row on the host: model/pick.c for an unfiltered row; otherwise the
+ * same rules over the top-k, then top-p, set, with the same noise. */
 static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_params *p,
-                           bool allow_expand, rng *r) {
+                           bool allow_expand, uint64_t key) {
   const int V = e->vocab;
   const sc_model_info *info = e->info;
+  const uint8_t *banned = allow_expand ? e->banned_dreamon : e->banned;
+  row_pick out;
+  if (unfiltered(p)) {
+    sc_pick_row_params rp = row_params(p, key);
+    sc_pick_params pp = pick_params(e, banned, &rp);
+    sc_row_pick r;
+    sc_pick_rows(logits, 1, V, &pp, e->z, &r);
+    out.token = r.token;
+    out.p = r.p;
+    out.score = pick_score(&r, p);
+    return out;
+  }
   double *z = e->z;
   double inv_t = p->temperature > 0 ? 1.0 / p->temperature : 1.0;
-  double zmax = -INFINITY;
-  for (int i = 0; i < V; i++) {
-    z[i] = (double)logits[i] * inv_t;
-    if (z[i] > zmax) zmax = z[i];
-  }
-  /* Never predict the mask itself; EOS and pad may be penalised. */
-  if (info->mask_id >= 0 && info->mask_id < V) z[info->mask_id] = -INFINITY;
-  if (e->no_token)
-    for (int i = 0; i < V; i++)
-      if (e->no_token[i]) z[i] = -INFINITY;
-  if (e->expand_id >= 0 && !allow_expand) z[e->expand_id] = -INFINITY;
+  for (int i = 0; i < V; i++) z[i] = banned[i] ? -INFINITY : (double)logits[i] * inv_t;
   if (p->eos_penalty != 0.0f) {
     if (info->eos_id >= 0 && info->eos_id < V) z[info->eos_id] -= p->eos_penalty * inv_t;
     if (info->pad_id >= 0 && info->pad_id < V && info->pad_id != info->eos_id)
       z[info->pad_id] -= p->eos_penalty * inv_t;
   }
 
-  /* The kept set: everything, or the top-k, then the top-p nucleus. */
+  /* The kept set: the top-k, then the top-p nucleus. Sort only what can
+   * matter: candidates within 30 nats of the maximum hold all but e^-30 of
+   * the mass. */
   int32_t *cand = e->cand;
   int nc = 0;
-  bool filtered = (p->top_k > 0 && p->top_k < V) || (p->top_p > 0 && p->top_p < 1.0);
-  double lse;
-  if (!filtered) {
-    double m = -INFINITY;
-    for (int i = 0; i < V; i++)
-      if (z[i] > m) m = z[i];
-    double s = 0;
-    for (int i = 0; i < V; i++) s += exp(z[i] - m);
-    lse = m + log(s);
-  } else {
-    /* Sort only what can matter: candidates within 30 nats of the maximum
-     * hold all but e^-30 of the mass. */
-    double m = -INFINITY;
-    for (int i = 0; i < V; i++)
-      if (z[i] > m) m = z[i];
-    for (int i = 0; i < V; i++)
-      if (z[i] > m - 30.0) cand[nc++] = i;
-    g_sort_z = z;
-    qsort(cand, (size_t)nc, sizeof *cand, cmp_cand_desc);
-    if (p->top_k > 0 && nc > p->top_k) nc = p->top_k;
-    double s = 0;
-    for (int i = 0; i < nc; i++) s += exp(z[cand[i]] - m);
-    if (p->top_p > 0 && p->top_p < 1.0) {
-      double acc = 0;
-      int keep = nc;
-      for (int i = 0; i < nc; i++) {
-        acc += exp(z[cand[i]] - m) / s;
-        if (acc >= p->top_p) {
-          keep = i + 1;
-          break;
-        }
+  double m = -INFINITY;
+  for (int i = 0; i < V; i++)
+    if (z[i] > m) m = z[i];
+  for (int i = 0; i < V; i++)
+    if (z[i] > m - 30.0) cand[nc++] = i;
+  g_sort_z = z;
+  qsort(cand, (size_t)nc, sizeof *cand, cmp_cand_desc);
+  if (p->top_k > 0 && nc > p->top_k) nc = p->top_k;
+  double s = 0;
+  for (int i = 0; i < nc; i++) s += exp(z[cand[i]] - m);
+  if (p->top_p > 0 && p->top_p < 1.0) {
+    double acc = 0;
+    int keep = nc;
+    for (int i = 0; i < nc; i++) {
+      acc += exp(z[cand[i]] - m) / s;
+      if (acc >= p->top_p) {
+        keep = i + 1;
+        break;
       }
-      nc = keep;
-      s = 0;
-      for (int i = 0; i < nc; i++) s += exp(z[cand[i]] - m);
     }
-    lse = m + log(s);
+    nc = keep;
+    s = 0;
+    for (int i = 0; i < nc; i++) s += exp(z[cand[i]] - m);
   }
+  double lse = m + log(s);
 
   /* Choose: argmax when greedy, else Gumbel-max over the kept set. */
   int32_t best = -1;
   double best_v = -INFINITY, p1 = 0, p2 = 0, plogp = 0;
-  int n = filtered ? nc : V;
-  for (int k = 0; k < n; k++) {
-    int i = filtered ? cand[k] : k;
+  for (int k = 0; k < nc; k++) {
+    int i = cand[k];
     if (z[i] == -INFINITY) continue;
     double lp = z[i] - lse;
     double pi = exp(lp);
@@ -291,20 +308,15 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
       p2 = pi;
     }
     double v = lp;
-    if (p->temperature > 0) v += -log(-log(rng_uniform(r)));
+    if (p->temperature > 0) v += -log(-log((double)sc_pick_uniform(key, (uint64_t)i)));
     if (v > best_v) {
       best_v = v;
       best = i;
     }
   }
-  row_pick out;
   out.token = best >= 0 ? best : 0;
   out.p = best >= 0 ? exp(z[best] - lse) : 0;
-  switch (p->rank) {
-  case SC_RANK_CONFIDENCE: out.score = out.p; break;
-  case SC_RANK_MARGIN: out.score = p1 - p2; break;
-  case SC_RANK_ENTROPY: out.score = exp(plogp); break; /* exp(-H): 1 when certain */
-  }
+  out.score = p->rank == SC_RANK_MARGIN ? p1 - p2 : p->rank == SC_RANK_ENTROPY ? exp(plogp) : out.p;
   return out;
 }
 
@@ -347,7 +359,7 @@ typedef struct cand_run {
   int b, bs, be, masks_left, block_steps, step_in_block;
   bool done, ended;
   int steps, committed;
-  rng r;
+  uint64_t key; /* run_key(seed, index): the root of this run's noise */
   int row0, nr; /* this step's rows in the engine's shared buffers */
 } cand_run;
 
@@ -402,7 +414,7 @@ static sc_status run_init(sc_engine *e, cand_run *run, const int32_t *prefix, in
   if (info->eos_id >= 0) run->seq[n++] = info->eos_id;
   run->n = n;
   run->m = m;
-  rng_seed(&run->r, seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(index + 1)));
+  run->key = run_key(seed, index);
   run->block = p->block_len > 0 && p->block_len < m ? p->block_len : m;
   run->n_blocks = (m + run->block - 1) / run->block;
   /* Fixed-k: the canvas's steps shared evenly by the blocks (at least one
@@ -428,21 +440,39 @@ static void run_rows(sc_engine *e, cand_run *run, int row0, int base) {
   }
 }
 
-/* Samples this run's rows from their logits, commits by the schedule, and
- * moves on to the next block when this one is full. */
+/* This step's pick parameters for the run's rows (run_rows listed them). */
+static void run_pick_params(sc_engine *e, const cand_run *run, const sc_infill_params *p) {
+  for (int k = run->row0; k < run->row0 + run->nr; k++)
+    e->prow[k] = row_params(p, row_key(run->key, run->steps, e->positions[k]));
+}
+
+/* The run's rows picked: from e->rpick when the pass picked them (on the
+ * device or by model/pick.c), else from their logits here. */
+static void run_take_picks(sc_engine *e, cand_run *run, const sc_infill_params *p,
+                           bool picked) {
+  for (int k = run->row0; k < run->row0 + run->nr; k++) {
+    if (picked) {
+      e->pick[k] = e->rpick[k].token;
+      e->pprob[k] = (float)e->rpick[k].p;
+      e->score[k] = pick_score(&e->rpick[k], p);
+    } else {
+      row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, false,
+                               e->prow[k].key);
+      e->pick[k] = rp.token;
+      e->pprob[k] = (float)rp.p;
+      e->score[k] = rp.score;
+    }
+    e->order[k] = k;
+  }
+}
+
+/* Commits the run's picked rows by the schedule, and moves on to the next
+ * block when this one is full. */
 static void run_apply(sc_engine *e, cand_run *run, const sc_infill_params *p,
                       sc_infill_progress_fn progress, void *user) {
   const sc_model_info *info = e->info;
   const int k0 = run->row0, nr = run->nr;
   run->steps++;
-  for (int k = k0; k < k0 + nr; k++) {
-    row_pick rp =
-        sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, false, &run->r);
-    e->pick[k] = rp.token;
-    e->pprob[k] = (float)rp.p;
-    e->score[k] = rp.score;
-    e->order[k] = k;
-  }
   g_sort_score = e->score;
   qsort(e->order + k0, (size_t)nr, sizeof *e->order, cmp_order);
   int take;
@@ -532,8 +562,12 @@ static sc_status ensure_rows(sc_engine *e, int n, sc_error *err) {
   if (pprob) e->pprob = pprob;
   int32_t *order = realloc(e->order, N * sizeof *order);
   if (order) e->order = order;
-  SC_CHECK(logits && rows && positions && score && pick && pprob && order, err, SC_ERR_NOMEM,
-           "engine: out of memory for %d rows", n);
+  sc_pick_row_params *prow = realloc(e->prow, N * sizeof *prow);
+  if (prow) e->prow = prow;
+  sc_row_pick *rpick = realloc(e->rpick, N * sizeof *rpick);
+  if (rpick) e->rpick = rpick;
+  SC_CHECK(logits && rows && positions && score && pick && pprob && order && prow && rpick, err,
+           SC_ERR_NOMEM, "engine: out of memory for %d rows", n);
   e->cap_rows = n;
   return SC_OK;
 }
@@ -556,20 +590,28 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
     }
     if ((st = ensure_rows(e, run.be - run.bs, err)) != SC_OK) break;
     run_rows(e, &run, 0, 0);
+    run_pick_params(e, &run, p);
+    const bool pick = unfiltered(p);
+    const sc_pick_params pp = pick_params(e, e->banned, e->prow);
+    /* Dual cache: only the block is recomputed, against the prefix and
+     * suffix K/V of the block's first pass. A shifted model reads the first
+     * block position from row bs-1, so that row joins the window. */
+    const bool window = p->use_cache && run.step_in_block > 0;
+    const int w0 = !window ? 0 : info->shift_logits && run.bs > 0 ? run.bs - 1 : run.bs;
+    const int w1 = window ? run.be : run.n;
     double t0 = sc_now_ms();
-    if (p->use_cache && run.step_in_block > 0) {
-      /* Dual cache: only the block is recomputed, against the prefix and
-       * suffix K/V of the block's first pass. A shifted model reads the
-       * first block position from row bs-1, so that row joins the window. */
-      int w0 = info->shift_logits && run.bs > 0 ? run.bs - 1 : run.bs;
-      st = sc_forward_ctx_run_window(e->fctx, run.seq, run.n, w0, run.be, e->rows, run.nr,
+    if (pick)
+      st = sc_forward_ctx_pick(e->fctx, run.seq, run.n, w0, w1, NULL, 0, e->rows, run.nr, &pp,
+                               e->logits, e->rpick, err);
+    else if (window)
+      st = sc_forward_ctx_run_window(e->fctx, run.seq, run.n, w0, w1, e->rows, run.nr,
                                      e->logits, err);
-    } else {
+    else
       st = sc_forward_ctx_run(e->fctx, run.seq, run.n, e->rows, run.nr, e->logits, err);
-    }
     if (st != SC_OK) break;
     double t1 = sc_now_ms();
     *ms_fwd += t1 - t0;
+    run_take_picks(e, &run, p, pick);
     run_apply(e, &run, p, progress, user);
     *ms_smp += sc_now_ms() - t1;
   }
@@ -724,22 +766,33 @@ sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progres
   }
   int32_t offsets[SC_INFILL_MAX_BATCH + 1];
   int n = 0, rows = 0;
+  bool pick = true; /* every run's rows picked in the pass (none filtered) */
   offsets[0] = 0;
   for (int a = 0; a < na; a++) {
-    cand_run *run = &b->slots[active[a]].run;
+    batch_slot *bs = &b->slots[active[a]];
+    cand_run *run = &bs->run;
     memcpy(b->packed + n, run->seq, (size_t)run->n * sizeof *b->packed);
     run_rows(e, run, rows, n);
+    run_pick_params(e, run, &bs->p);
+    pick &= unfiltered(&bs->p);
     rows += run->nr;
     n += run->n;
     offsets[a + 1] = n;
   }
   double t0 = sc_now_ms();
-  SC_TRY(sc_forward_ctx_run_packed(e->bctx, b->packed, offsets, na, e->rows, rows, e->logits,
-                                   err));
+  if (pick) {
+    const sc_pick_params pp = pick_params(e, e->banned, e->prow);
+    SC_TRY(sc_forward_ctx_pick(e->bctx, b->packed, n, 0, n, offsets, na, e->rows, rows, &pp,
+                               e->logits, e->rpick, err));
+  } else {
+    SC_TRY(sc_forward_ctx_run_packed(e->bctx, b->packed, offsets, na, e->rows, rows, e->logits,
+                                     err));
+  }
   double t1 = sc_now_ms();
   b->passes++;
   for (int a = 0; a < na; a++) {
     batch_slot *bs = &b->slots[active[a]];
+    run_take_picks(e, &bs->run, &bs->p, pick);
     run_apply(e, &bs->run, &bs->p, NULL, NULL);
     if (progress)
       progress(user, active[a], bs->run.seq + bs->run.c0, bs->run.m, bs->run.steps,
@@ -843,8 +896,7 @@ static sc_status decode_candidate_dreamon(sc_engine *e, const int32_t *prefix, i
   }
   int m = m0;
   for (int i = 0; i < m; i++) cv[i] = mask, cf[i] = 0;
-  rng r;
-  rng_seed(&r, p->seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(cand_index + 1)));
+  const uint64_t key = run_key(p->seed, cand_index);
   int32_t *seq = e->seq;
   sc_status st = SC_OK;
   for (;;) {
@@ -880,7 +932,8 @@ static sc_status decode_candidate_dreamon(sc_engine *e, const int32_t *prefix, i
     *ms_fwd += t1 - t0;
     cs->steps++;
     for (int k = 0; k < nr; k++) {
-      row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, m < max_m, &r);
+      row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, m < max_m,
+                               row_key(key, cs->steps, e->positions[k]));
       e->pick[k] = rp.token;
       e->pprob[k] = (float)rp.p;
       e->score[k] = rp.score;

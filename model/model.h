@@ -226,6 +226,64 @@ sc_status sc_forward_ctx_run_packed(sc_forward_ctx *ctx, const int32_t *ids,
                                     int n_rows, float *logits, sc_error *err);
 
 
+/* ---- picking a token per row ------------------------------------------------
+ * The engine's rules for an unfiltered row (no top-k or top-p), applied
+ * where the logits are: on a GPU in the lm_head epilogue, so only one small
+ * record per row crosses to the host; on the CPU by model/pick.c, which is
+ * the reference. For row logits l[0..vocab):
+ *   inv_t = 1/T when T > 0, else 1
+ *   z[t]  = l[t] * inv_t, minus eos_penalty * inv_t for the eos and pad ids,
+ *           -inf for banned ids
+ *   p     = softmax(z): max_prob, margin = p1 - p2, entropy (nats)
+ *   token = argmax z (lowest index on ties) when T <= 0, else Gumbel-max:
+ *           argmax z[t] - log(-log(u)), u = sc_pick_uniform(key, t)
+ * The noise is a pure function of (key, t), so the CPU and a GPU pick the
+ * same token from the same logits, and a row's sample does not depend on
+ * what else shares its forward pass. */
+typedef struct sc_pick_row_params {
+  float temperature; /* <= 0: the argmax */
+  float eos_penalty; /* in logit units, before the temperature */
+  uint64_t key;      /* this row's noise */
+} sc_pick_row_params;
+
+typedef struct sc_pick_params {
+  const sc_pick_row_params *rows; /* [n_rows] (borrowed) */
+  /* [vocab] 1 = never picked, or NULL (borrowed). A GPU copies it once per
+   * pointer: keep one per context and do not change its contents. */
+  const uint8_t *banned;
+  int32_t eos_id, pad_id; /* -1: none */
+} sc_pick_params;
+
+/* Double, though a GPU computes in f32: near 1 the ranking of the host's
+ * picks needs the resolution (f32 rounds 1 - 1e-9 to 1, making ties). */
+typedef struct sc_row_pick {
+  int32_t token;
+  double p;        /* p(token) */
+  double max_prob; /* p1 */
+  double margin;   /* p1 - p2 */
+  double entropy;  /* nats */
+} sc_row_pick;
+
+/* The uniform in (0, 1) behind the noise (24 bits; never 0 or 1). */
+float sc_pick_uniform(uint64_t key, uint64_t t);
+
+/* The forward pass of sc_forward_ctx_run_window (offsets NULL; w0 = 0,
+ * w1 = n is a full pass) or of sc_forward_ctx_run_packed (offsets with
+ * n_seqs + 1 entries; w0 = 0, w1 = n = offsets[n_seqs]), then one pick per
+ * requested row into out[n_rows]. scratch [n_rows][vocab] floats is used
+ * when the picking runs on the host (the CPU backend, or a GPU context that
+ * fell back); NULL is accepted only when sc_forward_ctx_picks_on_device. */
+sc_status sc_forward_ctx_pick(sc_forward_ctx *ctx, const int32_t *ids, int n, int w0, int w1,
+                              const int32_t *offsets, int n_seqs, const int32_t *rows,
+                              int n_rows, const sc_pick_params *pick, float *scratch,
+                              sc_row_pick *out, sc_error *err);
+/* True when ctx picks on a GPU (no logits reach the host). */
+bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *ctx);
+/* The picking rules over logits already on the host: logits [n_rows][vocab]
+ * (row-major, as sc_forward_ctx_run writes them), z scratch [vocab]. */
+void sc_pick_rows(const float *logits, int n_rows, int vocab, const sc_pick_params *pick,
+                  double *z, sc_row_pick *out);
+
 /* ======================= the diffusion infill engine ===================== */
 /* (model/engine.c) Fills a canvas of mask tokens between a prefix and a
  * suffix in a few forward passes, committing several tokens per pass.

@@ -115,6 +115,15 @@ struct sc_backend_ops {
   sc_status (*forward_packed)(void *state, const int32_t *ids, const int32_t *offsets,
                               int n_seqs, const int32_t *rows, int n_rows, float *logits,
                               sc_error *err);
+  /* Optional (NULL: the host picks from forward's logits). As
+   * sc_forward_ctx_pick, arguments checked; SC_ERR_UNSUPPORTED from a state
+   * that cannot pick on its device (a CPU fallback) sends the call to the
+   * host path instead. */
+  sc_status (*pick)(void *state, const int32_t *ids, int n, int w0, int w1,
+                    const int32_t *offsets, int n_seqs, const int32_t *rows, int n_rows,
+                    const sc_pick_params *pick, sc_row_pick *out, sc_error *err);
+  /* Optional: true when this state's pick runs on its device. */
+  bool (*picks_on_device)(const void *state);
 };
 
 extern const sc_backend_ops sc_cpu_backend;

@@ -71,16 +71,16 @@ check(len(rep["diffs"]) == 3, "diffs in the report")
 check(summ["batched_sites"] == 3 and 1 <= summ["batched_passes"] < 3 * 24,
       f"holes batched into shared forward passes: {summ}")
 
-# A hole the model cannot fill (a Python `...` body: the planted model has
-# nothing to say after indentation) is reported, exit 1, and left unchanged;
+# A hole the model cannot fill (after "z" the planted model ends the middle
+# at once, so the fill is empty) is reported, exit 1, and left unchanged;
 # the other sites are still done.
 files = dict(FIXTURE)
-files["py/body.py"] = "def later():\n    ...\n"
+files["py/body.py"] = 'def later():\n    return "xyzTODO(sculpt)"\n'
 root3 = make_repo(files)
 rc, out, err = batch("--holes", "--write", "--model", M, root3)
 check(rc == 1, f"a failed site gives exit 1 (got {rc})")
 check(read(root3, "py/body.py") == files["py/body.py"], "the failed site's file is unchanged")
-check("body.py:2:5: hole not done" in err, f"the failed site is reported: {err}")
+check("body.py:2:16: hole not done" in err, f"the failed site is reported: {err}")
 check(read(root3, "js/letters.js") == FIXTURE["js/letters.js"].replace("TODO(sculpt)", FILL),
       "the other sites are written")
 

@@ -10,7 +10,7 @@ from batchlib import FILL, batch, check, finish, make_repo, model, read, report,
 
 M = model()
 files = {
-    "a.py": 'name = "x"\nS = f"abc{name}"\nT = f"{name}"\n',
+    "a.py": 'name = "x"\nS = f"abc{name}"\nT = f"xyz{name}"\n',
     "b.js": "const name = 1;\nconst s = `abc${name}`;\n",
 }
 root = make_repo(files)
@@ -25,7 +25,8 @@ first = [s for s in sites if s["range"]["start"]["line"] == 1]
 check(first and first[0]["original"] == "{name}" and first[0]["mode"] == "query",
       f"the first match: {first}")
 check(first and first[0]["status"] == "done" and first[0]["text"] == FILL, f"filled: {first}")
-check(rc == 1, f"the second match has no letters before it: not fixable, exit 1 (got {rc})")
+check(rc == 1, f"the second match follows 'z', after which the planted model ends the middle:"
+      f" nothing to put there, exit 1 (got {rc})")
 
 rc, out, err = batch("--query", "(template_substitution) @sub", "--capture", "sub", "--write",
                      "--model", M, os.path.join(root, "b.js"))

@@ -9,7 +9,7 @@
 //   GEMM: f32 output 1e-3 (fp32 accumulation order), bf16 output 1e-2
 //   q/k-norm + RoPE, SwiGLU (bf16 out, f32 math): 1e-2
 //   attention (bf16 in/out, f32 online softmax): 2e-2
-//   lm_head epilogue (f32 logits in): stats 1e-4, argmax/sample exact
+//   lm_head epilogue (f32 logits in): stats 1e-4, argmax/pick exact
 // Without a usable device it prints why and exits 77 (skip).
 #include "kernels_impl.h"
 #include "sc_test.h"
@@ -346,50 +346,77 @@ static void test_convert(void) {
   EXPECT(rel_err(g2, r2) == 0.0);
 }
 
+// The picking rules of kernels.h, in double, on the host: temperature,
+// eos/pad penalty, banned ids, keyed Gumbel noise (model/pick.c is the
+// engine's copy; both follow kernels.h).
 static void test_lm_stats(void) {
-  const int n = 5, V = 1000;
+  const int n = 6, V = 1000;
+  const int32_t eos = 3, pad = 4;
   vecf lg((size_t)n * V);
   for (auto &x : lg) x = frand() * 6.0f;
   lg[(size_t)1 * V + 10] = lg[(size_t)1 * V + 500] = 9.0f;  // a tie: lowest index wins, margin 0
   lg[(size_t)2 * V + 999] = 30.0f;                           // nearly one-hot
-  std::vector<int32_t> keys = {100, 101, 102, 7, 7};
+  lg[(size_t)3 * V + 7] = 40.0f;                             // banned: never the pick
+  lg[(size_t)4 * V + eos] = 12.0f;                           // eos, penalised below
+  lg[(size_t)5 * V + pad] = 11.0f;
+  std::vector<uint8_t> banned(V, 0);
+  banned[7] = banned[998] = 1;
   for (int pass = 0; pass < 2; pass++) {
-    const float temp = pass ? 0.8f : 0.0f;
-    const uint64_t seed = 1234;
+    std::vector<sc_kernels_pick_row> pr(n);
+    for (int i = 0; i < n; i++) {
+      pr[i].temperature = pass ? (i % 2 ? 0.8f : 1.3f) : 0.0f;
+      pr[i].eos_penalty = i >= 4 ? 5.0f : 0.0f;
+      pr[i].key = 1234u + 77u * (uint64_t)i;
+    }
     dbuf<float> dl(lg);
-    dbuf<int32_t> dk(keys);
+    dbuf<sc_kernels_pick_row> dp(pr);
+    dbuf<uint8_t> db(banned);
     dbuf<sc_kernels_row_stats> ds(n);
-    REQUIRE(ok(sck_lm_stats(dl.p, n, V, temp, seed, dk.p, ds.p, 0)));
+    REQUIRE(ok(sck_lm_stats(dl.p, n, V, dp.p, db.p, eos, pad, ds.p, 0)));
     std::vector<sc_kernels_row_stats> got = ds.get();
     for (int i = 0; i < n; i++) {
       const float *r = &lg[(size_t)i * V];
+      const bool sample = pr[i].temperature > 0;
+      const float inv_t = sample ? 1.0f / pr[i].temperature : 1.0f;
+      std::vector<double> z(V);
+      for (int j = 0; j < V; j++) {
+        z[j] = banned[j] ? -INFINITY : (double)(r[j] * inv_t);
+        if (!banned[j] && (j == eos || j == pad)) z[j] -= (double)(pr[i].eos_penalty * inv_t);
+      }
       int am = 0;
       for (int j = 1; j < V; j++)
-        if (r[j] > r[am]) am = j;
-      double second = -1e300;
+        if (z[j] > z[am]) am = j;
+      double second = -INFINITY;
       for (int j = 0; j < V; j++)
-        if (j != am && r[j] > second) second = r[j];
-      double z = 0, s1 = 0;
+        if (j != am && z[j] > second) second = z[j];
+      double zs = 0, s1 = 0;
       for (int j = 0; j < V; j++) {
-        double d = (double)r[j] - r[am];
-        z += exp(d);
+        if (z[j] == -INFINITY) continue;
+        double d = z[j] - z[am];
+        zs += exp(d);
         s1 += exp(d) * d;
       }
-      double pmax = 1.0 / z, margin = (1.0 - exp(second - r[am])) / z, ent = log(z) - s1 / z;
-      int sample = am;
-      if (temp > 0) {
-        double best = -1e300;
+      double pmax = 1.0 / zs, margin = (1.0 - exp(second - z[am])) / zs,
+             ent = log(zs) - s1 / zs;
+      int pick = am;
+      if (sample) {
+        double best = -INFINITY;
         for (int j = 0; j < V; j++) {
-          float u = sck_uniform(seed, (uint64_t)(int64_t)keys[i], (uint64_t)j);
-          double gk = (double)(r[j] * (1.0f / temp)) - log(-log((double)u));
-          if (gk > best) best = gk, sample = j;
+          if (z[j] == -INFINITY) continue;
+          float u = sc_kernels_pick_uniform(pr[i].key, (uint64_t)j);
+          double gk = z[j] - log(-log((double)u));
+          if (gk > best) best = gk, pick = j;
         }
       }
+      double ppick = exp(z[pick] - z[am]) / zs;
       EXPECTF(got[i].argmax == am, "row %d argmax %d != %d", i, got[i].argmax, am);
-      EXPECTF(got[i].sample == sample, "row %d sample %d != %d (T %g)", i, got[i].sample, sample,
-              temp);
+      EXPECTF(got[i].sample == pick, "row %d pick %d != %d (T %g)", i, got[i].sample, pick,
+              pr[i].temperature);
+      EXPECTF(!banned[got[i].sample], "row %d picked banned %d", i, got[i].sample);
       EXPECTF(fabs(got[i].max_prob - pmax) <= 1e-4 * pmax, "row %d p %g vs %g", i,
               got[i].max_prob, pmax);
+      EXPECTF(fabs(got[i].sample_prob - ppick) <= 1e-4 * fmax(ppick, 1e-3),
+              "row %d p(pick) %g vs %g", i, got[i].sample_prob, ppick);
       EXPECTF(fabs(got[i].margin - margin) <= 1e-4 * fmax(pmax, 1e-3), "row %d margin %g vs %g", i,
               got[i].margin, margin);
       EXPECTF(fabs(got[i].entropy - ent) <= 1e-4 * fmax(ent, 1.0), "row %d entropy %g vs %g", i,

@@ -1,0 +1,64 @@
+/* pick.c — the picking rules of model.h on the host, in double precision:
+ * the CPU backend's picker and the reference for the GPU's lm_head
+ * epilogue (kernels/ops.cu, k_lm_stats), which follows the same rules in
+ * f32. The noise comes from kernels.h so that both draw the same bits. */
+#include "kernels.h"
+#include "model.h"
+
+#include <math.h>
+
+float sc_pick_uniform(uint64_t key, uint64_t t) { return sc_kernels_pick_uniform(key, t); }
+
+static void pick_row(const float *l, int V, const sc_pick_row_params *rp,
+                     const sc_pick_params *pp, double *z, sc_row_pick *out) {
+  const bool sample = rp->temperature > 0;
+  const double inv_t = sample ? 1.0 / (double)rp->temperature : 1.0;
+  const double pen = (double)rp->eos_penalty * inv_t;
+  int best = -1, pick = -1;
+  double m = -INFINITY, second = -INFINITY, g_best = -INFINITY;
+  for (int t = 0; t < V; t++) {
+    double v = -INFINITY;
+    if (!(pp->banned && pp->banned[t])) {
+      v = (double)l[t] * inv_t;
+      if (t == pp->eos_id || t == pp->pad_id) v -= pen;
+    }
+    z[t] = v;
+    if (v > m) {
+      second = m;
+      m = v;
+      best = t;
+    } else if (v > second) {
+      second = v;
+    }
+    if (sample && v > -INFINITY) {
+      double g = v - log(-log((double)sc_kernels_pick_uniform(rp->key, (uint64_t)t)));
+      if (g > g_best) {
+        g_best = g;
+        pick = t;
+      }
+    }
+  }
+  if (best < 0) { /* every id banned: nothing to pick; say so with p = 0 */
+    *out = (sc_row_pick){0, 0.0, 0.0, 0.0, 0.0};
+    return;
+  }
+  if (!sample) pick = best;
+  double zs = 0, s1 = 0;
+  for (int t = 0; t < V; t++) {
+    if (z[t] == -INFINITY) continue;
+    double d = z[t] - m, e = exp(d);
+    zs += e;
+    s1 += e * d;
+  }
+  out->token = pick;
+  out->p = exp(z[pick] - m) / zs;
+  out->max_prob = 1.0 / zs;
+  out->margin = (1.0 - exp(second - m)) / zs;
+  out->entropy = log(zs) - s1 / zs;
+}
+
+void sc_pick_rows(const float *logits, int n_rows, int vocab, const sc_pick_params *pick,
+                  double *z, sc_row_pick *out) {
+  for (int k = 0; k < n_rows; k++)
+    pick_row(logits + (size_t)k * (size_t)vocab, vocab, &pick->rows[k], pick, z, &out[k]);
+}

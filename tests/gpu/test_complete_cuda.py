@@ -1,0 +1,83 @@
+"""`sculpt complete --device cuda` against `--device cpu`: the whole engine
+on the GPU, where each row's token is picked in the lm_head epilogue (no
+logits reach the host) under the same rules as the CPU's model/pick.c.
+
+On the planted checkpoints (hand-built weights whose right middle is known,
+with probabilities near 1) the middle must be the same token for token,
+greedy and sampled (the sampling noise is keyed by position, so both
+devices draw the same), with and without the dual cache, and with an EOS
+penalty. The CPU middle is checked against the known answer first, so the
+comparison cannot pass on two empty strings. Skips (77) when the binary has
+no CUDA backend or no device answers."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "model"))
+
+from common import sculpt_bin  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def complete(model, path, pos, *extra):
+    p = subprocess.run([sculpt_bin(), "complete", f"{path}:{pos}", "--model", model, "--json",
+                        *extra], capture_output=True, text=True, timeout=300)
+    out = json.loads(p.stdout) if p.returncode == 0 and p.stdout.strip() else None
+    return p, out
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), tmp],
+                   check=True, capture_output=True)
+    model = os.path.join(tmp, "planted-successor-shifted-bytes")
+    src = os.path.join(tmp, "letters.py")
+    with open(src, "w") as f:
+        f.write('S = "abc"\n')
+    pos = "1:9"  # after "abc": the planted model writes d..z, then ends
+    want = "defghijklmnopqrstuvwxyz"
+
+    probe, _ = complete(model, src, pos, "--device", "cuda")
+    no_device = any(w in probe.stderr for w in ("CUDA unavailable", "without CUDA",
+                                                "no CUDA device", "no device"))
+    if no_device:
+        print("no CUDA device (or no CUDA backend): " + probe.stderr.strip().replace("\n", " "))
+        sys.exit(77)
+    check(probe.returncode == 0 and "falling back" not in probe.stderr,
+          "the probe ran on the GPU: " + probe.stderr.strip().replace("\n", " ")[:400])
+
+    cases = [("greedy", []), ("greedy, no cache", ["--no-cache"]),
+             ("sampled", ["--temperature", "0.8", "--seed", "3"]),
+             ("EOS penalty", ["--eos-penalty", "2"]),
+             ("margin ranking", ["--algorithm", "margin", "--steps", "32"]),
+             ("entropy ranking", ["--algorithm", "entropy", "--steps", "32"])]
+    for name, extra in cases:
+        res = {}
+        for dev in ("cpu", "cuda"):
+            p, out = complete(model, src, pos, "--device", dev, *extra)
+            check(out is not None, f"{name}, {dev}: exit 0 ({p.stderr.strip()[:300]})")
+            check("falling back" not in p.stderr, f"{name}, {dev}: no fallback")
+            res[dev] = out
+        cpu, cuda = res["cpu"], res["cuda"]
+        if not cpu or not cuda:
+            continue
+        check(cpu["text"] == want, f"{name}: the CPU writes the planted middle ({cpu['text']!r})")
+        check("cuda" in cuda["model"]["device"], f"{name}: ran on {cuda['model']['device']}")
+        check(cuda["ids"] == cpu["ids"], f"{name}: cuda {cuda['text']!r} == cpu {cpu['text']!r}")
+        conf_err = max((abs(a - b) for a, b in zip(cuda["confidence"], cpu["confidence"])),
+                       default=0.0)
+        check(conf_err <= 2e-2, f"{name}: confidences within 2e-2 (max diff {conf_err:.2e})")
+
+if failures:
+    print(f"{len(failures)} failures")
+    sys.exit(1)
