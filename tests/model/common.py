@@ -32,3 +32,15 @@ def make_all(tmp):
 
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="sculpt-model-")
+
+
+def skip_unless_cuda(probe):
+    """For GPU tests: exits 77 (skip) with the reason when a `--device cuda`
+    probe (a finished subprocess) fell back because there is no device or
+    no CUDA backend. A CUDA path that fails on a device that is there (a
+    crash, a cuBLAS error, out of memory, a driver too old) is a failure,
+    not a skip: the caller checks the probe's exit and its log."""
+    if any(w in probe.stderr for w in ("CUDA unavailable", "without CUDA", "no CUDA device",
+                                       "no device")):
+        print("no CUDA device (or no CUDA backend): " + probe.stderr.strip().replace("\n", " "))
+        sys.exit(77)
