@@ -163,12 +163,19 @@ static inline SC_KERNELS_HD uint64_t sc_kernels_mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/* The sampler's uniform for token t of a row keyed `key`, in (0, 1) and
- * never 0 or 1 (24 bits plus a half step). Counter-based, so any thread
- * draws any token's noise, and the host reference draws the same bits. */
+/* 64 random bits -> a float in (0, 1), never 0 or 1: the top 23 bits plus
+ * a half step, (k + 0.5) / 2^23. With 24 bits the largest value, 2^24 - 0.5,
+ * would round to 2^24 in a float and give exactly 1 (and -log(-log(u)) =
+ * +inf would win any Gumbel-max). */
+static inline SC_KERNELS_HD float sc_kernels_u01(uint64_t h) {
+  return ((float)(h >> 41) + 0.5f) * (1.0f / 8388608.0f);
+}
+
+/* The sampler's uniform for token t of a row keyed `key`. Counter-based, so
+ * any thread draws any token's noise, and the host reference draws the
+ * same bits. */
 static inline SC_KERNELS_HD float sc_kernels_pick_uniform(uint64_t key, uint64_t t) {
-  uint64_t h = sc_kernels_mix64(key ^ sc_kernels_mix64(t ^ 0x632be59bd9b4e019ULL));
-  return ((float)(h >> 40) + 0.5f) * (1.0f / 16777216.0f);
+  return sc_kernels_u01(sc_kernels_mix64(key ^ sc_kernels_mix64(t ^ 0x632be59bd9b4e019ULL)));
 }
 
 /* Per requested row. Layout shared with model.h's sc_pick_row_params. */

@@ -45,13 +45,11 @@ sc_status sck_cublas_fail(cublasStatus_t s, const char *what, const char *file, 
 
 /* ---- synthetic weights' RNG ------------------------------------------------ */
 
-/* A uniform in (0, 1), never 0 or 1 (24 bits plus a half step), keyed by
- * (seed, a, b): counter-based, so any thread can draw any element. The
- * sampler's noise is kernels.h's sc_kernels_pick_uniform. */
+/* A uniform in (0, 1) keyed by (seed, a, b): counter-based, so any thread
+ * can draw any element. The sampler's noise is sc_kernels_pick_uniform. */
 static inline __host__ __device__ float sck_uniform(uint64_t seed, uint64_t a, uint64_t b) {
-  uint64_t h = sc_kernels_mix64(seed ^ sc_kernels_mix64(a * 0x100000001b3ULL +
-                                                        sc_kernels_mix64(b)));
-  return ((float)(h >> 40) + 0.5f) * (1.0f / 16777216.0f);
+  return sc_kernels_u01(sc_kernels_mix64(seed ^ sc_kernels_mix64(a * 0x100000001b3ULL +
+                                                                 sc_kernels_mix64(b))));
 }
 
 /* ---- launchers (ops.cu) --------------------------------------------------- */

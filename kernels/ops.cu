@@ -472,7 +472,8 @@ __global__ void __launch_bounds__(1024)
   const bool sample = pr.temperature > 0.0f;
   const float inv_t = sample ? 1.0f / pr.temperature : 1.0f;
   const float pen = pr.eos_penalty * inv_t;
-  top2 t = {-INFINITY, -INFINITY, -INFINITY, 0x7fffffff, 0x7fffffff};
+  // Indices start at 0, never past the row: a row with no finite z keeps them.
+  top2 t = {-INFINITY, -INFINITY, -INFINITY, 0, 0};
   for (int j = threadIdx.x; j < V; j += blockDim.x) {
     const float z = pick_z(row, j, inv_t, pen, banned, eos_id, pad_id);
     if (better(z, j, t.v1, t.i1)) {
@@ -528,12 +529,18 @@ __global__ void __launch_bounds__(1024)
     for (int k = 0; k < (int)(blockDim.x / WARP); k++) s1 += redf[k];
     const int pick = sample ? best.gi : best.i1;
     sc_kernels_row_stats r;
-    r.max_prob = 1.0f / z;
-    r.margin = (1.0f - expf(best.v2 - m)) / z;
-    r.entropy = logf(z) - s1 / z;
-    r.sample_prob = expf(pick_z(row, pick, inv_t, pen, banned, eos_id, pad_id) - m) / z;
-    r.argmax = best.i1;
-    r.sample = pick;
+    if (!(m > -INFINITY) || !isfinite(z) || !isfinite(s1)) {
+      // Every id banned, or NaN logits: nothing to pick; as model/pick.c.
+      r.max_prob = r.margin = r.entropy = r.sample_prob = 0.0f;
+      r.argmax = r.sample = 0;
+    } else {
+      r.max_prob = 1.0f / z;
+      r.margin = (1.0f - expf(best.v2 - m)) / z;
+      r.entropy = logf(z) - s1 / z;
+      r.sample_prob = expf(pick_z(row, pick, inv_t, pen, banned, eos_id, pad_id) - m) / z;
+      r.argmax = best.i1;
+      r.sample = pick;
+    }
     out[blockIdx.x] = r;
   }
 }

@@ -149,19 +149,12 @@ sc_status sc_forward_ctx_pick(sc_forward_ctx *c, const int32_t *ids, int n, int 
     SC_CHECK(c->cached_n == n, err, SC_ERR_INVALID,
              "a window run needs the K/V of a previous %d-token run (the context holds %d)", n,
              c->cached_n);
-  if (c->ops->pick) {
-    sc_error derr = {0};
-    sc_status st = c->ops->pick(c->state, ids, n, w0, w1, offsets, n_seqs, rows, n_rows, pick,
-                                out, &derr);
-    if (st != SC_ERR_UNSUPPORTED) {
-      if (st != SC_OK) {
-        if (err) *err = derr;
-        if (!window) c->cached_n = 0;
-        return st;
-      }
-      if (!window) c->cached_n = offsets ? 0 : n;
-      return SC_OK;
-    }
+  if (sc_forward_ctx_picks_on_device(c)) {
+    if (!window) c->cached_n = 0;
+    SC_TRY(c->ops->pick(c->state, ids, n, w0, w1, offsets, n_seqs, rows, n_rows, pick, out,
+                        err));
+    if (!window) c->cached_n = offsets ? 0 : n;
+    return SC_OK;
   }
   /* The host picks: the logits of the rows, then model/pick.c. */
   SC_CHECK(scratch || n_rows == 0, err, SC_ERR_INVALID, "no scratch for the host's picking");

@@ -192,8 +192,8 @@ static sc_status cuda_forward_packed(void *p, const int32_t *ids, const int32_t 
   return sc_kernels_forward(s->kc, &pass, logits, err);
 }
 
-/* The lm_head epilogue picks on the device; a CPU fallback state answers
- * SC_ERR_UNSUPPORTED and backend.c picks on the host. */
+/* The lm_head epilogue picks on the device; for a CPU fallback state
+ * (picks_on_device false) backend.c picks on the host instead. */
 static sc_status cuda_pick(void *p, const int32_t *ids, int n, int w0, int w1,
                            const int32_t *offsets, int n_seqs, const int32_t *rows, int n_rows,
                            const sc_pick_params *pick, sc_row_pick *out, sc_error *err) {

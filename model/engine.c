@@ -217,10 +217,10 @@ static double pick_score(const sc_row_pick *rp, const sc_infill_params *p) {
   return rp->p;
 }
 
-/* True when rows of p are picked by model.h's rules alone (no top-k/top-p),
- * which a GPU applies on the device. */
-static bool unfiltered(const sc_infill_params *p) {
-  return !(p->top_k > 0) && !(p->top_p > 0 && p->top_p < 1.0);
+/* True when rows of p are picked by model.h's rules alone (no top-k/top-p
+ * that removes anything), which a GPU applies on the device. */
+static bool unfiltered(const sc_engine *e, const sc_infill_params *p) {
+  return !(p->top_k > 0 && p->top_k < e->vocab) && !(p->top_p > 0 && p->top_p < 1.0);
 }
 
 static sc_pick_row_params row_params(const sc_infill_params *p, uint64_t key) {
@@ -242,7 +242,7 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
   const sc_model_info *info = e->info;
   const uint8_t *banned = allow_expand ? e->banned_dreamon : e->banned;
   row_pick out;
-  if (unfiltered(p)) {
+  if (unfiltered(e, p)) {
     sc_pick_row_params rp = row_params(p, key);
     sc_pick_params pp = pick_params(e, banned, &rp);
     sc_row_pick r;
@@ -591,7 +591,7 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
     if ((st = ensure_rows(e, run.be - run.bs, err)) != SC_OK) break;
     run_rows(e, &run, 0, 0);
     run_pick_params(e, &run, p);
-    const bool pick = unfiltered(p);
+    const bool pick = unfiltered(e, p);
     const sc_pick_params pp = pick_params(e, e->banned, e->prow);
     /* Dual cache: only the block is recomputed, against the prefix and
      * suffix K/V of the block's first pass. A shifted model reads the first
@@ -774,7 +774,7 @@ sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progres
     memcpy(b->packed + n, run->seq, (size_t)run->n * sizeof *b->packed);
     run_rows(e, run, rows, n);
     run_pick_params(e, run, &bs->p);
-    pick &= unfiltered(&bs->p);
+    pick &= unfiltered(e, &bs->p);
     rows += run->nr;
     n += run->n;
     offsets[a + 1] = n;

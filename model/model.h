@@ -264,7 +264,8 @@ typedef struct sc_row_pick {
   double entropy;  /* nats */
 } sc_row_pick;
 
-/* The uniform in (0, 1) behind the noise (24 bits; never 0 or 1). */
+/* The uniform in (0, 1) behind the noise (23 bits plus a half step; never
+ * 0 or 1). */
 float sc_pick_uniform(uint64_t key, uint64_t t);
 
 /* The forward pass of sc_forward_ctx_run_window (offsets NULL; w0 = 0,
@@ -277,7 +278,9 @@ sc_status sc_forward_ctx_pick(sc_forward_ctx *ctx, const int32_t *ids, int n, in
                               const int32_t *offsets, int n_seqs, const int32_t *rows,
                               int n_rows, const sc_pick_params *pick, float *scratch,
                               sc_row_pick *out, sc_error *err);
-/* True when ctx picks on a GPU (no logits reach the host). */
+/* True when ctx picks on a GPU (no logits reach the host). The engine
+ * picks rows with top-k or top-p on the host; a batch that mixes such a
+ * request with others picks all its rows there (same rules, in double). */
 bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *ctx);
 /* The picking rules over logits already on the host: logits [n_rows][vocab]
  * (row-major, as sc_forward_ctx_run writes them), z scratch [vocab]. */

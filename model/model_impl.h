@@ -116,9 +116,8 @@ struct sc_backend_ops {
                               int n_seqs, const int32_t *rows, int n_rows, float *logits,
                               sc_error *err);
   /* Optional (NULL: the host picks from forward's logits). As
-   * sc_forward_ctx_pick, arguments checked; SC_ERR_UNSUPPORTED from a state
-   * that cannot pick on its device (a CPU fallback) sends the call to the
-   * host path instead. */
+   * sc_forward_ctx_pick, arguments checked; called only for a state whose
+   * picks_on_device says yes (not a CPU fallback). */
   sc_status (*pick)(void *state, const int32_t *ids, int n, int w0, int w1,
                     const int32_t *offsets, int n_seqs, const int32_t *rows, int n_rows,
                     const sc_pick_params *pick, sc_row_pick *out, sc_error *err);

@@ -38,17 +38,18 @@ static void pick_row(const float *l, int V, const sc_pick_row_params *rp,
       }
     }
   }
-  if (best < 0) { /* every id banned: nothing to pick; say so with p = 0 */
-    *out = (sc_row_pick){0, 0.0, 0.0, 0.0, 0.0};
-    return;
-  }
   if (!sample) pick = best;
   double zs = 0, s1 = 0;
-  for (int t = 0; t < V; t++) {
+  for (int t = 0; best >= 0 && t < V; t++) {
     if (z[t] == -INFINITY) continue;
     double d = z[t] - m, e = exp(d);
     zs += e;
     s1 += e * d;
+  }
+  if (best < 0 || pick < 0 || !isfinite(zs) || !isfinite(s1)) {
+    /* Every id banned, or NaN logits: nothing to pick; say so with p = 0. */
+    *out = (sc_row_pick){0, 0.0, 0.0, 0.0, 0.0};
+    return;
   }
   out->token = pick;
   out->p = exp(z[pick] - m) / zs;

@@ -6,8 +6,10 @@ On the planted checkpoints (hand-built weights whose right middle is known,
 with probabilities near 1) the middle must be the same token for token,
 greedy and sampled (the sampling noise is keyed by position, so both
 devices draw the same), with and without the dual cache, and with an EOS
-penalty. The CPU middle is checked against the known answer first, so the
-comparison cannot pass on two empty strings. Skips (77) when the binary has
+penalty, over a canvas wider than one lm_head chunk, and for holes decoded
+together in packed passes (`sculpt batch`). The CPU middle is checked
+against the known answer first, so the comparison cannot pass on two empty
+strings. Skips (77) when the binary has
 no CUDA backend or no device answers."""
 import json
 import os
@@ -56,6 +58,9 @@ with tempfile.TemporaryDirectory() as tmp:
              ("sampled", ["--temperature", "0.8", "--seed", "3"]),
              ("EOS penalty", ["--eos-penalty", "2"]),
              ("margin ranking", ["--algorithm", "margin", "--steps", "32"]),
+             # 200 masked rows in the first pass: more than one lm_head chunk
+             # (kernels/model.cu ROW_CHUNK = 128) of per-row pick parameters.
+             ("canvas of 200, one block", ["--max-tokens", "200", "--block-len", "0"]),
              ("entropy ranking", ["--algorithm", "entropy", "--steps", "32"])]
     for name, extra in cases:
         res = {}
@@ -73,6 +78,31 @@ with tempfile.TemporaryDirectory() as tmp:
         conf_err = max((abs(a - b) for a, b in zip(cuda["confidence"], cpu["confidence"])),
                        default=0.0)
         check(conf_err <= 2e-2, f"{name}: confidences within 2e-2 (max diff {conf_err:.2e})")
+
+    # Holes decoded together (sculpt batch --batch-sites): packed passes,
+    # each request's rows picked on the device, against the CPU.
+    repo = os.path.join(tmp, "repo")
+    os.makedirs(repo)
+    for i, lead in enumerate(("abc", "ghi", "mno")):
+        with open(os.path.join(repo, f"h{i}.py"), "w") as f:
+            f.write(f'S{i} = "{lead}TODO(sculpt)"\n')
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    subprocess.run(["git", "-C", repo, "add", "."], check=True)
+    texts = {}
+    for dev in ("cpu", "cuda"):
+        p = subprocess.run([sculpt_bin(), "batch", "--holes", "--batch-sites", "--json", "--model",
+                            model, "--device", dev, repo], capture_output=True, text=True,
+                           timeout=300)
+        check(p.returncode == 0 and "falling back" not in p.stderr,
+              f"batch on {dev}: exit {p.returncode} ({p.stderr.strip()[:300]})")
+        try:
+            sites = json.loads(p.stdout)["sites"]
+        except (ValueError, KeyError):
+            sites = []
+        texts[dev] = sorted((os.path.basename(x["file"]), x.get("text")) for x in sites)
+    check(len(texts["cpu"]) == 3 and texts["cpu"][0][1] == want,
+          f"batch on the CPU fills the planted middles: {texts['cpu']}")
+    check(texts["cuda"] == texts["cpu"], f"batch: cuda {texts['cuda']} == cpu {texts['cpu']}")
 
 if failures:
     print(f"{len(failures)} failures")

@@ -350,79 +350,106 @@ static void test_convert(void) {
 // eos/pad penalty, banned ids, keyed Gumbel noise (model/pick.c is the
 // engine's copy; both follow kernels.h).
 static void test_lm_stats(void) {
-  const int n = 6, V = 1000;
-  const int32_t eos = 3, pad = 4;
-  vecf lg((size_t)n * V);
-  for (auto &x : lg) x = frand() * 6.0f;
-  lg[(size_t)1 * V + 10] = lg[(size_t)1 * V + 500] = 9.0f;  // a tie: lowest index wins, margin 0
-  lg[(size_t)2 * V + 999] = 30.0f;                           // nearly one-hot
-  lg[(size_t)3 * V + 7] = 40.0f;                             // banned: never the pick
-  lg[(size_t)4 * V + eos] = 12.0f;                           // eos, penalised below
-  lg[(size_t)5 * V + pad] = 11.0f;
-  std::vector<uint8_t> banned(V, 0);
-  banned[7] = banned[998] = 1;
-  for (int pass = 0; pass < 2; pass++) {
-    std::vector<sc_kernels_pick_row> pr(n);
-    for (int i = 0; i < n; i++) {
-      pr[i].temperature = pass ? (i % 2 ? 0.8f : 1.3f) : 0.0f;
-      pr[i].eos_penalty = i >= 4 ? 5.0f : 0.0f;
-      pr[i].key = 1234u + 77u * (uint64_t)i;
-    }
-    dbuf<float> dl(lg);
-    dbuf<sc_kernels_pick_row> dp(pr);
-    dbuf<uint8_t> db(banned);
-    dbuf<sc_kernels_row_stats> ds(n);
-    REQUIRE(ok(sck_lm_stats(dl.p, n, V, dp.p, db.p, eos, pad, ds.p, 0)));
-    std::vector<sc_kernels_row_stats> got = ds.get();
-    for (int i = 0; i < n; i++) {
-      const float *r = &lg[(size_t)i * V];
-      const bool sample = pr[i].temperature > 0;
-      const float inv_t = sample ? 1.0f / pr[i].temperature : 1.0f;
-      std::vector<double> z(V);
-      for (int j = 0; j < V; j++) {
-        z[j] = banned[j] ? -INFINITY : (double)(r[j] * inv_t);
-        if (!banned[j] && (j == eos || j == pad)) z[j] -= (double)(pr[i].eos_penalty * inv_t);
+  // Configurations: several elements per thread (V > 1024), a bitmap or
+  // none, eos == pad (penalised once), no eos at all.
+  struct cfg { int V; bool use_banned; int32_t eos, pad; };
+  const cfg cfgs[] = {{5000, true, 3, 4}, {5000, false, 3, 3}, {1000, true, -1, -1}};
+  for (const cfg &cf : cfgs) {
+    const int n = 6, V = cf.V;
+    const int32_t eos = cf.eos, pad = cf.pad;
+    vecf lg((size_t)n * V);
+    for (auto &x : lg) x = frand() * 6.0f;
+    lg[(size_t)1 * V + 10] = lg[(size_t)1 * V + 500] = 9.0f;  // a tie: lowest index wins, margin 0
+    lg[(size_t)2 * V + V - 1] = 30.0f;                         // nearly one-hot, last id
+    lg[(size_t)3 * V + 7] = 40.0f;                             // banned when there is a bitmap
+    if (eos >= 0) lg[(size_t)4 * V + eos] = 12.0f;             // eos, penalised below
+    if (pad >= 0) lg[(size_t)5 * V + pad] = 11.0f;
+    std::vector<uint8_t> banned(V, 0);
+    banned[7] = banned[V - 2] = 1;
+    for (int pass = 0; pass < 2; pass++) {
+      std::vector<sc_kernels_pick_row> pr(n);
+      for (int i = 0; i < n; i++) {
+        pr[i].temperature = pass ? (i % 2 ? 0.8f : 1.3f) : 0.0f;
+        pr[i].eos_penalty = i >= 4 ? 5.0f : 0.0f;
+        pr[i].key = 1234u + 77u * (uint64_t)i + (uint64_t)V;
       }
-      int am = 0;
-      for (int j = 1; j < V; j++)
-        if (z[j] > z[am]) am = j;
-      double second = -INFINITY;
-      for (int j = 0; j < V; j++)
-        if (j != am && z[j] > second) second = z[j];
-      double zs = 0, s1 = 0;
-      for (int j = 0; j < V; j++) {
-        if (z[j] == -INFINITY) continue;
-        double d = z[j] - z[am];
-        zs += exp(d);
-        s1 += exp(d) * d;
-      }
-      double pmax = 1.0 / zs, margin = (1.0 - exp(second - z[am])) / zs,
-             ent = log(zs) - s1 / zs;
-      int pick = am;
-      if (sample) {
-        double best = -INFINITY;
+      dbuf<float> dl(lg);
+      dbuf<sc_kernels_pick_row> dp(pr);
+      dbuf<uint8_t> db(banned);
+      dbuf<sc_kernels_row_stats> ds(n);
+      REQUIRE(ok(sck_lm_stats(dl.p, n, V, dp.p, cf.use_banned ? db.p : nullptr, eos, pad, ds.p,
+                              0)));
+      std::vector<sc_kernels_row_stats> got = ds.get();
+      for (int i = 0; i < n; i++) {
+        const float *r = &lg[(size_t)i * V];
+        const bool sample = pr[i].temperature > 0;
+        const float inv_t = sample ? 1.0f / pr[i].temperature : 1.0f;
+        std::vector<double> z(V);
+        for (int j = 0; j < V; j++) {
+          const bool ban = cf.use_banned && banned[j];
+          // As the kernel: z in f32, then the penalty in f32.
+          float zf = r[j] * inv_t;
+          if (j == eos || j == pad) zf -= pr[i].eos_penalty * inv_t;
+          z[j] = ban ? -INFINITY : (double)zf;
+        }
+        int am = 0;
+        for (int j = 1; j < V; j++)
+          if (z[j] > z[am]) am = j;
+        double second = -INFINITY;
+        for (int j = 0; j < V; j++)
+          if (j != am && z[j] > second) second = z[j];
+        double zs = 0, s1 = 0;
         for (int j = 0; j < V; j++) {
           if (z[j] == -INFINITY) continue;
-          float u = sc_kernels_pick_uniform(pr[i].key, (uint64_t)j);
-          double gk = z[j] - log(-log((double)u));
-          if (gk > best) best = gk, pick = j;
+          double d = z[j] - z[am];
+          zs += exp(d);
+          s1 += exp(d) * d;
         }
+        double pmax = 1.0 / zs, margin = (1.0 - exp(second - z[am])) / zs,
+               ent = log(zs) - s1 / zs;
+        int pick = am;
+        if (sample) {
+          double best = -INFINITY;
+          for (int j = 0; j < V; j++) {
+            if (z[j] == -INFINITY) continue;
+            float u = sc_kernels_pick_uniform(pr[i].key, (uint64_t)j);
+            double gk = z[j] - log(-log((double)u));
+            if (gk > best) best = gk, pick = j;
+          }
+        }
+        double ppick = exp(z[pick] - z[am]) / zs;
+        EXPECTF(got[i].argmax == am, "V %d row %d argmax %d != %d", V, i, got[i].argmax, am);
+        EXPECTF(got[i].sample == pick, "V %d row %d pick %d != %d (T %g)", V, i, got[i].sample,
+                pick, pr[i].temperature);
+        EXPECTF(!(cf.use_banned && banned[got[i].sample]), "row %d picked banned %d", i,
+                got[i].sample);
+        EXPECTF(fabs(got[i].max_prob - pmax) <= 1e-4 * pmax, "V %d row %d p %g vs %g", V, i,
+                got[i].max_prob, pmax);
+        EXPECTF(fabs(got[i].sample_prob - ppick) <= 1e-4 * fmax(ppick, 1e-3),
+                "V %d row %d p(pick) %g vs %g", V, i, got[i].sample_prob, ppick);
+        EXPECTF(fabs(got[i].margin - margin) <= 1e-4 * fmax(pmax, 1e-3),
+                "V %d row %d margin %g vs %g", V, i, got[i].margin, margin);
+        EXPECTF(fabs(got[i].entropy - ent) <= 1e-4 * fmax(ent, 1.0),
+                "V %d row %d entropy %g vs %g", V, i, got[i].entropy, ent);
       }
-      double ppick = exp(z[pick] - z[am]) / zs;
-      EXPECTF(got[i].argmax == am, "row %d argmax %d != %d", i, got[i].argmax, am);
-      EXPECTF(got[i].sample == pick, "row %d pick %d != %d (T %g)", i, got[i].sample, pick,
-              pr[i].temperature);
-      EXPECTF(!banned[got[i].sample], "row %d picked banned %d", i, got[i].sample);
-      EXPECTF(fabs(got[i].max_prob - pmax) <= 1e-4 * pmax, "row %d p %g vs %g", i,
-              got[i].max_prob, pmax);
-      EXPECTF(fabs(got[i].sample_prob - ppick) <= 1e-4 * fmax(ppick, 1e-3),
-              "row %d p(pick) %g vs %g", i, got[i].sample_prob, ppick);
-      EXPECTF(fabs(got[i].margin - margin) <= 1e-4 * fmax(pmax, 1e-3), "row %d margin %g vs %g", i,
-              got[i].margin, margin);
-      EXPECTF(fabs(got[i].entropy - ent) <= 1e-4 * fmax(ent, 1.0), "row %d entropy %g vs %g", i,
-              got[i].entropy, ent);
     }
   }
+  // A row with every id banned has nothing to pick: zeros, index 0 (as
+  // model/pick.c), never an index past the row or NaN.
+  const int V = 300;
+  vecf lg(V, 1.0f);
+  std::vector<uint8_t> all(V, 1);
+  std::vector<sc_kernels_pick_row> pr(1);
+  pr[0].temperature = 0.9f, pr[0].eos_penalty = 0.0f, pr[0].key = 5;
+  dbuf<float> dl(lg);
+  dbuf<sc_kernels_pick_row> dp(pr);
+  dbuf<uint8_t> db(all);
+  dbuf<sc_kernels_row_stats> ds(1);
+  REQUIRE(ok(sck_lm_stats(dl.p, 1, V, dp.p, db.p, -1, -1, ds.p, 0)));
+  sc_kernels_row_stats r = ds.get()[0];
+  EXPECTF(r.sample == 0 && r.argmax == 0 && r.max_prob == 0.0f && r.sample_prob == 0.0f &&
+              r.entropy == 0.0f,
+          "all banned: pick %d argmax %d p %g", r.sample, r.argmax, r.max_prob);
 }
 
 int main(void) {

@@ -6,6 +6,7 @@
  * path. Then the engine: a sampled request gives in a batch what it gives
  * alone (the noise is keyed by position, not drawn in pass order). */
 #define _POSIX_C_SOURCE 200809L
+#include "kernels.h"
 #include "model.h"
 #include "sc_test.h"
 #include "sc_test_models.h"
@@ -103,6 +104,27 @@ static void test_sampling_distribution(void) {
     if (u > umax) umax = u;
   }
   EXPECT(umin > 0.0f && umax < 1.0f && umin < 1e-3f && umax > 1 - 1e-3f);
+}
+
+/* The noise's edges: the largest 64-bit input stays below 1 (with 24
+ * bits it rounded to exactly 1, whose Gumbel noise is +inf), the smallest
+ * above 0. Degenerate rows give a zero record, not NaN. */
+static void test_edges(void) {
+  EXPECTF(sc_kernels_u01(~0ULL) < 1.0f, "u01(max) = %.9g", sc_kernels_u01(~0ULL));
+  EXPECT(sc_kernels_u01(0) > 0.0f);
+  EXPECT(isfinite(-log(-log((double)sc_kernels_u01(~0ULL)))));
+  const float l[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  const uint8_t all[4] = {1, 1, 1, 1};
+  double z[4];
+  sc_row_pick r;
+  sc_pick_row_params rp = {0.9f, 0.0f, 3};
+  sc_pick_params pp = {&rp, all, -1, -1};
+  sc_pick_rows(l, 1, 4, &pp, z, &r);
+  EXPECT(r.token == 0 && r.p == 0 && r.max_prob == 0 && r.entropy == 0);
+  const float nan_row[4] = {NAN, NAN, NAN, NAN};
+  pp.banned = NULL;
+  sc_pick_rows(nan_row, 1, 4, &pp, z, &r);
+  EXPECT(r.token == 0 && r.p == 0 && isfinite(r.entropy));
 }
 
 static bool same_picks(const sc_row_pick *a, const sc_row_pick *b, int n) {
@@ -241,6 +263,7 @@ int main(void) {
   if (sc_test_make_models("pick-checkpoints", "--only dream-bf16") != 0) return 1;
   RUN(test_greedy_and_stats);
   RUN(test_sampling_distribution);
+  RUN(test_edges);
   RUN(test_ctx_pick);
   RUN(test_engine_keyed_noise);
   TEST_MAIN_END();
