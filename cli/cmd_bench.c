@@ -174,7 +174,7 @@ static int bench_synthetic(const char *shape_name, const char *device, const int
       int32_t none = 0;
       sc_kernels_pass full = {ids, n, 0, n, NULL, 0, &none, 0};
       sc_kernels_pass step = {ids, n, w0, w0 + m, NULL, 0, NULL, m};
-      sc_kernels_sample smp = {pr, NULL, -1, -1};
+      sc_kernels_sample smp = {pr, NULL, -1, -1, NULL};
       if (sc_kernels_forward(kc, &full, NULL, &err) != SC_OK) {
         status = 1;
         break;

@@ -192,6 +192,9 @@ typedef struct sc_kernels_sample {
    * context and does not change its contents. */
   const uint8_t *banned;
   int32_t eos_id, pad_id; /* -1: none */
+  /* [n_rows][vocab] or NULL: the rows' logits are also copied here (a batch
+   * whose other rows are picked on the host). */
+  float *logits_host;
 } sc_kernels_sample;
 
 typedef struct sc_kernels_row_stats {

@@ -685,7 +685,8 @@ static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float
                                (size_t)cnt * V * sizeof(float), cudaMemcpyDeviceToHost,
                                c->stream),
                err);
-    } else {
+    }
+    if (smp) {
       memcpy(c->h_prow, smp->rows + j0, (size_t)cnt * sizeof *c->h_prow);
       SCK_CUDA(cudaMemcpyAsync(c->d_prow, c->h_prow, (size_t)cnt * sizeof *c->h_prow,
                                cudaMemcpyHostToDevice, c->stream),
@@ -699,7 +700,7 @@ static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float
     }
     // The staging buffers are reused by the next chunk.
     SCK_CUDA(cudaStreamSynchronize(c->stream), err);
-    if (!logits_host) memcpy(stats + j0, c->h_stats, (size_t)cnt * sizeof *stats);
+    if (smp) memcpy(stats + j0, c->h_stats, (size_t)cnt * sizeof *stats);
   }
   SCK_CUDA(cudaStreamSynchronize(c->stream), err);
   SCK_CUDA(cudaGetLastError(), err);
@@ -718,5 +719,5 @@ extern "C" sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernel
   SC_CHECK(s && (out || (p && p->n_rows == 0)) && (s->rows || (p && p->n_rows == 0)), err,
            SC_ERR_INVALID, "no sample parameters or output");
   sc_kernels_row_stats dummy;
-  return forward_impl(c, p, nullptr, s, out ? out : &dummy, err);
+  return forward_impl(c, p, s->logits_host, s, out ? out : &dummy, err);
 }

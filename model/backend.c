@@ -133,8 +133,8 @@ bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *c) {
 
 sc_status sc_forward_ctx_pick(sc_forward_ctx *c, const int32_t *ids, int n, int w0, int w1,
                               const int32_t *offsets, int n_seqs, const int32_t *rows,
-                              int n_rows, const sc_pick_params *pick, float *scratch,
-                              sc_row_pick *out, sc_error *err) {
+                              int n_rows, const sc_pick_params *pick, float *logits,
+                              bool keep_logits, sc_row_pick *out, sc_error *err) {
   SC_CHECK(c && pick && (n_rows == 0 || (out && pick->rows)), err, SC_ERR_INVALID,
            "no context, pick parameters or output");
   if (offsets) {
@@ -151,19 +151,20 @@ sc_status sc_forward_ctx_pick(sc_forward_ctx *c, const int32_t *ids, int n, int 
              c->cached_n);
   if (sc_forward_ctx_picks_on_device(c)) {
     if (!window) c->cached_n = 0;
-    SC_TRY(c->ops->pick(c->state, ids, n, w0, w1, offsets, n_seqs, rows, n_rows, pick, out,
-                        err));
+    SC_CHECK(!keep_logits || logits || n_rows == 0, err, SC_ERR_INVALID, "no logits buffer");
+    SC_TRY(c->ops->pick(c->state, ids, n, w0, w1, offsets, n_seqs, rows, n_rows, pick,
+                        keep_logits ? logits : NULL, out, err));
     if (!window) c->cached_n = offsets ? 0 : n;
     return SC_OK;
   }
   /* The host picks: the logits of the rows, then model/pick.c. */
-  SC_CHECK(scratch || n_rows == 0, err, SC_ERR_INVALID, "no scratch for the host's picking");
+  SC_CHECK(logits || n_rows == 0, err, SC_ERR_INVALID, "no logits buffer for the host's picking");
   if (offsets) {
-    SC_TRY(sc_forward_ctx_run_packed(c, ids, offsets, n_seqs, rows, n_rows, scratch, err));
+    SC_TRY(sc_forward_ctx_run_packed(c, ids, offsets, n_seqs, rows, n_rows, logits, err));
   } else if (window) {
-    SC_TRY(sc_forward_ctx_run_window(c, ids, n, w0, w1, rows, n_rows, scratch, err));
+    SC_TRY(sc_forward_ctx_run_window(c, ids, n, w0, w1, rows, n_rows, logits, err));
   } else {
-    SC_TRY(sc_forward_ctx_run(c, ids, n, rows, n_rows, scratch, err));
+    SC_TRY(sc_forward_ctx_run(c, ids, n, rows, n_rows, logits, err));
   }
   if (n_rows == 0) return SC_OK;
   const int V = c->model->info.vocab;
@@ -171,6 +172,6 @@ sc_status sc_forward_ctx_pick(sc_forward_ctx *c, const int32_t *ids, int n, int 
     c->pick_z = malloc((size_t)V * sizeof *c->pick_z);
     SC_CHECK(c->pick_z, err, SC_ERR_NOMEM, "out of memory");
   }
-  sc_pick_rows(scratch, n_rows, V, pick, c->pick_z, out);
+  sc_pick_rows(logits, n_rows, V, pick, c->pick_z, out);
   return SC_OK;
 }

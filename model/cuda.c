@@ -196,7 +196,8 @@ static sc_status cuda_forward_packed(void *p, const int32_t *ids, const int32_t 
  * (picks_on_device false) backend.c picks on the host instead. */
 static sc_status cuda_pick(void *p, const int32_t *ids, int n, int w0, int w1,
                            const int32_t *offsets, int n_seqs, const int32_t *rows, int n_rows,
-                           const sc_pick_params *pick, sc_row_pick *out, sc_error *err) {
+                           const sc_pick_params *pick, float *logits, sc_row_pick *out,
+                           sc_error *err) {
   cuda_state *s = p;
   if (s->cpu) return sc_error_set(err, SC_ERR_UNSUPPORTED, "a CPU context picks on the host");
   if (n_rows > s->cap_stats) {
@@ -207,7 +208,7 @@ static sc_status cuda_pick(void *p, const int32_t *ids, int n, int w0, int w1,
   }
   sc_kernels_pass pass = {ids, n, w0, w1, offsets, offsets ? n_seqs : 0, rows, n_rows};
   sc_kernels_sample smp = {(const sc_kernels_pick_row *)pick->rows, pick->banned, pick->eos_id,
-                           pick->pad_id};
+                           pick->pad_id, logits};
   SC_TRY(sc_kernels_forward_stats(s->kc, &pass, &smp, s->stats, err));
   for (int k = 0; k < n_rows; k++) {
     const sc_kernels_row_stats *r = &s->stats[k];

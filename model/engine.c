@@ -602,7 +602,7 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
     double t0 = sc_now_ms();
     if (pick)
       st = sc_forward_ctx_pick(e->fctx, run.seq, run.n, w0, w1, NULL, 0, e->rows, run.nr, &pp,
-                               e->logits, e->rpick, err);
+                               e->logits, false, e->rpick, err);
     else if (window)
       st = sc_forward_ctx_run_window(e->fctx, run.seq, run.n, w0, w1, e->rows, run.nr,
                                      e->logits, err);
@@ -766,7 +766,10 @@ sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progres
   }
   int32_t offsets[SC_INFILL_MAX_BATCH + 1];
   int n = 0, rows = 0;
-  bool pick = true; /* every run's rows picked in the pass (none filtered) */
+  /* Each run's rows are picked as they would be alone: unfiltered ones by
+   * the pass (on a GPU, on the device), top-k/top-p ones here from their
+   * logits, which the pass then also brings back. */
+  bool filtered = false;
   offsets[0] = 0;
   for (int a = 0; a < na; a++) {
     batch_slot *bs = &b->slots[active[a]];
@@ -774,25 +777,20 @@ sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progres
     memcpy(b->packed + n, run->seq, (size_t)run->n * sizeof *b->packed);
     run_rows(e, run, rows, n);
     run_pick_params(e, run, &bs->p);
-    pick &= unfiltered(e, &bs->p);
+    filtered |= !unfiltered(e, &bs->p);
     rows += run->nr;
     n += run->n;
     offsets[a + 1] = n;
   }
   double t0 = sc_now_ms();
-  if (pick) {
-    const sc_pick_params pp = pick_params(e, e->banned, e->prow);
-    SC_TRY(sc_forward_ctx_pick(e->bctx, b->packed, n, 0, n, offsets, na, e->rows, rows, &pp,
-                               e->logits, e->rpick, err));
-  } else {
-    SC_TRY(sc_forward_ctx_run_packed(e->bctx, b->packed, offsets, na, e->rows, rows, e->logits,
-                                     err));
-  }
+  const sc_pick_params pp = pick_params(e, e->banned, e->prow);
+  SC_TRY(sc_forward_ctx_pick(e->bctx, b->packed, n, 0, n, offsets, na, e->rows, rows, &pp,
+                             e->logits, filtered, e->rpick, err));
   double t1 = sc_now_ms();
   b->passes++;
   for (int a = 0; a < na; a++) {
     batch_slot *bs = &b->slots[active[a]];
-    run_take_picks(e, &bs->run, &bs->p, pick);
+    run_take_picks(e, &bs->run, &bs->p, unfiltered(e, &bs->p));
     run_apply(e, &bs->run, &bs->p, NULL, NULL);
     if (progress)
       progress(user, active[a], bs->run.seq + bs->run.c0, bs->run.m, bs->run.steps,

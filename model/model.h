@@ -271,16 +271,17 @@ float sc_pick_uniform(uint64_t key, uint64_t t);
 /* The forward pass of sc_forward_ctx_run_window (offsets NULL; w0 = 0,
  * w1 = n is a full pass) or of sc_forward_ctx_run_packed (offsets with
  * n_seqs + 1 entries; w0 = 0, w1 = n = offsets[n_seqs]), then one pick per
- * requested row into out[n_rows]. scratch [n_rows][vocab] floats is used
- * when the picking runs on the host (the CPU backend, or a GPU context that
- * fell back); NULL is accepted only when sc_forward_ctx_picks_on_device. */
+ * requested row into out[n_rows]. logits [n_rows][vocab] floats receives
+ * the rows' logits when the picking runs on the host (the CPU backend, or a
+ * GPU context that fell back), and also on a device when keep_logits (a
+ * batch whose other rows are picked on the host); NULL is accepted only
+ * when sc_forward_ctx_picks_on_device and not keep_logits. */
 sc_status sc_forward_ctx_pick(sc_forward_ctx *ctx, const int32_t *ids, int n, int w0, int w1,
                               const int32_t *offsets, int n_seqs, const int32_t *rows,
-                              int n_rows, const sc_pick_params *pick, float *scratch,
-                              sc_row_pick *out, sc_error *err);
+                              int n_rows, const sc_pick_params *pick, float *logits,
+                              bool keep_logits, sc_row_pick *out, sc_error *err);
 /* True when ctx picks on a GPU (no logits reach the host). The engine
- * picks rows with top-k or top-p on the host; a batch that mixes such a
- * request with others picks all its rows there (same rules, in double). */
+ * picks rows with top-k or top-p on the host, from their logits. */
 bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *ctx);
 /* The picking rules over logits already on the host: logits [n_rows][vocab]
  * (row-major, as sc_forward_ctx_run writes them), z scratch [vocab]. */

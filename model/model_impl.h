@@ -120,7 +120,8 @@ struct sc_backend_ops {
    * picks_on_device says yes (not a CPU fallback). */
   sc_status (*pick)(void *state, const int32_t *ids, int n, int w0, int w1,
                     const int32_t *offsets, int n_seqs, const int32_t *rows, int n_rows,
-                    const sc_pick_params *pick, sc_row_pick *out, sc_error *err);
+                    const sc_pick_params *pick, float *logits /* or NULL */,
+                    sc_row_pick *out, sc_error *err);
   /* Optional: true when this state's pick runs on its device. */
   bool (*picks_on_device)(const void *state);
 };

@@ -58,6 +58,10 @@ with tempfile.TemporaryDirectory() as tmp:
              ("sampled", ["--temperature", "0.8", "--seed", "3"]),
              ("EOS penalty", ["--eos-penalty", "2"]),
              ("margin ranking", ["--algorithm", "margin", "--steps", "32"]),
+             # Two candidate lengths decode as one packed batch; top-k rows are
+             # picked on the host, so the pass returns logits with the picks.
+             ("top-k, two lengths in one batch",
+              ["--top-k", "40", "--temperature", "0.8", "--seed", "5", "--lengths", "24,32"]),
              # 200 masked rows in the first pass: more than one lm_head chunk
              # (kernels/model.cu ROW_CHUNK = 128) of per-row pick parameters.
              ("canvas of 200, one block", ["--max-tokens", "200", "--block-len", "0"]),

@@ -160,10 +160,10 @@ static void test_ctx_pick(void) {
   sc_error err = {0};
 
   /* A window before any full pass is refused. */
-  EXPECT(sc_forward_ctx_pick(c, ids, n, 6, 10, NULL, 0, rows + 1, 2, &pp, logits, got, &err) ==
+  EXPECT(sc_forward_ctx_pick(c, ids, n, 6, 10, NULL, 0, rows + 1, 2, &pp, logits, false, got, &err) ==
          SC_ERR_INVALID);
   /* Full. */
-  REQUIRE(sc_forward_ctx_pick(c, ids, n, 0, n, NULL, 0, rows, 3, &pp, logits, got, &err) ==
+  REQUIRE(sc_forward_ctx_pick(c, ids, n, 0, n, NULL, 0, rows, 3, &pp, logits, false, got, &err) ==
           SC_OK);
   REQUIRE(sc_forward_ctx_run(c, ids, n, rows, 3, logits, NULL) == SC_OK);
   sc_pick_rows(logits, 3, V, &pp, z, want);
@@ -171,7 +171,7 @@ static void test_ctx_pick(void) {
   /* Window over the cache of that full pass, after an edit inside it. */
   const int32_t orig = ids[8];
   ids[8] = 3;
-  REQUIRE(sc_forward_ctx_pick(c, ids, n, 6, 10, NULL, 0, rows + 1, 2, &pp, logits, got, &err) ==
+  REQUIRE(sc_forward_ctx_pick(c, ids, n, 6, 10, NULL, 0, rows + 1, 2, &pp, logits, false, got, &err) ==
           SC_OK);
   ids[8] = orig; /* the same cache again, then the same window by the logits path */
   int32_t none = 0;
@@ -183,14 +183,14 @@ static void test_ctx_pick(void) {
   /* Packed: two sequences, rows in both. */
   int32_t offsets[3] = {0, 10, 22};
   int32_t prow[4] = {1, 8, 12, 20};
-  REQUIRE(sc_forward_ctx_pick(c, ids, 22, 0, 22, offsets, 2, prow, 4, &pp, logits, got, &err) ==
+  REQUIRE(sc_forward_ctx_pick(c, ids, 22, 0, 22, offsets, 2, prow, 4, &pp, logits, false, got, &err) ==
           SC_OK);
   REQUIRE(sc_forward_ctx_run_packed(c, ids, offsets, 2, prow, 4, logits, NULL) == SC_OK);
   sc_pick_rows(logits, 4, V, &pp, z, want);
   EXPECT(same_picks(got, want, 4));
   /* Bad packing is refused, not read past. */
   int32_t bad[3] = {0, 10, 30};
-  EXPECT(sc_forward_ctx_pick(c, ids, 22, 0, 22, bad, 2, prow, 4, &pp, logits, got, &err) ==
+  EXPECT(sc_forward_ctx_pick(c, ids, 22, 0, 22, bad, 2, prow, 4, &pp, logits, false, got, &err) ==
          SC_ERR_INVALID);
   free(banned);
   free(logits);
@@ -204,7 +204,7 @@ static bool same_result(const sc_infill_result *a, const sc_infill_result *b) {
          memcmp(a->ids, b->ids, (size_t)a->n_ids * sizeof *a->ids) == 0;
 }
 
-/* Sampled requests: batched == alone; seeds matter. */
+/* Sampled requests, one of them top-k: batched == alone; seeds matter. */
 static void test_engine_keyed_noise(void) {
   sc_model *m = load("dream-bf16");
   REQUIRE(m);
@@ -217,14 +217,19 @@ static void test_engine_keyed_noise(void) {
   p.block_len = 0;
   p.use_cache = false;
   p.temperature = 1.0;
-  int32_t p0[] = {10, 11, 12}, p1[] = {20, 21}, suf[] = {1, 2};
-  sc_infill_request reqs[2] = {{p0, 3, suf, 2, 12, 7}, {p1, 2, suf, 1, 8, 9}};
-  sc_infill_result alone[2], batched[2];
+  int32_t p0[] = {10, 11, 12}, p1[] = {20, 21}, p2[] = {30, 31, 32, 33}, suf[] = {1, 2};
+  /* The third request samples from its top 40 (picked on the host, from
+   * logits the shared pass brings back); the others from everything. */
+  sc_infill_request reqs[3] = {{p0, 3, suf, 2, 12, 7}, {p1, 2, suf, 1, 8, 9},
+                               {p2, 4, suf, 2, 10, 11}};
+  sc_infill_params ps[3] = {p, p, p};
+  ps[2].top_k = 40;
+  sc_infill_result alone[3], batched[3];
   memset(alone, 0, sizeof alone);
   memset(batched, 0, sizeof batched);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     sc_infill_plan plan = {1, {reqs[i].canvas}};
-    sc_infill_params q = p;
+    sc_infill_params q = ps[i];
     q.seed = reqs[i].seed;
     REQUIRE(sc_engine_infill(e, reqs[i].prefix, reqs[i].n_prefix, reqs[i].suffix,
                              reqs[i].n_suffix, &plan, &q, NULL, NULL, NULL, &alone[i],
@@ -232,12 +237,12 @@ static void test_engine_keyed_noise(void) {
   }
   sc_engine_batch *b = NULL;
   REQUIRE(sc_engine_batch_new(e, 0, &b, NULL) == SC_OK);
-  int slot[2];
-  for (int i = 0; i < 2; i++)
-    REQUIRE(sc_engine_batch_add(b, &reqs[i], &p, &slot[i], NULL) == SC_OK);
+  int slot[3];
+  for (int i = 0; i < 3; i++)
+    REQUIRE(sc_engine_batch_add(b, &reqs[i], &ps[i], &slot[i], NULL) == SC_OK);
   for (int guard = 0; sc_engine_batch_live(b) > 0 && guard < 100; guard++)
     REQUIRE(sc_engine_batch_step(b, NULL, NULL, NULL, NULL) == SC_OK);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     REQUIRE(sc_engine_batch_take(b, slot[i], &batched[i], NULL) == SC_OK);
     EXPECTF(same_result(&alone[i], &batched[i]), "request %d: sampled batch != alone", i);
   }
@@ -251,7 +256,7 @@ static void test_engine_keyed_noise(void) {
           SC_OK);
   EXPECT(!same_result(&other, &alone[0]));
   sc_infill_result_free(&other);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     sc_infill_result_free(&alone[i]);
     sc_infill_result_free(&batched[i]);
   }
