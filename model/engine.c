@@ -9,10 +9,11 @@
  * by model.h's rules (sc_pick_params) where its logits are: on a GPU in
  * the lm_head epilogue, on the CPU by model/pick.c in double precision.
  * The noise's uniform has 23 bits on both (LLaDA's note: low-precision
- * Gumbel noise hurts; 23 bits bound the noise to [-2.8, 16.6], so a token
- * is never drawn only when it is below e^-19.4 of the top one at T = 1).
- * Top-k and top-p rows are picked here, on the host. The noise is keyed by (seed, candidate,
- * step, position), so a row's sample never depends on what shares its pass.
+ * Gumbel noise hurts): the noise stays in [-2.8, 16.6], so only a token
+ * more than 19.4 nats below the top one (at T = 1) can never be drawn.
+ * Top-k and top-p rows are picked here, on the host. The noise is keyed by
+ * (seed, candidate, step, position), so a row's sample never depends on
+ * what shares its pass.
  * Sources: ../shared/notes/diffusion-models.md, section B. */
 #define _POSIX_C_SOURCE 200809L
 #include "kernels.h"
