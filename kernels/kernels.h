@@ -187,9 +187,9 @@ typedef struct sc_kernels_pick_row {
 
 typedef struct sc_kernels_sample {
   const sc_kernels_pick_row *rows; /* [n_rows] (borrowed for the call) */
-  /* [vocab] 1 = never picked, or NULL. Copied to the device when the
-   * pointer differs from the last call's: the caller keeps one bitmap per
-   * context and does not change its contents. */
+  /* [vocab] 1 = never picked, or NULL (borrowed for the call). Copied to
+   * the device when its contents differ from the last call's, so the caller
+   * may edit it in place between calls. */
   const uint8_t *banned;
   int32_t eos_id, pad_id; /* -1: none */
   /* [n_rows][vocab] or NULL: the rows' logits are also copied here (a batch

@@ -346,7 +346,11 @@ struct sc_kernels_ctx {
   int32_t *d_ids, *d_pos, *d_rows;
   sc_kernels_pick_row *d_prow;
   uint8_t *d_banned;
-  const uint8_t *banned_src; /* the host bitmap d_banned holds; NULL: none yet */
+  // [V] what d_banned holds, to compare the caller's bitmap against: a
+  // pointer alone would miss an edit in place or a freed bitmap's address
+  // reused. banned_valid: false until the first upload.
+  uint8_t *h_banned;
+  bool banned_valid;
   sck_tile *d_tiles;
   sc_kernels_row_stats *d_stats;
   // Pinned host staging for the small per-pass uploads and the stats.
@@ -375,6 +379,7 @@ extern "C" void sc_kernels_ctx_free(sc_kernels_ctx *c) {
   if (c->stream) cudaStreamDestroy(c->stream);
   if (c->host) cudaFreeHost(c->host);
   if (c->arena) cudaFree(c->arena);
+  free(c->h_banned);
   free(c);
 }
 
@@ -657,12 +662,21 @@ static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float
   SCK_CUDA(cudaMemcpyAsync(c->d_ids, c->h_ids, (size_t)nw * sizeof(int32_t),
                            cudaMemcpyHostToDevice, c->stream),
            err);
-  if (smp && smp->banned && smp->banned != c->banned_src) {
-    // Once per bitmap: the caller keeps one per context (kernels.h).
-    SCK_CUDA(cudaMemcpyAsync(c->d_banned, smp->banned, (size_t)V, cudaMemcpyHostToDevice,
+  if (smp && smp->banned &&
+      (!c->banned_valid || memcmp(c->h_banned, smp->banned, (size_t)V) != 0)) {
+    // Uploaded only when the contents change: a V-byte compare per pass
+    // (microseconds) against a V-byte copy over PCIe. h_banned is pageable:
+    // the async copy returns once it is staged, so the next pass may rewrite it.
+    if (!c->h_banned) {
+      c->h_banned = (uint8_t *)malloc((size_t)V);
+      SC_CHECK(c->h_banned, err, SC_ERR_NOMEM, "out of memory for the banned-id bitmap");
+    }
+    c->banned_valid = false;
+    memcpy(c->h_banned, smp->banned, (size_t)V);
+    SCK_CUDA(cudaMemcpyAsync(c->d_banned, c->h_banned, (size_t)V, cudaMemcpyHostToDevice,
                              c->stream),
              err);
-    c->banned_src = smp->banned;
+    c->banned_valid = true;
   }
   const uint8_t *banned = smp && smp->banned ? c->d_banned : nullptr;
   SC_TRY(launch_body(c, key, nw, p->w0, err));

@@ -248,8 +248,8 @@ typedef struct sc_pick_row_params {
 
 typedef struct sc_pick_params {
   const sc_pick_row_params *rows; /* [n_rows] (borrowed) */
-  /* [vocab] 1 = never picked, or NULL (borrowed). A GPU copies it once per
-   * pointer: keep one per context and do not change its contents. */
+  /* [vocab] 1 = never picked, or NULL (borrowed for the call). A GPU
+   * uploads it again only when its contents change. */
   const uint8_t *banned;
   int32_t eos_id, pad_id; /* -1: none */
 } sc_pick_params;

@@ -3,7 +3,8 @@
  * (tools/tiny_checkpoints.py, generated into a temporary folder): a full
  * pass, a window pass reusing cached K/V after tokens in the window changed,
  * a packed pass of three sequences, and a second identical window pass (the
- * CUDA-graph replay). Relative error max|cuda - cpu| / max|cpu| over the
+ * CUDA-graph replay), plus device-side picking under a banned-id bitmap
+ * edited in place between calls. Relative error max|cuda - cpu| / max|cpu| over the
  * logits must be <= 5e-2: bf16 weights (f32 checkpoints are rounded on
  * upload) and bf16 activations over 1-2 layers, against f32 throughout.
  * The test also checks that the CUDA backend really ran (no fallback line)
@@ -126,6 +127,35 @@ static void check_model(const char *dir, const char *name) {
     unsetenv("SCULPT_CUDA_ATTN_CHUNKS");
     e = rel_err(b, a, (size_t)3 * V);
     EXPECTF(e <= TOL, "%s: split-key pass rel err %.3g > %g", name, e, TOL);
+  }
+  /* Device-side picking with a banned-id bitmap edited in place between
+   * calls (the engine keeps one bitmap and the device a copy): the second
+   * pick must see the edit. Greedy rows, so the GPU's pick is its argmax. */
+  {
+    uint8_t *banned = calloc((size_t)V, 1);
+    const int32_t rows[2] = {3, 11};
+    sc_pick_row_params rp[2] = {{0.0f, 0.0f, 1}, {0.0f, 0.0f, 2}};
+    sc_pick_params pp = {rp, banned, info->eos_id, info->pad_id};
+    sc_row_pick first[2], second[2];
+    EXPECTF(sc_forward_ctx_picks_on_device(gc), "%s: the CUDA context picks on the host", name);
+    if (banned && sc_forward_ctx_pick(gc, ids, n, 0, n, NULL, 0, rows, 2, &pp, NULL, false, first,
+                                      &err) == SC_OK) {
+      banned[first[0].token] = 1;
+      banned[first[1].token] = 1;
+      EXPECT(sc_forward_ctx_pick(gc, ids, n, 0, n, NULL, 0, rows, 2, &pp, NULL, false, second,
+                                 &err) == SC_OK);
+      EXPECTF(!banned[second[0].token] && !banned[second[1].token],
+              "%s: a bitmap edited in place was not uploaded again (picked %d, %d)", name,
+              second[0].token, second[1].token);
+      memset(banned, 0, (size_t)V);
+      EXPECT(sc_forward_ctx_pick(gc, ids, n, 0, n, NULL, 0, rows, 2, &pp, NULL, false, second,
+                                 &err) == SC_OK);
+      EXPECTF(second[0].token == first[0].token && second[1].token == first[1].token,
+              "%s: clearing the bitmap did not restore the first picks", name);
+    } else {
+      EXPECTF(0, "%s: pick on cuda: %s", name, err.msg);
+    }
+    free(banned);
   }
   fprintf(stderr, "%s: ok\n", name);
 done:
