@@ -32,6 +32,7 @@ static json_t *info_json(const sc_model_info *i) {
   json_object_set_new(o, "pad_id", json_integer(i->pad_id));
   json_object_set_new(o, "bos_id", json_integer(i->bos_id));
   json_object_set_new(o, "shift_logits", json_boolean(i->shift_logits));
+  json_object_set_new(o, "eos_penalty", json_real(i->eos_penalty));
   json_object_set_new(o, "max_seq", json_integer(i->max_seq));
   json_object_set_new(o, "weight_bytes", json_integer((json_int_t)i->weight_bytes));
   json_object_set_new(o, "context_bytes", json_integer((json_int_t)i->context_bytes));

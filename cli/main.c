@@ -46,7 +46,8 @@ const sc_cli_command sc_cli_commands[] = {
     {"model", "inspect a checkpoint",
      "usage: sculpt model info --model DIR [--family NAME] [--json] [--max-seq N]\n"
      "\n"
-     "Prints the family, the sizes, the dtype, the mask and EOS ids, whether\n"
+     "Prints the family, the sizes, the dtype, the mask and EOS ids, the\n"
+     "default EOS penalty (generation_config.json \"eos_penalty\"), whether\n"
      "logits are shifted, and the memory needed (weights plus one context of\n"
      "--max-seq tokens), one `key: value` per line or, with --json, an object.\n",
      sc_cli_model},

@@ -14,6 +14,7 @@
 #include "net.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ typedef struct settings {
   sc_device_kind device;
   char algorithm[16];
   double threshold;
+  double eos_penalty; /* NAN: the checkpoint's default */
   int max_tokens;
   int context_budget;
   int debounce_ms;
@@ -111,11 +113,20 @@ static void settings_defaults(settings *st) {
   st->device = SC_DEVICE_AUTO;
   snprintf(st->algorithm, sizeof st->algorithm, "threshold");
   st->threshold = 0.9;
+  st->eos_penalty = NAN;
   st->max_tokens = 64;
   st->context_budget = 1024;
   st->debounce_ms = 75;
   st->length_candidates = 1;
   st->repair = true;
+}
+
+/* The decoding parameters the settings choose (completions and code actions). */
+static void params_from_settings(const settings *st, sc_infill_params *p) {
+  sc_infill_params_default(p);
+  sc_infill_algorithm_parse(st->algorithm, p);
+  p->threshold = (float)st->threshold;
+  p->eos_penalty = (float)st->eos_penalty; /* NAN stays NAN: the model's default */
 }
 
 static void settings_free(settings *st) {
@@ -220,8 +231,28 @@ static bool backend_settings(settings *st, json_t *v) {
   return true;
 }
 
+/* Suggestions made under other settings or another model are not reused. */
+static void cache_clear(sc_completer *c) {
+  c->cache_clock++;
+  for (int i = 0; i < CACHE_ENTRIES; i++) {
+    free(c->cache[i].middle);
+    c->cache[i] = (cache_entry){0};
+  }
+}
+
+/* The settings a suggestion depends on, beyond the model (which a reload
+ * changes, clearing the cache anyway). */
+static bool same_decoding(const settings *a, const settings *b) {
+  return strcmp(a->algorithm, b->algorithm) == 0 && a->threshold == b->threshold &&
+         (a->eos_penalty == b->eos_penalty || (isnan(a->eos_penalty) && isnan(b->eos_penalty))) &&
+         a->max_tokens == b->max_tokens && a->length_candidates == b->length_candidates &&
+         a->repair == b->repair;
+}
+
 void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
   settings *st = &c->set;
+  /* Scalars only are compared; the strings in the copy may be freed below. */
+  const settings before = *st;
   bool reload = false;
   json_t *v;
   if ((v = json_object_get(o, "modelPath"))) {
@@ -259,6 +290,14 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
       st->threshold = json_number_value(v);
     else
       SC_LOG_WARN("settings: threshold must be a number in [0, 1]; ignored");
+  }
+  if ((v = json_object_get(o, "eosPenalty"))) {
+    if (json_is_null(v))
+      st->eos_penalty = NAN;
+    else if (json_is_number(v) && json_number_value(v) >= -100 && json_number_value(v) <= 100)
+      st->eos_penalty = json_number_value(v);
+    else
+      SC_LOG_WARN("settings: eosPenalty must be a number in [-100, 100] or null; ignored");
   }
   get_int(o, "maxTokens", 1, 1024, &st->max_tokens);
   if ((v = json_object_get(o, "holeMarker"))) {
@@ -306,6 +345,7 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
       if (was_remote != (st->backend_url != NULL)) reload = true;
     }
   }
+  if (!same_decoding(&before, st)) cache_clear(c);
   /* A new model or device is loaded at once, once the session runs. */
   if (reload && c->state != MS_NONE) start_load(s, c);
 }
@@ -483,11 +523,7 @@ static void start_load(sc_lsp_server *s, sc_completer *c) {
   /* Context for the budget, a DreamOn canvas growing 4x, and specials. */
   a->max_seq = c->set.context_budget + 4 * c->set.max_tokens + 8;
   c->state = MS_LOADING;
-  c->cache_clock++;
-  for (int i = 0; i < CACHE_ENTRIES; i++) {
-    free(c->cache[i].middle);
-    c->cache[i] = (cache_entry){0};
-  }
+  cache_clear(c);
   snprintf(c->model_name, sizeof c->model_name, "%s", path ? path : "(none)");
   a->remote = c->set.backend_url != NULL;
   if (a->remote)
@@ -1215,9 +1251,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   }
   double t_ctx = sc_now_ms();
   sc_infill_params p;
-  sc_infill_params_default(&p);
-  sc_infill_algorithm_parse(a->set.algorithm, &p);
-  p.threshold = (float)a->set.threshold;
+  params_from_settings(&a->set, &p);
   sc_infill_plan plan = {0};
   int reconditioned = 0;
   if (a->rest) {
@@ -2131,9 +2165,7 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   for (int i = 0; i < 3; i++)
     if (plan.lengths[i] > a->set.max_tokens * 2) plan.lengths[i] = a->set.max_tokens * 2;
   sc_infill_params p;
-  sc_infill_params_default(&p);
-  sc_infill_algorithm_parse(a->set.algorithm, &p);
-  p.threshold = (float)a->set.threshold;
+  params_from_settings(&a->set, &p);
   p.seed = seed;
   p.temperature = seed ? 0.8 : 0.0;
   sc_infill_result res;

@@ -302,6 +302,7 @@ sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model 
   i->pad_id = c->pad_id;
   i->bos_id = c->bos_id;
   i->shift_logits = c->shift_logits;
+  i->eos_penalty = c->eos_penalty;
   int cap = c->max_positions > 0 && c->max_positions < 2048 ? c->max_positions : 2048;
   i->max_seq = o.max_seq > 0 ? o.max_seq : cap;
   i->weight_bytes = L.bytes;

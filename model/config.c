@@ -336,6 +336,28 @@ static sc_status read_llada(const char *dir, const json_t *cfg, sc_config *c, sc
   return SC_OK;
 }
 
+/* generation_config.json, optional: the checkpoint's own decoding default.
+ * Only "eos_penalty" is read (the name of Dream-Coder's generate() argument,
+ * whose demos use 3.0 against EOS floods; ../shared/notes/diffusion-models.md).
+ * The HF sampling keys (temperature, top_p) are left alone on purpose: an
+ * editor wants greedy, repeatable completions unless the user asks. */
+static sc_status read_generation(const char *dir, sc_config *c, sc_error *err) {
+  sc_status st;
+  json_t *g = load_json(dir, "generation_config.json", false, &st, err);
+  if (!g) return st;
+  json_t *v = json_object_get(g, "eos_penalty");
+  if (v && !json_is_null(v)) {
+    if (json_is_number(v) && json_number_value(v) >= -100 && json_number_value(v) <= 100)
+      c->eos_penalty = (float)json_number_value(v);
+    else
+      st = sc_error_set(err, SC_ERR_FORMAT,
+                        "%s/generation_config.json: 'eos_penalty' must be a number in [-100, 100]",
+                        dir);
+  }
+  json_decref(g);
+  return st;
+}
+
 sc_status sc_config_load(const char *dir, sc_model_family family, sc_config *c,
                          sc_error *err) {
   memset(c, 0, sizeof *c);
@@ -376,6 +398,7 @@ sc_status sc_config_load(const char *dir, sc_model_family family, sc_config *c,
   json_t *sh = json_object_get(cfg, "shift_logits"); /* a checkpoint may say so itself */
   if (json_is_boolean(sh)) c->shift_logits = json_is_true(sh);
   st = read_special_ids(dir, cfg, c, err);
+  if (st == SC_OK) st = read_generation(dir, c, err);
 out:
   json_decref(cfg);
   return st;

@@ -66,7 +66,7 @@ void sc_infill_params_default(sc_infill_params *p) {
   p->top_p = 1.0;
   p->top_k = 0;
   p->seed = 0;
-  p->eos_penalty = 0.0f;
+  p->eos_penalty = NAN;
   p->use_cache = true;
 }
 
@@ -226,8 +226,14 @@ static bool unfiltered(const sc_engine *e, const sc_infill_params *p) {
   return !(p->top_k > 0 && p->top_k < e->vocab) && !(p->top_p > 0 && p->top_p < 1.0);
 }
 
-static sc_pick_row_params row_params(const sc_infill_params *p, uint64_t key) {
-  sc_pick_row_params r = {p->temperature > 0 ? (float)p->temperature : 0.0f, p->eos_penalty, key};
+static float eos_penalty(const sc_engine *e, const sc_infill_params *p) {
+  return isnan(p->eos_penalty) ? e->info->eos_penalty : p->eos_penalty;
+}
+
+static sc_pick_row_params row_params(const sc_engine *e, const sc_infill_params *p,
+                                     uint64_t key) {
+  sc_pick_row_params r = {p->temperature > 0 ? (float)p->temperature : 0.0f, eos_penalty(e, p),
+                          key};
   return r;
 }
 
@@ -246,7 +252,7 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
   const uint8_t *banned = allow_expand ? e->banned_dreamon : e->banned;
   row_pick out;
   if (unfiltered(e, p)) {
-    sc_pick_row_params rp = row_params(p, key);
+    sc_pick_row_params rp = row_params(e, p, key);
     sc_pick_params pp = pick_params(e, banned, &rp);
     sc_row_pick r;
     sc_pick_rows(logits, 1, V, &pp, e->z, &r);
@@ -258,10 +264,11 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
   double *z = e->z;
   double inv_t = p->temperature > 0 ? 1.0 / p->temperature : 1.0;
   for (int i = 0; i < V; i++) z[i] = banned[i] ? -INFINITY : (double)logits[i] * inv_t;
-  if (p->eos_penalty != 0.0f) {
-    if (info->eos_id >= 0 && info->eos_id < V) z[info->eos_id] -= p->eos_penalty * inv_t;
+  const float pen = eos_penalty(e, p);
+  if (pen != 0.0f) {
+    if (info->eos_id >= 0 && info->eos_id < V) z[info->eos_id] -= pen * inv_t;
     if (info->pad_id >= 0 && info->pad_id < V && info->pad_id != info->eos_id)
-      z[info->pad_id] -= p->eos_penalty * inv_t;
+      z[info->pad_id] -= pen * inv_t;
   }
 
   /* The kept set: the top-k, then the top-p nucleus. Sort only what can
@@ -446,7 +453,7 @@ static void run_rows(sc_engine *e, cand_run *run, int row0, int base) {
 /* This step's pick parameters for the run's rows (run_rows listed them). */
 static void run_pick_params(sc_engine *e, const cand_run *run, const sc_infill_params *p) {
   for (int k = run->row0; k < run->row0 + run->nr; k++)
-    e->prow[k] = row_params(p, row_key(run->key, run->steps, e->positions[k]));
+    e->prow[k] = row_params(e, p, row_key(run->key, run->steps, e->positions[k]));
 }
 
 /* The run's rows picked: from e->rpick when the pass picked them (on the

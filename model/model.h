@@ -163,6 +163,8 @@ typedef struct sc_model_info {
   bool tied_embeddings;  /* lm_head reuses the token embedding */
   int32_t mask_id, eos_id, pad_id, bos_id; /* -1 when unknown */
   bool shift_logits;     /* token i is predicted by row i-1 (row 0 by itself) */
+  float eos_penalty;     /* the checkpoint's default (generation_config.json
+                            "eos_penalty"), else 0 */
   int max_seq;           /* the contexts' default capacity */
   uint64_t weight_bytes; /* tensor bytes mapped from the checkpoint */
   uint64_t context_bytes; /* one context's activation arena at max_seq */
@@ -323,7 +325,8 @@ typedef struct sc_infill_params {
   double top_p;       /* 1 = off */
   int top_k;          /* 0 = off */
   uint64_t seed;      /* same seed, same output */
-  float eos_penalty;  /* subtracted from the EOS and pad logits (Dream-Coder: 3) */
+  float eos_penalty;  /* subtracted from the EOS and pad logits (Dream-Coder: 3);
+                         NAN (the default) = the checkpoint's, info.eos_penalty */
   bool use_cache;     /* reuse prefix/suffix K/V between steps (Fast-dLLM dual
                          cache, refreshed at block boundaries) */
   bool no_expand;     /* ignore the checkpoint's expand token (see below) */

@@ -55,9 +55,11 @@ typedef struct sc_config {
   int32_t mask_id, eos_id, pad_id, bos_id;
   bool shift_logits;
   int max_positions;  /* 0 when unknown */
+  float eos_penalty;  /* generation_config.json "eos_penalty", else 0 */
 } sc_config;
 
-/* Reads dir/config.json and the tokenizer files beside it. family overrides
+/* Reads dir/config.json, the tokenizer files and generation_config.json
+ * beside it. family overrides
  * detection unless SC_FAMILY_AUTO. */
 sc_status sc_config_load(const char *dir, sc_model_family family, sc_config *out,
                          sc_error *err);

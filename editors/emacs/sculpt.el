@@ -34,8 +34,9 @@
 
 (defcustom sculpt-settings nil
   "Server settings, a plist sent as initializationOptions.
-Keys: :modelPath :device :algorithm :threshold :maxTokens :contextBudget
-:debounceMs :enabledLanguages :holeMarker :lengthCandidates :logLevel :repair :backend.
+Keys: :modelPath :device :algorithm :threshold :eosPenalty :maxTokens
+:contextBudget :debounceMs :enabledLanguages :holeMarker :lengthCandidates
+:logLevel :repair :backend.
 Nil: the server's defaults ($SCULPT_MODEL, else the model sculpt ships)."
   :type 'plist)
 

@@ -1,5 +1,6 @@
 /* fuzz_checkpoint.c — the checkpoint parsers under fuzzing: config.json,
- * the safetensors header, model.safetensors.index.json and tokenizer.json.
+ * the safetensors header, model.safetensors.index.json, tokenizer.json and
+ * generation_config.json.
  * A checkpoint folder comes from whoever published it, so any bytes in any
  * of these files must give a clear error, never a crash, a leak or a read
  * outside the file.
@@ -12,10 +13,11 @@
  *   2  model.safetensors.index.json  (valid config.json, one valid shard
  *                                     named shard-1.safetensors)
  *   3  tokenizer.json
+ *   4  generation_config.json        (a valid checkpoint beside it)
  * A checkpoint that loads runs one forward pass of 4 tokens; a tokenizer
  * that loads encodes and decodes a sample.
  *
- * SCULPT_FUZZ_WRITE_SEEDS=DIR writes the four valid inputs as seeds;
+ * SCULPT_FUZZ_WRITE_SEEDS=DIR writes the five valid inputs as seeds;
  * SCULPT_FUZZ_VERBOSE=1 prints what each input gave (for triage). */
 #define _POSIX_C_SOURCE 200809L
 #include "model.h"
@@ -29,7 +31,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
-enum { M_CONFIG, M_WEIGHTS, M_INDEX, M_TOKENIZER, M_COUNT };
+enum { M_CONFIG, M_WEIGHTS, M_INDEX, M_TOKENIZER, M_GENERATION, M_COUNT };
 
 static char g_dir[M_COUNT][64];
 static bool g_verbose;
@@ -118,9 +120,10 @@ static void write_seed(const char *dir, const char *name, int mode, const unsign
   free(buf);
 }
 
-static const char *const k_names[] = {"config.json", "model.safetensors",
+/* Indexed by mode for the first five. */
+static const char *const k_names[] = {"config.json",          "model.safetensors",
                                       "model.safetensors.index.json", "tokenizer.json",
-                                      "shard-1.safetensors"};
+                                      "generation_config.json", "shard-1.safetensors"};
 
 static void cleanup(void) {
   char p[512];
@@ -143,6 +146,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   fx_write_valid(g_dir[M_CONFIG]);
   fx_write_valid(g_dir[M_WEIGHTS]);
   fx_write_valid(g_dir[M_INDEX]);
+  fx_write_valid(g_dir[M_GENERATION]);
   char a[512], b[512];
   snprintf(a, sizeof a, "%s/model.safetensors", g_dir[M_INDEX]);
   snprintf(b, sizeof b, "%s/shard-1.safetensors", g_dir[M_INDEX]);
@@ -163,6 +167,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     char *tok = valid_tokenizer();
     if (tok) write_seed(seeds, "tokenizer", M_TOKENIZER, (unsigned char *)tok, strlen(tok));
     free(tok);
+    static const char gen[] = "{\"eos_penalty\": 3.0, \"temperature\": 0.2, \"top_p\": 0.95}";
+    write_seed(seeds, "generation", M_GENERATION, (const unsigned char *)gen, sizeof gen - 1);
   }
   atexit(cleanup);
   return 0;
@@ -180,6 +186,7 @@ static void try_model(const char *dir) {
     return;
   }
   const sc_model_info *info = sc_model_get_info(m);
+  if (!(info->eos_penalty >= -100 && info->eos_penalty <= 100)) __builtin_trap();
   sc_forward_ctx *ctx = NULL;
   if (info->vocab > 0 && sc_forward_ctx_new(m, 8, &ctx, &err) == SC_OK) {
     int32_t ids[4];

@@ -408,6 +408,40 @@ def test_repair_once_on_the_local_engine():
     s.shutdown_and_exit()
 
 
+def test_eos_penalty_from_the_model_and_the_settings():
+    # A checkpoint may carry its own EOS penalty (generation_config.json);
+    # with 100 the planted model cannot end after "z": every candidate fills
+    # its canvas (the shortest of the plan's lengths wins the ranking).
+    # The eosPenalty setting overrides it, null gives it back, and a bad
+    # value is ignored. Repair off: the filled canvas need not parse.
+    model = os.path.join(TMP, "with-generation-config")
+    shutil.copytree(MODEL, model)
+    with open(os.path.join(model, "generation_config.json"), "w") as f:
+        f.write('{"eos_penalty": 100, "temperature": 0.2}')
+    s, _ = start({"repair": False}, model=model)
+    wait_ready(s)
+    open_doc(s, "int abc;\n")
+
+    def suggestion():
+        return inline(s, 0, 7)["result"]["items"][0]["insertText"]
+
+    def configure(value):
+        s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"eosPenalty": value}}})
+
+    filled = suggestion()
+    check(filled != ALPHABET and (filled.startswith(ALPHABET) or ALPHABET.startswith(filled)),
+          "the model's own EOS penalty fills the canvas", filled)
+    configure(0)
+    eq(suggestion(), ALPHABET, "eosPenalty 0 overrides the model's default (not the cached one)")
+    calls = stats(s)["engineCalls"]
+    configure("high")
+    eq(suggestion(), ALPHABET, "a bad eosPenalty is ignored")
+    eq(stats(s)["engineCalls"], calls, "and keeps the cache: the same settings")
+    configure(None)
+    eq(suggestion(), filled, "null gives the model's default back")
+    s.shutdown_and_exit()
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_capabilities_and_load, test_inline_completion_parses,
@@ -415,6 +449,7 @@ if __name__ == "__main__":
                    test_commands_settings_and_languages, test_no_model,
                    test_quick_fix_repairs_a_syntax_error, test_lazy_quick_fix_through_resolve,
                    test_hole_candidates_must_parse,
-                   test_workspace_context, test_repair_once_on_the_local_engine])
+                   test_workspace_context, test_repair_once_on_the_local_engine,
+                   test_eos_penalty_from_the_model_and_the_settings])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Progress recorder: the order in which canvas positions were committed. */
 typedef struct trace {
@@ -339,6 +340,49 @@ static void test_eos_penalty(void) {
   sc_infill_result_free(&r);
   sc_engine_free(e);
   sc_model_free(m);
+
+  /* The checkpoint's own default, generation_config.json "eos_penalty",
+   * applies while the caller leaves eos_penalty at NAN; a value overrides
+   * it. A broken file fails the load, naming the file. */
+  char gpath[512];
+  snprintf(gpath, sizeof gpath, "%s/planted-successor-shifted/generation_config.json",
+           sc_test_model_dir);
+  static const char *const files[] = {"{\"eos_penalty\": 100, \"temperature\": 0.2}",
+                                      "{\"eos_penalty\": \"high\"}",
+                                      "{\"eos_penalty\": 1e9}", "{"};
+  for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+    FILE *f = fopen(gpath, "w");
+    REQUIRE(f);
+    fputs(files[k], f);
+    fclose(f);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/planted-successor-shifted", sc_test_model_dir);
+    sc_error err = {0};
+    m = NULL;
+    sc_status st = sc_model_load(dir, NULL, &m, &err);
+    remove(gpath); /* before any REQUIRE: the other tests load this folder */
+    if (k > 0) {
+      EXPECTF(st == SC_ERR_FORMAT && strstr(err.msg, "generation_config.json"),
+              "file %zu: status %d, '%s'", k, st, err.msg);
+      sc_model_free(m);
+      continue;
+    }
+    REQUIRE(st == SC_OK);
+    EXPECT(sc_model_get_info(m)->eos_penalty == 100.0f);
+    REQUIRE(sc_engine_new(m, NULL, 64, &e, NULL) == SC_OK);
+    sc_infill_params_default(&p);
+    REQUIRE(sc_engine_infill(e, prefix, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, NULL) ==
+            SC_OK);
+    EXPECT(r.n_ids == 6 && !r.ended);
+    sc_infill_result_free(&r);
+    p.eos_penalty = 0.0f;
+    REQUIRE(sc_engine_infill(e, prefix, 1, suffix, 1, &plan, &p, NULL, NULL, NULL, &r, NULL) ==
+            SC_OK);
+    EXPECT(r.n_ids == 2 && r.ended);
+    sc_infill_result_free(&r);
+    sc_engine_free(e);
+    sc_model_free(m);
+  }
 }
 
 /* Several engines share one model, each on its own thread. */

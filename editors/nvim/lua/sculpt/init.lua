@@ -18,7 +18,7 @@ M.defaults = {
   filetypes = { 'c', 'cpp', 'python', 'javascript', 'typescript', 'typescriptreact',
                 'javascriptreact', 'go', 'rust', 'java', 'lua', 'sh' },
   -- Server settings (section "sculpt"): modelPath, device, algorithm,
-  -- threshold, maxTokens, contextBudget, debounceMs, enabledLanguages,
+  -- threshold, eosPenalty, maxTokens, contextBudget, debounceMs, enabledLanguages,
   -- holeMarker, lengthCandidates, logLevel, repair, backend (a URL or
   -- {url, model, apiKeyEnv, timeoutMs, maxTries}). Empty: the server's defaults.
   settings = {},
