@@ -648,10 +648,9 @@ static sc_status launch_body(sc_kernels_ctx *c, uint64_t key, int nw, int w0, sc
   return SC_OK;
 }
 
-static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float *logits_host,
+static sc_status forward_pass(sc_kernels_ctx *c, const sc_kernels_pass *p, float *logits_host,
                               const sc_kernels_sample *smp, sc_kernels_row_stats *stats,
                               sc_error *err) {
-  SC_CHECK(c, err, SC_ERR_INVALID, "no context");
   SC_TRY(check_pass(c, p, err));
   const sc_kernels_model *m = c->m;
   const int nw = p->w1 - p->w0, H = m->d.hidden, V = m->d.vocab;
@@ -719,6 +718,18 @@ static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float
   SCK_CUDA(cudaStreamSynchronize(c->stream), err);
   SCK_CUDA(cudaGetLastError(), err);
   return SC_OK;
+}
+
+static sc_status forward_impl(sc_kernels_ctx *c, const sc_kernels_pass *p, float *logits_host,
+                              const sc_kernels_sample *smp, sc_kernels_row_stats *stats,
+                              sc_error *err) {
+  SC_CHECK(c, err, SC_ERR_INVALID, "no context");
+  const sc_status st = forward_pass(c, p, logits_host, smp, stats, err);
+  // A pass that failed part-way may have copies from the pinned staging
+  // still queued, and the next pass rewrites those buffers: drain them. (A
+  // lost device fails here too; its error is already in err.)
+  if (st != SC_OK && c->stream) (void)cudaStreamSynchronize(c->stream);
+  return st;
 }
 
 extern "C" sc_status sc_kernels_forward(sc_kernels_ctx *c, const sc_kernels_pass *p,

@@ -93,6 +93,9 @@ struct sc_completer {
   bool progress_begun, progress_end_pending;
   cache_entry cache[CACHE_ENTRIES];
   uint64_t cache_clock;
+  /* Bumped by cache_clear: a request started before it does not put its
+   * answer (made under the old settings or model) into the cache. */
+  uint64_t cache_epoch;
   uint64_t typing_uri;
   double last_change_ms, avg_interval_ms;
   /* The remote backend (loop thread): the client, made when first needed. */
@@ -234,19 +237,20 @@ static bool backend_settings(settings *st, json_t *v) {
 /* Suggestions made under other settings or another model are not reused. */
 static void cache_clear(sc_completer *c) {
   c->cache_clock++;
+  c->cache_epoch++;
   for (int i = 0; i < CACHE_ENTRIES; i++) {
     free(c->cache[i].middle);
     c->cache[i] = (cache_entry){0};
   }
 }
 
-/* The settings a suggestion depends on, beyond the model (which a reload
- * changes, clearing the cache anyway). */
+/* The settings a suggestion depends on, other than the model and the
+ * backend (whose changes clear the cache where they are handled). */
 static bool same_decoding(const settings *a, const settings *b) {
   return strcmp(a->algorithm, b->algorithm) == 0 && a->threshold == b->threshold &&
          (a->eos_penalty == b->eos_penalty || (isnan(a->eos_penalty) && isnan(b->eos_penalty))) &&
          a->max_tokens == b->max_tokens && a->length_candidates == b->length_candidates &&
-         a->repair == b->repair;
+         a->repair == b->repair && a->context_budget == b->context_budget;
 }
 
 void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
@@ -337,6 +341,7 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
       /* In-flight remote requests end with an error; the next request makes
        * a client with the new settings. */
       drop_client(c);
+      cache_clear(c);
       c->backend = BS_UNKNOWN;
       c->backend_error[0] = '\0';
       SC_LOG_INFO("settings: %s%s%s", st->backend_url ? "the remote backend" : "the local engine",
@@ -894,6 +899,7 @@ typedef struct complete_arg {
   sc_completer *c;
   request_kind kind;
   settings set;
+  uint64_t cache_epoch; /* c->cache_epoch when the request was made */
   char *prefix; /* the window before the cursor (owned) */
   size_t prefix_len;
   char *suffix; /* the window after it (owned) */
@@ -1536,7 +1542,7 @@ static void remote_answer(sc_lsp_server *s, sc_completer *c, sc_job *req, json_t
     sc_lsp__answer_deferred(s, req);
     return;
   }
-  if (a->middle)
+  if (a->middle && a->cache_epoch == c->cache_epoch)
     cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
               a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
@@ -1712,7 +1718,7 @@ static void complete_done(sc_lsp_server *s, sc_job *job) {
     remote_submit(s, c, job);
     return;
   }
-  if (a->middle)
+  if (a->middle && a->cache_epoch == c->cache_epoch)
     cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
               a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
@@ -1857,6 +1863,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
     sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
+  a->cache_epoch = c->cache_epoch;
   memcpy(a->prefix, d->text + p0, a->prefix_len);
   memcpy(a->suffix, d->text + off, a->suffix_len);
   a->position = json_incref(pos);

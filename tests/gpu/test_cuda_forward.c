@@ -140,8 +140,11 @@ static void check_model(const char *dir, const char *name) {
     EXPECTF(sc_forward_ctx_picks_on_device(gc), "%s: the CUDA context picks on the host", name);
     if (banned && sc_forward_ctx_pick(gc, ids, n, 0, n, NULL, 0, rows, 2, &pp, NULL, false, first,
                                       &err) == SC_OK) {
-      banned[first[0].token] = 1;
-      banned[first[1].token] = 1;
+      EXPECTF(first[0].token >= 0 && first[0].token < V && first[1].token >= 0 &&
+                  first[1].token < V,
+              "%s: picks %d, %d outside the vocabulary", name, first[0].token, first[1].token);
+      if (first[0].token >= 0 && first[0].token < V) banned[first[0].token] = 1;
+      if (first[1].token >= 0 && first[1].token < V) banned[first[1].token] = 1;
       EXPECT(sc_forward_ctx_pick(gc, ids, n, 0, n, NULL, 0, rows, 2, &pp, NULL, false, second,
                                  &err) == SC_OK);
       EXPECTF(!banned[second[0].token] && !banned[second[1].token],

@@ -546,6 +546,29 @@ def test_cancel_while_shaping():
     mock.stop()
 
 
+def test_settings_change_while_shaping():
+    # A decoding setting changes while an answer is shaped: that answer is
+    # still given, but not cached; the same request afterwards asks again.
+    mock = Mock()
+    mock.default = {"text": "value;"}
+    s = start(mock.url, env={"SCULPT_TEST_SHAPE_DELAY_MS": "1500"})
+    open_doc(s, "int main(void) {\n  int x = \n}\n")
+    rid = send_inline(s, 1, len("  int x = "))
+    mock.wait_requests(1)
+    check(poll_shaping(s, rid)[0], "shaping")
+    s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"maxTokens": 30}}})
+    r = s.wait_response(rid, 10)
+    eq([i["insertText"] for i in r["result"]["items"]], ["value;"], "the answer in flight")
+    mock.default = {"text": "other;"}
+    r = inline(s, 1, len("  int x = "))
+    eq([i["insertText"] for i in r["result"]["items"]], ["other;"],
+       "asked again under the new settings, not served from the cache")
+    check(r["result"]["data"]["cached"] is False, "not cached", r["result"]["data"])
+    eq(len(mock.requests), 2, "two remote requests")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_completion_from_the_backend, test_shaping_mid_line,
@@ -554,6 +577,6 @@ if __name__ == "__main__":
                    test_timeout, test_quick_fix_from_the_backend,
                    test_slow_quick_fix_does_not_hold_up_completions, test_loop_does_not_block,
                    test_key_never_logged, test_repair_once, test_shaping_off_the_loop,
-                   test_cancel_while_shaping])
+                   test_cancel_while_shaping, test_settings_change_while_shaping])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

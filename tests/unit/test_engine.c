@@ -351,7 +351,7 @@ static void test_eos_penalty(void) {
                                       "{\"eos_penalty\": \"high\"}",
                                       "{\"eos_penalty\": 1e9}", "{"};
   for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
-    FILE *f = fopen(gpath, "w");
+    FILE *f = fopen(gpath, "w"); /* also replaces one a crashed run left */
     REQUIRE(f);
     fputs(files[k], f);
     fclose(f);
@@ -436,6 +436,12 @@ static void test_shared_model_threads(void) {
 
 int main(void) {
   if (sc_test_make_models("engine-checkpoints", "--only dream-bf16") != 0) return 1;
+  { /* test_eos_penalty writes one; a crashed run may have left it */
+    char stale[512];
+    snprintf(stale, sizeof stale, "%s/planted-successor-shifted/generation_config.json",
+             sc_test_model_dir);
+    remove(stale);
+  }
   sc_log_set_stderr_level(SC_LOG_WARN);
   RUN(test_planted);
   RUN(test_cancel_and_edges);
