@@ -2,7 +2,8 @@
 # tests/gpu/run.sh — the one prepared GPU session (about 5 minutes on an
 # H200; bounded by timeouts to stay under 8): builds sculpt with CUDA
 # (Release, -Werror), runs the GPU tests (ctest label "gpu": per-kernel
-# parity, CUDA-vs-CPU forward and `sculpt logits`), then `sculpt bench
+# parity, CUDA-vs-CPU forward and `sculpt logits`) and the transformers
+# oracle (tests/model/test_hf_oracle.py), then `sculpt bench
 # --synthetic` and the PyTorch baseline (bench_torch.py) on the same shapes,
 # and writes a results file: $OUT/gpu-results.md when $OUT is set, else
 # tests/gpu/results/<date>-<gpu>.md. No network needed.
@@ -84,6 +85,16 @@ if ! "$BUILD/sculpt" --version 2>/dev/null | grep -q cuda; then
   exit 1
 fi
 
+# The first Python whose torch sees the GPU (a Debian CPU-only torch would
+# skip the comparisons).
+PY=""
+for p in ${SCULPT_TORCH_PY:-} python3 /usr/local/bin/python3 /usr/bin/python3 python; do
+  if command -v "$p" >/dev/null 2>&1 &&
+     "$p" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
+    PY=$p; break
+  fi
+done
+
 # ---- tests ---------------------------------------------------------------
 TRC=0
 if has_step test; then
@@ -101,21 +112,20 @@ if grep -qE "Skipped|Not Run" "$LOGS/ctest-gpu.log"; then
   TRC=1
 fi
 say "- ctest exit $TRC ($((SECONDS - T0)) s elapsed)"
+say ""
+say "## Oracle: transformers and tokenizers (tests/model/test_hf_oracle.py)"
+SCULPT_HF_PY="${SCULPT_HF_PY:-$PY}" SCULPT_BIN="$BUILD/sculpt" SCULPT_SOURCE_DIR="$SRC" \
+  timeout "$(tmo 150)" "${PY:-python3}" "$SRC/tests/model/test_hf_oracle.py" >"$LOGS/hf-oracle.log" 2>&1
+ORC=$?
+{ echo '```'; head -60 "$LOGS/hf-oracle.log"; echo '```'; } >> "$RES"
+say "- oracle exit $ORC (77: skipped, no transformers)"
+[ "$ORC" -eq 0 ] || [ "$ORC" -eq 77 ] || TRC=1
 fi
 has_step bench || { echo "results: $RES"; [ "$TRC" -eq 0 ]; exit; }
 
 # ---- benchmark -------------------------------------------------------------
 say ""
 say "## Benchmark: one denoising step, synthetic weights at real shapes"
-PY=""
-# The first Python whose torch sees the GPU (a Debian CPU-only torch would
-# skip the comparison).
-for p in ${SCULPT_TORCH_PY:-} python3 /usr/local/bin/python3 /usr/bin/python3 python; do
-  if command -v "$p" >/dev/null 2>&1 &&
-     "$p" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
-    PY=$p; break
-  fi
-done
 for m in $MODELS; do
   timeout "$(tmo 150)" "$BUILD/sculpt" bench --synthetic "$m" --device cuda --repeat "$REPEAT" \
     >"$LOGS/bench-$m.log" 2>&1 || { say "- sculpt bench $m failed (exit $?), see logs"; TRC=1; }
