@@ -106,6 +106,7 @@ struct sc_completer {
   bool closing; /* being freed: remote callbacks touch nothing */
   /* Counters; engine_calls is bumped by jobs, read on the loop. */
   _Atomic long engine_calls;
+  _Atomic long shaping; /* remote answers being shaped now (sculpt/test/stats) */
   long requests, cache_hits, accepted, dismissed, remote_calls;
 };
 
@@ -1497,8 +1498,7 @@ static bool repair_request(complete_arg *a, shape_arg *sa) {
 
 /* On the request worker. The result is json_null(); the answer is in
  * sa->result (and the repair request, when one is wanted). */
-static json_t *shape_job(sc_job *job, void *argp, sc_error *err) {
-  shape_arg *sa = argp;
+static json_t *shape_body(sc_job *job, shape_arg *sa, sc_error *err) {
   complete_arg *a = sa->a;
   double t0 = sc_now_ms();
   if (sa->delay_ms > 0 && !sc_job_wait(job, sa->delay_ms))
@@ -1566,6 +1566,15 @@ static bool repair_submit(sc_completer *c, sc_job *req, shape_arg *sa) {
   if (!a->call) return false;
   c->remote_calls++;
   return true;
+}
+
+static json_t *shape_job(sc_job *job, void *argp, sc_error *err) {
+  shape_arg *sa = argp;
+  sc_completer *c = sa->a->c;
+  atomic_fetch_add(&c->shaping, 1);
+  json_t *r = shape_body(job, sa, err);
+  atomic_fetch_sub(&c->shaping, 1);
+  return r;
 }
 
 /* On the loop, after shape_job: the answer, or the repair request. */
@@ -2028,12 +2037,13 @@ void sc_completer_capabilities(json_t *caps) {
 }
 
 json_t *sc_completer_stats(const sc_completer *c) {
-  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I}", "engineCalls",
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I}", "engineCalls",
                    (json_int_t)atomic_load(&((sc_completer *)c)->engine_calls),
                    "completionRequests", (json_int_t)c->requests, "cacheHits",
                    (json_int_t)c->cache_hits, "accepted", (json_int_t)c->accepted,
                    "dismissed", (json_int_t)c->dismissed, "modelState", state_name(c->state),
-                   "remoteCalls", (json_int_t)c->remote_calls);
+                   "remoteCalls", (json_int_t)c->remote_calls, "shaping",
+                   (json_int_t)atomic_load(&((sc_completer *)c)->shaping));
 }
 
 sc_completer *sc_completer_new(void) {

@@ -455,10 +455,9 @@ SHAPE_DELAY_MS = 5000  # long enough that a stalled ASan run still sees it shapi
 
 
 def poll_shaping(s, rid, timeout=10):
-    """Polls sculpt/test/stats until the completion rid is being shaped: its
-    shaping job is on the request worker (pendingJobs; nothing else runs
-    there once the HTTP request went out) and it is not answered yet.
-    Returns (seen, the slowest poll in seconds)."""
+    """Polls sculpt/test/stats until the completion rid is being shaped (a
+    shaping job is running: "shaping") and it is not answered yet. Returns
+    (seen, the slowest poll in seconds)."""
     deadline = time.monotonic() + timeout
     slowest = 0.0
     while time.monotonic() < deadline:
@@ -469,7 +468,7 @@ def poll_shaping(s, rid, timeout=10):
         # response came first and is recorded by now.
         if key(rid) in s.responses:
             return False, slowest
-        if st["pendingJobs"] >= 1:
+        if st["shaping"] >= 1:
             return True, slowest
         time.sleep(0.02)
     return False, slowest
