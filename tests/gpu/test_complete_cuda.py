@@ -6,13 +6,15 @@ On the planted checkpoints (hand-built weights whose right middle is known,
 with probabilities near 1) the middle must be the same token for token,
 greedy and sampled (the sampling noise is keyed by position, so both
 devices draw the same), with and without the dual cache, and with an EOS
-penalty, over a canvas wider than one lm_head chunk, and for holes decoded
+penalty (given, or the checkpoint's own), over a canvas wider than one
+lm_head chunk, and for holes decoded
 together in packed passes (`sculpt batch`). The CPU middle is checked
 against the known answer first, so the comparison cannot pass on two empty
 strings. Skips (77) when the binary has
 no CUDA backend or no device answers."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,6 +84,22 @@ with tempfile.TemporaryDirectory() as tmp:
         conf_err = max((abs(a - b) for a, b in zip(cuda["confidence"], cpu["confidence"])),
                        default=0.0)
         check(conf_err <= 2e-2, f"{name}: confidences within 2e-2 (max diff {conf_err:.2e})")
+
+    # The checkpoint's own EOS penalty (generation_config.json), with no flag:
+    # it reaches the device's per-row pick parameters as on the CPU. At 100
+    # the planted model cannot end after "z" and fills the canvas.
+    gen = os.path.join(tmp, "with-generation-config")
+    shutil.copytree(model, gen)
+    with open(os.path.join(gen, "generation_config.json"), "w") as f:
+        f.write('{"eos_penalty": 100}')
+    res = {dev: complete(gen, src, pos, "--device", dev)[1] for dev in ("cpu", "cuda")}
+    if res["cpu"] and res["cuda"]:
+        check(res["cpu"]["text"].startswith(want) and len(res["cpu"]["text"]) > len(want),
+              f"model's EOS penalty: the CPU fills the canvas ({res['cpu']['text']!r})")
+        check(res["cuda"]["ids"] == res["cpu"]["ids"],
+              f"model's EOS penalty: cuda {res['cuda']['text']!r} == cpu {res['cpu']['text']!r}")
+    else:
+        check(False, "model's EOS penalty: both devices answer")
 
     # Holes decoded together (sculpt batch --batch-sites): packed passes,
     # each request's rows picked on the device, against the CPU.
