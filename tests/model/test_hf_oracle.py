@@ -7,9 +7,10 @@ CoDA's weights are named as in Qwen2/Qwen3) and the shipped model/default
 are loaded into transformers' Qwen2ForCausalLM / Qwen3ForCausalLM in float32,
 from their own tensors, and run bidirectionally: a 4D additive mask of
 zeros, which transformers passes through unchanged (masking_utils returns a
-4D mask as-is; older releases did the same in _update_causal_mask). As a
-check that the mask took effect, the causal run must differ on every row
-but the last. `sculpt logits --device cpu` must then
+4D mask as-is; older releases did the same in _update_causal_mask) and adds
+to the scores. Checked, not assumed: the causal mask written out the same
+way must give the plain causal run, and the zero mask must differ from it
+on every row but the last. `sculpt logits --device cpu` must then
 match within 1e-4 relative (as tests/model/test_logits.py against numpy),
 and `--device cuda`, when there is a device, within 5e-2 (bf16 activations,
 as tests/gpu/test_cuda_forward.c).
@@ -122,14 +123,14 @@ def hf_model(folder):
     # rope_theta would fall back to its default; set it, and say so.
     hd = d.get("head_dim") or d["hidden_size"] // heads
     want = 1.0 / (d["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
-    rot = getattr(model.model, "rotary_emb", None)
-    inv = getattr(rot, "inv_freq", None)
-    if inv is not None and not torch.allclose(inv.float(), want, rtol=1e-5):
-        print("note: %s: transformers did not take rope_theta %g from the config; set"
-              % (os.path.basename(folder), d["rope_theta"]))
-        inv.copy_(want)
-        if hasattr(rot, "original_inv_freq"):
-            rot.original_inv_freq = want.clone()
+    for rot in [m for m in model.modules() if isinstance(getattr(m, "inv_freq", None), torch.Tensor)]:
+        if rot.inv_freq.shape == want.shape and not torch.allclose(rot.inv_freq.float(), want,
+                                                                   rtol=1e-5):
+            print("note: %s: transformers did not take rope_theta %g from the config; set"
+                  % (os.path.basename(folder), d["rope_theta"]))
+            rot.inv_freq.copy_(want)
+            if hasattr(rot, "original_inv_freq"):
+                rot.original_inv_freq = want.clone()
     missing, unexpected = model.load_state_dict(sd, strict=False)
     missing = [k for k in missing if not k.endswith("rotary_emb.inv_freq")]
     if d["tie_word_embeddings"]:
@@ -166,8 +167,13 @@ def check_forward(folder, cuda):
     with torch.no_grad():
         bi = model(input_ids=x, attention_mask=torch.zeros(1, 1, n, n)).logits[0].double()
         causal = model(input_ids=x).logits[0].double()
-    # The zero mask made the pass bidirectional: every row but the last
-    # sees later tokens, so differs from the causal run.
+        added = torch.full((n, n), float("-inf")).triu(1)[None, None]
+        causal_4d = model(input_ids=x, attention_mask=added).logits[0].double()
+    # A 4D float mask is added to the scores: the causal one written out
+    # gives the causal run (a release reading 0 as "masked" would not), and
+    # the zero mask makes every row but the last differ from it.
+    check(rel(causal_4d, causal) < 1e-5, "%s: transformers adds a 4D float mask (rel diff %.2g)"
+          % (name, rel(causal_4d, causal)))
     early = min(rel(bi[i], causal[i]) for i in range(n - 1))
     check(early > 1e-3, "%s: transformers ran bidirectionally (min row difference from causal "
           "%.2g)" % (name, early))
