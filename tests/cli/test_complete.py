@@ -96,6 +96,31 @@ for args in ([f"{src}:9:1", "--model", model], [f"{src}:1:99", "--model", model]
 rc, out, err = run(f"{src}:1:1", "--model", tmp)
 check(rc in (1, 2) and "config.json" in err, f"not a model: {err!r}")
 
+# With no --model and no $SCULPT_MODEL, complete uses the shipped model/default
+# and its generation_config.json: the default decoding equals an explicit
+# --eos-penalty of the file's value, and this input tells that value from 0.
+with open(os.path.join(SRC, "model", "default", "generation_config.json")) as f:
+    shipped_penalty = json.load(f)["eos_penalty"]
+env = {k: v for k, v in os.environ.items() if k != "SCULPT_MODEL"}
+demo = os.path.join(SRC, "tools", "demo", "fib.py")
+
+
+def default_ids(*extra):
+    p = subprocess.run([BIN, "complete", f"{demo}:4:5", "--max-tokens", "24", "--json", *extra],
+                       capture_output=True, timeout=120, env=env, cwd=tmp)
+    check(p.returncode == 0, f"default model {extra}: rc {p.returncode} {p.stderr[-300:]!r}")
+    r = json.loads(p.stdout or b"{}")
+    check(r.get("model", {}).get("dir", "").endswith(os.path.join("model", "default")),
+          f"default model {extra}: dir {r.get('model')}")
+    return r.get("ids")
+
+
+by_default = default_ids()
+check(by_default == default_ids("--eos-penalty", str(shipped_penalty)),
+      "the default model's generation_config.json eos_penalty is the default")
+check(by_default != default_ids("--eos-penalty", "0"),
+      "this input tells the shipped penalty from 0 (else the check above proves nothing)")
+
 if failures:
     sys.exit(1)
 print("ok")
