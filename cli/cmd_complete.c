@@ -115,7 +115,10 @@ static int parse_args(int argc, char **argv, args *a) {
       if (!sc_cli_parse_long(v, 0, 4096, &n)) { sc_cli_fail(CMD, "--block-len takes 0 to 4096"); return 2; }
       a->params.block_len = (int)n;
     } else if (strcmp(o, "--eos-penalty") == 0) {
-      if (!parse_double(v, -100, 100, &d)) { sc_cli_fail(CMD, "--eos-penalty takes a number"); return 2; }
+      if (!parse_double(v, -SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX, &d)) {
+        sc_cli_fail(CMD, "--eos-penalty takes -%g to %g", SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
+        return 2;
+      }
       a->params.eos_penalty = (float)d;
     } else {
       sc_cli_fail(CMD, "unknown option '%s' (see sculpt help complete)", o);

@@ -299,10 +299,11 @@ void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
   if ((v = json_object_get(o, "eosPenalty"))) {
     if (json_is_null(v))
       st->eos_penalty = NAN;
-    else if (json_is_number(v) && json_number_value(v) >= -100 && json_number_value(v) <= 100)
+    else if (json_is_number(v) && fabs(json_number_value(v)) <= SC_EOS_PENALTY_MAX)
       st->eos_penalty = json_number_value(v);
     else
-      SC_LOG_WARN("settings: eosPenalty must be a number in [-100, 100] or null; ignored");
+      SC_LOG_WARN("settings: eosPenalty must be a number in [-%g, %g] or null; ignored",
+                  SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
   }
   get_int(o, "maxTokens", 1, 1024, &st->max_tokens);
   if ((v = json_object_get(o, "holeMarker"))) {

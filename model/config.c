@@ -19,6 +19,7 @@
 #include "model_impl.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,12 +348,12 @@ static sc_status read_generation(const char *dir, sc_config *c, sc_error *err) {
   if (!g) return st;
   json_t *v = json_object_get(g, "eos_penalty");
   if (v && !json_is_null(v)) {
-    if (json_is_number(v) && json_number_value(v) >= -100 && json_number_value(v) <= 100)
+    if (json_is_number(v) && fabs(json_number_value(v)) <= SC_EOS_PENALTY_MAX)
       c->eos_penalty = (float)json_number_value(v);
     else
       st = sc_error_set(err, SC_ERR_FORMAT,
-                        "%s/generation_config.json: 'eos_penalty' must be a number in [-100, 100]",
-                        dir);
+                        "%s/generation_config.json: 'eos_penalty' must be a number in [-%g, %g]",
+                        dir, SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
   }
   json_decref(g);
   return st;

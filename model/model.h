@@ -312,6 +312,11 @@ typedef enum sc_schedule {
   SC_SCHEDULE_FIXED_K,       /* LLaDA: the block's masks split evenly over steps */
 } sc_schedule;
 
+/* The bound on an EOS penalty's size, wherever one comes from (a checkpoint's
+ * generation_config.json, the CLI, the LSP settings): far past any useful
+ * value, short of overflowing the logits. */
+#define SC_EOS_PENALTY_MAX 100.0
+
 typedef struct sc_infill_params {
   sc_rank rank;
   sc_schedule schedule;
@@ -326,7 +331,8 @@ typedef struct sc_infill_params {
   int top_k;          /* 0 = off */
   uint64_t seed;      /* same seed, same output */
   float eos_penalty;  /* subtracted from the EOS and pad logits (Dream-Coder: 3);
-                         NAN (the default) = the checkpoint's, info.eos_penalty */
+                         NAN (the default) = the checkpoint's, info.eos_penalty;
+                         at most SC_EOS_PENALTY_MAX either way */
   bool use_cache;     /* reuse prefix/suffix K/V between steps (Fast-dLLM dual
                          cache, refreshed at block boundaries) */
   bool no_expand;     /* ignore the checkpoint's expand token (see below) */
