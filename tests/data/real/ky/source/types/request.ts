@@ -1,0 +1,3 @@
+export type KyRequest<T = unknown> = {
+	json: <J = T>() => Promise<J>;
+} & Request;

@@ -1,0 +1,3 @@
+export type KyResponse<T = unknown> = {
+	json: <J = T>() => Promise<J>;
+} & Response;
