@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+typedef struct sc_completer sc_completer;
+
 #define CACHE_ENTRIES 32
 /* Text copied around the cursor for a job: enough bytes for the token budget
  * (code averages 3-4 bytes a token; 8 leaves room), never the whole file,
@@ -254,7 +256,8 @@ static bool same_decoding(const settings *a, const settings *b) {
          a->repair == b->repair && a->context_budget == b->context_budget;
 }
 
-void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *o) {
+static void sc_completer_settings(sc_lsp_server *s, json_t *o) {
+  sc_completer *c = sc_lsp__feature(s);
   settings *st = &c->set;
   /* Scalars only are compared; the strings in the copy may be freed below. */
   const settings before = *st;
@@ -406,7 +409,7 @@ static void progress_send(sc_lsp_server *s, sc_completer *c, const char *kind,
 }
 
 static void on_progress_created(sc_lsp_server *s, json_t *result, json_t *error) {
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   if (error) return; /* the client refused: no progress, status still goes */
   c->progress_begun = true;
   progress_send(s, c, "begin", c->model_name);
@@ -492,7 +495,7 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
 }
 
 static void load_done(sc_lsp_server *s, sc_job *job) {
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   load_arg *a = job->arg;
   if (a->generation != c->load_generation) return; /* a newer load follows */
   if (job->result) {
@@ -606,7 +609,7 @@ static json_t *install_index_job(sc_job *job, void *argp, sc_error *err) {
 }
 
 static void install_index_done(sc_lsp_server *s, sc_job *job) {
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   index_arg *a = job->arg;
   if (!job->result) return; /* cancelled at exit */
   c->index_state = "ready";
@@ -629,7 +632,7 @@ static void post_update(sc_lsp_server *s, sc_completer *c, const char *uri, cons
 static void pending_clear(sc_completer *c);
 
 static void index_done(sc_lsp_server *s, sc_job *job) {
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   index_arg *a = job->arg;
   /* Copied first: a moves to the install job (freed at once if that post
    * fails for lack of memory). */
@@ -670,7 +673,7 @@ static void index_done(sc_lsp_server *s, sc_job *job) {
 }
 
 static void on_index_progress_created(sc_lsp_server *s, json_t *result, json_t *error) {
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   if (error) {
     c->index_token[0] = '\0';
     return;
@@ -703,7 +706,8 @@ static void start_index(sc_lsp_server *s, sc_completer *c) {
   sc_lsp__post_background_job(s, "sculpt/index", index_job, a, index_arg_free, index_done);
 }
 
-void sc_completer_set_root(sc_completer *c, const char *root_uri) {
+static void sc_completer_set_root(sc_lsp_server *s, const char *root_uri) {
+  sc_completer *c = sc_lsp__feature(s);
   free(c->root);
   c->root = sc_path_from_file_uri(root_uri);
 }
@@ -834,15 +838,16 @@ static void maybe_refresh_index(sc_lsp_server *s, sc_completer *c, sc_document *
   post_update(s, c, d->uri, d->text, d->len, false);
 }
 
-void sc_completer_on_save(sc_lsp_server *s, sc_completer *c, const char *uri) {
-  post_update(s, c, uri, NULL, 0, false);
+static void sc_completer_on_save(sc_lsp_server *s, const char *uri) {
+  post_update(s, sc_lsp__feature(s), uri, NULL, 0, false);
 }
 
-void sc_completer_on_file_changed(sc_lsp_server *s, sc_completer *c, const char *uri, int type) {
-  post_update(s, c, uri, NULL, 0, type == 3);
+static void sc_completer_on_file_changed(sc_lsp_server *s, const char *uri, int type) {
+  post_update(s, sc_lsp__feature(s), uri, NULL, 0, type == 3);
 }
 
-void sc_completer_start(sc_lsp_server *s, sc_completer *c) {
+static void sc_completer_start(sc_lsp_server *s) {
+  sc_completer *c = sc_lsp__feature(s);
   if (c->state == MS_NONE) start_load(s, c);
   start_index(s, c);
 }
@@ -1721,7 +1726,7 @@ static void remote_submit(sc_lsp_server *s, sc_completer *c, sc_job *job) {
 }
 
 static void complete_done(sc_lsp_server *s, sc_job *job) {
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   complete_arg *a = job->arg;
   if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
   if (a->remote) {
@@ -1768,7 +1773,7 @@ static uint32_t line_of_offset(const sc_line_index *idx, size_t off) {
 
 static void handle_request(sc_lsp_req *r, request_kind kind) {
   sc_lsp_server *s = r->s;
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   sc_document *d = sc_lsp__get_open_document(r);
   if (!d) return;
   json_t *pos = json_object_get(r->params, "position");
@@ -1909,11 +1914,11 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
                    complete_done);
 }
 
-void sc_completer_handle_inline(sc_lsp_req *r) { handle_request(r, RK_INLINE); }
-void sc_completer_handle_completion(sc_lsp_req *r) { handle_request(r, RK_ITEMS); }
+static void sc_completer_handle_inline(sc_lsp_req *r) { handle_request(r, RK_INLINE); }
+static void sc_completer_handle_completion(sc_lsp_req *r) { handle_request(r, RK_ITEMS); }
 
-void sc_completer_handle_execute(sc_lsp_req *r) {
-  sc_completer *c = sc_lsp__completer(r->s);
+static void sc_completer_handle_execute(sc_lsp_req *r) {
+  sc_completer *c = sc_lsp__feature(r->s);
   const char *cmd = json_string_value(json_object_get(r->params, "command"));
   if (!cmd) {
     sc_lsp__bad_params(r, "command must be a string");
@@ -1933,7 +1938,8 @@ void sc_completer_handle_execute(sc_lsp_req *r) {
 
 /* ======================= the rest =========================================== */
 
-void sc_completer_on_change(sc_lsp_server *s, sc_completer *c, sc_document *d) {
+static void sc_completer_on_change(sc_lsp_server *s, sc_document *d) {
+  sc_completer *c = sc_lsp__feature(s);
   const char *uri = d->uri;
   maybe_refresh_index(s, c, d);
   double now = sc_now_ms();
@@ -1995,9 +2001,9 @@ static json_t *tprompt_job(sc_job *job, void *argp, sc_error *err) {
   return out;
 }
 
-void sc_completer_handle_test_prompt(sc_lsp_req *r) {
+static void sc_completer_handle_test_prompt(sc_lsp_req *r) {
   sc_lsp_server *s = r->s;
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   sc_document *d = sc_lsp__get_open_document(r);
   if (!d) return;
   uint32_t line, character;
@@ -2027,7 +2033,7 @@ void sc_completer_handle_test_prompt(sc_lsp_req *r) {
   sc_lsp__post_job(s, r->id, r->method, d->uri, tprompt_job, a, tprompt_arg_free, NULL);
 }
 
-void sc_completer_capabilities(json_t *caps) {
+static void sc_completer_capabilities(json_t *caps) {
   json_object_set_new(caps, "inlineCompletionProvider", json_true());
   json_object_set_new(caps, "completionProvider", json_pack("{s:b}", "resolveProvider", 0));
   json_object_set_new(caps, "codeActionProvider",
@@ -2037,7 +2043,8 @@ void sc_completer_capabilities(json_t *caps) {
                       json_pack("{s:[s, s]}", "commands", "sculpt.accept", "sculpt.dismiss"));
 }
 
-json_t *sc_completer_stats(const sc_completer *c) {
+static json_t *sc_completer_stats(sc_lsp_server *s) {
+  const sc_completer *c = sc_lsp__feature(s);
   return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I}", "engineCalls",
                    (json_int_t)atomic_load(&((sc_completer *)c)->engine_calls),
                    "completionRequests", (json_int_t)c->requests, "cacheHits",
@@ -2047,14 +2054,15 @@ json_t *sc_completer_stats(const sc_completer *c) {
                    (json_int_t)atomic_load(&((sc_completer *)c)->shaping));
 }
 
-sc_completer *sc_completer_new(void) {
+static void *sc_completer_new(void) {
   sc_completer *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   settings_defaults(&c->set);
   return c;
 }
 
-void sc_completer_free(sc_completer *c) {
+static void sc_completer_free(void *state) {
+  sc_completer *c = state;
   if (!c) return;
   c->closing = true;
   drop_client(c);
@@ -2395,9 +2403,9 @@ static sc_job_lane action_lane(const action_arg *a) {
   return a->set.backend_url ? SC_LANE_NETWORK : SC_LANE_MODEL;
 }
 
-void sc_completer_handle_action(sc_lsp_req *r) {
+static void sc_completer_handle_action(sc_lsp_req *r) {
   sc_lsp_server *s = r->s;
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   sc_document *d = sc_lsp__get_open_document(r);
   if (!d) return;
   json_t *range = json_object_get(r->params, "range");
@@ -2460,9 +2468,9 @@ static void resolve_done(sc_lsp_server *s, sc_job *job) {
   if (!resolved) sc_error_set(&job->err, SC_ERR_NOMEM, "out of memory");
 }
 
-void sc_completer_handle_action_resolve(sc_lsp_req *r) {
+static void sc_completer_handle_action_resolve(sc_lsp_req *r) {
   sc_lsp_server *s = r->s;
-  sc_completer *c = sc_lsp__completer(s);
+  sc_completer *c = sc_lsp__feature(s);
   json_t *data = json_object_get(r->params, "data");
   const char *uri = json_string_value(json_object_get(data, "uri"));
   const char *target = json_string_value(json_object_get(data, "target"));
@@ -2511,3 +2519,30 @@ void sc_completer_handle_action_resolve(sc_lsp_req *r) {
   sc_lsp__post_job_on(s, action_lane(a), r->id, r->method, d->uri, actions_job, a,
                       action_arg_free, resolve_done);
 }
+
+/* ======================= the feature ======================================== */
+
+static const sc_lsp_method k_methods[] = {
+    {"textDocument/inlineCompletion", sc_completer_handle_inline, SC_METHOD_REQUEST},
+    {"textDocument/completion", sc_completer_handle_completion, SC_METHOD_REQUEST},
+    {"workspace/executeCommand", sc_completer_handle_execute, SC_METHOD_REQUEST},
+    {"textDocument/codeAction", sc_completer_handle_action, SC_METHOD_REQUEST},
+    {"codeAction/resolve", sc_completer_handle_action_resolve, SC_METHOD_REQUEST},
+    {"sculpt/test/prompt", sc_completer_handle_test_prompt,
+     SC_METHOD_REQUEST | SC_METHOD_TEST_HOOK},
+};
+
+const sc_lsp_feature sc_completion_feature = {
+    .methods = k_methods,
+    .n_methods = sizeof k_methods / sizeof k_methods[0],
+    .create = sc_completer_new,
+    .destroy = sc_completer_free,
+    .capabilities = sc_completer_capabilities,
+    .set_root = sc_completer_set_root,
+    .settings = sc_completer_settings,
+    .start = sc_completer_start,
+    .on_change = sc_completer_on_change,
+    .on_save = sc_completer_on_save,
+    .on_file_changed = sc_completer_on_file_changed,
+    .stats = sc_completer_stats,
+};

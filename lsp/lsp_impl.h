@@ -328,38 +328,58 @@ struct ev_loop;
 void sc_lsp__set_loop(sc_lsp_server *s, struct ev_loop *loop);
 struct ev_loop *sc_lsp__loop(sc_lsp_server *s);
 
-/* ======================= completion (complete.c) =========================== */
+/* ======================= the dispatch table and the feature ================ */
+/* The server core (server.c and the files that share server_impl.h) answers
+ * the lifecycle, text synchronisation and $/ methods itself. Everything else
+ * a client asks for (completions, code actions, commands) belongs to the
+ * feature: the server looks its methods up in the feature's table and tells
+ * it of the session's events through its hooks. The feature reaches the
+ * server only through the sc_lsp__ functions above, the server reaches the
+ * feature only through this table, so neither includes the other's
+ * internals. */
 
-typedef struct sc_completer sc_completer;
+enum {
+  SC_METHOD_REQUEST = 1u << 0,   /* has an id and gets a response; else a notification */
+  SC_METHOD_TEST_HOOK = 1u << 1, /* answered only with opts.test_hooks */
+};
 
-sc_completer *sc_completer_new(void);
-void sc_completer_free(sc_completer *c);
-/* Applies a "sculpt" settings object (initializationOptions, configuration). */
-void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *settings);
-/* The client is initialized: load the model in the background. */
-void sc_completer_start(sc_lsp_server *s, sc_completer *c);
-/* The workspace folder (a file:// URI) from initialize; indexed at start. */
-void sc_completer_set_root(sc_completer *c, const char *root_uri);
-/* A document was saved: its index entry is re-read from disk. */
-void sc_completer_on_save(sc_lsp_server *s, sc_completer *c, const char *uri);
-/* workspace/didChangeWatchedFiles: type is LSP's FileChangeType (1 created,
- * 2 changed, 3 deleted); the file's index entry is updated or removed. */
-void sc_completer_on_file_changed(sc_lsp_server *s, sc_completer *c, const char *uri, int type);
-/* A document changed: typing speed for the adaptive debounce, and its index
- * entry follows the buffer (rate-limited). */
-void sc_completer_on_change(sc_lsp_server *s, sc_completer *c, sc_document *d);
-/* Fills the capabilities the completer implements. */
-void sc_completer_capabilities(json_t *caps);
-/* Counters for sculpt/test/stats. */
-json_t *sc_completer_stats(const sc_completer *c);
-sc_completer *sc_lsp__completer(sc_lsp_server *s);
+/* A row of a dispatch table: the method's name, its handler and flags. */
+typedef struct sc_lsp_method {
+  const char *name;
+  void (*fn)(sc_lsp_req *r);
+  unsigned flags; /* SC_METHOD_* */
+} sc_lsp_method;
 
-void sc_completer_handle_inline(sc_lsp_req *r);
-void sc_completer_handle_completion(sc_lsp_req *r);
-void sc_completer_handle_execute(sc_lsp_req *r);
-void sc_completer_handle_action(sc_lsp_req *r);
-void sc_completer_handle_action_resolve(sc_lsp_req *r);
-/* sculpt/test/prompt (test hook): the assembled prompt at a position. */
-void sc_completer_handle_test_prompt(sc_lsp_req *r);
+typedef struct sc_lsp_feature {
+  const sc_lsp_method *methods; /* the requests and notifications it answers */
+  size_t n_methods;
+  /* Its state, made with the server and freed with it, after the workers
+   * have stopped; sc_lsp__feature() returns it. create: NULL on OOM. */
+  void *(*create)(void);
+  void (*destroy)(void *state);
+  /* Adds the capabilities it implements to initialize's answer. */
+  void (*capabilities)(json_t *caps);
+  /* initialize: the workspace folder (a file:// URI). */
+  void (*set_root)(sc_lsp_server *s, const char *root_uri);
+  /* A "sculpt" settings object (initializationOptions, configuration). */
+  void (*settings)(sc_lsp_server *s, json_t *settings);
+  /* initialized: the session runs. */
+  void (*start)(sc_lsp_server *s);
+  /* A document changed (its edits applied, its jobs cancelled). */
+  void (*on_change)(sc_lsp_server *s, sc_document *d);
+  /* A document was saved. */
+  void (*on_save)(sc_lsp_server *s, const char *uri);
+  /* workspace/didChangeWatchedFiles: type is LSP's FileChangeType (1
+   * created, 2 changed, 3 deleted). */
+  void (*on_file_changed)(sc_lsp_server *s, const char *uri, int type);
+  /* Counters merged into sculpt/test/stats (owned by the caller). */
+  json_t *(*stats)(sc_lsp_server *s);
+} sc_lsp_feature;
+
+/* The completion feature (lsp/complete.c), the one the server runs. */
+extern const sc_lsp_feature sc_completion_feature;
+
+/* The feature's state (borrowed). */
+void *sc_lsp__feature(sc_lsp_server *s);
 
 #endif /* SCULPT_LSP_IMPL_H */

@@ -60,7 +60,8 @@ struct sc_lsp_server {
   bool client_progress;    /* client supports window/workDoneProgress */
   bool client_action_resolve; /* client resolves a code action's edit lazily */
   bool client_watch_dynamic; /* client registers file watchers on request */
-  sc_completer *completer;
+  const sc_lsp_feature *feature; /* completions, code actions, commands */
+  void *feature_state;           /* its state (owned) */
   struct ev_loop *loop; /* the transport's, or NULL */
 
   pthread_mutex_t log_mu;
@@ -244,7 +245,7 @@ static bool level_from_trace(const char *trace, sc_log_level *out) {
  * clients work with older servers. */
 static void apply_settings(sc_lsp_server *s, json_t *settings) {
   if (!json_is_object(settings)) return;
-  sc_completer_settings(s, s->completer, settings);
+  s->feature->settings(s, settings);
   json_t *lvl = json_object_get(settings, "logLevel");
   if (lvl) {
     sc_log_level level;
@@ -426,7 +427,7 @@ sc_pos_encoding sc_lsp__encoding(const sc_lsp_server *s) { return s->enc; }
 const sc_lsp_options *sc_lsp__options(const sc_lsp_server *s) { return &s->opts; }
 bool sc_lsp__client_progress(const sc_lsp_server *s) { return s->client_progress; }
 bool sc_lsp__client_action_resolve(const sc_lsp_server *s) { return s->client_action_resolve; }
-sc_completer *sc_lsp__completer(sc_lsp_server *s) { return s->completer; }
+void *sc_lsp__feature(sc_lsp_server *s) { return s->feature_state; }
 sc_document_store *sc_lsp__documents(sc_lsp_server *s) { return s->docs; }
 
 void sc_lsp_server_drain(sc_lsp_server *s) {
@@ -542,7 +543,7 @@ static void handle_initialize(req *r) {
   json_t *folders = json_object_get(r->params, "workspaceFolders");
   const char *root_uri = json_string_value(json_object_get(json_array_get(folders, 0), "uri"));
   if (!root_uri) root_uri = json_string_value(json_object_get(r->params, "rootUri"));
-  if (root_uri) sc_completer_set_root(s->completer, root_uri);
+  if (root_uri) s->feature->set_root(s, root_uri);
   json_t *init_opts = json_object_get(r->params, "initializationOptions");
   apply_settings(s, init_opts);
 
@@ -558,7 +559,7 @@ static void handle_initialize(req *r) {
   json_object_set_new(capabilities, "positionEncoding",
                       json_string(sc_pos_encoding_name(s->enc)));
   json_object_set_new(capabilities, "textDocumentSync", sync);
-  sc_completer_capabilities(capabilities);
+  s->feature->capabilities(capabilities);
   json_t *result = json_object();
   json_object_set_new(result, "capabilities", capabilities);
   json_object_set_new(result, "serverInfo",
@@ -578,7 +579,7 @@ static void handle_initialized(req *r) {
   sc_lsp_server *s = r->s;
   if (s->state != LC_INITIALIZING) return;
   s->state = LC_RUNNING;
-  sc_completer_start(s, s->completer);
+  s->feature->start(s);
   /* Files changed outside the editor (git checkout, generators) keep the
    * index current: ask the client to watch the whole tree for us. */
   if (s->client_watch_dynamic)
@@ -705,7 +706,7 @@ static void handle_did_change(req *r) {
   }
   free(cs);
   cancel_jobs_for_uri(s, uri);
-  sc_completer_on_change(s, s->completer, d);
+  s->feature->on_change(s, d);
 }
 
 static void handle_did_close(req *r) {
@@ -725,7 +726,7 @@ static void handle_did_save(req *r) {
    * to start afresh. Lazily: the next request that needs the tree parses. */
   sc_document *d = sc_document_store_get(r->s->docs, uri);
   if (d && d->tree) d->tree_stale = true;
-  sc_completer_on_save(r->s, r->s->completer, uri);
+  r->s->feature->on_save(r->s, uri);
 }
 
 /* ======================= notifications ===================================== */
@@ -770,7 +771,7 @@ static void handle_did_change_watched_files(req *r) {
       SC_LOG_WARN("didChangeWatchedFiles: changes[%zu] needs a uri and a type 1-3", i);
       continue;
     }
-    sc_completer_on_file_changed(r->s, r->s->completer, uri, (int)type);
+    r->s->feature->on_file_changed(r->s, uri, (int)type);
   }
 }
 
@@ -854,7 +855,7 @@ static void handle_test_stats(req *r) {
                         "inflight",
                         (json_int_t)r->s->n_inflight, "rssKb", (json_int_t)rss_kb(),
                         "garbageBytes", (json_int_t)r->s->reader.garbage_bytes);
-  json_t *cstats = sc_completer_stats(r->s->completer);
+  json_t *cstats = r->s->feature->stats(r->s);
   json_object_update(stats, cstats);
   json_decref(cstats);
   sc_lsp__send_result(r->s, r->id, stats);
@@ -862,43 +863,38 @@ static void handle_test_stats(req *r) {
 
 /* ======================= dispatch ========================================== */
 
-typedef struct method {
-  const char *name;
-  void (*fn)(req *r);
-  bool request;    /* true: has an id and gets a response */
-  bool test_hook;  /* only with opts.test_hooks */
-} method;
-
-static const method k_methods[] = {
-    {"initialize", handle_initialize, true, false},
-    {"initialized", handle_initialized, false, false},
-    {"shutdown", handle_shutdown, true, false},
-    {"exit", handle_exit, false, false},
-    {"textDocument/didOpen", handle_did_open, false, false},
-    {"textDocument/didChange", handle_did_change, false, false},
-    {"textDocument/didClose", handle_did_close, false, false},
-    {"textDocument/didSave", handle_did_save, false, false},
-    {"$/cancelRequest", handle_cancel, false, false},
-    {"$/setTrace", handle_set_trace, false, false},
-    {"workspace/didChangeConfiguration", handle_did_change_configuration, false, false},
-    {"workspace/didChangeWatchedFiles", handle_did_change_watched_files, false, false},
-    {"textDocument/inlineCompletion", sc_completer_handle_inline, true, false},
-    {"textDocument/completion", sc_completer_handle_completion, true, false},
-    {"workspace/executeCommand", sc_completer_handle_execute, true, false},
-    {"textDocument/codeAction", sc_completer_handle_action, true, false},
-    {"codeAction/resolve", sc_completer_handle_action_resolve, true, false},
-    {"sculpt/test/document", handle_test_document, true, true},
-    {"sculpt/test/offset", handle_test_offset, true, true},
-    {"sculpt/test/sleep", handle_test_sleep, true, true},
-    {"sculpt/test/stats", handle_test_stats, true, true},
-    {"sculpt/test/prompt", sc_completer_handle_test_prompt, true, true},
+/* The core's methods; the feature's come from its own table. */
+static const sc_lsp_method k_methods[] = {
+    {"initialize", handle_initialize, SC_METHOD_REQUEST},
+    {"initialized", handle_initialized, 0},
+    {"shutdown", handle_shutdown, SC_METHOD_REQUEST},
+    {"exit", handle_exit, 0},
+    {"textDocument/didOpen", handle_did_open, 0},
+    {"textDocument/didChange", handle_did_change, 0},
+    {"textDocument/didClose", handle_did_close, 0},
+    {"textDocument/didSave", handle_did_save, 0},
+    {"$/cancelRequest", handle_cancel, 0},
+    {"$/setTrace", handle_set_trace, 0},
+    {"workspace/didChangeConfiguration", handle_did_change_configuration, 0},
+    {"workspace/didChangeWatchedFiles", handle_did_change_watched_files, 0},
+    {"sculpt/test/document", handle_test_document, SC_METHOD_REQUEST | SC_METHOD_TEST_HOOK},
+    {"sculpt/test/offset", handle_test_offset, SC_METHOD_REQUEST | SC_METHOD_TEST_HOOK},
+    {"sculpt/test/sleep", handle_test_sleep, SC_METHOD_REQUEST | SC_METHOD_TEST_HOOK},
+    {"sculpt/test/stats", handle_test_stats, SC_METHOD_REQUEST | SC_METHOD_TEST_HOOK},
 };
 
-static const method *find_method(const sc_lsp_server *s, const char *name) {
-  for (size_t i = 0; i < sizeof k_methods / sizeof k_methods[0]; i++)
-    if (strcmp(k_methods[i].name, name) == 0)
-      return k_methods[i].test_hook && !s->opts.test_hooks ? NULL : &k_methods[i];
+static const sc_lsp_method *find_in(const sc_lsp_method *table, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(table[i].name, name) == 0) return &table[i];
   return NULL;
+}
+
+/* The method's row, or NULL when there is none (or it is a test hook and
+ * test hooks are off). */
+static const sc_lsp_method *find_method(const sc_lsp_server *s, const char *name) {
+  const sc_lsp_method *m = find_in(k_methods, sizeof k_methods / sizeof k_methods[0], name);
+  if (!m) m = find_in(s->feature->methods, s->feature->n_methods, name);
+  return m && (m->flags & SC_METHOD_TEST_HOOK) && !s->opts.test_hooks ? NULL : m;
 }
 
 static void handle_response(sc_lsp_server *s, json_t *msg) {
@@ -973,8 +969,8 @@ static void dispatch(sc_lsp_server *s, json_t *msg) {
       return;
     }
     if (s->state == LC_UNINITIALIZED || s->state == LC_EXITED) return;
-    const method *m = find_method(s, name);
-    if (!m || m->request) {
+    const sc_lsp_method *m = find_method(s, name);
+    if (!m || (m->flags & SC_METHOD_REQUEST)) {
       if (strncmp(name, "$/", 2) != 0) SC_LOG_DEBUG("ignoring notification %s", name);
       return;
     }
@@ -990,8 +986,8 @@ static void dispatch(sc_lsp_server *s, json_t *msg) {
     sc_lsp__send_error(s, id, SC_RPC_INVALID_REQUEST, "%s: the server is shutting down", name);
     return;
   }
-  const method *m = find_method(s, name);
-  if (!m || !m->request) {
+  const sc_lsp_method *m = find_method(s, name);
+  if (!m || !(m->flags & SC_METHOD_REQUEST)) {
     sc_lsp__send_error(s, id, SC_RPC_METHOD_NOT_FOUND, "method not found: %s", name);
     return;
   }
@@ -1056,12 +1052,13 @@ sc_lsp_server *sc_lsp_server_new(const sc_lsp_options *opts, sc_lsp_write_fn wri
   pthread_mutex_init(&s->log_mu, NULL);
   sc_frame_reader_init(&s->reader, opts->max_message_size);
   s->docs = sc_document_store_new();
-  s->completer = sc_completer_new();
+  s->feature = &sc_completion_feature;
+  s->feature_state = s->feature->create();
   /* Inline jobs complete inside post; their answers wait for the next drain. */
   bool workers = true;
   for (int l = 0; l < SC_LANE_COUNT; l++)
     workers &= (s->workers[l] = sc_worker_new(!opts->synchronous_jobs, on_worker_done, s)) != NULL;
-  if (!s->docs || !workers || !s->completer) {
+  if (!s->docs || !workers || !s->feature_state) {
     sc_lsp_server_free(s);
     return NULL;
   }
@@ -1074,7 +1071,7 @@ void sc_lsp_server_free(sc_lsp_server *s) {
   sc_log_set_sink(NULL, NULL);
   for (int l = 0; l < SC_LANE_COUNT; l++)
     if (s->workers[l]) sc_worker_free(s->workers[l]);
-  sc_completer_free(s->completer);
+  if (s->feature_state) s->feature->destroy(s->feature_state);
   free(s->inflight);
   sc_document_store_free(s->docs);
   sc_frame_reader_free(&s->reader);
