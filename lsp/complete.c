@@ -9,9 +9,7 @@
  * are created, used and freed only by jobs on the worker thread, which runs
  * them one at a time. */
 #define _POSIX_C_SOURCE 200809L
-#include "context.h"
-#include "lsp_impl.h"
-#include "net.h"
+#include "completer_impl.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -20,344 +18,15 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct sc_completer sc_completer;
-
-#define CACHE_ENTRIES 32
-/* Text copied around the cursor for a job: enough bytes for the token budget
- * (code averages 3-4 bytes a token; 8 leaves room), never the whole file,
- * since tokenizing what the budget then drops is wasted time. */
-#define WINDOW_BYTES_PER_TOKEN 8
-
-typedef struct settings {
-  char *model_path; /* NULL: sc_model_default_dir() */
-  sc_device_kind device;
-  char algorithm[16];
-  double threshold;
-  double eos_penalty; /* NAN: the checkpoint's default */
-  int max_tokens;
-  int context_budget;
-  int debounce_ms;
-  char **languages; /* NULL: every language sculpt knows */
-  int n_languages;
-  char *hole_marker; /* NULL: TODO(sculpt) */
-  int length_candidates; /* canvas lengths decoded per completion (batched) */
-  bool repair;           /* a candidate that breaks the parse is repaired once */
-  /* The remote backend (setting "backend"); url NULL: the local engine. */
-  char *backend_url, *backend_model, *backend_key_env, *backend_key;
-  int backend_timeout_ms, backend_max_tries;
-} settings;
-
-typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
-
-/* What the last remote request said about the backend. */
-typedef enum backend_state { BS_UNKNOWN, BS_OK, BS_UNREACHABLE, BS_ERROR } backend_state;
-
-typedef struct cache_entry {
-  bool used;
-  uint64_t uri_hash, prefix_hash, suffix_hash;
-  size_t prefix_len;
-  char *middle; /* shaped text the user was shown */
-  size_t middle_len;
-  uint64_t stamp;
-} cache_entry;
-
-struct sc_completer {
-  settings set;
-  /* Worker-thread state: only jobs touch these. */
-  sc_model *model;
-  sc_tokenizer *tok;
-  sc_engine *engine;
-  char *loaded_path;
-  sc_device_kind loaded_device;
-  sc_workspace *ws; /* the workspace index (worker thread only) */
-  /* Loop-thread state for the index. */
-  char *root;       /* the workspace folder, from initialize */
-  bool indexing;
-  /* Files whose entries changed while the index was being built: their
-   * updates went to the old index (or nowhere), so they are redone once the
-   * new one is installed (uri; buffer: refresh from the open document). */
-  struct pending_update {
-    char *uri;
-    bool remove, buffer;
-  } *pending;
-  size_t n_pending, cap_pending;
-  bool pending_lost; /* one could not be recorded (OOM): say so */
-  const char *index_state; /* for sculpt/status: NULL (no root), "indexing", "ready", "failed" */
-  size_t index_files;
-  double last_index_ms;
-  char index_token[48];
-  /* Loop-thread state. */
-  model_state state;
-  char model_name[256], device_name[192], error[512];
-  double last_latency_ms;
-  int load_generation;
-  char progress_token[48];
-  bool progress_begun, progress_end_pending;
-  cache_entry cache[CACHE_ENTRIES];
-  uint64_t cache_clock;
-  /* Bumped by cache_clear: a request started before it does not put its
-   * answer (made under the old settings or model) into the cache. */
-  uint64_t cache_epoch;
-  uint64_t typing_uri;
-  double last_change_ms, avg_interval_ms;
-  /* The remote backend (loop thread): the client, made when first needed. */
-  sc_fim_client *fim;
-  unsigned fim_generation; /* bumped per client: a shaped answer knows its own */
-  backend_state backend;
-  char backend_error[512];
-  bool closing; /* being freed: remote callbacks touch nothing */
-  /* Counters; engine_calls is bumped by jobs, read on the loop. */
-  _Atomic long engine_calls;
-  _Atomic long shaping; /* remote answers being shaped now (sculpt/test/stats) */
-  long requests, cache_hits, accepted, dismissed, remote_calls;
-};
-
-/* ======================= settings ========================================== */
-
-static void settings_defaults(settings *st) {
-  memset(st, 0, sizeof *st);
-  st->device = SC_DEVICE_AUTO;
-  snprintf(st->algorithm, sizeof st->algorithm, "threshold");
-  st->threshold = 0.9;
-  st->eos_penalty = NAN;
-  st->max_tokens = 64;
-  st->context_budget = 1024;
-  st->debounce_ms = 75;
-  st->length_candidates = 1;
-  st->repair = true;
-}
-
-/* The decoding parameters the settings choose (completions and code actions). */
-static void params_from_settings(const settings *st, sc_infill_params *p) {
-  sc_infill_params_default(p);
-  sc_infill_algorithm_parse(st->algorithm, p);
-  p->threshold = (float)st->threshold;
-  p->eos_penalty = (float)st->eos_penalty; /* NAN stays NAN: the model's default */
-}
-
-static void settings_free(settings *st) {
-  free(st->model_path);
-  free(st->backend_url);
-  free(st->backend_model);
-  free(st->backend_key_env);
-  if (st->backend_key) memset(st->backend_key, 0, strlen(st->backend_key));
-  free(st->backend_key);
-  free(st->hole_marker);
-  for (int i = 0; i < st->n_languages; i++) free(st->languages[i]);
-  free(st->languages);
-  memset(st, 0, sizeof *st);
-}
-
-static bool settings_copy(settings *dst, const settings *src) {
-  *dst = *src;
-  dst->model_path = src->model_path ? strdup(src->model_path) : NULL;
-  dst->hole_marker = src->hole_marker ? strdup(src->hole_marker) : NULL;
-  dst->languages = NULL;
-  dst->n_languages = 0;
-  dst->backend_url = src->backend_url ? strdup(src->backend_url) : NULL;
-  dst->backend_model = src->backend_model ? strdup(src->backend_model) : NULL;
-  dst->backend_key_env = src->backend_key_env ? strdup(src->backend_key_env) : NULL;
-  dst->backend_key = src->backend_key ? strdup(src->backend_key) : NULL;
-  if ((src->backend_url && !dst->backend_url) || (src->backend_model && !dst->backend_model) ||
-      (src->backend_key_env && !dst->backend_key_env) || (src->backend_key && !dst->backend_key))
-    return false;
-  if (src->n_languages) {
-    dst->languages = calloc((size_t)src->n_languages, sizeof *dst->languages);
-    if (!dst->languages) return false;
-    for (int i = 0; i < src->n_languages; i++) {
-      dst->languages[i] = strdup(src->languages[i]);
-      if (!dst->languages[i]) return false;
-      dst->n_languages++;
-    }
-  }
-  return !src->model_path || dst->model_path;
-}
-
-static bool get_int(json_t *o, const char *key, int lo, int hi, int *out) {
-  json_t *v = json_object_get(o, key);
-  if (!v) return false;
-  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-    SC_LOG_WARN("settings: %s must be an integer from %d to %d; ignored", key, lo, hi);
-    return false;
-  }
-  *out = (int)json_integer_value(v);
-  return true;
-}
-
-static void start_load(sc_lsp_server *s, sc_completer *c);
-static void drop_client(sc_completer *c);
-
-static bool same_str(const char *a, const char *b) {
-  return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-static void set_str(char **dst, const char *src) {
-  if (*dst) memset(*dst, 0, strlen(*dst)); /* it may be a key */
-  free(*dst);
-  *dst = src && *src ? strdup(src) : NULL;
-}
-
-/* The "backend" setting: null or "" (the local engine), a URL, or
- * {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries}. True when it
- * changed. The key itself is never logged. */
-static bool backend_settings(settings *st, json_t *v) {
-  const char *url = NULL, *model = NULL, *env = NULL, *key = NULL;
-  int timeout = 0, tries = 0;
-  if (json_is_string(v)) {
-    url = json_string_value(v);
-  } else if (json_is_object(v)) {
-    url = json_string_value(json_object_get(v, "url"));
-    model = json_string_value(json_object_get(v, "model"));
-    env = json_string_value(json_object_get(v, "apiKeyEnv"));
-    key = json_string_value(json_object_get(v, "apiKey"));
-    get_int(v, "timeoutMs", 100, 600000, &timeout);
-    get_int(v, "maxTries", 1, 10, &tries);
-  } else if (!json_is_null(v)) {
-    SC_LOG_WARN("settings: backend must be a URL or {url, model, apiKeyEnv, timeoutMs}; ignored");
-    return false;
-  }
-  if (url && !*url) url = NULL;
-  if (url && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
-    SC_LOG_WARN("settings: backend.url must start with http:// or https://; ignored");
-    return false;
-  }
-  if (model && !*model) model = NULL;
-  if (env && !*env) env = NULL;
-  if (key && !*key) key = NULL;
-  if (same_str(url, st->backend_url) && same_str(model, st->backend_model) &&
-      same_str(env, st->backend_key_env) && same_str(key, st->backend_key) &&
-      timeout == st->backend_timeout_ms && tries == st->backend_max_tries)
-    return false;
-  set_str(&st->backend_url, url);
-  set_str(&st->backend_model, model);
-  set_str(&st->backend_key_env, env);
-  set_str(&st->backend_key, key);
-  st->backend_timeout_ms = timeout;
-  st->backend_max_tries = tries;
-  return true;
-}
 
 /* Suggestions made under other settings or another model are not reused. */
-static void cache_clear(sc_completer *c) {
+void sc_cpl__cache_clear(sc_completer *c) {
   c->cache_clock++;
   c->cache_epoch++;
   for (int i = 0; i < CACHE_ENTRIES; i++) {
     free(c->cache[i].middle);
     c->cache[i] = (cache_entry){0};
   }
-}
-
-/* The settings a suggestion depends on, other than the model and the
- * backend (whose changes clear the cache where they are handled). */
-static bool same_decoding(const settings *a, const settings *b) {
-  return strcmp(a->algorithm, b->algorithm) == 0 && a->threshold == b->threshold &&
-         (a->eos_penalty == b->eos_penalty || (isnan(a->eos_penalty) && isnan(b->eos_penalty))) &&
-         a->max_tokens == b->max_tokens && a->length_candidates == b->length_candidates &&
-         a->repair == b->repair && a->context_budget == b->context_budget;
-}
-
-static void sc_completer_settings(sc_lsp_server *s, json_t *o) {
-  sc_completer *c = sc_lsp__feature(s);
-  settings *st = &c->set;
-  /* Scalars only are compared; the strings in the copy may be freed below. */
-  const settings before = *st;
-  bool reload = false;
-  json_t *v;
-  if ((v = json_object_get(o, "modelPath"))) {
-    const char *path = json_string_value(v);
-    if (json_is_null(v) || (path && !*path)) path = NULL;
-    else if (!path) SC_LOG_WARN("settings: modelPath must be a string; ignored");
-    if (json_is_null(v) || path || (json_is_string(v))) {
-      bool changed = (path == NULL) != (st->model_path == NULL) ||
-                     (path && strcmp(path, st->model_path) != 0);
-      if (changed) {
-        free(st->model_path);
-        st->model_path = path ? strdup(path) : NULL;
-        reload = true;
-      }
-    }
-  }
-  if ((v = json_object_get(o, "device"))) {
-    sc_device_kind k;
-    if (json_is_string(v) && sc_device_kind_parse(json_string_value(v), &k)) {
-      if (k != st->device) reload = true;
-      st->device = k;
-    } else {
-      SC_LOG_WARN("settings: device must be auto, cpu or cuda; ignored");
-    }
-  }
-  if ((v = json_object_get(o, "algorithm"))) {
-    sc_infill_params probe;
-    if (json_is_string(v) && sc_infill_algorithm_parse(json_string_value(v), &probe))
-      snprintf(st->algorithm, sizeof st->algorithm, "%s", json_string_value(v));
-    else
-      SC_LOG_WARN("settings: algorithm must be threshold, confidence, margin or entropy");
-  }
-  if ((v = json_object_get(o, "threshold"))) {
-    if (json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) <= 1)
-      st->threshold = json_number_value(v);
-    else
-      SC_LOG_WARN("settings: threshold must be a number in [0, 1]; ignored");
-  }
-  if ((v = json_object_get(o, "eosPenalty"))) {
-    if (json_is_null(v))
-      st->eos_penalty = NAN;
-    else if (json_is_number(v) && fabs(json_number_value(v)) <= SC_EOS_PENALTY_MAX)
-      st->eos_penalty = json_number_value(v);
-    else
-      SC_LOG_WARN("settings: eosPenalty must be a number in [-%g, %g] or null; ignored",
-                  SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
-  }
-  get_int(o, "maxTokens", 1, 1024, &st->max_tokens);
-  if ((v = json_object_get(o, "holeMarker"))) {
-    if (json_is_string(v) && json_string_length(v) > 0) {
-      free(st->hole_marker);
-      st->hole_marker = strdup(json_string_value(v));
-    } else {
-      SC_LOG_WARN("settings: holeMarker must be a non-empty string; ignored");
-    }
-  }
-  get_int(o, "contextBudget", 64, 65536, &st->context_budget);
-  get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
-  get_int(o, "lengthCandidates", 1, SC_INFILL_MAX_CANDIDATES, &st->length_candidates);
-  if ((v = json_object_get(o, "repair"))) {
-    if (json_is_boolean(v)) st->repair = json_is_true(v);
-    else SC_LOG_WARN("settings: repair must be true or false; ignored");
-  }
-  if ((v = json_object_get(o, "enabledLanguages"))) {
-    if (!json_is_array(v) && !json_is_null(v)) {
-      SC_LOG_WARN("settings: enabledLanguages must be an array of names; ignored");
-    } else {
-      for (int i = 0; i < st->n_languages; i++) free(st->languages[i]);
-      free(st->languages);
-      st->languages = NULL;
-      st->n_languages = 0;
-      size_t n = json_array_size(v);
-      if (n) st->languages = calloc(n, sizeof *st->languages);
-      for (size_t i = 0; i < n && st->languages; i++) {
-        const char *name = json_string_value(json_array_get(v, i));
-        if (name && (st->languages[st->n_languages] = strdup(name))) st->n_languages++;
-      }
-    }
-  }
-  if ((v = json_object_get(o, "backend"))) {
-    bool was_remote = st->backend_url != NULL;
-    if (backend_settings(st, v)) {
-      /* In-flight remote requests end with an error; the next request makes
-       * a client with the new settings. */
-      drop_client(c);
-      cache_clear(c);
-      c->backend = BS_UNKNOWN;
-      c->backend_error[0] = '\0';
-      SC_LOG_INFO("settings: %s%s%s", st->backend_url ? "the remote backend" : "the local engine",
-                  st->backend_model ? ", model " : "", st->backend_model ? st->backend_model : "");
-      /* Remote needs only the tokenizer; local needs the model. */
-      if (was_remote != (st->backend_url != NULL)) reload = true;
-    }
-  }
-  if (!same_decoding(&before, st)) cache_clear(c);
-  /* A new model or device is loaded at once, once the session runs. */
-  if (reload && c->state != MS_NONE) start_load(s, c);
 }
 
 /* ======================= status and progress ================================ */
@@ -518,7 +187,7 @@ static void load_done(sc_lsp_server *s, sc_job *job) {
   send_status(s, c);
 }
 
-static void start_load(sc_lsp_server *s, sc_completer *c) {
+void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
   load_arg *a = calloc(1, sizeof *a);
   if (!a) return;
   const char *path = c->set.model_path ? c->set.model_path : sc_model_default_dir();
@@ -533,7 +202,7 @@ static void start_load(sc_lsp_server *s, sc_completer *c) {
   /* Context for the budget, a DreamOn canvas growing 4x, and specials. */
   a->max_seq = c->set.context_budget + 4 * c->set.max_tokens + 8;
   c->state = MS_LOADING;
-  cache_clear(c);
+  sc_cpl__cache_clear(c);
   snprintf(c->model_name, sizeof c->model_name, "%s", path ? path : "(none)");
   a->remote = c->set.backend_url != NULL;
   if (a->remote)
@@ -848,7 +517,7 @@ static void sc_completer_on_file_changed(sc_lsp_server *s, const char *uri, int 
 
 static void sc_completer_start(sc_lsp_server *s) {
   sc_completer *c = sc_lsp__feature(s);
-  if (c->state == MS_NONE) start_load(s, c);
+  if (c->state == MS_NONE) sc_cpl__start_load(s, c);
   start_index(s, c);
 }
 
@@ -1011,7 +680,7 @@ static prompt_extras *gather_extras(sc_lsp_server *s, sc_completer *c, sc_docume
 
 static void complete_arg_free(void *p) {
   complete_arg *a = p;
-  settings_free(&a->set);
+  sc_cpl__settings_free(&a->set);
   free(a->prefix);
   free(a->suffix);
   free(a->middle);
@@ -1264,7 +933,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   }
   double t_ctx = sc_now_ms();
   sc_infill_params p;
-  params_from_settings(&a->set, &p);
+  sc_cpl__params_from_settings(&a->set, &p);
   sc_infill_plan plan = {0};
   int reconditioned = 0;
   if (a->rest) {
@@ -1348,7 +1017,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
  * edit or exit cancel the HTTP request or the shaping too, and it is
  * answered exactly once. */
 
-static void drop_client(sc_completer *c) {
+void sc_cpl__drop_client(sc_completer *c) {
   sc_fim_client *f = c->fim;
   c->fim = NULL;
   sc_fim_client_free(f); /* in-flight calls end: their callbacks answer */
@@ -1604,7 +1273,7 @@ static void shape_done(sc_lsp_server *s, sc_job *job) {
   if (sa->want_repair) {
     if (!c->fim || c->fim_generation != sa->fim_generation) {
       /* The backend setting changed while this was shaped, as if during
-       * the request (drop_client). */
+       * the request (sc_cpl__drop_client). */
       sc_error_set(&req->err, SC_ERR_STALE, "the backend setting changed; ask again");
       sc_lsp__answer_deferred(s, req);
       return;
@@ -1752,14 +1421,6 @@ static int debounce_for(const sc_completer *c) {
   return (int)d;
 }
 
-static bool language_enabled(const sc_completer *c, const char *lang) {
-  if (!lang) return false;
-  if (!c->set.languages) return true;
-  for (int i = 0; i < c->set.n_languages; i++)
-    if (strcmp(c->set.languages[i], lang) == 0) return true;
-  return false;
-}
-
 /* The line (0-based) holding byte offset off. */
 static uint32_t line_of_offset(const sc_line_index *idx, size_t off) {
   size_t lo = 0, hi = idx->n;
@@ -1792,7 +1453,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   const char *lang = sc_context_language_for(d->language_id, d->uri);
   json_t *empty_data = json_pack("{s:b, s:s}", "cached", 0, "skipped", "language");
   complete_arg probe = {.kind = kind, .position = pos};
-  if (!language_enabled(c, lang)) {
+  if (!sc_cpl__language_enabled(c, lang)) {
     sc_lsp__send_result(s, r->id, build_items(&probe, "", 0, empty_data));
     return;
   }
@@ -1873,7 +1534,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   }
   if (a) a->rest = rest;
   else free(rest);
-  if (!a || !a->prefix || !a->suffix || !settings_copy(&a->set, &c->set)) {
+  if (!a || !a->prefix || !a->suffix || !sc_cpl__settings_copy(&a->set, &c->set)) {
     if (a) complete_arg_free(a);
     sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
     return;
@@ -2057,7 +1718,7 @@ static json_t *sc_completer_stats(sc_lsp_server *s) {
 static void *sc_completer_new(void) {
   sc_completer *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  settings_defaults(&c->set);
+  sc_cpl__settings_defaults(&c->set);
   return c;
 }
 
@@ -2065,13 +1726,13 @@ static void sc_completer_free(void *state) {
   sc_completer *c = state;
   if (!c) return;
   c->closing = true;
-  drop_client(c);
+  sc_cpl__drop_client(c);
   release_model(c);
   sc_workspace_free(c->ws);
   pending_clear(c);
   free(c->pending);
   free(c->root);
-  settings_free(&c->set);
+  sc_cpl__settings_free(&c->set);
   for (int i = 0; i < CACHE_ENTRIES; i++) free(c->cache[i].middle);
   free(c);
 }
@@ -2109,7 +1770,7 @@ typedef struct action_arg {
 
 static void action_arg_free(void *p) {
   action_arg *a = p;
-  settings_free(&a->set);
+  sc_cpl__settings_free(&a->set);
   free(a->uri);
   free(a->text);
   sc_syntax_tree_free(a->tree);
@@ -2191,7 +1852,7 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   for (int i = 0; i < 3; i++)
     if (plan.lengths[i] > a->set.max_tokens * 2) plan.lengths[i] = a->set.max_tokens * 2;
   sc_infill_params p;
-  params_from_settings(&a->set, &p);
+  sc_cpl__params_from_settings(&a->set, &p);
   p.seed = seed;
   p.temperature = seed ? 0.8 : 0.0;
   sc_infill_result res;
@@ -2309,13 +1970,13 @@ static action_arg *action_targets(sc_lsp_server *s, sc_completer *c, sc_document
   *nothing = false;
   sc_syntax_tree *tree = sc_document_syntax(d);
   const sc_line_index *idx = sc_document_lines(d);
-  if (!tree || !idx || !language_enabled(c, d->lang) || c->state != MS_READY) {
+  if (!tree || !idx || !sc_cpl__language_enabled(c, d->lang) || c->state != MS_READY) {
     *nothing = true; /* nothing we can offer here */
     return NULL;
   }
   sc_pos_encoding enc = sc_lsp__encoding(s);
   action_arg *a = calloc(1, sizeof *a);
-  if (!a || !settings_copy(&a->set, &c->set) || !(a->uri = strdup(d->uri)) ||
+  if (!a || !sc_cpl__settings_copy(&a->set, &c->set) || !(a->uri = strdup(d->uri)) ||
       !(a->text = malloc(d->len + 1)) || sc_syntax_tree_copy(tree, &a->tree, NULL) != SC_OK) {
     if (a) action_arg_free(a);
     return NULL;
@@ -2539,7 +2200,7 @@ const sc_lsp_feature sc_completion_feature = {
     .destroy = sc_completer_free,
     .capabilities = sc_completer_capabilities,
     .set_root = sc_completer_set_root,
-    .settings = sc_completer_settings,
+    .settings = sc_cpl__apply_settings,
     .start = sc_completer_start,
     .on_change = sc_completer_on_change,
     .on_save = sc_completer_on_save,

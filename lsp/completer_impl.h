@@ -1,0 +1,130 @@
+/*
+ * completer_impl.h — the completion feature's private parts, shared by its
+ * files (completer.c and the ones it names) and by nothing else: the
+ * completer's state, the settings, the suggestion cache's entries, and the
+ * functions one of its files calls in another. The server's side of the
+ * feature is lsp_impl.h; the server never includes this header.
+ *
+ * Names: sc_cpl__ marks a function private to the completion feature but
+ * shared between its files.
+ */
+#ifndef SCULPT_COMPLETER_IMPL_H
+#define SCULPT_COMPLETER_IMPL_H
+
+#include "context.h"
+#include "lsp_impl.h"
+#include "net.h"
+
+typedef struct sc_completer sc_completer;
+
+#define CACHE_ENTRIES 32
+/* Text copied around the cursor for a job: enough bytes for the token budget
+ * (code averages 3-4 bytes a token; 8 leaves room), never the whole file,
+ * since tokenizing what the budget then drops is wasted time. */
+#define WINDOW_BYTES_PER_TOKEN 8
+
+typedef struct settings {
+  char *model_path; /* NULL: sc_model_default_dir() */
+  sc_device_kind device;
+  char algorithm[16];
+  double threshold;
+  double eos_penalty; /* NAN: the checkpoint's default */
+  int max_tokens;
+  int context_budget;
+  int debounce_ms;
+  char **languages; /* NULL: every language sculpt knows */
+  int n_languages;
+  char *hole_marker; /* NULL: TODO(sculpt) */
+  int length_candidates; /* canvas lengths decoded per completion (batched) */
+  bool repair;           /* a candidate that breaks the parse is repaired once */
+  /* The remote backend (setting "backend"); url NULL: the local engine. */
+  char *backend_url, *backend_model, *backend_key_env, *backend_key;
+  int backend_timeout_ms, backend_max_tries;
+} settings;
+
+typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
+
+/* What the last remote request said about the backend. */
+typedef enum backend_state { BS_UNKNOWN, BS_OK, BS_UNREACHABLE, BS_ERROR } backend_state;
+
+typedef struct cache_entry {
+  bool used;
+  uint64_t uri_hash, prefix_hash, suffix_hash;
+  size_t prefix_len;
+  char *middle; /* shaped text the user was shown */
+  size_t middle_len;
+  uint64_t stamp;
+} cache_entry;
+
+struct sc_completer {
+  settings set;
+  /* Worker-thread state: only jobs touch these. */
+  sc_model *model;
+  sc_tokenizer *tok;
+  sc_engine *engine;
+  char *loaded_path;
+  sc_device_kind loaded_device;
+  sc_workspace *ws; /* the workspace index (worker thread only) */
+  /* Loop-thread state for the index. */
+  char *root;       /* the workspace folder, from initialize */
+  bool indexing;
+  /* Files whose entries changed while the index was being built: their
+   * updates went to the old index (or nowhere), so they are redone once the
+   * new one is installed (uri; buffer: refresh from the open document). */
+  struct pending_update {
+    char *uri;
+    bool remove, buffer;
+  } *pending;
+  size_t n_pending, cap_pending;
+  bool pending_lost; /* one could not be recorded (OOM): say so */
+  const char *index_state; /* for sculpt/status: NULL (no root), "indexing", "ready", "failed" */
+  size_t index_files;
+  double last_index_ms;
+  char index_token[48];
+  /* Loop-thread state. */
+  model_state state;
+  char model_name[256], device_name[192], error[512];
+  double last_latency_ms;
+  int load_generation;
+  char progress_token[48];
+  bool progress_begun, progress_end_pending;
+  cache_entry cache[CACHE_ENTRIES];
+  uint64_t cache_clock;
+  /* Bumped by sc_cpl__cache_clear: a request started before it does not put its
+   * answer (made under the old settings or model) into the cache. */
+  uint64_t cache_epoch;
+  uint64_t typing_uri;
+  double last_change_ms, avg_interval_ms;
+  /* The remote backend (loop thread): the client, made when first needed. */
+  sc_fim_client *fim;
+  unsigned fim_generation; /* bumped per client: a shaped answer knows its own */
+  backend_state backend;
+  char backend_error[512];
+  bool closing; /* being freed: remote callbacks touch nothing */
+  /* Counters; engine_calls is bumped by jobs, read on the loop. */
+  _Atomic long engine_calls;
+  _Atomic long shaping; /* remote answers being shaped now (sculpt/test/stats) */
+  long requests, cache_hits, accepted, dismissed, remote_calls;
+};
+
+/* ======================= settings (settings.c) ============================== */
+
+void sc_cpl__settings_defaults(settings *st);
+void sc_cpl__settings_free(settings *st);
+/* A deep copy for a job; false when memory ran out (dst is then partly
+ * filled: free it with sc_cpl__settings_free). */
+bool sc_cpl__settings_copy(settings *dst, const settings *src);
+/* The decoding parameters the settings choose (completions and code actions). */
+void sc_cpl__params_from_settings(const settings *st, sc_infill_params *p);
+/* The feature's settings hook: applies a "sculpt" settings object. */
+void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o);
+/* Whether completions are on for lang (sculpt's language name, or NULL). */
+bool sc_cpl__language_enabled(const sc_completer *c, const char *lang);
+
+/* ======================= not yet split (complete.c) ========================= */
+
+void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c);
+void sc_cpl__drop_client(sc_completer *c);
+void sc_cpl__cache_clear(sc_completer *c);
+
+#endif /* SCULPT_COMPLETER_IMPL_H */
