@@ -121,9 +121,22 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o);
 /* Whether completions are on for lang (sculpt's language name, or NULL). */
 bool sc_cpl__language_enabled(const sc_completer *c, const char *lang);
 
+/* ======================= the model (model_slot.c) =========================== */
+
+/* Loads the model the settings name (or, for the remote backend, its
+ * tokenizer) on the model lane, with $/progress and sculpt/status; a load
+ * started later supersedes it. */
+void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c);
+/* Frees the model, tokenizer and engine (the model lane's, or at exit). */
+void sc_cpl__release_model(sc_completer *c);
+/* Sends sculpt/status: the model's state, device, last latency, and the
+ * backend's and the index's state. */
+void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c);
+/* "idle", "loading", "ready" or "error". */
+const char *sc_cpl__state_name(model_state st);
+
 /* ======================= not yet split (complete.c) ========================= */
 
-void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c);
 void sc_cpl__drop_client(sc_completer *c);
 void sc_cpl__cache_clear(sc_completer *c);
 
