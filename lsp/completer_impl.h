@@ -135,6 +135,23 @@ void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c);
 /* "idle", "loading", "ready" or "error". */
 const char *sc_cpl__state_name(model_state st);
 
+/* ======================= the workspace index (index.c) ====================== */
+
+/* The feature's hooks: the workspace folder (from initialize), a saved
+ * document, a file changed on disk (type: LSP's FileChangeType). */
+void sc_cpl__set_root(sc_lsp_server *s, const char *root_uri);
+void sc_cpl__on_save(sc_lsp_server *s, const char *uri);
+void sc_cpl__on_file_changed(sc_lsp_server *s, const char *uri, int type);
+/* Builds the index of the root (if any, and not already building). */
+void sc_cpl__start_index(sc_lsp_server *s, sc_completer *c);
+/* An open document's entry follows its buffer, at most every 2 s. */
+void sc_cpl__maybe_refresh_index(sc_lsp_server *s, sc_completer *c, sc_document *d);
+/* uri as the index names it: relative to the root when inside it, else the
+ * absolute path, or the URI itself when it is not a file (owned). */
+char *sc_cpl__rel_path_of(const sc_completer *c, const char *uri);
+/* Frees the index and its loop-side state (at exit). */
+void sc_cpl__index_free(sc_completer *c);
+
 /* ======================= not yet split (complete.c) ========================= */
 
 void sc_cpl__drop_client(sc_completer *c);
