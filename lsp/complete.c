@@ -19,16 +19,6 @@
 #include <time.h>
 
 
-/* Suggestions made under other settings or another model are not reused. */
-void sc_cpl__cache_clear(sc_completer *c) {
-  c->cache_clock++;
-  c->cache_epoch++;
-  for (int i = 0; i < CACHE_ENTRIES; i++) {
-    free(c->cache[i].middle);
-    c->cache[i] = (cache_entry){0};
-  }
-}
-
 
 static void sc_completer_start(sc_lsp_server *s) {
   sc_completer *c = sc_lsp__feature(s);
@@ -38,160 +28,7 @@ static void sc_completer_start(sc_lsp_server *s) {
 
 /* ======================= shaping ============================================ */
 
-/* ======================= the cache ========================================== */
-
-/* A shown suggestion the user is typing into. With *diverged false, what
- * was typed is the start of the suggestion (serve the rest). With *diverged
- * true, the typing left it: the typed bytes become part of the prefix, and
- * the canvas is sized to what remained of the suggestion, so only the rest
- * is denoised again, conditioned on what the user actually typed. */
-static cache_entry *cache_find(sc_completer *c, uint64_t uri_hash, uint64_t suffix_hash,
-                               const char *text, size_t offset, size_t *typed, bool *diverged) {
-  for (int i = 0; i < CACHE_ENTRIES; i++) {
-    cache_entry *e = &c->cache[i];
-    if (!e->used || e->uri_hash != uri_hash || e->suffix_hash != suffix_hash) continue;
-    if (offset < e->prefix_len || offset - e->prefix_len >= e->middle_len) continue;
-    size_t t = offset - e->prefix_len;
-    if (sc_hash64(text, e->prefix_len, 2) != e->prefix_hash) continue;
-    *typed = t;
-    *diverged = memcmp(text + e->prefix_len, e->middle, t) != 0;
-    e->stamp = ++c->cache_clock;
-    return e;
-  }
-  return NULL;
-}
-
-static void cache_put(sc_completer *c, uint64_t uri_hash, uint64_t prefix_hash,
-                      size_t prefix_len, uint64_t suffix_hash, const char *middle,
-                      size_t middle_len) {
-  if (middle_len == 0) return;
-  cache_entry *slot = &c->cache[0];
-  for (int i = 0; i < CACHE_ENTRIES; i++) {
-    if (!c->cache[i].used) {
-      slot = &c->cache[i];
-      break;
-    }
-    if (c->cache[i].stamp < slot->stamp) slot = &c->cache[i];
-  }
-  char *copy = malloc(middle_len + 1);
-  if (!copy) return;
-  memcpy(copy, middle, middle_len);
-  copy[middle_len] = '\0';
-  free(slot->middle);
-  *slot = (cache_entry){true, uri_hash, prefix_hash, suffix_hash, prefix_len, copy,
-                        middle_len, ++c->cache_clock};
-}
-
 /* ======================= completion jobs ==================================== */
-
-typedef enum request_kind { RK_INLINE, RK_ITEMS } request_kind;
-
-typedef struct complete_arg {
-  sc_completer *c;
-  request_kind kind;
-  settings set;
-  uint64_t cache_epoch; /* c->cache_epoch when the request was made */
-  char *prefix; /* the window before the cursor (owned) */
-  size_t prefix_len;
-  char *suffix; /* the window after it (owned) */
-  size_t suffix_len;
-  bool single_line;
-  int debounce_ms;
-  char *rest;      /* the remains of a suggestion the typing diverged from (owned) */
-  json_t *position; /* the client's position, for ranges (owned) */
-  sc_syntax_tree *tree; /* a copy of the document's tree, for shaping (owned; may be NULL) */
-  sc_completion_plan plan;
-  size_t cursor;        /* byte offset of the cursor in the document */
-  char language[16];
-  bool lang_known;
-  char *rel_path;   /* the file relative to the workspace root (owned) */
-  struct prompt_extras *extras; /* other documents and recent edits (owned; may be NULL) */
-  uint64_t uri_hash, prefix_hash, suffix_hash;
-  size_t doc_prefix_len;
-  double t_request;
-  double prepare_ms; /* loop-thread time: syntax, planning, copies */
-  /* out, for on_done */
-  char *middle;
-  size_t middle_len;
-  double model_ms;
-  /* The remote backend: the job assembles the prompt, the loop sends it. */
-  bool remote;
-  char *r_prompt; /* snippets + prefix window (owned) */
-  size_t r_prompt_len, n_snippets;
-  double ctx_ms;
-  sc_lsp_server *s;
-  sc_fim_call *call; /* in flight, or NULL */
-  sc_job *shape;     /* the job shaping the backend's answer, or NULL (loop thread) */
-  /* Repair once: the shaped candidate that failed the parse check and its
-   * check, while the backend rewrites the broken span (owned). */
-  char *r_cand;
-  size_t r_cand_len;
-  sc_completion_check r_chk;
-  const char *r_repair_text; /* the rewrite, for remote_fill_done (borrowed, while shaping) */
-  size_t r_repair_len;
-  bool repaired;
-} complete_arg;
-
-/* What the prompt builder may use besides the document, copied on the loop
- * (bounded): the most recently used other open documents and the recently
- * edited ranges. */
-#define EXTRA_DOCS 8
-#define EXTRA_DOC_BYTES (256u << 10)
-typedef struct prompt_extras {
-  sc_prompt_inputs in;
-  sc_open_document docs[EXTRA_DOCS];
-  sc_edited_range edits[SC_RECENT_EDITS];
-  char *owned[EXTRA_DOCS * 2 + SC_RECENT_EDITS]; /* paths and texts */
-  size_t n_owned;
-} prompt_extras;
-
-static void extras_free(prompt_extras *x) {
-  if (!x) return;
-  for (size_t i = 0; i < x->n_owned; i++) free(x->owned[i]);
-  free(x);
-}
-
-static char *extras_keep(prompt_extras *x, char *p) {
-  if (p) x->owned[x->n_owned++] = p;
-  return p;
-}
-
-/* base_line: the document line the job's text starts in (its window), for
- * the edits of the document itself. */
-static prompt_extras *gather_extras(sc_lsp_server *s, sc_completer *c, sc_document *d,
-                                    uint32_t base_line) {
-  prompt_extras *x = calloc(1, sizeof *x);
-  if (!x) return NULL;
-  sc_document_store *store = sc_lsp__documents(s);
-  sc_document *others[EXTRA_DOCS];
-  size_t n = sc_document_store_recent_docs(store, d, others, EXTRA_DOCS);
-  for (size_t i = 0; i < n; i++) {
-    sc_document *o = others[i];
-    size_t len = o->len;
-    if (len > EXTRA_DOC_BYTES) { /* the first 256 KiB, whole lines */
-      len = EXTRA_DOC_BYTES;
-      while (len > 0 && o->text[len - 1] != '\n') len--;
-    }
-    char *p = extras_keep(x, sc_cpl__rel_path_of(c, o->uri));
-    char *t = extras_keep(x, strndup(o->text, len));
-    if (p && t) x->docs[x->in.n_docs++] = (sc_open_document){p, o->lang, t, len};
-  }
-  size_t ne = 0;
-  const sc_recent_edit *re = sc_document_store_recent_edits(store, &ne);
-  for (size_t i = 0; i < ne; i++) {
-    uint32_t a = re[i].start_line, b = re[i].end_line;
-    if (strcmp(re[i].uri, d->uri) == 0) {
-      if (b < base_line) continue;
-      a = a < base_line ? 0 : a - base_line;
-      b -= base_line;
-    }
-    char *p = extras_keep(x, sc_cpl__rel_path_of(c, re[i].uri));
-    if (p) x->edits[x->in.n_edits++] = (sc_edited_range){p, a, b, re[i].when_ms};
-  }
-  x->in.docs = x->docs;
-  x->in.edits = x->edits;
-  return x;
-}
 
 static void complete_arg_free(void *p) {
   complete_arg *a = p;
@@ -203,29 +40,10 @@ static void complete_arg_free(void *p) {
   sc_syntax_tree_free(a->tree);
   free(a->rest);
   free(a->rel_path);
-  extras_free(a->extras);
+  sc_cpl__extras_free(a->extras);
   free(a->r_prompt);
   free(a->r_cand);
   free(a);
-}
-
-/* Tokenizes the text before and after the span and fits them to the budget:
- * three quarters before (the tokens nearest the cursor), the rest after.
- * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
-static sc_status encode_context(sc_completer *c, const char *before, size_t before_len,
-                                const char *after, size_t after_len, size_t budget,
-                                int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
-                                size_t *keep_suf, sc_error *err) {
-  size_t n_suf = 0;
-  SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
-  if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {
-    free(*pre);
-    *pre = NULL;
-    return err ? err->status : SC_ERR_INTERNAL;
-  }
-  *keep_suf = n_suf < budget / 4 ? n_suf : budget / 4;
-  *keep_pre = *n_pre < budget - *keep_suf ? *n_pre : budget - *keep_suf;
-  return SC_OK;
 }
 
 static json_t *build_items(const complete_arg *a, const char *text, size_t len, json_t *data) {
@@ -352,7 +170,7 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   memcpy(e + tail_len, a->suffix, a->suffix_len);
   int32_t *pre = NULL, *suf = NULL, *old = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0, n_old = 0;
-  sc_status st = encode_context(c, b, f->before_len + head_len, e, tail_len + a->suffix_len,
+  sc_status st = sc_cpl__encode_context(c, b, f->before_len + head_len, e, tail_len + a->suffix_len,
                                 (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf,
                                 &keep_suf, err);
   free(b);
@@ -393,32 +211,9 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   /* Repository context: definitions of what is used around the cursor,
    * from this file, its imports and the workspace, each headed by its path,
    * go before the prefix window. */
-  char *before = a->prefix;
-  size_t before_len = a->prefix_len;
-  size_t n_snippets = 0;
-  char *joined = NULL;
-  if (a->lang_known) {
-    size_t tl = a->prefix_len + a->suffix_len;
-    char *text = malloc(tl + 1);
-    sc_prompt prompt;
-    if (text) {
-      memcpy(text, a->prefix, a->prefix_len);
-      memcpy(text + a->prefix_len, a->suffix, a->suffix_len);
-      text[tl] = '\0';
-      if (sc_prompt_build_with(c->ws, a->rel_path, a->language, text, tl, a->prefix_len,
-                               c->tok, (size_t)a->set.context_budget,
-                               a->extras ? &a->extras->in : NULL, &prompt, NULL) == SC_OK) {
-        /* With snippets, the window the prompt chose, so that they fit the
-         * budget; without, the whole prefix (encode_context trims it). */
-        if (prompt.n_snippets && (joined = sc_prompt_text(&prompt, &before_len))) {
-          before = joined;
-          n_snippets = prompt.n_snippets;
-        }
-        sc_prompt_free(&prompt);
-      }
-      free(text);
-    }
-  }
+  const char *before;
+  size_t before_len, n_snippets;
+  char *joined = sc_cpl__prompt_before(a, &before, &before_len, &n_snippets);
   if (a->remote) {
     /* Only the assembled prompt and the suffix travel; the request goes out
      * on the loop (complete_done), so this job ends here. */
@@ -439,7 +234,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   }
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
-  sc_status est = encode_context(c, before, before_len, a->suffix, a->suffix_len,
+  sc_status est = sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len,
                                  (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf,
                                  &keep_suf, err);
   if (est != SC_OK) {
@@ -733,7 +528,7 @@ static void remote_answer(sc_lsp_server *s, sc_completer *c, sc_job *req, json_t
     return;
   }
   if (a->middle && a->cache_epoch == c->cache_epoch)
-    cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
+    sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
               a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
   if (backend_ok) {
@@ -918,7 +713,7 @@ static void complete_done(sc_lsp_server *s, sc_job *job) {
     return;
   }
   if (a->middle && a->cache_epoch == c->cache_epoch)
-    cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
+    sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
               a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
   sc_cpl__send_status(s, c);
@@ -1018,7 +813,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   size_t typed = 0;
   bool diverged = false;
   uint64_t suffix_hash = sc_hash64(d->text + off, d->len - off, 1);
-  cache_entry *hit = cache_find(c, uri_hash, suffix_hash, d->text, off, &typed, &diverged);
+  cache_entry *hit = sc_cpl__cache_find(c, uri_hash, suffix_hash, d->text, off, &typed, &diverged);
   char *rest = NULL; /* what remained of a suggestion the typing left */
   if (hit && diverged) {
     rest = strndup(hit->middle + typed, hit->middle_len - typed);
@@ -1063,7 +858,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->rel_path = sc_cpl__rel_path_of(c, d->uri);
   sc_document_touch(d);
   sc_cpl__maybe_refresh_index(s, c, d);
-  a->extras = gather_extras(s, c, d, line_of_offset(idx, p0));
+  a->extras = sc_cpl__gather_extras(s, c, d, line_of_offset(idx, p0));
   a->cursor = off;
   if (tree) {
     a->plan = plan;
@@ -1126,87 +921,6 @@ static void sc_completer_on_change(sc_lsp_server *s, sc_document *d) {
   }
   c->typing_uri = h;
   c->last_change_ms = now;
-}
-
-/* ---- sculpt/test/prompt (SCULPT_TEST_HOOKS) ---------------------------------- */
-/* The prompt a completion at a position would be built from, as JSON: the
- * windows and the snippets with their reasons, built on the worker exactly
- * as complete_job builds it but from the whole document. */
-
-typedef struct tprompt_arg {
-  sc_completer *c;
-  char *text, *rel;
-  size_t len, cursor, budget;
-  const char *lang;
-  prompt_extras *extras;
-} tprompt_arg;
-
-static void tprompt_arg_free(void *p) {
-  tprompt_arg *a = p;
-  free(a->text);
-  free(a->rel);
-  extras_free(a->extras);
-  free(a);
-}
-
-static json_t *tprompt_job(sc_job *job, void *argp, sc_error *err) {
-  tprompt_arg *a = argp;
-  if (!a->c->tok) {
-    sc_error_set(err, SC_ERR_UNSUPPORTED, "no tokenizer: the model is not loaded");
-    return NULL;
-  }
-  sc_prompt p;
-  if (sc_prompt_build_with(a->c->ws, a->rel, a->lang, a->text, a->len, a->cursor, a->c->tok,
-                           a->budget, a->extras ? &a->extras->in : NULL, &p, err) != SC_OK)
-    return NULL;
-  json_t *snips = json_array();
-  for (size_t i = 0; i < p.n_snippets; i++) {
-    sc_context_snippet *x = &p.snippets[i];
-    json_t *t = json_stringn(x->text, x->len);
-    json_array_append_new(
-        snips, json_pack("{s:s, s:s, s:s, s:f, s:i, s:i, s:I, s:o}", "path", x->path, "reason",
-                         x->reason, "name", x->name, "score", (double)x->score, "startLine",
-                         (int)x->start_line, "endLine", (int)x->end_line, "tokens",
-                         (json_int_t)x->tokens, "text", t ? t : json_string("")));
-  }
-  json_t *jp = json_string(p.prefix), *js = json_string(p.suffix);
-  json_t *out = json_pack("{s:o, s:o, s:o, s:b}", "prefix", jp ? jp : json_string(""), "suffix",
-                          js ? js : json_string(""), "snippets", snips, "workspace",
-                          a->c->ws != NULL);
-  sc_prompt_free(&p);
-  return out;
-}
-
-static void sc_completer_handle_test_prompt(sc_lsp_req *r) {
-  sc_lsp_server *s = r->s;
-  sc_completer *c = sc_lsp__feature(s);
-  sc_document *d = sc_lsp__get_open_document(r);
-  if (!d) return;
-  uint32_t line, character;
-  if (!sc_lsp__get_position(json_object_get(r->params, "position"), &line, &character)) {
-    sc_lsp__bad_params(r, "position needs line and character");
-    return;
-  }
-  json_t *jb = json_object_get(r->params, "budget");
-  json_int_t budget = jb ? json_integer_value(jb) : c->set.context_budget;
-  const sc_line_index *idx = sc_document_lines(d);
-  tprompt_arg *a = calloc(1, sizeof *a);
-  if (!idx || !a || !(a->text = strndup(d->text, d->len))) {
-    if (a) free(a->text);
-    free(a);
-    sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
-    return;
-  }
-  a->c = c;
-  a->len = d->len;
-  a->cursor = sc_pos_to_offset(d->text, d->len, idx, line, character, sc_lsp__encoding(s), NULL);
-  a->budget = budget >= 16 && budget <= (1 << 20) ? (size_t)budget : 1024;
-  a->lang = sc_context_language_for(d->language_id, d->uri);
-  a->rel = sc_cpl__rel_path_of(c, d->uri);
-  sc_document_touch(d);
-  sc_cpl__maybe_refresh_index(s, c, d);
-  a->extras = gather_extras(s, c, d, 0);
-  sc_lsp__post_job(s, r->id, r->method, d->uri, tprompt_job, a, tprompt_arg_free, NULL);
 }
 
 static void sc_completer_capabilities(json_t *caps) {
@@ -1351,7 +1065,7 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   size_t pw = budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
   size_t p0 = t->a > pw ? t->a - pw : 0;
   size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
-  if (encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b, budget, &pre,
+  if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b, budget, &pre,
                      &n_pre, &keep_pre, &suf, &keep_suf, err) != SC_OK)
     return NULL;
   /* Canvas lengths around the span's own size: a fix is usually close to it. */
@@ -1701,7 +1415,7 @@ static const sc_lsp_method k_methods[] = {
     {"workspace/executeCommand", sc_completer_handle_execute, SC_METHOD_REQUEST},
     {"textDocument/codeAction", sc_completer_handle_action, SC_METHOD_REQUEST},
     {"codeAction/resolve", sc_completer_handle_action_resolve, SC_METHOD_REQUEST},
-    {"sculpt/test/prompt", sc_completer_handle_test_prompt,
+    {"sculpt/test/prompt", sc_cpl__handle_test_prompt,
      SC_METHOD_REQUEST | SC_METHOD_TEST_HOOK},
 };
 

@@ -152,9 +152,102 @@ char *sc_cpl__rel_path_of(const sc_completer *c, const char *uri);
 /* Frees the index and its loop-side state (at exit). */
 void sc_cpl__index_free(sc_completer *c);
 
+/* ======================= the suggestion cache (cache.c) ===================== */
+
+/* Suggestions made under other settings or another model are not reused:
+ * empties the cache, and bumps cache_epoch so that requests already under
+ * way do not put their answers in. */
+void sc_cpl__cache_clear(sc_completer *c);
+/* A shown suggestion the user is typing into, at offset in text (the
+ * document). With *diverged false, what was typed (*typed bytes) is the
+ * start of the suggestion: serve the rest. With *diverged true, the typing
+ * left it. NULL when there is none. */
+cache_entry *sc_cpl__cache_find(sc_completer *c, uint64_t uri_hash, uint64_t suffix_hash,
+                                const char *text, size_t offset, size_t *typed, bool *diverged);
+/* Remembers a shown suggestion (middle is copied; empty ones are not kept),
+ * in place of the least recently used. */
+void sc_cpl__cache_put(sc_completer *c, uint64_t uri_hash, uint64_t prefix_hash,
+                       size_t prefix_len, uint64_t suffix_hash, const char *middle,
+                       size_t middle_len);
+
+/* ======================= a completion request =============================== */
+/* The job of one inlineCompletion or completion request: made on the loop
+ * by its handler (inline.c), read by the prompt (prompt.c), the shaping
+ * (shape.c) and the remote backend (remote.c). */
+
+typedef enum request_kind { RK_INLINE, RK_ITEMS } request_kind;
+
+typedef struct complete_arg {
+  sc_completer *c;
+  request_kind kind;
+  settings set;
+  uint64_t cache_epoch; /* c->cache_epoch when the request was made */
+  char *prefix; /* the window before the cursor (owned) */
+  size_t prefix_len;
+  char *suffix; /* the window after it (owned) */
+  size_t suffix_len;
+  bool single_line;
+  int debounce_ms;
+  char *rest;      /* the remains of a suggestion the typing diverged from (owned) */
+  json_t *position; /* the client's position, for ranges (owned) */
+  sc_syntax_tree *tree; /* a copy of the document's tree, for shaping (owned; may be NULL) */
+  sc_completion_plan plan;
+  size_t cursor;        /* byte offset of the cursor in the document */
+  char language[16];
+  bool lang_known;
+  char *rel_path;   /* the file relative to the workspace root (owned) */
+  struct prompt_extras *extras; /* other documents and recent edits (owned; may be NULL) */
+  uint64_t uri_hash, prefix_hash, suffix_hash;
+  size_t doc_prefix_len;
+  double t_request;
+  double prepare_ms; /* loop-thread time: syntax, planning, copies */
+  /* out, for on_done */
+  char *middle;
+  size_t middle_len;
+  double model_ms;
+  /* The remote backend: the job assembles the prompt, the loop sends it. */
+  bool remote;
+  char *r_prompt; /* snippets + prefix window (owned) */
+  size_t r_prompt_len, n_snippets;
+  double ctx_ms;
+  sc_lsp_server *s;
+  sc_fim_call *call; /* in flight, or NULL */
+  sc_job *shape;     /* the job shaping the backend's answer, or NULL (loop thread) */
+  /* Repair once: the shaped candidate that failed the parse check and its
+   * check, while the backend rewrites the broken span (owned). */
+  char *r_cand;
+  size_t r_cand_len;
+  sc_completion_check r_chk;
+  const char *r_repair_text; /* the rewrite, for remote_fill_done (borrowed, while shaping) */
+  size_t r_repair_len;
+  bool repaired;
+} complete_arg;
+
+/* ======================= the prompt (prompt.c) ============================== */
+
+typedef struct prompt_extras prompt_extras;
+/* The other documents and recent edits a prompt may use, copied from the
+ * loop (bounded). base_line: the document line the job's text starts in (its
+ * window), for the edits of the document itself. NULL when out of memory. */
+prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     uint32_t base_line);
+void sc_cpl__extras_free(prompt_extras *x);
+/* The text before the canvas: repository snippets and the prefix window.
+ * Returns what *before points into (owned), or NULL: then a->prefix. */
+char *sc_cpl__prompt_before(const complete_arg *a, const char **before, size_t *before_len,
+                            size_t *n_snippets);
+/* Tokenizes the text before and after the span and fits them to the budget:
+ * three quarters before (the tokens nearest the cursor), the rest after.
+ * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
+sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
+                                 const char *after, size_t after_len, size_t budget,
+                                 int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
+                                 size_t *keep_suf, sc_error *err);
+/* sculpt/test/prompt (a test hook): the assembled prompt at a position. */
+void sc_cpl__handle_test_prompt(sc_lsp_req *r);
+
 /* ======================= not yet split (complete.c) ========================= */
 
 void sc_cpl__drop_client(sc_completer *c);
-void sc_cpl__cache_clear(sc_completer *c);
 
 #endif /* SCULPT_COMPLETER_IMPL_H */
