@@ -26,11 +26,9 @@ static void sc_completer_start(sc_lsp_server *s) {
   sc_cpl__start_index(s, c);
 }
 
-/* ======================= shaping ============================================ */
-
 /* ======================= completion jobs ==================================== */
 
-static void complete_arg_free(void *p) {
+void sc_cpl__complete_arg_free(void *p) {
   complete_arg *a = p;
   sc_cpl__settings_free(&a->set);
   free(a->prefix);
@@ -44,100 +42,6 @@ static void complete_arg_free(void *p) {
   free(a->r_prompt);
   free(a->r_cand);
   free(a);
-}
-
-static json_t *build_items(const complete_arg *a, const char *text, size_t len, json_t *data) {
-  json_t *range = json_pack("{s:O, s:O}", "start", a->position, "end", a->position);
-  json_t *t = json_stringn(text, len);
-  if (!t) t = json_string("");
-  if (a->kind == RK_INLINE) {
-    json_t *cmd = json_pack("{s:s, s:s, s:[{s:I}]}", "title", "sculpt: accepted", "command",
-                            "sculpt.accept", "arguments", "length", (json_int_t)len);
-    json_t *items = json_array();
-    if (len > 0)
-      json_array_append_new(items, json_pack("{s:o, s:o, s:o}", "insertText", t, "range",
-                                             range, "command", cmd));
-    else
-      json_decref(t), json_decref(range), json_decref(cmd);
-    return json_pack("{s:o, s:o}", "items", items, "data", data);
-  }
-  /* CompletionItem: a label recognisable in a menu, the whole text in the
-   * documentation, and a textEdit that inserts it at the cursor. */
-  json_t *items = json_array();
-  if (len > 0) {
-    size_t a0 = 0;
-    while (a0 < len && (text[a0] == ' ' || text[a0] == '\t' || text[a0] == '\n')) a0++;
-    const char *nl = memchr(text + a0, '\n', len - a0);
-    size_t l1 = nl ? (size_t)(nl - (text + a0)) : len - a0;
-    if (l1 > 60) l1 = 60;
-    char label[96];
-    snprintf(label, sizeof label, "%.*s%s", (int)l1, text + a0, nl || l1 == 60 ? " …" : "");
-    char *doc = malloc(len + 64);
-    if (doc) snprintf(doc, len + 64, "```%s\n%.*s\n```", a->language, (int)len, text);
-    json_t *item = json_pack(
-        "{s:s, s:i, s:i, s:{s:o, s:o}, s:s, s:{s:s, s:s}, s:s, s:s, s:O}", "label", label,
-        "kind", 1, "insertTextFormat", 1, "textEdit", "range", range, "newText", t,
-        "filterText", label, "documentation", "kind", "markdown", "value", doc ? doc : "",
-        "detail", "sculpt", "sortText", "0", "data", data);
-    free(doc);
-    if (item) json_array_append_new(items, item);
-  } else {
-    json_decref(range);
-    json_decref(t);
-  }
-  json_decref(data);
-  return json_pack("{s:b, s:o}", "isIncomplete", 1, "items", items);
-}
-
-/* Shaping, for the local engine's and the remote backend's text alike: the
- * syntactic unit the plan asked for, nothing the suffix already has, and no
- * new syntax error once inserted. A candidate that fails the check is
- * repaired once when fill is given (the model rewrites the broken lines,
- * the rest fixed around them), else, or when the repair fails too,
- * discarded. With keep_failed, a failing candidate (cut) and its check are
- * kept in a->r_cand and a->r_chk, for a caller that repairs
- * asynchronously. Sets a->middle; returns its length. */
-static size_t shape_middle(complete_arg *a, const char *raw, size_t len, const char **discarded,
-                           sc_repair_fill_fn fill, void *user, bool keep_failed) {
-  if (a->tree) len = sc_completion_cut(a->tree, &a->plan, a->cursor, raw, len);
-  len = sc_completion_trim(raw, len, a->suffix, a->suffix_len, a->single_line);
-  char *fixed = NULL;
-  if (a->tree && len > 0) {
-    sc_completion_check chk;
-    sc_error cerr = {0};
-    if (sc_completion_check_insert(a->tree, a->cursor, raw, len, &chk, &cerr) == SC_OK &&
-        !chk.ok) {
-      if (keep_failed && (a->r_cand = strndup(raw, len))) {
-        a->r_cand_len = len;
-        a->r_chk = chk;
-      }
-      sc_completion_check after;
-      size_t fixed_len = 0;
-      if (fill && a->set.repair &&
-          sc_completion_repair(a->tree, a->cursor, raw, len, &chk, fill, user, &fixed,
-                               &fixed_len, &after, &cerr) == SC_OK &&
-          after.ok) {
-        a->repaired = true;
-        raw = fixed;
-        len = fixed_len;
-      } else {
-        *discarded = fill && a->set.repair ? "new syntax errors, not repaired"
-                                           : "new syntax errors";
-        SC_LOG_DEBUG("completion discarded: %zu new syntax errors", chk.new_errors);
-        len = 0;
-      }
-    }
-  }
-  free(a->middle);
-  a->middle = malloc(len + 1);
-  a->middle_len = 0;
-  if (a->middle) {
-    memcpy(a->middle, raw, len);
-    a->middle[len] = '\0';
-    a->middle_len = len;
-  }
-  free(fixed);
-  return len;
 }
 
 /* The repair's model call on the local engine (sc_repair_fill_fn): the
@@ -293,7 +197,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   double t_shape0 = sc_now_ms();
   const char *discarded = NULL;
   local_fill_ctx fc = {a, job, before, before_len, &p};
-  size_t len = shape_middle(a, res.text ? res.text : "", res.text_len, &discarded, local_fill,
+  size_t len = sc_cpl__shape_middle(a, res.text ? res.text : "", res.text_len, &discarded, local_fill,
                             &fc, false);
   free(joined);
   double t_end = sc_now_ms();
@@ -313,395 +217,9 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
   SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
                res.n_ids, res.steps, t_ctx - t0, res.ms_total, t_end - a->t_request);
-  json_t *out = build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
+  json_t *out = sc_cpl__build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
   sc_infill_result_free(&res);
   return out;
-}
-
-/* ======================= the remote backend ================================= */
-/* The worker job assembled the prompt; here, on the loop, it goes out
- * through the multi handle. The client's callback hands the answer to a
- * shaping job on the request worker, whose on_done sends the reply (or the
- * repair request): the loop only moves bytes. The request's job stays in
- * flight meanwhile (deferred), so that $/cancelRequest, a newer request, an
- * edit or exit cancel the HTTP request or the shaping too, and it is
- * answered exactly once. */
-
-void sc_cpl__drop_client(sc_completer *c) {
-  sc_fim_client *f = c->fim;
-  c->fim = NULL;
-  sc_fim_client_free(f); /* in-flight calls end: their callbacks answer */
-}
-
-static void fim_options(const settings *st, sc_fim_client_options *o) {
-  memset(o, 0, sizeof *o);
-  o->url = st->backend_url;
-  o->model = st->backend_model;
-  o->api_key = st->backend_key;
-  o->api_key_env = st->backend_key_env;
-  o->timeout_ms = st->backend_timeout_ms;
-  o->max_tries = st->backend_max_tries;
-}
-
-static bool ensure_client(sc_lsp_server *s, sc_completer *c, sc_error *err) {
-  if (c->fim) return true;
-  if (!c->set.backend_url) {
-    sc_error_set(err, SC_ERR_STALE, "the backend setting changed; ask again");
-    return false;
-  }
-  struct ev_loop *loop = sc_lsp__loop(s);
-  if (!loop) {
-    sc_error_set(err, SC_ERR_UNSUPPORTED, "the remote backend needs the server's event loop");
-    return false;
-  }
-  sc_fim_client_options o;
-  fim_options(&c->set, &o);
-  if (sc_fim_client_new(loop, &o, &c->fim, err) != SC_OK) return false;
-  c->fim_generation++;
-  return true;
-}
-
-static void set_backend(sc_lsp_server *s, sc_completer *c, backend_state st, const char *msg) {
-  bool changed = c->backend != st || strcmp(c->backend_error, msg ? msg : "") != 0;
-  c->backend = st;
-  snprintf(c->backend_error, sizeof c->backend_error, "%s", msg ? msg : "");
-  if (changed) {
-    if (st == BS_UNREACHABLE) SC_LOG_WARN("%s", c->backend_error);
-    sc_cpl__send_status(s, c);
-  }
-}
-
-/* A NUL-terminated copy of len bytes (which may hold NULs: strndup would
- * stop there while the length says more). */
-static char *memdup0(const char *p, size_t len) {
-  char *out = malloc(len + 1);
-  if (!out) return NULL;
-  if (len) memcpy(out, p, len);
-  out[len] = '\0';
-  return out;
-}
-
-/* The repair's fill once the backend has answered: its text, as given. */
-static sc_status remote_fill_done(void *user, const char *head, size_t head_len,
-                                  const char *span, size_t span_len, const char *tail,
-                                  size_t tail_len, char **out, size_t *out_len, sc_error *err) {
-  complete_arg *a = user;
-  *out = memdup0(a->r_repair_text, a->r_repair_len);
-  *out_len = a->r_repair_len;
-  return *out ? SC_OK : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
-}
-
-/* The backend's answer, shaped on the request worker (shape_job): the cut,
- * the trim and the parse check (a tree-sitter reparse) take milliseconds on
- * a big file, and on the loop they would hold up every other message. The
- * loop hands the text over and sends what comes back (shape_done). */
-typedef struct shape_arg {
-  sc_job *req;         /* the deferred request; NULL once it was answered (loop) */
-  complete_arg *a;     /* req's arg: borrowed while req lives */
-  complete_arg *owned; /* a, handed over when req was answered first (remote_cancel) */
-  bool repair;         /* text rewrites the broken span of a->r_cand */
-  char *text;          /* the backend's text (owned) */
-  size_t text_len;
-  double remote_ms;
-  int tries;
-  unsigned fim_generation; /* the client that answered */
-  int delay_ms;        /* test hook: SCULPT_TEST_SHAPE_DELAY_MS */
-  /* out, for shape_done */
-  json_t *result;      /* the answer, unless the repair request goes out (owned) */
-  bool want_repair;    /* the candidate broke the parse: send the request below */
-  char *rp_prompt, *rp_suffix; /* the repair request (owned) */
-  size_t rp_prompt_len, rp_suffix_len;
-  int rp_max_tokens;
-  bool rp_one_line;
-} shape_arg;
-
-static void shape_arg_free(void *p) {
-  shape_arg *sa = p;
-  if (!sa) return;
-  free(sa->text);
-  free(sa->rp_prompt);
-  free(sa->rp_suffix);
-  json_decref(sa->result);
-  if (sa->owned) complete_arg_free(sa->owned);
-  free(sa);
-}
-
-/* The answer's JSON (any thread: it reads only a). */
-static json_t *remote_result(const complete_arg *a, double remote_ms, int tries,
-                             const char *discarded, size_t len, double t0) {
-  double t_end = sc_now_ms();
-  json_t *data = json_pack("{s:b, s:s, s:f, s:f, s:i, s:i, s:f, s:s}", "cached", 0, "backend",
-                           "remote", "contextMs", a->ctx_ms, "remoteMs", remote_ms, "tries",
-                           tries, "debounceMs", a->debounce_ms, "totalMs",
-                           t_end - a->t_request, "kind",
-                           a->tree ? sc_completion_kind_name(a->plan.kind) : "unplanned");
-  if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
-  json_object_set_new(data, "shapeMs", json_real(t_end - t0));
-  json_object_set_new(data, "snippets", json_integer((json_int_t)a->n_snippets));
-  json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
-  if (a->repaired) json_object_set_new(data, "repaired", json_true());
-  return build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
-}
-
-/* Repair once, remotely: a second request rewrites the broken lines of the
- * candidate (a->r_cand, its check a->r_chk), with the prompt and the
- * candidate's good head before the canvas and its tail and the suffix
- * after. Built on the worker (c->tok is worker state); false when there is
- * no span to rewrite or no memory: the candidate stays discarded. */
-static bool repair_request(complete_arg *a, shape_arg *sa) {
-  size_t x = a->r_chk.span_start, y = a->r_chk.span_end;
-  if (!(x < y && y <= a->r_cand_len)) return false;
-  size_t pl = a->r_prompt_len + x, sl = (a->r_cand_len - y) + a->suffix_len;
-  char *p = malloc(pl + 1), *q = malloc(sl + 1);
-  if (!p || !q) {
-    free(p);
-    free(q);
-    return false;
-  }
-  memcpy(p, a->r_prompt, a->r_prompt_len);
-  memcpy(p + a->r_prompt_len, a->r_cand, x);
-  memcpy(q, a->r_cand + y, a->r_cand_len - y);
-  memcpy(q + (a->r_cand_len - y), a->suffix, a->suffix_len);
-  /* The canvas: the span's tokens and room to write it differently. */
-  int m = (int)((y - x) / 2 + 8);
-  if (a->c->tok) {
-    int32_t *ids = NULL;
-    size_t n = 0;
-    if (sc_tokenizer_encode(a->c->tok, a->r_cand + x, y - x, &ids, &n, NULL) == SC_OK)
-      m = (int)n + 8;
-    free(ids);
-  }
-  if (m > a->set.max_tokens) m = a->set.max_tokens;
-  sa->rp_prompt = p;
-  sa->rp_prompt_len = pl;
-  sa->rp_suffix = q;
-  sa->rp_suffix_len = sl;
-  sa->rp_max_tokens = m;
-  sa->rp_one_line = a->single_line || !memchr(a->r_cand + x, '\n', y - x);
-  return true;
-}
-
-/* On the request worker. The result is json_null(); the answer is in
- * sa->result (and the repair request, when one is wanted). */
-static json_t *shape_body(sc_job *job, shape_arg *sa, sc_error *err) {
-  complete_arg *a = sa->a;
-  double t0 = sc_now_ms();
-  if (sa->delay_ms > 0 && !sc_job_wait(job, sa->delay_ms))
-    return sc_error_set(err, SC_ERR_CANCELLED, "cancelled while shaping"), NULL;
-  const char *discarded = NULL;
-  size_t len;
-  if (sa->repair) {
-    /* The rewrite of the broken span came back: rebuild and check. */
-    a->r_repair_text = sa->text ? sa->text : "";
-    a->r_repair_len = sa->text_len;
-    char *cand = a->r_cand;
-    a->r_cand = NULL;
-    a->r_chk.ok = false;
-    len = shape_middle(a, cand, a->r_cand_len, &discarded, remote_fill_done, a, false);
-    free(cand);
-    a->r_repair_text = NULL;
-  } else {
-    len = shape_middle(a, sa->text ? sa->text : "", sa->text_len, &discarded, NULL, NULL,
-                       a->set.repair);
-    if (a->r_cand && !(sa->want_repair = repair_request(a, sa))) {
-      free(a->r_cand);
-      a->r_cand = NULL;
-    }
-  }
-  /* With a repair wanted, this is the answer should its request not go out
-   * (the candidate discarded). */
-  sa->result = remote_result(a, sa->remote_ms, sa->tries, discarded, len, t0);
-  if (!sa->result) return sc_error_set(err, SC_ERR_NOMEM, "out of memory"), NULL;
-  return json_null();
-}
-
-/* The answer goes out; the cache, the latency and the status follow it. */
-static void remote_answer(sc_lsp_server *s, sc_completer *c, sc_job *req, json_t *result,
-                          bool backend_ok) {
-  complete_arg *a = req->arg;
-  json_decref(req->result);
-  req->result = result;
-  if (!result) {
-    /* remote_result ran out of memory: an error, not an empty answer. */
-    sc_error_set(&req->err, SC_ERR_NOMEM, "out of memory");
-    sc_lsp__answer_deferred(s, req);
-    return;
-  }
-  if (a->middle && a->cache_epoch == c->cache_epoch)
-    sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
-              a->middle_len);
-  c->last_latency_ms = sc_now_ms() - a->t_request;
-  if (backend_ok) {
-    c->backend = BS_UNKNOWN; /* set_backend sends the status with the latency */
-    set_backend(s, c, BS_OK, NULL);
-  }
-  sc_lsp__answer_deferred(s, req);
-}
-
-static void remote_done(void *user, const sc_fim_result *res);
-
-static bool repair_submit(sc_completer *c, sc_job *req, shape_arg *sa) {
-  complete_arg *a = req->arg;
-  static const char *const nl_stop[] = {"\n"};
-  sc_fim_request fr = {sa->rp_prompt, sa->rp_prompt_len, sa->rp_suffix, sa->rp_suffix_len,
-                       sa->rp_max_tokens, 0.0, sa->rp_one_line ? nl_stop : NULL,
-                       sa->rp_one_line ? 1 : 0};
-  sc_error err = {0};
-  a->call = sc_fim_client_submit(c->fim, &fr, remote_done, req, &err);
-  if (!a->call) return false;
-  c->remote_calls++;
-  return true;
-}
-
-static json_t *shape_job(sc_job *job, void *argp, sc_error *err) {
-  shape_arg *sa = argp;
-  sc_completer *c = sa->a->c;
-  atomic_fetch_add(&c->shaping, 1);
-  json_t *r = shape_body(job, sa, err);
-  atomic_fetch_sub(&c->shaping, 1);
-  return r;
-}
-
-/* On the loop, after shape_job: the answer, or the repair request. */
-static void shape_done(sc_lsp_server *s, sc_job *job) {
-  shape_arg *sa = job->arg;
-  sc_job *req = sa->req;
-  if (!req) return; /* answered meanwhile (remote_cancel): sa frees a */
-  complete_arg *a = sa->a;
-  sc_completer *c = a->c;
-  a->shape = NULL;
-  sc_job_cancel why = sc_job_cancelled(job);
-  if (why != SC_JOB_LIVE || !job->result) {
-    /* Stopped by shutdown while the request itself was not (yet)
-     * cancelled, or out of memory: answered as the reason says. */
-    int live = SC_JOB_LIVE;
-    if (why != SC_JOB_LIVE) atomic_compare_exchange_strong(&req->cancel, &live, (int)why);
-    else req->err = job->err;
-    sc_lsp__answer_deferred(s, req);
-    return;
-  }
-  if (sa->want_repair) {
-    if (!c->fim || c->fim_generation != sa->fim_generation) {
-      /* The backend setting changed while this was shaped, as if during
-       * the request (sc_cpl__drop_client). */
-      sc_error_set(&req->err, SC_ERR_STALE, "the backend setting changed; ask again");
-      sc_lsp__answer_deferred(s, req);
-      return;
-    }
-    if (repair_submit(c, req, sa)) return; /* answered when the rewrite is back */
-    free(a->r_cand);
-    a->r_cand = NULL;
-  }
-  json_t *result = sa->result;
-  sa->result = NULL;
-  remote_answer(s, c, req, result, true);
-}
-
-static void remote_done(void *user, const sc_fim_result *res) {
-  sc_job *job = user;
-  complete_arg *a = job->arg;
-  a->call = NULL;
-  sc_completer *c = a->c;
-  /* Released by the server (cancelled): it answers. Being freed: nobody. */
-  if (!job->deferred || sc_job_cancelled(job) != SC_JOB_LIVE || c->closing) return;
-  sc_lsp_server *s = a->s;
-  /* The repair's request failing only loses the repair: the candidate is
-   * discarded as it would be without one, and the status tells why. Nothing
-   * is shaped, so this stays on the loop. */
-  bool repair_failed = a->r_cand && res->status != SC_OK && res->status != SC_ERR_CANCELLED;
-  if (repair_failed) {
-    set_backend(s, c, res->unreachable ? BS_UNREACHABLE : BS_ERROR, res->err.msg);
-    double t0 = sc_now_ms();
-    free(a->r_cand);
-    a->r_cand = NULL;
-    free(a->middle);
-    a->middle = strdup("");
-    a->middle_len = 0;
-    remote_answer(s, c, job,
-                  remote_result(a, res->ms, res->tries,
-                                "new syntax errors, the repair request failed", 0, t0),
-                  false);
-    return;
-  }
-  if (res->status != SC_OK) {
-    job->err = res->err;
-    if (res->status == SC_ERR_CANCELLED)
-      sc_error_set(&job->err, SC_ERR_STALE, "the backend setting changed; ask again");
-    else
-      set_backend(s, c, res->unreachable ? BS_UNREACHABLE : BS_ERROR, res->err.msg);
-    sc_lsp__answer_deferred(s, job);
-    return;
-  }
-  /* The text goes to the request worker; the request stays deferred (and
-   * cancellable) until shape_done answers it. */
-  shape_arg *sa = calloc(1, sizeof *sa);
-  if (sa && !(sa->text = memdup0(res->text ? res->text : "", res->text ? res->text_len : 0))) {
-    free(sa);
-    sa = NULL;
-  }
-  if (!sa) {
-    sc_error_set(&job->err, SC_ERR_NOMEM, "out of memory");
-    sc_lsp__answer_deferred(s, job);
-    return;
-  }
-  sa->req = job;
-  sa->a = a;
-  sa->repair = a->r_cand != NULL;
-  sa->text_len = res->text ? res->text_len : 0;
-  sa->remote_ms = res->ms;
-  sa->tries = res->tries;
-  sa->fim_generation = c->fim_generation;
-  const char *delay = getenv("SCULPT_TEST_SHAPE_DELAY_MS");
-  if (sc_lsp__options(s)->test_hooks && delay) sa->delay_ms = atoi(delay);
-  a->shape = sc_lsp__post_job(s, NULL, "sculpt/shapeRemote", NULL, shape_job, sa,
-                              shape_arg_free, shape_done);
-  if (!a->shape) { /* sa is freed */
-    sc_error_set(&job->err, SC_ERR_NOMEM, "out of memory");
-    sc_lsp__answer_deferred(s, job);
-  }
-}
-
-/* The request was answered (cancelled, superseded, stale, exit) while it
- * waited on the backend or on its shaping. */
-static void remote_cancel(sc_lsp_server *s, sc_job *job) {
-  complete_arg *a = job->arg;
-  sc_fim_call *call = a->call;
-  a->call = NULL;
-  sc_fim_call_cancel(call); /* closes the connection; remote_done returns early */
-  if (a->shape) {
-    /* The shaping job may be running on a: it takes a over (the server
-     * frees req after this), and is told to stop. */
-    shape_arg *sa = a->shape->arg;
-    int live = SC_JOB_LIVE, why = sc_job_cancelled(job);
-    atomic_compare_exchange_strong(&a->shape->cancel, &live,
-                                   why != SC_JOB_LIVE ? why : SC_JOB_CANCELLED);
-    a->shape = NULL;
-    sa->req = NULL;
-    sa->owned = a;
-    job->arg = NULL;
-    job->free_arg = NULL;
-  }
-}
-
-static void remote_submit(sc_lsp_server *s, sc_completer *c, sc_job *job) {
-  complete_arg *a = job->arg;
-  json_decref(job->result);
-  job->result = NULL; /* answered with job->err unless the request goes out */
-  if (!ensure_client(s, c, &job->err)) {
-    if (job->err.status != SC_ERR_STALE) set_backend(s, c, BS_ERROR, job->err.msg);
-    return;
-  }
-  /* One line wanted: the server may stop at the line's end. */
-  static const char *const nl_stop[] = {"\n"};
-  sc_fim_request req = {a->r_prompt, a->r_prompt_len, a->suffix, a->suffix_len,
-                        a->set.max_tokens, 0.0, a->single_line ? nl_stop : NULL,
-                        a->single_line ? 1 : 0};
-  a->s = s;
-  a->call = sc_fim_client_submit(c->fim, &req, remote_done, job, &job->err);
-  if (!a->call) return;
-  c->remote_calls++;
-  job->deferred = true;
-  job->on_cancel = remote_cancel;
 }
 
 static void complete_done(sc_lsp_server *s, sc_job *job) {
@@ -709,7 +227,7 @@ static void complete_done(sc_lsp_server *s, sc_job *job) {
   complete_arg *a = job->arg;
   if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
   if (a->remote) {
-    remote_submit(s, c, job);
+    sc_cpl__remote_submit(s, c, job);
     return;
   }
   if (a->middle && a->cache_epoch == c->cache_epoch)
@@ -764,14 +282,14 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   json_t *empty_data = json_pack("{s:b, s:s}", "cached", 0, "skipped", "language");
   complete_arg probe = {.kind = kind, .position = pos};
   if (!sc_cpl__language_enabled(c, lang)) {
-    sc_lsp__send_result(s, r->id, build_items(&probe, "", 0, empty_data));
+    sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, "", 0, empty_data));
     return;
   }
   json_decref(empty_data);
   if (c->state == MS_ERROR || c->state == MS_NONE) {
     if (automatic) {
       sc_lsp__send_result(s, r->id,
-                          build_items(&probe, "", 0, json_pack("{s:s}", "skipped", "model")));
+                          sc_cpl__build_items(&probe, "", 0, json_pack("{s:s}", "skipped", "model")));
     } else {
       sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED, "%s: no model: %s", r->method,
                          c->error[0] ? c->error : "not loaded");
@@ -802,7 +320,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
     } else if (plan.kind == SC_COMPLETION_NONE) {
       complete_arg none = {.kind = kind, .position = pos};
       sc_lsp__send_result(s, r->id,
-                          build_items(&none, "", 0,
+                          sc_cpl__build_items(&none, "", 0,
                                       json_pack("{s:b, s:s, s:s}", "cached", 0, "kind", "none",
                                                 "skipped", plan.reason ? plan.reason : "")));
       return;
@@ -826,7 +344,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
     json_t *data = json_pack("{s:b, s:i, s:f}", "cached", 1, "typed", (int)typed, "totalMs",
                              sc_now_ms() - t_request);
     sc_lsp__send_result(s, r->id,
-                        build_items(&a, hit->middle + typed, hit->middle_len - typed, data));
+                        sc_cpl__build_items(&a, hit->middle + typed, hit->middle_len - typed, data));
     return;
   }
 
@@ -845,7 +363,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   if (a) a->rest = rest;
   else free(rest);
   if (!a || !a->prefix || !a->suffix || !sc_cpl__settings_copy(&a->set, &c->set)) {
-    if (a) complete_arg_free(a);
+    if (a) sc_cpl__complete_arg_free(a);
     sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
@@ -881,7 +399,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->t_request = t_request;
   a->prepare_ms = sc_now_ms() - t_request;
   a->remote = a->set.backend_url != NULL;
-  sc_lsp__post_job(s, r->id, r->method, d->uri, complete_job, a, complete_arg_free,
+  sc_lsp__post_job(s, r->id, r->method, d->uri, complete_job, a, sc_cpl__complete_arg_free,
                    complete_done);
 }
 
@@ -1041,7 +559,7 @@ static char *remote_candidate(action_arg *a, const action_target *t, uint64_t se
   size_t p0 = t->a > pw ? t->a - pw : 0;
   size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
   sc_fim_client_options o;
-  fim_options(&a->set, &o);
+  sc_cpl__fim_options(&a->set, &o);
   sc_fim_request req = {a->text + p0, t->a - p0, a->text + t->b, s1 - t->b,
                         a->set.max_tokens * 2, seed ? 0.8 : 0.0, NULL, 0};
   char *text = NULL;

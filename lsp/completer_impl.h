@@ -246,8 +246,30 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
 /* sculpt/test/prompt (a test hook): the assembled prompt at a position. */
 void sc_cpl__handle_test_prompt(sc_lsp_req *r);
 
+/* ======================= shaping (shape.c) ================================== */
+
+/* The items for text (len bytes; 0: none) at the request's position:
+ * InlineCompletionList or CompletionList; data is taken (the timings). */
+json_t *sc_cpl__build_items(const complete_arg *a, const char *text, size_t len, json_t *data);
+/* Shapes raw (len bytes) for the request: the cut, the trim, the parse
+ * check and, with fill, the one repair; *discarded says why nothing is
+ * left. With keep_failed, a failing candidate and its check are kept in
+ * a->r_cand and a->r_chk. Sets a->middle; returns its length. */
+size_t sc_cpl__shape_middle(complete_arg *a, const char *raw, size_t len, const char **discarded,
+                            sc_repair_fill_fn fill, void *user, bool keep_failed);
+
+/* ======================= the remote backend (remote.c) ====================== */
+
+/* Sends the prompt the job assembled to the backend; the job is answered
+ * later, from the loop (deferred), or now with job->err. */
+void sc_cpl__remote_submit(sc_lsp_server *s, sc_completer *c, sc_job *job);
+/* Frees the backend's client: in-flight calls end with an error. */
+void sc_cpl__drop_client(sc_completer *c);
+/* The FIM client's options from the settings (borrowed strings). */
+void sc_cpl__fim_options(const settings *st, sc_fim_client_options *o);
+
 /* ======================= not yet split (complete.c) ========================= */
 
-void sc_cpl__drop_client(sc_completer *c);
+void sc_cpl__complete_arg_free(void *p);
 
 #endif /* SCULPT_COMPLETER_IMPL_H */
