@@ -268,6 +268,11 @@ void sc_cpl__drop_client(sc_completer *c);
 /* The FIM client's options from the settings (borrowed strings). */
 void sc_cpl__fim_options(const settings *st, sc_fim_client_options *o);
 
+/* ======================= code actions (actions.c) =========================== */
+
+void sc_cpl__handle_action(sc_lsp_req *r);         /* textDocument/codeAction */
+void sc_cpl__handle_action_resolve(sc_lsp_req *r); /* codeAction/resolve */
+
 /* ======================= not yet split (complete.c) ========================= */
 
 void sc_cpl__complete_arg_free(void *p);
