@@ -110,7 +110,7 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   size_t p0 = t->a > pw ? t->a - pw : 0;
   size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
   if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b, budget, &pre,
-                     &n_pre, &keep_pre, &suf, &keep_suf, err) != SC_OK)
+                             &n_pre, &keep_pre, &suf, &keep_suf, err) != SC_OK)
     return NULL;
   /* Canvas lengths around the span's own size: a fix is usually close to it. */
   int32_t *old = NULL;

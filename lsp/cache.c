@@ -28,7 +28,7 @@ void sc_cpl__cache_clear(sc_completer *c) {
  * the canvas is sized to what remained of the suggestion, so only the rest
  * is denoised again, conditioned on what the user actually typed. */
 cache_entry *sc_cpl__cache_find(sc_completer *c, uint64_t uri_hash, uint64_t suffix_hash,
-                               const char *text, size_t offset, size_t *typed, bool *diverged) {
+                                const char *text, size_t offset, size_t *typed, bool *diverged) {
   for (int i = 0; i < CACHE_ENTRIES; i++) {
     cache_entry *e = &c->cache[i];
     if (!e->used || e->uri_hash != uri_hash || e->suffix_hash != suffix_hash) continue;
@@ -44,8 +44,8 @@ cache_entry *sc_cpl__cache_find(sc_completer *c, uint64_t uri_hash, uint64_t suf
 }
 
 void sc_cpl__cache_put(sc_completer *c, uint64_t uri_hash, uint64_t prefix_hash,
-                      size_t prefix_len, uint64_t suffix_hash, const char *middle,
-                      size_t middle_len) {
+                       size_t prefix_len, uint64_t suffix_hash, const char *middle,
+                       size_t middle_len) {
   if (middle_len == 0) return;
   cache_entry *slot = &c->cache[0];
   for (int i = 0; i < CACHE_ENTRIES; i++) {

@@ -56,15 +56,24 @@ typedef struct cache_entry {
   uint64_t stamp;
 } cache_entry;
 
+/* The feature's state, grouped by the file that owns each part. */
 struct sc_completer {
-  settings set;
-  /* Worker-thread state: only jobs touch these. */
+  settings set; /* settings.c; read everywhere on the loop, copied for jobs */
+  /* model_slot.c, model-lane state: only jobs touch these. */
   sc_model *model;
   sc_tokenizer *tok;
   sc_engine *engine;
   char *loaded_path;
   sc_device_kind loaded_device;
-  sc_workspace *ws; /* the workspace index (worker thread only) */
+  /* model_slot.c, loop-thread state. */
+  model_state state;
+  char model_name[256], device_name[192], error[512];
+  double last_latency_ms; /* also set by inline.c and remote.c when they answer */
+  int load_generation;
+  char progress_token[48];
+  bool progress_begun, progress_end_pending;
+  /* index.c */
+  sc_workspace *ws; /* the workspace index (model lane only) */
   /* Loop-thread state for the index. */
   char *root;       /* the workspace folder, from initialize */
   bool indexing;
@@ -81,26 +90,21 @@ struct sc_completer {
   size_t index_files;
   double last_index_ms;
   char index_token[48];
-  /* Loop-thread state. */
-  model_state state;
-  char model_name[256], device_name[192], error[512];
-  double last_latency_ms;
-  int load_generation;
-  char progress_token[48];
-  bool progress_begun, progress_end_pending;
+  /* cache.c (loop thread) */
   cache_entry cache[CACHE_ENTRIES];
   uint64_t cache_clock;
-  /* Bumped by sc_cpl__cache_clear: a request started before it does not put its
-   * answer (made under the old settings or model) into the cache. */
+  /* Bumped by sc_cpl__cache_clear: a request started before it does not
+   * put its answer (made under the old settings or model) into the cache. */
   uint64_t cache_epoch;
+  /* inline.c (loop thread): the typing rhythm, for the debounce. */
   uint64_t typing_uri;
   double last_change_ms, avg_interval_ms;
-  /* The remote backend (loop thread): the client, made when first needed. */
+  /* remote.c (loop thread): the client, made when first needed. */
   sc_fim_client *fim;
   unsigned fim_generation; /* bumped per client: a shaped answer knows its own */
   backend_state backend;
   char backend_error[512];
-  bool closing; /* being freed: remote callbacks touch nothing */
+  bool closing; /* completer.c: being freed, remote callbacks touch nothing */
   /* Counters; engine_calls is bumped by jobs, read on the loop. */
   _Atomic long engine_calls;
   _Atomic long shaping; /* remote answers being shaped now (sculpt/test/stats) */
@@ -273,8 +277,13 @@ void sc_cpl__fim_options(const settings *st, sc_fim_client_options *o);
 void sc_cpl__handle_action(sc_lsp_req *r);         /* textDocument/codeAction */
 void sc_cpl__handle_action_resolve(sc_lsp_req *r); /* codeAction/resolve */
 
-/* ======================= not yet split (complete.c) ========================= */
+/* ======================= completion requests (inline.c) ===================== */
 
+void sc_cpl__handle_inline(sc_lsp_req *r);     /* textDocument/inlineCompletion */
+void sc_cpl__handle_completion(sc_lsp_req *r); /* textDocument/completion */
+/* The feature's on_change hook: the document's index entry follows its
+ * buffer, and the typing rhythm feeds the debounce. */
+void sc_cpl__on_change(sc_lsp_server *s, sc_document *d);
 void sc_cpl__complete_arg_free(void *p);
 
 #endif /* SCULPT_COMPLETER_IMPL_H */

@@ -376,7 +376,7 @@ typedef struct sc_lsp_feature {
   json_t *(*stats)(sc_lsp_server *s);
 } sc_lsp_feature;
 
-/* The completion feature (lsp/complete.c), the one the server runs. */
+/* The completion feature (lsp/completer.c), the one the server runs. */
 extern const sc_lsp_feature sc_completion_feature;
 
 /* The feature's state (borrowed). */

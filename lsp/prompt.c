@@ -39,7 +39,7 @@ static char *extras_keep(prompt_extras *x, char *p) {
 /* base_line: the document line the job's text starts in (its window), for
  * the edits of the document itself. */
 prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_document *d,
-                                    uint32_t base_line) {
+                                     uint32_t base_line) {
   prompt_extras *x = calloc(1, sizeof *x);
   if (!x) return NULL;
   sc_document_store *store = sc_lsp__documents(s);
@@ -77,9 +77,9 @@ prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_docum
  * three quarters before (the tokens nearest the cursor), the rest after.
  * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
 sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
-                                const char *after, size_t after_len, size_t budget,
-                                int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
-                                size_t *keep_suf, sc_error *err) {
+                                 const char *after, size_t after_len, size_t budget,
+                                 int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
+                                 size_t *keep_suf, sc_error *err) {
   size_t n_suf = 0;
   SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
   if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {

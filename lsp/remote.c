@@ -191,7 +191,7 @@ static json_t *shape_body(sc_job *job, shape_arg *sa, sc_error *err) {
     a->r_repair_text = NULL;
   } else {
     len = sc_cpl__shape_middle(a, sa->text ? sa->text : "", sa->text_len, &discarded, NULL, NULL,
-                       a->set.repair);
+                               a->set.repair);
     if (a->r_cand && !(sa->want_repair = repair_request(a, sa))) {
       free(a->r_cand);
       a->r_cand = NULL;
@@ -217,8 +217,8 @@ static void remote_answer(sc_lsp_server *s, sc_completer *c, sc_job *req, json_t
     return;
   }
   if (a->middle && a->cache_epoch == c->cache_epoch)
-    sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
-              a->middle_len);
+    sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash,
+                      a->middle, a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
   if (backend_ok) {
     c->backend = BS_UNKNOWN; /* set_backend sends the status with the latency */

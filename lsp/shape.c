@@ -64,7 +64,7 @@ json_t *sc_cpl__build_items(const complete_arg *a, const char *text, size_t len,
  * kept in a->r_cand and a->r_chk, for a caller that repairs
  * asynchronously. Sets a->middle; returns its length. */
 size_t sc_cpl__shape_middle(complete_arg *a, const char *raw, size_t len, const char **discarded,
-                           sc_repair_fill_fn fill, void *user, bool keep_failed) {
+                            sc_repair_fill_fn fill, void *user, bool keep_failed) {
   if (a->tree) len = sc_completion_cut(a->tree, &a->plan, a->cursor, raw, len);
   len = sc_completion_trim(raw, len, a->suffix, a->suffix_len, a->single_line);
   char *fixed = NULL;

@@ -1,32 +1,23 @@
-/* complete.c — completions in the editor: textDocument/inlineCompletion
- * (LSP 3.18), textDocument/completion for clients without it, accept and
- * dismiss through workspace/executeCommand, the model loaded in the
- * background with $/progress and sculpt/status, a result cache with
- * typing-through, and an adaptive debounce for automatic triggers.
+/* inline.c — the completion requests: textDocument/inlineCompletion (LSP
+ * 3.18 ghost text) and textDocument/completion for clients without it. The
+ * handler, on the loop, answers at once what needs no model (a language
+ * that is off, no model, nothing to complete here by the syntax plan, text
+ * the cache serves) and otherwise copies what the job needs: the windows
+ * around the cursor, the settings, a copy of the syntax tree, the prompt
+ * extras. The job, on the model lane, waits out the debounce of an
+ * automatic trigger, builds the prompt and decodes on the local engine (or
+ * hands the prompt to the remote backend), and shapes the answer. The
+ * debounce adapts to the user's typing rhythm, which document changes
+ * feed.
  *
- * Threads: handlers run on the loop thread and only copy what the job needs
- * (the text around the cursor, the settings); the model, tokenizer and engine
- * are created, used and freed only by jobs on the worker thread, which runs
- * them one at a time. */
+ * Threads: handlers and complete_done run on the loop and only copy; the
+ * job touches the model, tokenizer and engine on the model lane. */
 #define _POSIX_C_SOURCE 200809L
 #include "completer_impl.h"
 
-#include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-
-
-static void sc_completer_start(sc_lsp_server *s) {
-  sc_completer *c = sc_lsp__feature(s);
-  if (c->state == MS_NONE) sc_cpl__start_load(s, c);
-  sc_cpl__start_index(s, c);
-}
-
-/* ======================= completion jobs ==================================== */
 
 void sc_cpl__complete_arg_free(void *p) {
   complete_arg *a = p;
@@ -74,9 +65,9 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   memcpy(e + tail_len, a->suffix, a->suffix_len);
   int32_t *pre = NULL, *suf = NULL, *old = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0, n_old = 0;
-  sc_status st = sc_cpl__encode_context(c, b, f->before_len + head_len, e, tail_len + a->suffix_len,
-                                (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf,
-                                &keep_suf, err);
+  sc_status st = sc_cpl__encode_context(c, b, f->before_len + head_len, e,
+                                        tail_len + a->suffix_len, (size_t)a->set.context_budget,
+                                        &pre, &n_pre, &keep_pre, &suf, &keep_suf, err);
   free(b);
   free(e);
   if (st != SC_OK) return st;
@@ -139,8 +130,8 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_status est = sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len,
-                                 (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre, &suf,
-                                 &keep_suf, err);
+                                         (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre,
+                                         &suf, &keep_suf, err);
   if (est != SC_OK) {
     free(joined);
     return NULL;
@@ -197,8 +188,8 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   double t_shape0 = sc_now_ms();
   const char *discarded = NULL;
   local_fill_ctx fc = {a, job, before, before_len, &p};
-  size_t len = sc_cpl__shape_middle(a, res.text ? res.text : "", res.text_len, &discarded, local_fill,
-                            &fc, false);
+  size_t len = sc_cpl__shape_middle(a, res.text ? res.text : "", res.text_len, &discarded,
+                                    local_fill, &fc, false);
   free(joined);
   double t_end = sc_now_ms();
   a->model_ms = res.ms_total;
@@ -231,8 +222,8 @@ static void complete_done(sc_lsp_server *s, sc_job *job) {
     return;
   }
   if (a->middle && a->cache_epoch == c->cache_epoch)
-    sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash, a->middle,
-              a->middle_len);
+    sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash,
+                      a->middle, a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
   sc_cpl__send_status(s, c);
 }
@@ -288,8 +279,8 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   json_decref(empty_data);
   if (c->state == MS_ERROR || c->state == MS_NONE) {
     if (automatic) {
-      sc_lsp__send_result(s, r->id,
-                          sc_cpl__build_items(&probe, "", 0, json_pack("{s:s}", "skipped", "model")));
+      sc_lsp__send_result(
+          s, r->id, sc_cpl__build_items(&probe, "", 0, json_pack("{s:s}", "skipped", "model")));
     } else {
       sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED, "%s: no model: %s", r->method,
                          c->error[0] ? c->error : "not loaded");
@@ -321,8 +312,9 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
       complete_arg none = {.kind = kind, .position = pos};
       sc_lsp__send_result(s, r->id,
                           sc_cpl__build_items(&none, "", 0,
-                                      json_pack("{s:b, s:s, s:s}", "cached", 0, "kind", "none",
-                                                "skipped", plan.reason ? plan.reason : "")));
+                                              json_pack("{s:b, s:s, s:s}", "cached", 0, "kind",
+                                                        "none", "skipped",
+                                                        plan.reason ? plan.reason : "")));
       return;
     }
   }
@@ -343,8 +335,8 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
     snprintf(a.language, sizeof a.language, "%s", lang);
     json_t *data = json_pack("{s:b, s:i, s:f}", "cached", 1, "typed", (int)typed, "totalMs",
                              sc_now_ms() - t_request);
-    sc_lsp__send_result(s, r->id,
-                        sc_cpl__build_items(&a, hit->middle + typed, hit->middle_len - typed, data));
+    sc_lsp__send_result(
+        s, r->id, sc_cpl__build_items(&a, hit->middle + typed, hit->middle_len - typed, data));
     return;
   }
 
@@ -403,31 +395,10 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
                    complete_done);
 }
 
-static void sc_completer_handle_inline(sc_lsp_req *r) { handle_request(r, RK_INLINE); }
-static void sc_completer_handle_completion(sc_lsp_req *r) { handle_request(r, RK_ITEMS); }
+void sc_cpl__handle_inline(sc_lsp_req *r) { handle_request(r, RK_INLINE); }
+void sc_cpl__handle_completion(sc_lsp_req *r) { handle_request(r, RK_ITEMS); }
 
-static void sc_completer_handle_execute(sc_lsp_req *r) {
-  sc_completer *c = sc_lsp__feature(r->s);
-  const char *cmd = json_string_value(json_object_get(r->params, "command"));
-  if (!cmd) {
-    sc_lsp__bad_params(r, "command must be a string");
-    return;
-  }
-  if (strcmp(cmd, "sculpt.accept") == 0) {
-    c->accepted++;
-  } else if (strcmp(cmd, "sculpt.dismiss") == 0) {
-    c->dismissed++;
-  } else {
-    sc_lsp__bad_params(r, "unknown command %s", cmd);
-    return;
-  }
-  SC_LOG_DEBUG("%s (accepted %ld, dismissed %ld)", cmd, c->accepted, c->dismissed);
-  sc_lsp__send_result(r->s, r->id, json_null());
-}
-
-/* ======================= the rest =========================================== */
-
-static void sc_completer_on_change(sc_lsp_server *s, sc_document *d) {
+void sc_cpl__on_change(sc_lsp_server *s, sc_document *d) {
   sc_completer *c = sc_lsp__feature(s);
   const char *uri = d->uri;
   sc_cpl__maybe_refresh_index(s, c, d);
@@ -440,70 +411,3 @@ static void sc_completer_on_change(sc_lsp_server *s, sc_document *d) {
   c->typing_uri = h;
   c->last_change_ms = now;
 }
-
-static void sc_completer_capabilities(json_t *caps) {
-  json_object_set_new(caps, "inlineCompletionProvider", json_true());
-  json_object_set_new(caps, "completionProvider", json_pack("{s:b}", "resolveProvider", 0));
-  json_object_set_new(caps, "codeActionProvider",
-                      json_pack("{s:[s, s], s:b}", "codeActionKinds", "quickfix",
-                                "refactor.rewrite", "resolveProvider", 1));
-  json_object_set_new(caps, "executeCommandProvider",
-                      json_pack("{s:[s, s]}", "commands", "sculpt.accept", "sculpt.dismiss"));
-}
-
-static json_t *sc_completer_stats(sc_lsp_server *s) {
-  const sc_completer *c = sc_lsp__feature(s);
-  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I}", "engineCalls",
-                   (json_int_t)atomic_load(&((sc_completer *)c)->engine_calls),
-                   "completionRequests", (json_int_t)c->requests, "cacheHits",
-                   (json_int_t)c->cache_hits, "accepted", (json_int_t)c->accepted,
-                   "dismissed", (json_int_t)c->dismissed, "modelState", sc_cpl__state_name(c->state),
-                   "remoteCalls", (json_int_t)c->remote_calls, "shaping",
-                   (json_int_t)atomic_load(&((sc_completer *)c)->shaping));
-}
-
-static void *sc_completer_new(void) {
-  sc_completer *c = calloc(1, sizeof *c);
-  if (!c) return NULL;
-  sc_cpl__settings_defaults(&c->set);
-  return c;
-}
-
-static void sc_completer_free(void *state) {
-  sc_completer *c = state;
-  if (!c) return;
-  c->closing = true;
-  sc_cpl__drop_client(c);
-  sc_cpl__release_model(c);
-  sc_cpl__index_free(c);
-  sc_cpl__settings_free(&c->set);
-  for (int i = 0; i < CACHE_ENTRIES; i++) free(c->cache[i].middle);
-  free(c);
-}
-
-/* ======================= the feature ======================================== */
-
-static const sc_lsp_method k_methods[] = {
-    {"textDocument/inlineCompletion", sc_completer_handle_inline, SC_METHOD_REQUEST},
-    {"textDocument/completion", sc_completer_handle_completion, SC_METHOD_REQUEST},
-    {"workspace/executeCommand", sc_completer_handle_execute, SC_METHOD_REQUEST},
-    {"textDocument/codeAction", sc_cpl__handle_action, SC_METHOD_REQUEST},
-    {"codeAction/resolve", sc_cpl__handle_action_resolve, SC_METHOD_REQUEST},
-    {"sculpt/test/prompt", sc_cpl__handle_test_prompt,
-     SC_METHOD_REQUEST | SC_METHOD_TEST_HOOK},
-};
-
-const sc_lsp_feature sc_completion_feature = {
-    .methods = k_methods,
-    .n_methods = sizeof k_methods / sizeof k_methods[0],
-    .create = sc_completer_new,
-    .destroy = sc_completer_free,
-    .capabilities = sc_completer_capabilities,
-    .set_root = sc_cpl__set_root,
-    .settings = sc_cpl__apply_settings,
-    .start = sc_completer_start,
-    .on_change = sc_completer_on_change,
-    .on_save = sc_cpl__on_save,
-    .on_file_changed = sc_cpl__on_file_changed,
-    .stats = sc_completer_stats,
-};
