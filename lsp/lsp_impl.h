@@ -1,6 +1,10 @@
 /*
- * lsp_impl.h — the daemon's private parts: framing, positions, documents and
- * the worker. Only lsp/ sources and the unit tests include this.
+ * lsp_impl.h — the daemon's private parts: framing, positions, documents,
+ * the worker, and the server as its handlers see it (the sc_lsp__
+ * functions, the dispatch table's rows and the feature's hooks). Only lsp/
+ * sources and the unit tests include this. The server core's own state is
+ * in server_impl.h, the completion feature's in completer_impl.h; neither
+ * includes the other.
  */
 #ifndef SCULPT_LSP_IMPL_H
 #define SCULPT_LSP_IMPL_H
@@ -254,8 +258,9 @@ void sc_job_free(sc_job *job);
  * cancel takes effect at once. False (after less than ms) when cancelled. */
 bool sc_job_wait(sc_job *job, double ms);
 
-/* ======================= server internals for lsp/ files ================== */
-/* Loop thread only. Double underscores: private to lsp/, shared by files. */
+/* ======================= the server, for handlers ========================= */
+/* What a handler (the feature's, or the core's own) may ask of the server.
+ * Loop thread only. Double underscores: private to lsp/, shared by files. */
 
 enum {
   SC_RPC_PARSE_ERROR = -32700,
