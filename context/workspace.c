@@ -53,29 +53,12 @@ static bool looks_generated(const char *path, const char *data, size_t n) {
 }
 
 char *ws_read_all(const char *path, size_t max, size_t *len, bool *too_big) {
-  *too_big = false;
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return NULL;
-  }
-  if ((size_t)st.st_size > max) {
-    *too_big = true;
-    fclose(f);
-    return NULL;
-  }
-  char *buf = malloc((size_t)st.st_size + 1);
-  size_t got = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-  fclose(f);
-  if (!buf || got != (size_t)st.st_size) {
-    free(buf);
-    return NULL;
-  }
-  buf[got] = '\0';
-  *len = got;
-  return buf;
+  /* A FIFO or device in a tracked file's place is refused, not opened: a
+   * FIFO's open would block the indexing for good. */
+  char *buf = NULL;
+  sc_status st = sc_file_read_regular(path, max, &buf, len, NULL);
+  *too_big = st == SC_ERR_FORMAT;
+  return st == SC_OK ? buf : NULL;
 }
 
 /* The module an import names, as a file stem: "pkg.calc" -> "calc",

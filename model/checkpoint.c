@@ -117,10 +117,8 @@ static sc_status open_files(loader *L, sc_error *err) {
   char path[4096];
   snprintf(path, sizeof path, "%s/model.safetensors.index.json", L->dir);
   if (access(path, F_OK) == 0) {
-    json_error_t jerr;
-    json_t *idx = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    SC_CHECK(idx, err, SC_ERR_FORMAT, "%s: invalid JSON at line %d: %s", path, jerr.line,
-             jerr.text);
+    json_t *idx = NULL;
+    SC_TRY(sc_json_file_load(path, JSON_REJECT_DUPLICATES, &idx, err));
     json_t *wm = json_object_get(idx, "weight_map");
     if (!json_is_object(wm) || json_object_size(wm) == 0) {
       json_decref(idx);

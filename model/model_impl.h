@@ -44,6 +44,16 @@ size_t sc_dtype_size(sc_dtype dtype);
 
 /* ---- config.json and the tokenizer's special tokens (config.c) ------------ */
 
+/* The largest JSON file of a checkpoint read (tokenizer.json runs to ~10 MB). */
+#define SC_JSON_FILE_MAX ((size_t)1 << 30)
+
+/* Parses the JSON file at path (jansson flags, e.g. JSON_REJECT_DUPLICATES)
+ * into *out (a new reference). The file must be a regular file (a FIFO,
+ * device or directory is an error, never a blocking open); every error
+ * names path. Shared by every JSON part of a checkpoint. */
+struct json_t;
+sc_status sc_json_file_load(const char *path, size_t flags, struct json_t **out, sc_error *err);
+
 typedef struct sc_config {
   sc_model_family family;
   char architecture[64];

@@ -7,7 +7,8 @@
  * a nested repository, a submodule-like gitlink, odd names, a symlink, an
  * empty folder, a merge conflict); from the top, from a folder inside the
  * work tree, and for one folder (a folder that appeared). The ignore check
- * for new files agrees with `git check-ignore`.
+ * for new files agrees with `git check-ignore`. A FIFO in a tracked file's
+ * place does not hang the indexing.
  *
  * The git commands here are the test's own, on repositories it made
  * without any command-running configuration: running git is safe here. */
@@ -178,6 +179,32 @@ static void test_real_repositories(void) {
   compare(top, NULL, 100);
 }
 
+/* A FIFO in a tracked file's place (or a symlink to one) is skipped, not
+ * opened: opening a FIFO with no writer blocks, and indexing would hang.
+ * alarm() turns a hang into a failure. */
+static void test_fifo_in_place(void) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/../fifo_repo", top);
+  REQUIRE(sh("mkdir -p '%s' && cd '%s' && git init -q && "
+             "printf 'def kept_fn():\\n    return 1\\n' > a.py && "
+             "echo 'x = 1' > b.py && echo 'y = 2' > c.py && git add . && "
+             "rm b.py c.py && mkfifo b.py && mkfifo .f && ln -s .f c.py",
+             dir) == 0);
+  alarm(60);
+  sc_workspace *ws = NULL;
+  sc_error err = {0};
+  EXPECTF(sc_workspace_index(dir, NULL, &ws, &err) == SC_OK, "%s", err.msg);
+  alarm(0);
+  if (!ws) return;
+  EXPECT(sc_workspace_count_definitions(ws, "kept_fn") == 1);
+  EXPECTF(sc_workspace_get_stats(ws).files == 1, "%zu files", sc_workspace_get_stats(ws).files);
+  bool indexed = true;
+  alarm(60);
+  EXPECT(sc_workspace_update_file(ws, "b.py", NULL, 0, &indexed, &err) == SC_OK && !indexed);
+  alarm(0);
+  sc_workspace_free(ws);
+}
+
 /* Outside any work tree: an error, not an empty list. */
 static void test_not_a_repository(void) {
   char dir[512];
@@ -221,6 +248,7 @@ int main(void) {
     return 77;
   }
   RUN(test_real_repositories);
+  RUN(test_fifo_in_place);
   RUN(test_not_a_repository);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
