@@ -268,6 +268,10 @@ sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model 
            "max_seq and n_threads must not be negative");
   sc_model *m = calloc(1, sizeof *m);
   SC_CHECK(m, err, SC_ERR_NOMEM, "out of memory");
+  if (!(m->dir = strdup(dir))) {
+    free(m);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
   loader L = {.m = m, .dir = dir, .dtype_seen = -1};
   sc_status st = sc_config_load(dir, o.family, &m->cfg, err);
   if (st == SC_OK) st = open_files(&L, err);
@@ -322,7 +326,17 @@ void sc_model_free(sc_model *m) {
   free(m->files);
   free(m->layers);
   free(m->vectors);
+  free(m->dir);
   free(m);
+}
+
+sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err) {
+  /* Loading does not scan the weights (a 7B checkpoint is gigabytes, mapped
+   * lazily); the logits say it at the first pass instead. */
+  return sc_error_set(err, SC_ERR_FORMAT,
+                      "checkpoint %s: the model's logits are NaN or infinite (its weights hold "
+                      "NaN/Inf values, or its activations overflow); no completion from it",
+                      m->dir);
 }
 
 const sc_model_info *sc_model_get_info(const sc_model *m) { return &m->info; }

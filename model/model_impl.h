@@ -94,6 +94,7 @@ typedef struct sc_backend_ops sc_backend_ops;
 
 struct sc_model {
   sc_model_info info;
+  char *dir; /* owned: the checkpoint folder, for messages */
   sc_config cfg;
   sc_st_file *files;
   size_t n_files;
@@ -103,6 +104,10 @@ struct sc_model {
   float *vectors; /* owned: every small vector above */
   const sc_backend_ops *backend;
 };
+
+/* The error for a pass whose logits are NaN or infinite, naming m's
+ * checkpoint (checkpoint.c). Returns SC_ERR_FORMAT. */
+sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err);
 
 /* Converts n elements of a weight row (possibly unaligned) to f32. */
 void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst);
