@@ -30,19 +30,11 @@ static sc_status read_file(const char *path, char **out, size_t *len, sc_error *
   return sc_file_read_regular(path, SC_JSON_FILE_MAX, out, len, err);
 }
 
-/* Reads the whole file first: json_loadf reads a character at a time, which
- * is most of the load time for a 10 MB tokenizer.json. */
+/* sc_json_file_load reads the whole file first: json_loadf reads a
+ * character at a time, which was most of the load time for a 10 MB
+ * tokenizer.json. */
 static sc_status load_json(const char *path, json_t **out, sc_error *err) {
-  char *buf = NULL;
-  size_t len = 0;
-  SC_TRY(read_file(path, &buf, &len, err));
-  json_error_t jerr;
-  json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
-  free(buf);
-  SC_CHECK(root, err, SC_ERR_FORMAT, "%s:%d:%d: bad JSON: %s", path, jerr.line,
-           jerr.column, jerr.text);
-  *out = root;
-  return SC_OK;
+  return sc_json_file_load(path, JSON_ALLOW_NUL, out, err);
 }
 
 static bool get_bool(const json_t *obj, const char *key, bool dflt) {
