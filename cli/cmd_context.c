@@ -19,20 +19,6 @@
 
 #define CMD "context"
 
-/* The git work tree holding dir, or NULL. */
-static char *git_toplevel(const char *dir) {
-  if (strchr(dir, '\'')) return NULL;
-  char cmd[PATH_MAX + 64];
-  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --show-toplevel 2>/dev/null", dir);
-  FILE *p = popen(cmd, "r");
-  if (!p) return NULL;
-  char buf[PATH_MAX];
-  char *r = fgets(buf, sizeof buf, p) ? strdup(buf) : NULL;
-  pclose(p);
-  if (r) r[strcspn(r, "\n")] = '\0';
-  return r;
-}
-
 /* path as the prompt names it: relative to root when inside it, else
  * absolute (owned by the caller). */
 static char *rel_to_root(const char *root, const char *path) {
@@ -166,7 +152,7 @@ int sc_cli_context(int argc, char **argv) {
   } else {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", abs_path);
-    root = git_toplevel(dirname(dir));
+    root = sc_workspace_find_root(dirname(dir));
   }
   const char *rel = abs_path;
   if (root) {

@@ -267,13 +267,18 @@ void sc_workspace_free(sc_workspace *ws);
 /* A snapshot of the counters, taken under the lock (safe during updates). */
 sc_workspace_stats sc_workspace_get_stats(const sc_workspace *ws);
 const char *sc_workspace_root(const sc_workspace *ws); /* borrowed; never changes */
+/* The top of the git work tree holding path (a file or a folder), resolved;
+ * owned by the caller. NULL when path is in none. Read with libgit2
+ * (context/git.c): no git subprocess, nothing the repository configures
+ * runs. */
+char *sc_workspace_find_root(const char *path);
 
 /* Re-indexes one file, rel_path relative to the root. text (len bytes,
  * borrowed) is its content, e.g. an editor buffer; NULL reads it from disk,
  * and when rel_path is a folder there, indexes the files git lists under it
  * (a folder created or moved in; *indexed: any was).
- * A file the index did not have is first checked with `git check-ignore`
- * (so .gitignore holds for new files) and the same skips as the full index
+ * A file the index did not have is first checked against git's ignore
+ * rules (so .gitignore holds for new files) and the same skips as the full index
  * (language, binary, generated, huge, outside the root, max_files). A file
  * that is now skipped or gone from disk is removed. *indexed (may be NULL)
  * says whether the file is in the index afterwards. Thread-safe: parsing

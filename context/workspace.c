@@ -1,8 +1,8 @@
 /* workspace.c — the workspace index: listing, per-file indexing, the
  * name and path maps, MinHash sketches of chunks, and per-file updates.
  *
- * The index lists the repository's files through git itself (so .gitignore
- * is honoured exactly as git does), skips binary, generated and huge files
+ * The index lists the repository's files as git does (git.c, with libgit2,
+ * so .gitignore is honoured and nothing the repository configures runs), skips binary, generated and huge files
  * and symlinks that lead out of the root, and keeps each file's definitions
  * (from our tree-sitter queries), imports and chunk sketches. Snippet text
  * is read back from disk when a prompt needs it, so memory stays at the
@@ -20,6 +20,7 @@
  * Koenig, "b-Bit Minwise Hashing" (WWW 2010) for keeping low bits only. */
 #define _DEFAULT_SOURCE /* realpath, strndup */
 #include "workspace_impl.h"
+#include "git_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -29,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 /* ---- listing ------------------------------------------------------------ */
 
@@ -53,29 +53,12 @@ static bool looks_generated(const char *path, const char *data, size_t n) {
 }
 
 char *ws_read_all(const char *path, size_t max, size_t *len, bool *too_big) {
-  *too_big = false;
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return NULL;
-  }
-  if ((size_t)st.st_size > max) {
-    *too_big = true;
-    fclose(f);
-    return NULL;
-  }
-  char *buf = malloc((size_t)st.st_size + 1);
-  size_t got = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-  fclose(f);
-  if (!buf || got != (size_t)st.st_size) {
-    free(buf);
-    return NULL;
-  }
-  buf[got] = '\0';
-  *len = got;
-  return buf;
+  /* A FIFO or device in a tracked file's place is refused, not opened: a
+   * FIFO's open would block the indexing for good. */
+  char *buf = NULL;
+  sc_status st = sc_file_read_regular(path, max, &buf, len, NULL);
+  *too_big = st == SC_ERR_FORMAT;
+  return st == SC_OK ? buf : NULL;
 }
 
 /* The module an import names, as a file stem: "pkg.calc" -> "calc",
@@ -502,34 +485,20 @@ static void count_skip(sc_workspace_stats *st, skip_kind why) {
 }
 
 /* Indexes the files git lists under folder (relative; NULL: the whole
- * root), honouring .gitignore: -z keeps odd names intact. Each file is
- * parsed outside the lock and inserted under the write lock, so readers may
- * run meanwhile (a folder that appears while serving). *added counts the
- * files indexed. An error when git cannot list anything at all. */
+ * root), honouring .gitignore (git.c, libgit2: no git subprocess). Each
+ * file is parsed outside the lock and inserted under the write lock, so
+ * readers may run meanwhile (a folder that appears while serving). *added
+ * counts the files indexed. An error when git cannot list anything at all. */
 static sc_status index_listed(sc_workspace *ws, const char *folder, const _Atomic int *cancel,
                               size_t *added, sc_error *err) {
-  char cmd[PATH_MAX * 2 + 128];
-  bool quotable = !strchr(ws->root, '\'') && (!folder || !strchr(folder, '\''));
-  snprintf(cmd, sizeof cmd,
-           "git -C '%s' ls-files -z --cached --others --exclude-standard%s%s%s 2>/dev/null",
-           ws->root, folder ? " -- '" : "", folder ? folder : "", folder ? "'" : "");
-  FILE *p = quotable ? popen(cmd, "r") : NULL;
-  SC_CHECK(p, err, SC_ERR_IO, "workspace %s: cannot run git ls-files", ws->root);
-  char name[PATH_MAX];
-  size_t nl = 0;
-  int ch;
-  bool any = false;
-  sc_status st = SC_OK;
-  while ((ch = fgetc(p)) != EOF) {
-    if (ch != '\0') {
-      if (nl + 1 < sizeof name) name[nl++] = (char)ch;
-      continue;
-    }
-    name[nl] = '\0';
-    nl = 0;
-    any = true;
+  ws_names names;
+  sc_status st = ws_git_list(ws->root, folder, &names, err);
+  /* A folder that is in no work tree any more lists nothing, as git did. */
+  if (st != SC_OK) return folder ? SC_OK : st;
+  for (size_t i = 0; i < names.n; i++) {
+    const char *name = names.v[i];
     if (cancel && atomic_load(cancel)) {
-      pclose(p);
+      ws_names_free(&names);
       return sc_error_set(err, SC_ERR_CANCELLED, "workspace %s: indexing cancelled", ws->root);
     }
     pthread_rwlock_rdlock(&ws->lock);
@@ -555,10 +524,7 @@ static sc_status index_listed(sc_workspace *ws, const char *folder, const _Atomi
     }
     if (f) (*added)++;
   }
-  int rc = pclose(p);
-  if (st == SC_OK && !any && rc != 0 && !folder)
-    st = sc_error_set(err, SC_ERR_IO, "workspace %s: not a git repository (git ls-files failed)",
-                      ws->root);
+  ws_names_free(&names);
   return st;
 }
 
@@ -590,16 +556,6 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
   ws->stats.ms = sc_now_ms() - t0;
   *out = ws;
   return SC_OK;
-}
-
-/* Whether git ignores rel (a new file must honour .gitignore as the full
- * listing does). Outside a git work tree nothing is ignored. */
-static bool git_ignores(const sc_workspace *ws, const char *rel) {
-  if (strchr(ws->root, '\'') || strchr(rel, '\'')) return true; /* cannot quote: be safe */
-  char cmd[PATH_MAX * 2 + 96];
-  snprintf(cmd, sizeof cmd, "git -C '%s' check-ignore -q -- '%s' >/dev/null 2>&1", ws->root, rel);
-  int rc = system(cmd);
-  return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
 }
 
 /* A ".." path component would lead out of the root; "a..b.py" is a name. */
@@ -639,7 +595,7 @@ sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const
   size_t room = ws->max_chunks - ws->n_chunks + (known ? ws->files[id]->n_chunks : 0);
   bool full = !known && ws->n_live >= ws->max_files;
   pthread_rwlock_unlock(&ws->lock);
-  if (full || (!known && git_ignores(ws, rel_path))) {
+  if (full || (!known && ws_git_ignores(ws->root, rel_path))) {
     if (full) {
       pthread_rwlock_wrlock(&ws->lock);
       ws->stats.skipped_limit++;

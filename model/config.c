@@ -18,8 +18,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,28 +68,36 @@ const char *sc_dtype_name(sc_dtype dtype) {
   return "?";
 }
 
+sc_status sc_json_file_load(const char *path, size_t flags, json_t **out, sc_error *err) {
+  *out = NULL;
+  char *buf = NULL;
+  size_t len = 0;
+  SC_TRY(sc_file_read_regular(path, SC_JSON_FILE_MAX, &buf, &len, err));
+  json_error_t jerr;
+  json_t *j = json_loadb(buf, len, flags, &jerr);
+  free(buf);
+  SC_CHECK(j, err, SC_ERR_FORMAT, "%s: invalid JSON at line %d, column %d: %s", path, jerr.line,
+           jerr.column, jerr.text);
+  *out = j;
+  return SC_OK;
+}
+
+/* dir/name as a JSON object. An optional file that does not exist is NULL
+ * with *st SC_OK; one that exists must be a readable regular file holding
+ * an object (a broken tokenizer file is as wrong as a broken config). */
 static json_t *load_json(const char *dir, const char *name, bool required,
                          sc_status *st, sc_error *err) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  json_error_t jerr;
-  json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+  struct stat sb;
   *st = SC_OK;
+  if (!required && stat(path, &sb) != 0 && errno == ENOENT) return NULL;
+  json_t *j = NULL;
+  *st = sc_json_file_load(path, JSON_REJECT_DUPLICATES, &j, err);
   if (j && !json_is_object(j)) {
     json_decref(j);
+    j = NULL;
     *st = sc_error_set(err, SC_ERR_FORMAT, "%s: not a JSON object", path);
-    return NULL;
-  }
-  if (!j) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-      if (required) *st = sc_error_set(err, SC_ERR_IO, "%s: cannot open", path);
-      return NULL;
-    }
-    fclose(f);
-    /* A present but broken tokenizer file is as wrong as a broken config. */
-    *st = sc_error_set(err, SC_ERR_FORMAT, "%s: invalid JSON at line %d: %s", path,
-                       jerr.line, jerr.text);
   }
   return j;
 }

@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kernels.h"
 #include "model.h"
+#include "model_impl.h" /* sc_model_nonfinite_error: the checkpoint's name */
 
 #include <limits.h>
 #include <math.h>
@@ -198,6 +199,7 @@ typedef struct row_pick {
   int32_t token;
   double p;     /* probability of token under the filtered distribution */
   double score; /* ranking score in [0, 1]-comparable form, see sc_infill_params */
+  bool nonfinite; /* a logit of the row was NaN or infinite: nothing was picked */
 } row_pick;
 
 /* qsort has no context argument in C17; the row being sorted is a global of
@@ -259,11 +261,18 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
     out.token = r.token;
     out.p = r.p;
     out.score = pick_score(&r, p);
+    out.nonfinite = r.nonfinite;
     return out;
   }
   double *z = e->z;
   double inv_t = p->temperature > 0 ? 1.0 / p->temperature : 1.0;
-  for (int i = 0; i < V; i++) z[i] = banned[i] ? -INFINITY : (double)logits[i] * inv_t;
+  bool nonfinite = false;
+  for (int i = 0; i < V; i++) {
+    nonfinite |= !isfinite(logits[i]); /* as model/pick.c's pass does */
+    z[i] = banned[i] ? -INFINITY : (double)logits[i] * inv_t;
+  }
+  if (nonfinite) return (row_pick){0, 0.0, 0.0, true};
+  out.nonfinite = false;
   const float pen = eos_penalty(e, p);
   if (pen != 0.0f) {
     if (info->eos_id >= 0 && info->eos_id < V) z[info->eos_id] -= pen * inv_t;
@@ -458,8 +467,8 @@ static void run_pick_params(sc_engine *e, const cand_run *run, const sc_infill_p
 
 /* The run's rows picked: from e->rpick when the pass picked them (on the
  * device or by model/pick.c), else from their logits here. */
-static void run_take_picks(sc_engine *e, cand_run *run, const sc_infill_params *p,
-                           bool picked) {
+static sc_status run_take_picks(sc_engine *e, cand_run *run, const sc_infill_params *p,
+                                bool picked, sc_error *err) {
   for (int k = run->row0; k < run->row0 + run->nr; k++) {
     if (picked) {
       e->pick[k] = e->rpick[k].token;
@@ -468,12 +477,15 @@ static void run_take_picks(sc_engine *e, cand_run *run, const sc_infill_params *
     } else {
       row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, false,
                                e->prow[k].key);
+      /* (Picked rows were checked by sc_forward_ctx_pick.) */
+      if (rp.nonfinite) return sc_model_nonfinite_error(e->model, err);
       e->pick[k] = rp.token;
       e->pprob[k] = (float)rp.p;
       e->score[k] = rp.score;
     }
     e->order[k] = k;
   }
+  return SC_OK;
 }
 
 /* Commits the run's picked rows by the schedule, and moves on to the next
@@ -621,7 +633,7 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
     if (st != SC_OK) break;
     double t1 = sc_now_ms();
     *ms_fwd += t1 - t0;
-    run_take_picks(e, &run, p, pick);
+    if ((st = run_take_picks(e, &run, p, pick, err)) != SC_OK) break;
     run_apply(e, &run, p, progress, user);
     *ms_smp += sc_now_ms() - t1;
   }
@@ -800,7 +812,7 @@ sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progres
   b->passes++;
   for (int a = 0; a < na; a++) {
     batch_slot *bs = &b->slots[active[a]];
-    run_take_picks(e, &bs->run, &bs->p, unfiltered(e, &bs->p));
+    SC_TRY(run_take_picks(e, &bs->run, &bs->p, unfiltered(e, &bs->p), err));
     run_apply(e, &bs->run, &bs->p, NULL, NULL);
     if (progress)
       progress(user, active[a], bs->run.seq + bs->run.c0, bs->run.m, bs->run.steps,
@@ -942,11 +954,16 @@ static sc_status decode_candidate_dreamon(sc_engine *e, const int32_t *prefix, i
     for (int k = 0; k < nr; k++) {
       row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, m < max_m,
                                row_key(key, cs->steps, e->positions[k]));
+      if (rp.nonfinite) {
+        st = sc_model_nonfinite_error(e->model, err);
+        break;
+      }
       e->pick[k] = rp.token;
       e->pprob[k] = (float)rp.p;
       e->score[k] = rp.score;
       e->order[k] = k;
     }
+    if (st != SC_OK) break;
     g_sort_score = e->score;
     qsort(e->order, (size_t)nr, sizeof *e->order, cmp_order);
     int take = 1;

@@ -264,6 +264,10 @@ typedef struct sc_row_pick {
   double max_prob; /* p1 */
   double margin;   /* p1 - p2 */
   double entropy;  /* nats */
+  /* A logit of the row is NaN or infinite (broken weights or an overflow):
+   * the other fields mean nothing. sc_forward_ctx_pick refuses such a pass
+   * with an error naming the checkpoint. */
+  bool nonfinite;
 } sc_row_pick;
 
 /* The uniform in (0, 1) behind the noise (23 bits plus a half step; never

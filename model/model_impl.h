@@ -44,6 +44,16 @@ size_t sc_dtype_size(sc_dtype dtype);
 
 /* ---- config.json and the tokenizer's special tokens (config.c) ------------ */
 
+/* The largest JSON file of a checkpoint read (tokenizer.json runs to ~10 MB). */
+#define SC_JSON_FILE_MAX ((size_t)1 << 30)
+
+/* Parses the JSON file at path (jansson flags, e.g. JSON_REJECT_DUPLICATES)
+ * into *out (a new reference). The file must be a regular file (a FIFO,
+ * device or directory is an error, never a blocking open); every error
+ * names path. Shared by every JSON part of a checkpoint. */
+struct json_t;
+sc_status sc_json_file_load(const char *path, size_t flags, struct json_t **out, sc_error *err);
+
 typedef struct sc_config {
   sc_model_family family;
   char architecture[64];
@@ -84,6 +94,7 @@ typedef struct sc_backend_ops sc_backend_ops;
 
 struct sc_model {
   sc_model_info info;
+  char *dir; /* owned: the checkpoint folder, for messages */
   sc_config cfg;
   sc_st_file *files;
   size_t n_files;
@@ -93,6 +104,10 @@ struct sc_model {
   float *vectors; /* owned: every small vector above */
   const sc_backend_ops *backend;
 };
+
+/* The error for a pass whose logits are NaN or infinite, naming m's
+ * checkpoint (checkpoint.c). Returns SC_ERR_FORMAT. */
+sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err);
 
 /* Converts n elements of a weight row (possibly unaligned) to f32. */
 void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst);

@@ -121,10 +121,35 @@ static void test_edges(void) {
   sc_pick_params pp = {&rp, all, -1, -1};
   sc_pick_rows(l, 1, 4, &pp, z, &r);
   EXPECT(r.token == 0 && r.p == 0 && r.max_prob == 0 && r.entropy == 0);
+  EXPECT(!r.nonfinite);
   const float nan_row[4] = {NAN, NAN, NAN, NAN};
   pp.banned = NULL;
   sc_pick_rows(nan_row, 1, 4, &pp, z, &r);
-  EXPECT(r.token == 0 && r.p == 0 && isfinite(r.entropy));
+  EXPECT(r.token == 0 && r.p == 0 && isfinite(r.entropy) && r.nonfinite);
+}
+
+/* Broken weights show as NaN or infinite logits: each such row is flagged
+ * (kernels/ops.cu's k_lm_stats flags the same rows; tests/gpu checks it),
+ * banned ids included, greedy or sampled; a finite row is not. */
+static void test_nonfinite(void) {
+  const float rows[][5] = {{1, 2, 3, 4, 5},
+                           {1, NAN, 3, 4, 5},
+                           {1, 2, INFINITY, 4, 5},
+                           {1, 2, 3, 4, -INFINITY},
+                           {NAN, 2, 3, 4, 5}}; /* id 0 banned below */
+  const bool want[] = {false, true, true, true, true};
+  const uint8_t banned[5] = {1, 0, 0, 0, 0};
+  double z[5];
+  for (int temp = 0; temp < 2; temp++)
+    for (int i = 0; i < 5; i++) {
+      sc_pick_row_params rp = {temp ? 0.8f : 0.0f, 0.0f, 11};
+      sc_pick_params pp = {&rp, banned, -1, -1};
+      sc_row_pick r;
+      sc_pick_rows(rows[i], 1, 5, &pp, z, &r);
+      EXPECTF(r.nonfinite == want[i], "row %d (T %d): nonfinite %d", i, temp, r.nonfinite);
+      if (want[i]) EXPECT(r.token == 0 && r.p == 0 && r.max_prob == 0);
+      else EXPECT(r.token == 4 || temp);
+    }
 }
 
 static bool same_picks(const sc_row_pick *a, const sc_row_pick *b, int n) {
@@ -269,6 +294,7 @@ int main(void) {
   RUN(test_greedy_and_stats);
   RUN(test_sampling_distribution);
   RUN(test_edges);
+  RUN(test_nonfinite);
   RUN(test_ctx_pick);
   RUN(test_engine_keyed_noise);
   TEST_MAIN_END();
