@@ -393,23 +393,31 @@ bool sc_infill_fit(const sc_model *model, const sc_infill_params *p, int max_seq
                    size_t n_pre, size_t n_suf, size_t *keep_pre, size_t *keep_suf,
                    bool *suffix_cut) {
   const sc_family_profile *pf = sc_model_get_profile(model);
-  long room = (long)max_seq - sc_family_frame_extra(pf, false, p->pad_after) -
-              grown_canvas(pf, p, m);
+  const long grow = grown_canvas(pf, p, m);
+  /* Room for prefix + suffix with the suffix whole (followed by its EOS and
+   * padding), and with it cut (followed by nothing). */
+  const long whole = (long)max_seq - sc_family_frame_extra(pf, false, p->pad_after) - grow;
+  const long cut = (long)max_seq - sc_family_frame_extra(pf, true, p->pad_after) - grow;
   *keep_pre = *keep_suf = 0;
-  *suffix_cut = n_suf > 0;
-  if (room < 0) return false;
-  size_t R = (size_t)room;
-  if (n_pre + n_suf <= R) {
-    *keep_pre = n_pre, *keep_suf = n_suf;
-  } else {
-    /* The prefix is cut from the left first (as upstream truncates the
-     * whole prompt from the left), but keeps at least half the room: the
-     * lines before the cursor matter most to an editor. */
-    size_t floor_pre = n_pre < R / 2 ? n_pre : R / 2;
-    *keep_suf = n_suf < R - floor_pre ? n_suf : R - floor_pre;
-    *keep_pre = n_pre < R - *keep_suf ? n_pre : R - *keep_suf;
+  *suffix_cut = false;
+  /* The prefix is cut from the left first (upstream harnesses cut the whole
+   * prompt from the left), but keeps at least half the room when it can:
+   * the lines before the cursor matter most to an editor. */
+  if (whole >= 0) {
+    size_t W = (size_t)whole, floor_pre = n_pre < W / 2 ? n_pre : W / 2;
+    if (n_suf + floor_pre <= W) {
+      *keep_suf = n_suf;
+      *keep_pre = n_pre < W - n_suf ? n_pre : W - n_suf;
+      return true;
+    }
   }
-  *suffix_cut = *keep_suf < n_suf;
+  if (cut < 0 || n_suf == 0) return false;
+  size_t R = (size_t)cut, floor_pre = n_pre < R / 2 ? n_pre : R / 2;
+  *keep_pre = floor_pre;
+  *keep_suf = R - floor_pre < n_suf - 1 ? R - floor_pre : n_suf - 1; /* cut: at least one */
+  if (*keep_pre < n_pre && *keep_pre + *keep_suf < R)
+    *keep_pre = n_pre < R - *keep_suf ? n_pre : R - *keep_suf;
+  *suffix_cut = true;
   return true;
 }
 
@@ -423,8 +431,8 @@ int sc_infill_positions(const sc_model *model, const sc_infill_params *p, int m,
 /* ---- frame, ending, cleaning -------------------------------------------------------- */
 
 int sc_family_frame_extra(const sc_family_profile *pf, bool suffix_cut, int pad_after) {
-  int eos = pf->eos_id >= 0;
-  return (pf->bos_id >= 0) + (pf->eos_after_suffix && !suffix_cut ? eos : 0) +
+  int eos = pf->eos_id >= 0 && !suffix_cut;
+  return (pf->bos_id >= 0) + (pf->eos_after_suffix ? eos : 0) +
          (pad_after > 0 ? pad_after * eos : 0);
 }
 
@@ -439,8 +447,9 @@ int sc_family_frame(const sc_family_profile *pf, bool suffix_cut, int pad_after,
   for (int i = 0; i < m; i++) seq[n++] = mask;
   if (n_suffix) memcpy(seq + n, suffix, (size_t)n_suffix * sizeof *seq);
   n += n_suffix;
-  if (pf->eos_id >= 0) {
-    if (pf->eos_after_suffix && !suffix_cut) seq[n++] = pf->eos_id;
+  /* A cut suffix is followed by nothing: any EOS would say the file ends. */
+  if (pf->eos_id >= 0 && !suffix_cut) {
+    if (pf->eos_after_suffix) seq[n++] = pf->eos_id;
     for (int i = 0; i < pad_after; i++) seq[n++] = pf->eos_id;
   }
   return n;

@@ -37,7 +37,7 @@ int sc_family_frame_extra(const sc_family_profile *pf, bool suffix_cut, int pad_
 
 /* Writes [BOS] prefix MASK*m suffix [EOS] [EOS*pad_after] into seq (room
  * for n_prefix + m + n_suffix + sc_family_frame_extra) and returns its
- * length; *c0 = the canvas start. A cut suffix gets no EOS. */
+ * length; *c0 = the canvas start. A cut suffix gets no EOS (nor padding). */
 int sc_family_frame(const sc_family_profile *pf, bool suffix_cut, int pad_after,
                     const int32_t *prefix, int n_prefix, int32_t mask, int m,
                     const int32_t *suffix, int n_suffix, int32_t *seq, int *c0);

@@ -205,6 +205,14 @@ static int cmp_best(const void *a, const void *b) {
   if (sa < sb) return 1;
   return g_pos[ia] - g_pos[ib];
 }
+/* Rows by score, worst first; the lower position first on a tie. */
+static int cmp_worst(const void *a, const void *b) {
+  int ia = *(const int32_t *)a, ib = *(const int32_t *)b;
+  double sa = g_pk[ia].score, sb = g_pk[ib].score;
+  if (sa < sb) return -1;
+  if (sa > sb) return 1;
+  return g_pos[ia] - g_pos[ib];
+}
 static void sort_best(loop_run *r) {
   g_pk = r->pk;
   g_pos = r->pos;
@@ -353,11 +361,13 @@ static sc_status loop_p2(loop_run *r, int cand_index, sc_error *err) {
     int nt = (int)floorf((float)m * keep);
     if (nt < 0) nt = 0;
     if (nt > m) nt = m;
-    /* The nt least confident (argsort ascending): the last nt rows in
-     * best-first order, where equal scores keep position order. */
+    /* The nt least confident (argsort ascending; equal scores in
+     * position order). */
     for (int j = 0; j < m; j++) r->order[j] = j, remask[j] = false;
-    sort_best(r);
-    for (int a = 0; a < nt; a++) remask[r->order[m - 1 - a]] = true;
+    g_pk = r->pk;
+    g_pos = r->pos;
+    qsort(r->order, (size_t)m, sizeof *r->order, cmp_worst);
+    for (int a = 0; a < nt; a++) remask[r->order[a]] = true;
     for (int j = 0; j < m; j++) {
       if (remask[j]) {
         r->cv[j] = r->mask;

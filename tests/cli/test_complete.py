@@ -97,6 +97,39 @@ rc, out, err = run(f"{src}:1:4", "--model", model, "--max-tokens", "20", "--json
 res = json.loads(out)
 check(res["text"] == "uvwxyz" and res["canvas"] == 20, f"fixed canvas: {res}")
 
+# Ending by the family's rule. A Dream-family canvas is not EOS-filled: the
+# run stops once no mask is left before the EOS, and the positions after it
+# are never decoded; with sculpt_eos_fill (DreamOn's and sculpt's own rule)
+# they become EOS at once. The middle is the same either way, without EOS.
+res = json.loads(run(f"{src}:1:4", "--model", model, "--max-tokens", "10", "--json")[1])
+check(res["model"]["profile"] == "dream" and res["text"] == "uvwxyz" and
+      res["canvas_ids"][6] == 256 and res["canvas_ids"][7:] == [258] * 3,
+      f"dream: no EOS fill: {res['canvas_ids']}")
+filled = os.path.join(tmp, "eos-fill")
+shutil.copytree(model, filled)
+with open(os.path.join(filled, "config.json")) as f:
+    cfg = json.load(f)
+cfg["sculpt_eos_fill"] = True
+with open(os.path.join(filled, "config.json"), "w") as f:
+    json.dump(cfg, f)
+res = json.loads(run(f"{src}:1:4", "--model", filled, "--max-tokens", "10", "--json")[1])
+check(res["text"] == "uvwxyz" and res["canvas_ids"][6:] == [256] * 4,
+      f"sculpt_eos_fill: EOS to the right: {res['canvas_ids']}")
+
+# Presets: the authors' loop (here DreamOn's harness: one token per step,
+# entropy, top_p 0.9, the canvas padded with 64 EOS) finds the same middle on
+# this model; the JSON says which loop ran. A bad preset is a usage error.
+res = json.loads(run(f"{src}:1:4", "--model", model, "--max-tokens", "10", "--preset",
+                     "upstream", "--json")[1])
+check(res["preset"] == "upstream" and res["loop"] == "one-per-step" and
+      res["text"] == "uvwxyz" and res["steps"] == 10, f"upstream preset: {res}")
+res = json.loads(run(f"{src}:1:4", "--model", model, "--max-tokens", "10", "--preset", "fast",
+                     "--json")[1])
+check(res["preset"] == "fast" and res["loop"] == "blocks" and res["text"] == "uvwxyz",
+      f"fast preset: {res}")
+rc, out, err = run(f"{src}:1:4", "--model", model, "--preset", "slow")
+check(rc == 2 and "--preset" in err, f"bad preset: {rc} {err}")
+
 # Usage and input errors: exit 2, one line on stderr.
 for args in ([f"{src}:9:1", "--model", model], [f"{src}:1:99", "--model", model],
              [f"{src}:0:1", "--model", model], [f"{src}", "--model", model],
