@@ -84,14 +84,21 @@ with tempdir() as tmp:
              ({"sculpt_expand_token_id": 303}, dict(expand_id=303)),
              ({"sculpt_max_infill": 48}, dict(max_infill=48)),
              ({"sculpt_preset": "upstream"}, dict(preset="upstream"))]
-    for i, (keys, want) in enumerate(cases):
-        d = os.path.join(tmp, f"override{i}")
+
+    def with_keys(name, keys):
+        """A copy of base whose config.json has keys added."""
+        d = os.path.join(tmp, name)
+        shutil.rmtree(d, ignore_errors=True)
         shutil.copytree(base, d)
         with open(os.path.join(d, "config.json")) as f:
             cfg = json.load(f)
         cfg.update(keys)
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cfg, f)
+        return d
+
+    for i, (keys, want) in enumerate(cases):
+        d = with_keys(f"override{i}", keys)
         r = run("model", "info", "--model", d, "--json")
         prof = json.loads(r.stdout)["profile"] if r.returncode == 0 else {}
         bad = {k: (prof.get(k), v) for k, v in want.items() if prof.get(k) != v}
@@ -101,14 +108,7 @@ with tempdir() as tmp:
                       ({"sculpt_bos_token_id": "x"}, "sculpt_bos_token_id"),
                       ({"sculpt_eos_fill": 1}, "sculpt_eos_fill"),
                       ({"sculpt_preset": "slow"}, "sculpt_preset")]:
-        d = os.path.join(tmp, "bad-override")
-        shutil.rmtree(d, ignore_errors=True)
-        shutil.copytree(base, d)
-        with open(os.path.join(d, "config.json")) as f:
-            cfg = json.load(f)
-        cfg.update(keys)
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cfg, f)
+        d = with_keys("bad-override", keys)
         r = run("model", "info", "--model", d)
         lines = [l for l in r.stderr.splitlines() if l.strip()]
         check(r.returncode == 1 and len(lines) == 1 and key in lines[0],
