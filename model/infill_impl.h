@@ -74,7 +74,9 @@ const char *sc_token_files_named(const sc_token_files *tf, const char *what);
 struct sc_config;
 /* Picks and resolves the family profile of a checkpoint being loaded: c's
  * family, sizes and ids are read; cfg is its config.json (for the
- * sculpt_* keys). Fills c->profile. */
+ * sculpt_* keys). Fills c->profile. Every loader must call it (a zeroed
+ * profile would frame with id 0); a loader without tokenizer files or a
+ * config.json passes an empty sc_token_files and cfg NULL. */
 sc_status sc_family_profile_resolve(const char *dir, const struct json_t *cfg,
                                     const sc_token_files *tf, struct sc_config *c,
                                     sc_error *err);
