@@ -66,6 +66,7 @@ typedef struct sc_config {
   bool shift_logits;
   int max_positions;  /* 0 when unknown */
   float eos_penalty;  /* generation_config.json "eos_penalty", else 0 */
+  sc_family_profile profile; /* how the family frames, ends and decodes (family.c) */
 } sc_config;
 
 /* Reads dir/config.json, the tokenizer files and generation_config.json

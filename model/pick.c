@@ -9,6 +9,14 @@
 
 float sc_pick_uniform(uint64_t key, uint64_t t) { return sc_kernels_pick_uniform(key, t); }
 
+/* One of a family's end tokens beyond eos_id and pad_id (the penalty falls
+ * on all of them). */
+static bool is_more_end(const sc_pick_params *pp, int t) {
+  for (int i = 0; i < pp->n_more_end_ids; i++)
+    if (pp->more_end_ids[i] == t) return true;
+  return false;
+}
+
 static void pick_row(const float *l, int V, const sc_pick_row_params *rp,
                      const sc_pick_params *pp, double *z, sc_row_pick *out) {
   const bool sample = rp->temperature > 0;
@@ -25,6 +33,7 @@ static void pick_row(const float *l, int V, const sc_pick_row_params *rp,
     if (!(pp->banned && pp->banned[t])) {
       v = (double)l[t] * inv_t;
       if (t == pp->eos_id || t == pp->pad_id) v -= pen;
+      else if (pen != 0.0 && pp->n_more_end_ids > 0 && is_more_end(pp, t)) v -= pen;
     }
     z[t] = v;
     if (v > m) {
