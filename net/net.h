@@ -22,7 +22,8 @@ extern "C" {
 #endif
 
 /* ==== server: sculpt serve ================================================ */
-/* (net/http.c, net/serve.c) */
+/* (net/http.c the request reader; net/serve*.c the server, by layer: see
+ * net/serve_impl.h) */
 
 /* The HTTP/1.1 request reader: Debian's http-parser underneath, with our
  * limits. One request at a time: after SC_HTTP_REQUEST the reader holds that

@@ -1,0 +1,286 @@
+/* serve_api.c — the routes of `sculpt serve`: each complete request from
+ * the connection layer is authorized and answered here. GET /health and
+ * GET /metrics (Prometheus text exposition format 0.0.4,
+ * https://prometheus.io/docs/instrumenting/exposition_formats/) are
+ * answered at once; a completion is parsed into a job (serve_shape.c) and
+ * queued (serve_sched.c), and what the engine posts back is delivered here:
+ * drafts as server-sent events when streaming, then the result.
+ *
+ * A streamed completion sends each refining draft whole (diffusion
+ * rewrites the middle, it does not append), then a final event and
+ * `data: [DONE]`. */
+#define _POSIX_C_SOURCE 200809L
+#include "serve_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* ---- what the engine posted ----------------------------------------------------- */
+
+/* What the engine posted for this connection's job. */
+static void deliver(server *s, job *j, char *draft, size_t draft_len, int step,
+                    enum job_state state) {
+  conn *c = j->conn;
+  if (!c) return;
+  if (j->stream && draft && state != JOB_FAILED && step > c->last_step_sent &&
+      c->out_len - c->out_start < MAX_OUTPUT_BACKLOG) {
+    sc_serve__sse_start(c);
+    json_t *o = sc_serve__completion_object(s, j, draft, draft_len, NULL, false);
+    if (o) json_object_set_new(o, "step", json_integer(step));
+    sc_serve__sse_event(c, o);
+    c->last_step_sent = step;
+  }
+  if (state != JOB_DONE && state != JOB_FAILED) {
+    sc_serve__conn_flush(c);
+    return;
+  }
+  /* The job is over for this connection. */
+  c->job = NULL;
+  j->conn = NULL;
+  sc_serve__job_release(s, j); /* the connection's reference */
+  if (state == JOB_FAILED) {
+    if (c->sse_started) {
+      json_t *e = sc_serve__error_body(
+          j->err_msg, j->err_status >= 500 ? "server_error" : "invalid_request_error");
+      sc_serve__sse_event(c, e);
+      sc_serve__sse_end(c);
+      sc_serve__conn_request_done(c, j->err_status, true);
+    } else {
+      sc_serve__conn_error(c, j->err_status, j->err_msg, false);
+    }
+    return;
+  }
+  json_t *o = sc_serve__completion_object(s, j, j->text, j->text_len, j->finish_reason, true);
+  if (j->stream) {
+    sc_serve__sse_start(c);
+    sc_serve__sse_event(c, o);
+    sc_serve__sse_end(c);
+    sc_serve__conn_request_done(c, 200, true);
+  } else {
+    sc_serve__conn_respond_json(c, 200, o, NULL, true);
+  }
+}
+
+void sc_serve__wake_cb(struct ev_loop *loop, ev_async *w, int revents) {
+  sc_serve__sched_drain(w->data, deliver);
+}
+
+void sc_serve__last_words(server *s) {
+  /* Requests still open get a last word before their connections close: a
+   * stream its error event and end, a plain request a 503. Best effort:
+   * what the sockets take now. */
+  for (conn *c = s->conns, *next; c; c = next) {
+    next = c->next; /* conn_flush may close c */
+    if (!c->job || c->fd < 0 || c->closing) continue;
+    if (c->sse_started) {
+      sc_serve__sse_event(c, sc_serve__error_body("the server is shutting down", "server_error"));
+      sc_serve__sse_end(c);
+    } else {
+      static const char body[] = "{\"error\":{\"message\":\"the server is shutting down\","
+                                 "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+      char head[192];
+      int n = snprintf(head, sizeof head,
+                       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                       sizeof body - 1);
+      if (sc_serve__conn_send(c, head, (size_t)n)) sc_serve__conn_send(c, body, sizeof body - 1);
+    }
+    sc_serve__conn_flush(c);
+  }
+}
+
+/* ---- routes --------------------------------------------------------------------- */
+
+/* Whether the request carries the API key. Constant time in the key: every
+ * byte of the key is compared whatever the header holds. */
+static bool authorized(const server *s, const sc_http_request *q) {
+  if (!s->api_key) return true;
+  const char *h = q->authorization;
+  if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
+  const char *tok = h + 7;
+  size_t len = strlen(tok);
+  unsigned char diff = len != s->api_key_len;
+  for (size_t i = 0; i < s->api_key_len; i++)
+    diff |= (unsigned char)(s->api_key[i] ^ (i < len ? tok[i] : 0));
+  return diff == 0;
+}
+
+static void handle_completion(conn *c, const sc_http_request *q) {
+  server *s = c->s;
+  char msg[512];
+  if (c->eof) {
+    /* The client half-closed behind this completion, which conn_eof would
+     * cancel at once: it takes no slot (no 429 for others meanwhile). The
+     * answers before it still go out, then the connection closes. */
+    s->by_status[499]++; /* nginx's "client closed request" */
+    c->busy = false;
+    sc_serve__conn_close_when_sent(c);
+    return;
+  }
+  job *j = sc_serve__parse_completion(s, q->body, q->body_len, msg, sizeof msg);
+  if (!j) {
+    sc_serve__conn_error(c, 400, msg, false);
+    return;
+  }
+  s->next_id++;
+  snprintf(j->id, sizeof j->id, "cmpl-%016llx%08llx",
+           (unsigned long long)sc_hash64(&s->next_id, sizeof s->next_id, (uint64_t)time(NULL)),
+           s->next_id);
+  j->created = (long long)time(NULL);
+  j->t_start = sc_now_ms();
+  j->refs = 2; /* the connection and the engine */
+  j->state = JOB_QUEUED;
+  j->slot = -1;
+  if (!sc_serve__sched_submit(s, j)) {
+    sc_serve__job_free(j); /* never shared */
+    sc_serve__conn_error(c, 429, "the server is busy: the queue is full", false);
+    return;
+  }
+  /* j->conn is the loop thread's alone: setting it after the unlock is fine. */
+  j->conn = c;
+  c->job = j;
+  c->last_step_sent = 0;
+}
+
+static void handle_health(conn *c) {
+  server *s = c->s;
+  sched_counts k;
+  sc_serve__sched_counts(s, &k);
+  json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "status", "ok", "model",
+                        s->model_name, "queue_depth", k.pending, "active", k.live,
+                        "queue_capacity", s->o.queue, "batch_capacity", s->o.batch);
+  sc_serve__conn_respond_json(c, 200, o, NULL, false);
+}
+
+/* Appends printf output to a growing string; false on OOM. */
+static bool appendf(char **p, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool appendf(char **p, size_t *len, size_t *cap, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(*p ? *p + *len : NULL, *p ? *cap - *len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return false;
+    if (*p && *len + (size_t)n < *cap) {
+      *len += (size_t)n;
+      return true;
+    }
+    size_t nc = *cap ? *cap * 2 : 4096;
+    while (nc < *len + (size_t)n + 1) nc *= 2;
+    char *np = realloc(*p, nc);
+    if (!np) return false;
+    *p = np;
+    *cap = nc;
+  }
+}
+
+static void handle_metrics(conn *c) {
+  server *s = c->s;
+  sched_counts sc;
+  sc_serve__sched_counts(s, &sc);
+  char *b = NULL;
+  size_t len = 0, cap = 0;
+  bool ok = appendf(&b, &len, &cap,
+                    "# HELP sculpt_http_requests_total HTTP requests answered, by status.\n"
+                    "# TYPE sculpt_http_requests_total counter\n");
+  for (int code = 100; code < 600 && ok; code++)
+    if (s->by_status[code])
+      ok = appendf(&b, &len, &cap, "sculpt_http_requests_total{code=\"%d\"} %llu\n", code,
+                   s->by_status[code]);
+  ok = ok && appendf(&b, &len, &cap,
+                     "# HELP sculpt_completion_duration_seconds Time from a completion "
+                     "request to its answer.\n"
+                     "# TYPE sculpt_completion_duration_seconds histogram\n");
+  unsigned long long cum = 0;
+  for (int k = 0; k < N_BUCKETS && ok; k++) {
+    cum += s->lat_buckets[k];
+    ok = appendf(&b, &len, &cap, "sculpt_completion_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                 sc_serve__buckets[k], cum);
+  }
+  ok = ok &&
+       appendf(&b, &len, &cap,
+               "sculpt_completion_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+               "sculpt_completion_duration_seconds_sum %.6f\n"
+               "sculpt_completion_duration_seconds_count %llu\n"
+               "# HELP sculpt_queue_depth Completion requests waiting for a batch slot.\n"
+               "# TYPE sculpt_queue_depth gauge\nsculpt_queue_depth %d\n"
+               "# HELP sculpt_batch_active Requests in the batch being decoded.\n"
+               "# TYPE sculpt_batch_active gauge\nsculpt_batch_active %d\n"
+               "# HELP sculpt_batch_active_max Most requests ever decoded together.\n"
+               "# TYPE sculpt_batch_active_max gauge\nsculpt_batch_active_max %d\n"
+               "# HELP sculpt_forward_passes_total Packed forward passes run.\n"
+               "# TYPE sculpt_forward_passes_total counter\nsculpt_forward_passes_total %llu\n"
+               "# HELP sculpt_request_steps_total Denoising steps of finished requests "
+               "(each would be one pass alone).\n"
+               "# TYPE sculpt_request_steps_total counter\nsculpt_request_steps_total %llu\n"
+               "# HELP sculpt_generated_tokens_total Middle tokens generated.\n"
+               "# TYPE sculpt_generated_tokens_total counter\n"
+               "sculpt_generated_tokens_total %llu\n"
+               "# HELP sculpt_prompt_tokens_total Prompt and suffix tokens decoded against.\n"
+               "# TYPE sculpt_prompt_tokens_total counter\nsculpt_prompt_tokens_total %llu\n"
+               "# HELP sculpt_cancelled_total Requests dropped because the client left.\n"
+               "# TYPE sculpt_cancelled_total counter\nsculpt_cancelled_total %llu\n"
+               "# HELP sculpt_connections Open client connections.\n"
+               "# TYPE sculpt_connections gauge\nsculpt_connections %d\n",
+               cum + s->lat_buckets[N_BUCKETS], s->lat_sum, s->lat_count, sc.pending, sc.live,
+               sc.max_live, sc.passes, sc.steps, sc.gen_tokens, sc.prompt_tokens, sc.cancelled,
+               s->n_conns);
+  if (!ok) {
+    free(b);
+    sc_serve__conn_error(c, 500, "out of memory", false);
+    return;
+  }
+  sc_serve__conn_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", b, len, NULL, false);
+  free(b);
+}
+
+void sc_serve__route(conn *c, const sc_http_request *q) {
+  server *s = c->s;
+  c->busy = true;
+  c->keep_alive = q->keep_alive;
+  c->http10 = q->http10;
+  c->head = strcmp(q->method, "HEAD") == 0;
+  c->t_request = sc_now_ms();
+  ev_timer_stop(s->loop, &c->timer);
+  const char *p = q->path;
+  bool is_post = strcmp(q->method, "POST") == 0, is_get = strcmp(q->method, "GET") == 0;
+  if (strcmp(p, "/health") == 0) {
+    if (!is_get) {
+      sc_serve__conn_respond_json(c, 405, sc_serve__error_body("use GET", "invalid_request_error"),
+                                  "Allow: GET\r\n", false);
+      return;
+    }
+    handle_health(c);
+    return;
+  }
+  bool completions = strcmp(p, "/v1/fim/completions") == 0 || strcmp(p, "/v1/completions") == 0;
+  bool metrics = strcmp(p, "/metrics") == 0;
+  if (!completions && !metrics) {
+    sc_serve__conn_error(c, 404, "no such path", false);
+    return;
+  }
+  if (!authorized(s, q)) {
+    sc_serve__conn_error(c, 401, "a valid bearer token is required", false);
+    return;
+  }
+  if (metrics) {
+    if (!is_get) {
+      sc_serve__conn_respond_json(c, 405, sc_serve__error_body("use GET", "invalid_request_error"),
+                                  "Allow: GET\r\n", false);
+      return;
+    }
+    handle_metrics(c);
+    return;
+  }
+  if (!is_post) {
+    sc_serve__conn_error(c, 405, "use POST", false);
+    return;
+  }
+  handle_completion(c, q);
+}
+
