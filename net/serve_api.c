@@ -112,15 +112,6 @@ static bool authorized(const server *s, const sc_http_request *q) {
 static void handle_completion(conn *c, const sc_http_request *q) {
   server *s = c->s;
   char msg[512];
-  if (c->eof) {
-    /* The client half-closed behind this completion, which conn_eof would
-     * cancel at once: it takes no slot (no 429 for others meanwhile). The
-     * answers before it still go out, then the connection closes. */
-    s->by_status[499]++; /* nginx's "client closed request" */
-    c->busy = false;
-    sc_serve__conn_close_when_sent(c);
-    return;
-  }
   job *j = sc_serve__parse_completion(s, q->body, q->body_len, msg, sizeof msg);
   if (!j) {
     sc_serve__conn_error(c, 400, msg, false);

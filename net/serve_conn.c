@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,8 @@ void sc_serve__conn_request_done(conn *c, int status, bool completion) {
   if (status >= 100 && status < 600) s->by_status[status]++;
   if (completion && status == 200) record_latency(s, (sc_now_ms() - c->t_request) / 1000.0);
   c->busy = false;
-  c->sse_started = false;
+  c->sse_started = c->probed = false;
+  ev_timer_stop(s->loop, &c->gone_w);
   /* An error or 408 before the next request is routed is no HEAD answer. */
   c->head = c->http10 = false;
   /* After the client's EOF the connection still answers the requests that
@@ -244,6 +246,38 @@ void sc_serve__sse_end(conn *c) {
 
 /* ---- connections: input ------------------------------------------------------- */
 
+/* Whether the client is gone altogether: after its FIN, a close and a
+ * half-close look the same until we send something, which a closed socket
+ * answers with a reset (RFC 9293 section 3.6.1): then the socket reports
+ * POLLHUP (and POLLERR), while a half-closed one only reads EOF. */
+static bool conn_peer_gone(const conn *c) {
+  struct pollfd p = {c->fd, 0, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+static void gone_cb(struct ev_loop *loop, ev_timer *w, int revents) {
+  conn *c = w->data;
+  if (c->fd >= 0 && conn_peer_gone(c)) sc_serve__conn_close(c); /* cancels its job */
+}
+
+/* A completion is pending and the client sent its FIN: it may have
+ * half-closed and wait for the answer (answered, issue 22) or have gone (the
+ * request is cancelled, to free its place in the batch). To tell them
+ * apart, an HTTP/1.1 client gets an interim 100 (Continue), which every
+ * client must accept before a final answer (RFC 9110 section 15.2); a
+ * closed one resets the connection, and gone_cb sees it within a tick. A
+ * stream already started probes by itself with its events; an HTTP/1.0
+ * client may not be sent a 1xx, so a gone 1.0 client keeps its place until
+ * its answer is written (its request is bounded by max_tokens). */
+static void conn_watch_gone(conn *c) {
+  if (!c->probed && !c->sse_started && !c->http10) {
+    static const char probe[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    c->probed = true;
+    if (!sc_serve__conn_send(c, probe, sizeof probe - 1) || !sc_serve__conn_flush(c)) return;
+  }
+  if (!ev_is_active(&c->gone_w)) ev_timer_again(c->s->loop, &c->gone_w);
+}
+
 /* After the client's EOF (a close or a half-close, which look the same):
  * every request that arrived whole is answered, in order, then the
  * connection closes once the answers are sent (RFC 9112 section 9.6).
@@ -252,11 +286,9 @@ void sc_serve__sse_end(conn *c) {
 static void conn_eof(conn *c) {
   if (c->fd < 0 || !c->eof || c->closing || c->close_after || c->in_process) return;
   if (c->job) {
-    /* A completion still pending: the client is taken as gone and the
-     * request cancelled, to free its place in the batch at once (a client
-     * that closed and one that half-closed cannot be told apart, and HTTP
-     * clients do not half-close while they wait). */
-    sc_serve__conn_close(c);
+    /* A completion still pending: answered, unless the client turns out to
+     * be gone (conn_watch_gone). */
+    conn_watch_gone(c);
     return;
   }
   /* Busy: answering now (conn_request_done comes back here). Can't parse:
@@ -315,6 +347,7 @@ void sc_serve__conn_close(conn *c) {
   ev_io_stop(s->loop, &c->rw);
   ev_io_stop(s->loop, &c->ww);
   ev_timer_stop(s->loop, &c->timer);
+  ev_timer_stop(s->loop, &c->gone_w);
   close(c->fd);
   c->fd = -1;
   if (c->job) {
@@ -474,7 +507,9 @@ void sc_serve__accept_cb(struct ev_loop *loop, ev_io *w, int revents) {
     ev_io_init(&c->rw, read_cb, fd, EV_READ);
     ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
     ev_timer_init(&c->timer, timer_cb, s->o.idle_timeout_s, 0);
-    c->rw.data = c->ww.data = c->timer.data = c;
+    ev_init(&c->gone_w, gone_cb);
+    c->gone_w.repeat = GONE_CHECK_S;
+    c->rw.data = c->ww.data = c->timer.data = c->gone_w.data = c;
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;

@@ -40,6 +40,9 @@
  * answers without bound. */
 #define MAX_PIPELINE_BACKLOG (64 * 1024)
 #define LINGER_S 2.0
+/* How often a half-closed client with a completion pending is checked for a
+ * reset (see conn_watch_gone in serve_conn.c). */
+#define GONE_CHECK_S 0.05
 #define N_BUCKETS 12
 
 typedef struct server server;
@@ -88,6 +91,7 @@ struct conn {
   int fd;
   ev_io rw, ww;
   ev_timer timer;
+  ev_timer gone_w;  /* after EOF with a completion pending: is the client gone? */
   sc_http_reader *rd;
   char *in;
   size_t in_len, in_cap;
@@ -104,6 +108,7 @@ struct conn {
   bool req_timer;  /* the timer times the current request, not idleness */
   bool continued;  /* a 100 (Continue) went out for the current request */
   bool eof;        /* the client closed its side */
+  bool probed;     /* a 100 (Continue) went out after EOF (conn_watch_gone) */
   bool in_process; /* inside conn_process: answers do not recurse into it */
   int last_step_sent;
   job *job;
