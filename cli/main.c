@@ -149,7 +149,8 @@ const sc_cli_command sc_cli_commands[] = {
     {"serve", "serve completions over HTTP (OpenAI-compatible FIM)",
      "usage: sculpt serve [--model DIR] [--listen HOST:PORT] [--batch N] [--queue N]\n"
      "                    [--api-key-env VAR] [--device auto|cpu|cuda] [--context N]\n"
-     "                    [--max-tokens N] [--max-connections N] [--max-body BYTES]\n"
+     "                    [--max-tokens N] [--max-connections N]\n"
+     "                    [--max-client-connections N] [--max-body BYTES]\n"
      "                    [--header-timeout S] [--idle-timeout S]\n"
      "\n"
      "HTTP/1.1 on HOST:PORT (default 127.0.0.1:8080; port 0 picks a free one). Prints\n"
@@ -170,7 +171,11 @@ const sc_cli_command sc_cli_commands[] = {
      "--context N: positions per request (default min(model, 1024)); the prompt's\n"
      "tail and the suffix's head are kept. Limits: headers 16 KiB (431), body\n"
      "--max-body (4 MiB, 413), a request complete within --header-timeout (10 s, 408),\n"
-     "idle keep-alive --idle-timeout (60 s), --max-connections (256, then 503).\n"
+     "idle keep-alive --idle-timeout (60 s), --max-connections (256) of which at most\n"
+     "--max-client-connections (64) from one client address (IPv6: its /64). Past\n"
+     "either, 8 reserved connections answer only /health and /metrics (one request\n"
+     "each, within 2 s), then 503. Behind a proxy every connection comes from it:\n"
+     "raise --max-client-connections or cap the proxy's connections per server.\n"
      "SIGINT/SIGTERM stop it cleanly.\n",
      sc_cli_serve},
     {"help", "show help for a subcommand", "usage: sculpt help [SUBCOMMAND]\n", cmd_help},

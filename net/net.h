@@ -85,7 +85,12 @@ typedef struct sc_serve_options {
                              SC_INFILL_MAX_BATCH; 0: 8 on a GPU, 1 on the CPU */
   int context;            /* positions per request (0 = min(model, 1024)) */
   int max_tokens;         /* cap on max_tokens, the canvas (256) */
-  int max_connections;    /* more are answered 503 and closed (256) */
+  int max_connections;    /* the pool; past it only /health and /metrics are
+                             answered, on a few reserved connections, and
+                             beyond those 503 (256) */
+  int max_client_connections; /* of the pool from one client address (an
+                                 IPv6 client by its /64); past it as past
+                                 max_connections (64) */
   size_t max_body;        /* bytes (4 MiB) */
   double header_timeout_s; /* a request must be complete this soon after its
                               first byte, else 408 (10) */

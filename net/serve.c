@@ -29,6 +29,7 @@ void sc_serve_options_default(sc_serve_options *o) {
   o->batch = 0; /* by device */
   o->max_tokens = 256;
   o->max_connections = 256;
+  o->max_client_connections = 64;
   o->max_body = 4u << 20;
   o->header_timeout_s = 10;
   o->idle_timeout_s = 60;
@@ -49,6 +50,7 @@ static void server_teardown(server *s) {
     ev_loop_destroy(s->loop);
   }
   if (s->listen_fd >= 0) close(s->listen_fd);
+  free(s->clients);
   sc_engine_batch_free(s->batch);
   sc_engine_free(s->engine);
   sc_tokenizer_free(s->tok);
@@ -77,6 +79,7 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   if (s->o.queue < 0) FAIL(SC_ERR_INVALID, "--queue must not be negative");
   if (s->o.max_tokens < 1) s->o.max_tokens = 256;
   if (s->o.max_connections < 1) s->o.max_connections = 256;
+  if (s->o.max_client_connections < 1) s->o.max_client_connections = 64;
   if (s->o.header_timeout_s <= 0) s->o.header_timeout_s = 10;
   if (s->o.idle_timeout_s <= 0) s->o.idle_timeout_s = 60;
   if (s->o.api_key && !s->o.api_key[0]) FAIL(SC_ERR_INVALID, "the API key is empty");

@@ -217,10 +217,13 @@ static void handle_metrics(conn *c) {
                "# HELP sculpt_cancelled_total Requests dropped because the client left.\n"
                "# TYPE sculpt_cancelled_total counter\nsculpt_cancelled_total %llu\n"
                "# HELP sculpt_connections Open client connections.\n"
-               "# TYPE sculpt_connections gauge\nsculpt_connections %d\n",
+               "# TYPE sculpt_connections gauge\nsculpt_connections %d\n"
+               "# HELP sculpt_connections_reserved Of those, the ones past the pool's "
+               "or a client's bound, for /health and /metrics only.\n"
+               "# TYPE sculpt_connections_reserved gauge\nsculpt_connections_reserved %d\n",
                cum + s->lat_buckets[N_BUCKETS], s->lat_sum, s->lat_count, sc.pending, sc.live,
                sc.max_live, sc.passes, sc.steps, sc.gen_tokens, sc.prompt_tokens, sc.cancelled,
-               s->n_conns);
+               s->n_conns, s->n_reserved);
   if (!ok) {
     free(b);
     sc_serve__conn_error(c, 500, "out of memory", false);
@@ -233,13 +236,19 @@ static void handle_metrics(conn *c) {
 void sc_serve__route(conn *c, const sc_http_request *q) {
   server *s = c->s;
   c->busy = true;
-  c->keep_alive = q->keep_alive;
+  /* A reserved connection (see RESERVED_CONNS) serves one request. */
+  c->keep_alive = q->keep_alive && !c->reserved;
   c->http10 = q->http10;
   c->head = strcmp(q->method, "HEAD") == 0;
   c->t_request = sc_now_ms();
   ev_timer_stop(s->loop, &c->timer);
   const char *p = q->path;
   bool is_post = strcmp(q->method, "POST") == 0, is_get = strcmp(q->method, "GET") == 0;
+  if (c->reserved && strcmp(p, "/health") != 0 && strcmp(p, "/metrics") != 0) {
+    sc_serve__conn_error(c, 503, "too many connections: only /health and /metrics are answered",
+                         true);
+    return;
+  }
   if (strcmp(p, "/health") == 0) {
     if (!is_get) {
       sc_serve__conn_respond_json(c, 405, sc_serve__error_body("use GET", "invalid_request_error"),

@@ -31,7 +31,71 @@ const double sc_serve__buckets[N_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 static void conn_process(conn *c);
 static void conn_eof(conn *c);
 
+/* ---- clients -------------------------------------------------------------------- */
+
+/* A client's key: its IPv4 address (as IPv4-mapped IPv6), or the /64 of
+ * its IPv6 address (one host commonly holds a whole /64). */
+static void client_key(const struct sockaddr_storage *ss, unsigned char key[16]) {
+  memset(key, 0, 16);
+  if (ss->ss_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+    key[10] = key[11] = 0xff;
+    memcpy(key + 12, &in->sin_addr, 4);
+  } else if (ss->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) memcpy(key, &in6->sin6_addr, 16);
+    else memcpy(key, &in6->sin6_addr, 8);
+  }
+}
+
+static size_t client_home(const server *s, const unsigned char key[16]) {
+  return (size_t)sc_hash64(key, 16, 0x5c01) & (s->n_clients_cap - 1);
+}
+
+/* The slot holding key, or the empty one where it would go. */
+static client_slot *client_find(server *s, const unsigned char key[16]) {
+  size_t mask = s->n_clients_cap - 1;
+  for (size_t i = client_home(s, key);; i = (i + 1) & mask) {
+    client_slot *e = &s->clients[i];
+    if (e->count == 0 || memcmp(e->key, key, 16) == 0) return e;
+  }
+}
+
+static int client_count(server *s, const unsigned char key[16]) {
+  return client_find(s, key)->count;
+}
+
+/* The table has room for every pool connection twice over, so it never
+ * fills. */
+static void client_add(server *s, const unsigned char key[16]) {
+  client_slot *e = client_find(s, key);
+  if (e->count == 0) memcpy(e->key, key, 16);
+  e->count++;
+}
+
+static void client_remove(server *s, const unsigned char key[16]) {
+  client_slot *e = client_find(s, key);
+  if (e->count == 0 || --e->count > 0) return;
+  /* Deleted: move up later entries whose probe passed this slot, so that
+   * lookups never stop at the hole (Knuth 6.4, algorithm R). */
+  size_t mask = s->n_clients_cap - 1, hole = (size_t)(e - s->clients);
+  for (size_t j = (hole + 1) & mask; s->clients[j].count; j = (j + 1) & mask) {
+    size_t home = client_home(s, s->clients[j].key);
+    bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+    if (movable) {
+      s->clients[hole] = s->clients[j];
+      s->clients[j].count = 0;
+      hole = j;
+    }
+  }
+}
+
 /* ---- output -------------------------------------------------------------------- */
+
+/* A timeout for c: a reserved connection gets at most RESERVED_TIMEOUT_S. */
+static double conn_timeout(const conn *c, double t) {
+  return c->reserved && t > RESERVED_TIMEOUT_S ? RESERVED_TIMEOUT_S : t;
+}
 
 /* Whether the next pipelined request may be parsed and answered now. */
 static bool conn_can_parse(const conn *c) {
@@ -80,7 +144,7 @@ void sc_serve__conn_close_when_sent(conn *c) {
   if (!sc_serve__conn_flush(c) || c->closing) return;
   /* Not all sent yet: bound the wait for a client that does not take it. */
   ev_timer_stop(c->s->loop, &c->timer);
-  ev_timer_set(&c->timer, c->s->o.idle_timeout_s, 0);
+  ev_timer_set(&c->timer, conn_timeout(c, c->s->o.idle_timeout_s), 0);
   ev_timer_start(c->s->loop, &c->timer);
 }
 
@@ -141,7 +205,7 @@ void sc_serve__conn_request_done(conn *c, int status, bool completion) {
   sc_http_reader_next(c->rd);
   c->req_timer = c->continued = false;
   ev_timer_stop(s->loop, &c->timer);
-  ev_timer_set(&c->timer, s->o.idle_timeout_s, 0);
+  ev_timer_set(&c->timer, conn_timeout(c, s->o.idle_timeout_s), 0);
   ev_timer_start(s->loop, &c->timer);
   if (!c->eof && !ev_is_active(&c->rw)) ev_io_start(s->loop, &c->rw);
   if (!c->in_process) conn_process(c); /* pipelined requests already here */
@@ -186,7 +250,7 @@ void sc_serve__conn_error(conn *c, int status, const char *msg, bool close) {
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
   if (close) c->close_after = true;
-  const char *extra = status == 429   ? "Retry-After: 1\r\n"
+  const char *extra = status == 429 || status == 503 ? "Retry-After: 1\r\n"
                       : status == 401 ? "WWW-Authenticate: Bearer\r\n"
                       : status == 405 ? "Allow: POST\r\n"
                                       : NULL;
@@ -321,7 +385,7 @@ static void conn_process(conn *c) {
       /* The request timer starts at its first byte. */
       if (sc_http_reader_request(c->rd)->started && !c->req_timer) {
         ev_timer_stop(c->s->loop, &c->timer);
-        ev_timer_set(&c->timer, c->s->o.header_timeout_s, 0);
+        ev_timer_set(&c->timer, conn_timeout(c, c->s->o.header_timeout_s), 0);
         ev_timer_start(c->s->loop, &c->timer);
         c->req_timer = true;
       }
@@ -363,6 +427,17 @@ void sc_serve__conn_close(conn *c) {
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   s->n_conns--;
+  if (c->reserved) {
+    int k = 0;
+    while (k < s->n_reserved && s->reserved[k] != c) k++;
+    if (k < s->n_reserved) {
+      memmove(s->reserved + k, s->reserved + k + 1,
+              (size_t)(s->n_reserved - k - 1) * sizeof *s->reserved);
+      s->n_reserved--;
+    }
+  } else {
+    client_remove(s, c->client);
+  }
   /* Freed later: callers up the stack may still look at c (fd < 0). */
   c->next = s->dead;
   s->dead = c;
@@ -470,27 +545,53 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   sc_serve__conn_close(c); /* idle keep-alive connection */
 }
 
+/* A 503 straight on the socket, then the close: for a connection we do not
+ * keep (best effort: what the socket takes now). */
+static void refuse(server *s, int fd) {
+  static const char busy[] =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+      "Content-Length: 94\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+      "{\"error\":{\"message\":\"too many connections\",\"type\":\"server_error\","
+      "\"param\":null,\"code\":null}}";
+  ssize_t n = send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL);
+  (void)n;
+  s->by_status[503]++;
+}
+
+/* Makes room in the reserve: the oldest reserved connection still waiting
+ * for its request is refused (a 503) and closed. False when every one is
+ * answering. */
+static bool reserve_evict(server *s) {
+  for (int k = 0; k < s->n_reserved; k++) {
+    conn *c = s->reserved[k];
+    if (c->busy || c->closing || c->close_after) continue;
+    refuse(s, c->fd);
+    sc_serve__conn_close(c);
+    return true;
+  }
+  return false;
+}
+
 void sc_serve__accept_cb(struct ev_loop *loop, ev_io *w, int revents) {
   server *s = w->data;
   for (;;) {
-    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    memset(&ss, 0, sizeof ss);
+    int fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK)
         SC_LOG_WARN("serve: accept: %s", strerror(errno));
       return;
     }
-    if (s->n_conns >= s->o.max_connections) {
-      static const char body[] =
-          "{\"error\":{\"message\":\"too many connections\",\"type\":\"server_error\"}}";
-      char busy[512];
-      int len = snprintf(busy, sizeof busy,
-                         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                         "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
-                         sizeof body - 1, body);
-      ssize_t n = send(fd, busy, (size_t)len, MSG_NOSIGNAL);
-      (void)n;
-      s->by_status[503]++;
+    unsigned char key[16];
+    client_key(&ss, key);
+    /* Past the pool's bound or the client's: the reserve, else a 503. */
+    bool reserved = s->n_conns - s->n_reserved >= s->o.max_connections ||
+                    client_count(s, key) >= s->o.max_client_connections;
+    if (reserved && s->n_reserved == RESERVED_CONNS && !reserve_evict(s)) {
+      refuse(s, fd);
       close(fd);
       continue;
     }
@@ -504,9 +605,13 @@ void sc_serve__accept_cb(struct ev_loop *loop, ev_io *w, int revents) {
     c->s = s;
     c->fd = fd;
     c->keep_alive = true;
+    c->reserved = reserved;
+    memcpy(c->client, key, sizeof c->client);
+    if (reserved) s->reserved[s->n_reserved++] = c;
+    else client_add(s, key);
     ev_io_init(&c->rw, read_cb, fd, EV_READ);
     ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
-    ev_timer_init(&c->timer, timer_cb, s->o.idle_timeout_s, 0);
+    ev_timer_init(&c->timer, timer_cb, conn_timeout(c, s->o.idle_timeout_s), 0);
     ev_init(&c->gone_w, gone_cb);
     c->gone_w.repeat = GONE_CHECK_S;
     c->rw.data = c->ww.data = c->timer.data = c->gone_w.data = c;
@@ -552,6 +657,13 @@ sc_status sc_serve__listen(server *s, sc_error *err) {
   }
   freeaddrinfo(res);
   SC_CHECK(fd >= 0, err, SC_ERR_IO, "cannot listen on %s: %s", spec, strerror(saved));
+  s->n_clients_cap = 16;
+  while (s->n_clients_cap < 2 * (size_t)s->o.max_connections) s->n_clients_cap *= 2;
+  s->clients = calloc(s->n_clients_cap, sizeof *s->clients);
+  if (!s->clients) {
+    close(fd);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
   s->listen_fd = fd;
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;

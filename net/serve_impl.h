@@ -44,6 +44,14 @@
  * reset (see conn_watch_gone in serve_conn.c). */
 #define GONE_CHECK_S 0.05
 #define N_BUCKETS 12
+/* Connections past --max-connections (or past a client's
+ * --max-client-connections) that may still ask GET/HEAD /health or
+ * /metrics, so that a load balancer's checks and the monitoring answer
+ * while the pool is exhausted; each gets one request, within
+ * RESERVED_TIMEOUT_S. When all are taken, the oldest still waiting for its
+ * request gives its place up (see accept in serve_conn.c). */
+#define RESERVED_CONNS 8
+#define RESERVED_TIMEOUT_S 2.0
 
 typedef struct server server;
 typedef struct conn conn;
@@ -110,11 +118,20 @@ struct conn {
   bool eof;        /* the client closed its side */
   bool probed;     /* a 100 (Continue) went out after EOF (conn_watch_gone) */
   bool in_process; /* inside conn_process: answers do not recurse into it */
+  bool reserved;   /* one of the RESERVED_CONNS: /health and /metrics only */
   int last_step_sent;
   job *job;
   double t_request;
+  unsigned char client[16]; /* the client's address (see client_key) */
   conn *prev, *next;
 };
+
+/* Open connections per client address (the pool's, not the reserved
+ * ones): an open-addressing table with linear probing, sized at start. */
+typedef struct client_slot {
+  unsigned char key[16];
+  int count; /* 0: empty */
+} client_slot;
 
 struct server {
   sc_serve_options o;
@@ -126,7 +143,11 @@ struct server {
   int listen_fd;
   conn *conns;
   conn *dead; /* closed, freed after the callbacks of this iteration */
-  int n_conns;
+  int n_conns;  /* all open connections, the reserved ones included */
+  conn *reserved[RESERVED_CONNS]; /* the reserved ones, in the order accepted */
+  int n_reserved;
+  client_slot *clients; /* per-client counts, n_clients_cap slots (a power of 2) */
+  size_t n_clients_cap;
   char model_name[128];
   const char *api_key;
   size_t api_key_len;
@@ -165,7 +186,8 @@ extern const double sc_serve__buckets[N_BUCKETS];
  * Loop thread only. Every call that may close c leaves it readable
  * (c->fd < 0) until the loop's check phase frees it. */
 
-/* Binds and listens on o.listen; prints "sculpt serve: listening on ...". */
+/* Binds and listens on o.listen; prints "sculpt serve: listening on ...".
+ * Also sizes the per-client table. */
 sc_status sc_serve__listen(server *s, sc_error *err);
 void sc_serve__accept_cb(struct ev_loop *loop, ev_io *w, int revents);
 /* Frees the connections closed during this loop iteration. */
