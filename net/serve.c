@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents) {
@@ -64,6 +65,7 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   memset(s, 0, sizeof *s);
   s->o = *opts;
   s->listen_fd = -1;
+  s->started = (long long)time(NULL);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   sc_status st = SC_OK;

@@ -1,14 +1,13 @@
 /* serve_api.c — the routes of `sculpt serve`: each complete request from
- * the connection layer is authorized and answered here. GET /health and
+ * the connection layer is authorized and answered here. GET /health,
  * GET /metrics (Prometheus text exposition format 0.0.4,
- * https://prometheus.io/docs/instrumenting/exposition_formats/) are
- * answered at once; a completion is parsed into a job (serve_shape.c) and
- * queued (serve_sched.c), and what the engine posts back is delivered here:
- * drafts as server-sent events when streaming, then the result.
- *
- * A streamed completion sends each refining draft whole (diffusion
- * rewrites the middle, it does not append), then a final event and
- * `data: [DONE]`. */
+ * https://prometheus.io/docs/instrumenting/exposition_formats/) and
+ * GET /v1/models are answered at once; a completion (POST
+ * /v1/fim/completions, /v1/completions, or llama.cpp's /infill) is parsed
+ * into a job (serve_shape.c) and queued (serve_sched.c), and what the
+ * engine posts back is delivered here: while streaming, increments of the
+ * stable prefix or whole drafts (serve_shape.c says which and why), then
+ * the answer. */
 #define _POSIX_C_SOURCE 200809L
 #include "serve_impl.h"
 
@@ -21,18 +20,61 @@
 
 /* ---- what the engine posted ----------------------------------------------------- */
 
+/* The end of a request whose job is over: its answer, or the stream's
+ * last events. (j stays the caller's.) */
+static void send_answer(conn *c, job *j) {
+  server *s = c->s;
+  if (!j->stream) {
+    sc_serve__conn_respond_json(c, 200, sc_serve__answer(s, j), NULL, true);
+    return;
+  }
+  const char *t = j->text ? j->text : "";
+  size_t len = j->text ? j->text_len : 0;
+  if (!j->stream_drafts) {
+    /* The increments sent so far are a prefix of the answer (serve_shape.c,
+     * "Streaming"); the rest goes now. */
+    if (c->sent <= len) {
+      t += c->sent;
+      len -= c->sent;
+    } else {
+      SC_LOG_ERROR("serve: %s: streamed %zu bytes of a %zu-byte answer", j->id, c->sent, len);
+      len = 0;
+    }
+  }
+  sc_serve__sse_start(c);
+  if (j->api == API_INFILL && !j->stream_drafts) {
+    /* llama.cpp's last event carries no content: the rest is one more
+     * increment before it. */
+    if (len) sc_serve__sse_event(c, sc_serve__stream_event(s, j, t, len, 0, false));
+    len = 0;
+  }
+  sc_serve__sse_event(c, sc_serve__stream_event(s, j, t, len, 0, true));
+  sc_serve__sse_end(c, j->api == API_OPENAI);
+  sc_serve__conn_request_done(c, 200, true);
+}
+
 /* What the engine posted for this connection's job. */
 static void deliver(server *s, job *j, char *draft, size_t draft_len, int step,
                     enum job_state state) {
   conn *c = j->conn;
   if (!c) return;
-  if (j->stream && draft && state != JOB_FAILED && step > c->last_step_sent &&
+  /* A slow reader gets fewer events, never fewer bytes: an increment is
+   * counted from what was sent, a draft replaces the last. */
+  if (j->stream && draft && state != JOB_FAILED &&
       c->out_len - c->out_start < MAX_OUTPUT_BACKLOG) {
-    sc_serve__sse_start(c);
-    json_t *o = sc_serve__completion_object(s, j, draft, draft_len, NULL, false);
-    if (o) json_object_set_new(o, "step", json_integer(step));
-    sc_serve__sse_event(c, o);
-    c->last_step_sent = step;
+    if (j->stream_drafts && step > c->last_step_sent) {
+      sc_serve__sse_start(c);
+      sc_serve__sse_event(c, sc_serve__stream_event(s, j, draft, draft_len, step, false));
+      c->last_step_sent = step;
+    } else if (!j->stream_drafts && state != JOB_DONE) {
+      size_t n = sc_serve__sendable(j, draft, draft_len);
+      if (n > c->sent) {
+        sc_serve__sse_start(c);
+        sc_serve__sse_event(
+            c, sc_serve__stream_event(s, j, draft + c->sent, n - c->sent, step, false));
+        c->sent = n;
+      }
+    }
   }
   if (state != JOB_DONE && state != JOB_FAILED) {
     sc_serve__conn_flush(c);
@@ -41,27 +83,17 @@ static void deliver(server *s, job *j, char *draft, size_t draft_len, int step,
   /* The job is over for this connection. */
   c->job = NULL;
   j->conn = NULL;
-  sc_serve__job_release(s, j); /* the connection's reference */
-  if (state == JOB_FAILED) {
-    if (c->sse_started) {
-      json_t *e = sc_serve__error_body(
-          j->err_msg, j->err_status >= 500 ? "server_error" : "invalid_request_error");
-      sc_serve__sse_event(c, e);
-      sc_serve__sse_end(c);
-      sc_serve__conn_request_done(c, j->err_status, true);
-    } else {
-      sc_serve__conn_error(c, j->err_status, j->err_msg, false);
-    }
-    return;
-  }
-  json_t *o = sc_serve__completion_object(s, j, j->text, j->text_len, j->finish_reason, true);
-  if (j->stream) {
-    sc_serve__sse_start(c);
-    sc_serve__sse_event(c, o);
-    sc_serve__sse_end(c);
-    sc_serve__conn_request_done(c, 200, true);
+  sc_serve__job_release(s, j); /* the connection's reference (the outbox's holds j) */
+  if (state == JOB_DONE) {
+    send_answer(c, j);
+  } else if (c->sse_started) {
+    json_t *e = sc_serve__error_body(
+        j->err_msg, j->err_status >= 500 ? "server_error" : "invalid_request_error");
+    sc_serve__sse_event(c, e);
+    sc_serve__sse_end(c, j->api == API_OPENAI);
+    sc_serve__conn_request_done(c, j->err_status, true);
   } else {
-    sc_serve__conn_respond_json(c, 200, o, NULL, true);
+    sc_serve__conn_error(c, j->err_status, j->err_msg, false);
   }
 }
 
@@ -78,7 +110,7 @@ void sc_serve__last_words(server *s) {
     if (!c->job || c->fd < 0 || c->closing) continue;
     if (c->sse_started) {
       sc_serve__sse_event(c, sc_serve__error_body("the server is shutting down", "server_error"));
-      sc_serve__sse_end(c);
+      sc_serve__sse_end(c, c->job->api == API_OPENAI);
     } else {
       static const char body[] = "{\"error\":{\"message\":\"the server is shutting down\","
                                  "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
@@ -109,10 +141,14 @@ static bool authorized(const server *s, const sc_http_request *q) {
   return diff == 0;
 }
 
-static void handle_completion(conn *c, const sc_http_request *q) {
+/* A completion in either shape: validated, then queued (or, with nothing
+ * to decode, answered at once). */
+static void handle_completion(conn *c, const sc_http_request *q, enum job_api api) {
   server *s = c->s;
   char msg[512];
-  job *j = sc_serve__parse_completion(s, q->body, q->body_len, msg, sizeof msg);
+  job *j = api == API_INFILL ? sc_serve__parse_infill(s, q->body, q->body_len, msg, sizeof msg)
+                             : sc_serve__parse_completion(s, q->body, q->body_len, msg,
+                                                          sizeof msg);
   if (!j) {
     sc_serve__conn_error(c, 400, msg, false);
     return;
@@ -126,18 +162,46 @@ static void handle_completion(conn *c, const sc_http_request *q) {
   j->refs = 2; /* the connection and the engine */
   j->state = JOB_QUEUED;
   j->slot = -1;
+  c->last_step_sent = 0;
+  c->sent = 0;
+  if (j->max_tokens == 0) {
+    /* /infill with n_predict 0: llama.cpp only evaluates the prompt (for
+     * its cache); there is no cache here, so nothing to do. */
+    j->finish_reason = "length";
+    j->t_admit = j->t_done = j->t_start;
+    send_answer(c, j);
+    sc_serve__job_free(j);
+    return;
+  }
   if (!sc_serve__sched_submit(s, j)) {
     sc_serve__job_free(j); /* never shared */
     sc_serve__conn_error(c, 429, "the server is busy: the queue is full", false);
     return;
   }
-  /* j->conn is the loop thread's alone: setting it after the unlock is fine. */
+  /* j->conn is the loop thread's alone: setting it after the submit is fine. */
   j->conn = c;
   c->job = j;
-  c->last_step_sent = 0;
 }
 
-static void handle_health(conn *c) {
+static void handle_openai(conn *c, const sc_http_request *q) {
+  handle_completion(c, q, API_OPENAI);
+}
+
+static void handle_infill(conn *c, const sc_http_request *q) {
+  handle_completion(c, q, API_INFILL);
+}
+
+/* OpenAI's model list (https://platform.openai.com/docs/api-reference/models/list):
+ * the one model this server decodes with. */
+static void handle_models(conn *c, const sc_http_request *q) {
+  server *s = c->s;
+  json_t *o = json_pack("{s:s, s:[{s:s, s:s, s:I, s:s}]}", "object", "list", "data", "id",
+                        s->model_name, "object", "model", "created", (json_int_t)s->started,
+                        "owned_by", "sculpt");
+  sc_serve__conn_respond_json(c, 200, o, NULL, false);
+}
+
+static void handle_health(conn *c, const sc_http_request *q) {
   server *s = c->s;
   sched_counts k;
   sc_serve__sched_counts(s, &k);
@@ -170,7 +234,7 @@ static bool appendf(char **p, size_t *len, size_t *cap, const char *fmt, ...) {
   }
 }
 
-static void handle_metrics(conn *c) {
+static void handle_metrics(conn *c, const sc_http_request *q) {
   server *s = c->s;
   sched_counts sc;
   sc_serve__sched_counts(s, &sc);
@@ -233,6 +297,23 @@ static void handle_metrics(conn *c) {
   free(b);
 }
 
+/* The routes. auth: needs the bearer token when there is one; reserve:
+ * answered on a reserved connection too (see RESERVED_CONNS). */
+typedef struct route_def {
+  const char *path, *method;
+  bool auth, reserve;
+  void (*fn)(conn *c, const sc_http_request *q);
+} route_def;
+
+static const route_def k_routes[] = {
+    {"/health", "GET", false, true, handle_health},
+    {"/metrics", "GET", true, true, handle_metrics},
+    {"/v1/models", "GET", true, false, handle_models},
+    {"/v1/fim/completions", "POST", true, false, handle_openai},
+    {"/v1/completions", "POST", true, false, handle_openai},
+    {"/infill", "POST", true, false, handle_infill},
+};
+
 void sc_serve__route(conn *c, const sc_http_request *q) {
   server *s = c->s;
   c->busy = true;
@@ -242,45 +323,29 @@ void sc_serve__route(conn *c, const sc_http_request *q) {
   c->head = strcmp(q->method, "HEAD") == 0;
   c->t_request = sc_now_ms();
   ev_timer_stop(s->loop, &c->timer);
-  const char *p = q->path;
-  bool is_post = strcmp(q->method, "POST") == 0, is_get = strcmp(q->method, "GET") == 0;
-  if (c->reserved && strcmp(p, "/health") != 0 && strcmp(p, "/metrics") != 0) {
+  const route_def *r = NULL;
+  for (size_t i = 0; i < sizeof k_routes / sizeof *k_routes && !r; i++)
+    if (strcmp(q->path, k_routes[i].path) == 0) r = &k_routes[i];
+  if (c->reserved && (!r || !r->reserve)) {
     sc_serve__conn_error(c, 503, "too many connections: only /health and /metrics are answered",
                          true);
     return;
   }
-  if (strcmp(p, "/health") == 0) {
-    if (!is_get) {
-      sc_serve__conn_respond_json(c, 405, sc_serve__error_body("use GET", "invalid_request_error"),
-                                  "Allow: GET\r\n", false);
-      return;
-    }
-    handle_health(c);
-    return;
-  }
-  bool completions = strcmp(p, "/v1/fim/completions") == 0 || strcmp(p, "/v1/completions") == 0;
-  bool metrics = strcmp(p, "/metrics") == 0;
-  if (!completions && !metrics) {
+  if (!r) {
     sc_serve__conn_error(c, 404, "no such path", false);
     return;
   }
-  if (!authorized(s, q)) {
+  if (r->auth && !authorized(s, q)) {
     sc_serve__conn_error(c, 401, "a valid bearer token is required", false);
     return;
   }
-  if (metrics) {
-    if (!is_get) {
-      sc_serve__conn_respond_json(c, 405, sc_serve__error_body("use GET", "invalid_request_error"),
-                                  "Allow: GET\r\n", false);
-      return;
-    }
-    handle_metrics(c);
+  if (strcmp(q->method, r->method) != 0) {
+    char msg[32], allow[32];
+    snprintf(msg, sizeof msg, "use %s", r->method);
+    snprintf(allow, sizeof allow, "Allow: %s\r\n", r->method);
+    sc_serve__conn_respond_json(c, 405, sc_serve__error_body(msg, "invalid_request_error"),
+                                allow, false);
     return;
   }
-  if (!is_post) {
-    sc_serve__conn_error(c, 405, "use POST", false);
-    return;
-  }
-  handle_completion(c, q);
+  r->fn(c, q);
 }
-

@@ -252,7 +252,6 @@ void sc_serve__conn_error(conn *c, int status, const char *msg, bool close) {
   if (close) c->close_after = true;
   const char *extra = status == 429 || status == 503 ? "Retry-After: 1\r\n"
                       : status == 401 ? "WWW-Authenticate: Bearer\r\n"
-                      : status == 405 ? "Allow: POST\r\n"
                                       : NULL;
   sc_serve__conn_respond_json(c, status, sc_serve__error_body(msg, type), extra, false);
 }
@@ -302,9 +301,10 @@ void sc_serve__sse_start(conn *c) {
   sc_serve__conn_send(c, head, (size_t)n);
 }
 
-/* The end of a stream: [DONE], then the last chunk when chunked. */
-void sc_serve__sse_end(conn *c) {
-  send_chunk(c, "data: [DONE]\n\n", 14);
+/* The end of a stream: [DONE] (OpenAI's marker; llama.cpp's own endpoints
+ * end without it), then the last chunk when chunked. */
+void sc_serve__sse_end(conn *c, bool done_marker) {
+  if (done_marker) send_chunk(c, "data: [DONE]\n\n", 14);
   if (c->chunked) sc_serve__conn_send(c, "0\r\n\r\n", 5);
 }
 

@@ -32,7 +32,7 @@
 #include <pthread.h>
 
 #define MAX_HEADER_BYTES (16 * 1024)
-#define MAX_STOPS 4
+#define MAX_STOPS 16 /* Continue sends 12 to 14 */
 #define MAX_INPUT_BUFFER (64 * 1024) /* unparsed (pipelined) bytes held per connection */
 #define MAX_OUTPUT_BACKLOG (1 << 20) /* drafts are skipped while more is unsent */
 /* No further pipelined request is parsed while more than this is unsent: a
@@ -58,15 +58,26 @@ typedef struct conn conn;
 
 enum job_state { JOB_QUEUED, JOB_LIVE, JOB_DONE, JOB_FAILED };
 
+/* Which API a request came in by, which shapes its answer. */
+enum job_api {
+  API_OPENAI, /* POST /v1/fim/completions, /v1/completions */
+  API_INFILL, /* POST /infill, llama.cpp's server shape */
+};
+
 typedef struct job {
   /* Set by the loop thread before the job is queued; read-only after. */
-  char *prompt, *suffix;
+  enum job_api api;
+  char *prompt, *suffix; /* the text before and after the middle */
   size_t prompt_len, suffix_len;
-  int max_tokens;
+  int max_tokens;        /* the canvas; 0 (/infill n_predict 0): no decoding */
   sc_infill_params params;
   bool stream;
+  bool stream_drafts;    /* stream each whole refining draft, not increments */
   char *stop[MAX_STOPS];
   int n_stop;
+  int n_indent;          /* /infill: a line indented less ends the answer */
+  char **fields;         /* /infill response_fields (n_fields), or NULL */
+  int n_fields;
   char id[48];
   long long created;
   double t_start;
@@ -77,7 +88,8 @@ typedef struct job {
   bool in_outbox;
   struct job *next_q;   /* the pending queue */
   struct job *next_out; /* the outbox */
-  char *draft;          /* newest draft not yet sent (owned), or NULL */
+  char *draft;          /* newest draft not yet sent (owned), or NULL: the
+                           whole draft (stream_drafts) or its stable prefix */
   size_t draft_len;
   int draft_step;
   /* Written by the engine thread before the state turns DONE or FAILED;
@@ -85,11 +97,17 @@ typedef struct job {
   char *text;
   size_t text_len;
   const char *finish_reason;
+  int stop_hit;         /* the stop string that ended the answer, or -1 */
+  bool indent_cut;      /* n_indent ended it */
+  bool ended;           /* the model ended it (EOS) */
+  bool truncated;       /* prompt or suffix tokens were dropped to fit */
   int prompt_tokens, completion_tokens, steps;
+  double t_admit, t_done; /* sc_now_ms() at admission and at the end */
   int err_status;
   char err_msg[256];
   /* Engine thread only. */
   int slot;
+  int stable_posted;    /* canvas positions of the stable prefix last posted */
   /* Loop thread only. */
   conn *conn;
 } job;
@@ -119,7 +137,8 @@ struct conn {
   bool probed;     /* a 100 (Continue) went out after EOF (conn_watch_gone) */
   bool in_process; /* inside conn_process: answers do not recurse into it */
   bool reserved;   /* one of the RESERVED_CONNS: /health and /metrics only */
-  int last_step_sent;
+  int last_step_sent; /* stream_drafts: the newest draft's step sent */
+  size_t sent;        /* increments: bytes of the answer sent so far */
   job *job;
   double t_request;
   unsigned char client[16]; /* the client's address (see client_key) */
@@ -157,6 +176,7 @@ struct server {
   sc_engine_batch *batch;
   const sc_model_info *info;
   int context;
+  long long started; /* time() at start, the model's "created" */
   unsigned long long next_id;
 
   pthread_t thread;
@@ -214,10 +234,11 @@ void sc_serve__conn_respond_json(conn *c, int status, json_t *o, const char *ext
  * after it. */
 void sc_serve__conn_error(conn *c, int status, const char *msg, bool close);
 /* Server-sent events: the head (once), events (o is dumped and released),
- * and the end ([DONE], then the last chunk when chunked). */
+ * and the end (done_marker: `data: [DONE]`; then the last chunk when
+ * chunked). */
 void sc_serve__sse_start(conn *c);
 void sc_serve__sse_event(conn *c, json_t *o);
-void sc_serve__sse_end(conn *c);
+void sc_serve__sse_end(conn *c, bool done_marker);
 
 /* ---- serve_api.c: the routes ------------------------------------------------ */
 
@@ -234,14 +255,29 @@ void sc_serve__last_words(server *s);
 json_t *sc_serve__json_text(const char *text, size_t len);
 /* OpenAI's error body {"error": {message, type, param, code}}. */
 json_t *sc_serve__error_body(const char *msg, const char *type);
-/* Validates a completion body into a new job (owned by the caller), or NULL
- * with msg filled on a bad request. */
+/* Validates a request body into a new job (owned by the caller), or NULL
+ * with msg filled on a bad request: the OpenAI completions shape, or
+ * llama.cpp's /infill shape. */
 job *sc_serve__parse_completion(const server *s, const char *body, size_t len, char *msg,
                                 size_t msg_len);
-/* The legacy completions object for j with this text (usage: the final
- * answer's token counts). */
-json_t *sc_serve__completion_object(const server *s, const job *j, const char *text,
-                                    size_t len, const char *finish_reason, bool usage);
+job *sc_serve__parse_infill(const server *s, const char *body, size_t len, char *msg,
+                            size_t msg_len);
+/* Where the answer in text[0..len) ends: at the first stop string
+ * (*stop_hit = its index, else -1) or, with n_indent, at a line indented
+ * less (*indent_cut). The engine thread calls it too (j is read-only). */
+size_t sc_serve__answer_end(const job *j, const char *text, size_t len, int *stop_hit,
+                            bool *indent_cut);
+/* Of a stable prefix text[0..len) of the answer-to-be, how many bytes can
+ * be streamed now: no byte after the answer's end, none that may still
+ * turn out to begin a stop string, no UTF-8 sequence cut short. */
+size_t sc_serve__sendable(const job *j, const char *text, size_t len);
+/* A streamed event of j's answer: an increment (drafts off), a whole draft
+ * with its step (drafts on), or the last one (final: finish_reason, usage,
+ * the /infill totals). */
+json_t *sc_serve__stream_event(const server *s, const job *j, const char *text, size_t len,
+                               int step, bool final);
+/* The whole answer of a request that was not streamed. */
+json_t *sc_serve__answer(const server *s, const job *j);
 
 /* ---- serve_sched.c: the scheduler ------------------------------------------- */
 
@@ -251,7 +287,7 @@ typedef struct sched_counts {
   unsigned long long passes, steps, gen_tokens, prompt_tokens, cancelled;
 } sched_counts;
 
-void sc_serve__job_free(job *j); /* a job never shared */
+void sc_serve__job_free(job *j); /* a job never shared; NULL is fine */
 void sc_serve__job_release(server *s, job *j);
 /* Queues j (refs already 2: the connection's and the engine's) unless the
  * queue and the batch are full: then false, and j was not shared. */

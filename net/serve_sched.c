@@ -9,7 +9,7 @@
  * loop with an ev_async. The loop never waits on the model. It knows no
  * HTTP: jobs come in through sc_serve__sched_submit and go out through
  * sc_serve__sched_drain. */
-#define _GNU_SOURCE /* memmem */
+#define _POSIX_C_SOURCE 200809L
 #include "serve_impl.h"
 
 #include <stdio.h>
@@ -20,9 +20,12 @@
 /* ---- jobs -------------------------------------------------------------------- */
 
 void sc_serve__job_free(job *j) {
+  if (!j) return;
   free(j->prompt);
   free(j->suffix);
   for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
+  for (int i = 0; i < j->n_fields; i++) free(j->fields[i]);
+  free(j->fields);
   free(j->draft);
   free(j->text);
   free(j);
@@ -48,23 +51,6 @@ static void post_locked(server *s, job *j) {
   if (s->out_tail) s->out_tail->next_out = j;
   else s->out_head = j;
   s->out_tail = j;
-}
-
-/* ---- stop strings ----------------------------------------------------------- */
-
-/* Cuts text at the first stop string; true when one was found. */
-static bool cut_at_stop(const job *j, size_t *len, const char *text) {
-  size_t best = *len;
-  bool found = false;
-  for (int i = 0; i < j->n_stop; i++) {
-    const char *hit = memmem(text, *len, j->stop[i], strlen(j->stop[i]));
-    if (hit && (size_t)(hit - text) < best) {
-      best = (size_t)(hit - text);
-      found = true;
-    }
-  }
-  *len = best;
-  return found;
 }
 
 /* ---- the engine thread ------------------------------------------------------ */
@@ -121,6 +107,8 @@ static sc_status admit(server *s, job *j) {
     j->slot = slot;
     j->state = JOB_LIVE;
     j->prompt_tokens = (int)(keep_pre + keep_suf);
+    j->truncated = keep_pre < n_pre || keep_suf < n_suf;
+    j->t_admit = sc_now_ms();
     s->live[slot] = j;
     s->n_live++;
     if (s->n_live > s->max_live) s->max_live = s->n_live;
@@ -133,7 +121,11 @@ static sc_status admit(server *s, job *j) {
   return st;
 }
 
-/* The draft of a canvas: committed tokens up to the first end token. */
+/* What a streamed request is sent after a step (see serve_shape.c, "Streaming"):
+ * with stream_drafts the whole draft, its committed tokens up to the first
+ * end token, holes left out; else its stable prefix, the tokens committed
+ * left to right up to the first hole or end token, posted only when it
+ * grew. */
 static void on_progress(void *user, int slot, const int32_t *canvas, int m, int step,
                         int committed) {
   server *s = user;
@@ -141,13 +133,28 @@ static void on_progress(void *user, int slot, const int32_t *canvas, int m, int 
   if (!j || !j->stream) return;
   int32_t *ids = malloc((size_t)m * sizeof *ids);
   if (!ids) return;
-  int n = 0;
-  for (int i = 0; i < m; i++) {
-    int32_t t = canvas[i];
-    if ((s->info->eos_id >= 0 && t == s->info->eos_id) ||
+  int n = 0, stable = 0;
+  for (; stable < m; stable++) {
+    int32_t t = canvas[stable];
+    if (t == s->info->mask_id || (s->info->eos_id >= 0 && t == s->info->eos_id) ||
         (s->info->pad_id >= 0 && t == s->info->pad_id))
       break;
-    if (t != s->info->mask_id) ids[n++] = t;
+  }
+  if (j->stream_drafts) {
+    for (int i = 0; i < m; i++) {
+      int32_t t = canvas[i];
+      if ((s->info->eos_id >= 0 && t == s->info->eos_id) ||
+          (s->info->pad_id >= 0 && t == s->info->pad_id))
+        break;
+      if (t != s->info->mask_id) ids[n++] = t;
+    }
+  } else if (stable > j->stable_posted) {
+    memcpy(ids, canvas, (size_t)stable * sizeof *ids);
+    n = stable;
+    j->stable_posted = stable;
+  } else {
+    free(ids);
+    return;
   }
   char *text = NULL;
   size_t len = 0;
@@ -155,7 +162,11 @@ static void on_progress(void *user, int slot, const int32_t *canvas, int m, int 
   sc_status st = sc_tokenizer_decode(s->tok, ids, (size_t)n, &text, &len, &err);
   free(ids);
   if (st != SC_OK) return;
-  cut_at_stop(j, &len, text);
+  int hit;
+  bool indent_cut;
+  /* A draft is shown as the answer would end; a stable prefix is cut by
+   * the loop, which also holds back what may begin a stop string. */
+  if (j->stream_drafts) len = sc_serve__answer_end(j, text, len, &hit, &indent_cut);
   pthread_mutex_lock(&s->mu);
   free(j->draft);
   j->draft = text;
@@ -176,12 +187,15 @@ static void finish(server *s, job *j) {
   if (st != SC_OK) {
     fail_job_locked(s, j, 500, err.msg);
   } else {
-    size_t len = r.text_len;
-    bool stopped = r.text && cut_at_stop(j, &len, r.text);
+    size_t len = r.text ? sc_serve__answer_end(j, r.text, r.text_len, &j->stop_hit,
+                                               &j->indent_cut)
+                        : 0;
     j->text = r.text;
-    j->text_len = r.text ? len : 0;
+    j->text_len = len;
     r.text = NULL;
-    j->finish_reason = stopped || r.ended ? "stop" : "length";
+    j->ended = r.ended;
+    j->finish_reason = j->stop_hit >= 0 || r.ended ? "stop" : "length";
+    j->t_done = sc_now_ms();
     j->completion_tokens = r.n_ids;
     j->steps = r.steps;
     s->request_steps += (unsigned long long)r.steps;

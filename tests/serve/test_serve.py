@@ -74,18 +74,35 @@ h = cpu.health()
 check(h and h.get("batch_capacity") == 1, f"CPU default --batch 1: {h}")
 cpu.stop()
 
-# Streaming: drafts that refine, then the final text, then [DONE].
+# Streaming, by default OpenAI's increments: each event holds only what is
+# new (as choices[0].text and choices[0].delta.content), the last one
+# finish_reason and usage, then [DONE]; the pieces add up to the answer.
 st, ctype, events = srv.stream({"prompt": "int abc", "suffix": " = 1;\n", "max_tokens": 40})
 check(st == 200 and ctype == "text/event-stream", f"stream {st} {ctype}")
+check(len(events) >= 4 and events[-1] == "[DONE]", f"{len(events)} events, last {events[-1:]}")
+objs = [json.loads(e) for e in events[:-1]]
+pieces = [o["choices"][0]["text"] for o in objs]
+check("".join(pieces) == ALPHA, f"the increments add up to the answer: {pieces}")
+check(all(o["choices"][0]["delta"]["content"] == o["choices"][0]["text"] for o in objs),
+      "delta.content carries the same increment")
+check(len([p for p in pieces if p]) >= 3, f"the answer arrives in pieces: {pieces}")
+check(objs[-1]["choices"][0]["finish_reason"] == "stop" and "usage" in objs[-1] and
+      all(o["choices"][0]["finish_reason"] is None for o in objs[:-1]), "finish_reason at the end")
+check(len({o["id"] for o in objs}) == 1, "one id per stream")
+# The refining drafts on request (stream_drafts): each event the whole
+# current draft and its step, then the final text.
+st, ctype, events = srv.stream({"prompt": "int abc", "suffix": " = 1;\n", "max_tokens": 40,
+                                "stream_drafts": True})
 check(len(events) >= 4 and events[-1] == "[DONE]", f"{len(events)} events, last {events[-1:]}")
 objs = [json.loads(e) for e in events[:-1]]
 drafts = [o["choices"][0]["text"] for o in objs]
 check(drafts and drafts[-1] == ALPHA, f"final streamed text {drafts[-1:]}")
 check(all(ALPHA.startswith(d) for d in drafts), f"drafts are the refining middle: {drafts}")
 check(len(set(drafts)) >= 3, "the draft changes from step to step")
+check(all(isinstance(o.get("step"), int) for o in objs[:-1]) and
+      [o["step"] for o in objs[:-1]] == sorted(o["step"] for o in objs[:-1]), "steps in order")
 check(objs[-1]["choices"][0]["finish_reason"] == "stop" and "usage" in objs[-1] and
       all(o["choices"][0]["finish_reason"] is None for o in objs[:-1]), "finish_reason at the end")
-check(len({o["id"] for o in objs}) == 1, "one id per stream")
 
 # Keep-alive: several requests on one connection, a stream among them.
 c = srv.conn()
@@ -248,6 +265,9 @@ st, _, res = srv.complete(req, headers={"Authorization": "Bearer " + secret})
 check(st == 200 and res["choices"][0]["text"] == "z", f"right token: {st} {res}")
 st, _, _ = srv.request("GET", "/metrics")
 check(st == 401, "metrics need the token")
+for path in ("/v1/models", "/infill"):
+    st, _, _ = srv.request("GET" if path == "/v1/models" else "POST", path, "{}")
+    check(st == 401, f"{path} needs the token")
 check(srv.metrics(headers={"Authorization": "Bearer " + secret}).get(
     'sculpt_http_requests_total{code="401"}', 0) >= 7, "401s counted")
 check(srv.health() is not None, "health needs none")
