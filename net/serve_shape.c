@@ -42,8 +42,10 @@
 
 /* ---- text --------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0. RFC 3629 section 4. */
-static int utf8_seq(const unsigned char *p, size_t left) {
+/* The length (1..4) of the UTF-8 sequence that p[0] begins, when the bytes
+ * after it that are there (avail in all) continue it as RFC 3629 section 4
+ * allows; else 0. */
+static int utf8_lead(const unsigned char *p, size_t avail) {
   unsigned c = p[0];
   if (c < 0x80) return 1;
   int n;
@@ -60,11 +62,15 @@ static int utf8_seq(const unsigned char *p, size_t left) {
   } else {
     return 0;
   }
-  if ((size_t)n > left) return 0;
-  if (p[1] < lo || p[1] > hi) return 0;
-  for (int i = 2; i < n; i++)
-    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  for (size_t i = 1; i < (size_t)n && i < avail; i++)
+    if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF)) return 0;
   return n;
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0. */
+static int utf8_seq(const unsigned char *p, size_t left) {
+  int n = utf8_lead(p, left);
+  return (size_t)n <= left ? n : 0;
 }
 
 /* A JSON string of text; bytes that are not valid UTF-8 (a middle cut inside
@@ -101,30 +107,10 @@ json_t *sc_serve__json_text(const char *text, size_t len) {
   return j;
 }
 
-/* Whether p[0..k) (k >= 1) can begin a valid UTF-8 sequence not yet
- * complete: a lead byte wanting more than k bytes, and continuation bytes
- * as RFC 3629 allows them after it. */
+/* Whether p[0..k) (k >= 1) begins a valid UTF-8 sequence not yet complete. */
 static bool utf8_partial(const unsigned char *p, size_t k) {
-  unsigned c = p[0];
-  size_t n;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return false;
-  }
-  if (k >= n) return false;
-  if (k >= 2 && (p[1] < lo || p[1] > hi)) return false;
-  for (size_t i = 2; i < k; i++)
-    if (p[i] < 0x80 || p[i] > 0xBF) return false;
-  return true;
+  int n = utf8_lead(p, k);
+  return n > 0 && (size_t)n > k;
 }
 
 json_t *sc_serve__error_body(const char *msg, const char *type) {
@@ -431,45 +417,29 @@ static json_t *load_object(const char *body, size_t len, char *msg, size_t msg_l
   return root;
 }
 
-job *sc_serve__parse_completion(const server *s, const char *body, size_t len, char *msg,
-                                size_t msg_len) {
-  json_t *root = load_object(body, len, msg, msg_len);
-  if (!root) return NULL;
-  job *j = job_new(API_OPENAI);
-  bool ok = false;
-  if (!j) {
-    snprintf(msg, msg_len, "out of memory");
-    goto out;
-  }
+/* The OpenAI fields of a completion. */
+static bool fill_completion(const server *s, json_t *root, job *j, char *msg, size_t msg_len) {
   json_t *prompt = json_object_get(root, "prompt");
   /* OpenAI also takes a list of prompts; one is what a FIM request has. */
   if (json_is_array(prompt) && json_array_size(prompt) == 1)
     prompt = json_array_get(prompt, 0);
   if (!json_is_string(prompt)) {
     snprintf(msg, msg_len, "'prompt' must be a string");
-    goto out;
+    return false;
   }
-  if (!optional_string(root, "suffix", msg, msg_len)) goto out;
+  if (!optional_string(root, "suffix", msg, msg_len)) return false;
   if (!take_text(prompt, &j->prompt, &j->prompt_len) ||
       !take_text(json_object_get(root, "suffix"), &j->suffix, &j->suffix_len)) {
     snprintf(msg, msg_len, "out of memory");
-    goto out;
+    return false;
   }
-  if (!get_canvas(s, root, "max_tokens", false, j, msg, msg_len)) goto out;
+  if (!get_canvas(s, root, "max_tokens", false, j, msg, msg_len)) return false;
   json_t *n = json_object_get(root, "n");
   if (n && !json_is_null(n) && !(json_is_integer(n) && json_integer_value(n) == 1)) {
     snprintf(msg, msg_len, "'n' must be 1");
-    goto out;
+    return false;
   }
-  if (!optional_string(root, "model", msg, msg_len)) goto out;
-  ok = parse_common(s, root, j, msg, msg_len);
-out:
-  json_decref(root);
-  if (!ok && j) {
-    sc_serve__job_free(j);
-    j = NULL;
-  }
-  return j;
+  return optional_string(root, "model", msg, msg_len);
 }
 
 /* The text before the middle for /infill: the input_extra chunks (each
@@ -524,28 +494,20 @@ static bool infill_prompt(json_t *root, job *j, char *msg, size_t msg_len) {
   return true;
 }
 
-job *sc_serve__parse_infill(const server *s, const char *body, size_t len, char *msg,
-                            size_t msg_len) {
-  json_t *root = load_object(body, len, msg, msg_len);
-  if (!root) return NULL;
-  job *j = job_new(API_INFILL);
-  bool ok = false;
-  if (!j) {
-    snprintf(msg, msg_len, "out of memory");
-    goto out;
-  }
-  if (!infill_prompt(root, j, msg, msg_len)) goto out;
+/* The llama.cpp fields of an /infill request. */
+static bool fill_infill(const server *s, json_t *root, job *j, char *msg, size_t msg_len) {
+  if (!infill_prompt(root, j, msg, msg_len)) return false;
   /* n_predict as llama.cpp reads it: max_tokens when absent; -1 (its
    * "until the end") is our default canvas; 0 evaluates the prompt only
    * (llama.vim sends such requests to warm a cache): nothing to decode. */
   if (!get_canvas(s, root, "max_tokens", true, j, msg, msg_len) ||
       !get_canvas(s, root, "n_predict", true, j, msg, msg_len))
-    goto out;
+    return false;
   json_t *v = json_object_get(root, "n_indent");
   if (v && !json_is_null(v)) {
     if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 1024) {
       snprintf(msg, msg_len, "'n_indent' must be an integer from 0 to 1024");
-      goto out;
+      return false;
     }
     j->n_indent = (int)json_integer_value(v);
   }
@@ -553,38 +515,59 @@ job *sc_serve__parse_infill(const server *s, const char *body, size_t len, char 
   if (v && !json_is_null(v)) {
     if (!json_is_integer(v) || json_integer_value(v) < 0) {
       snprintf(msg, msg_len, "'top_k' must be a non-negative integer");
-      goto out;
+      return false;
     }
     j->params.top_k = json_integer_value(v) > 1000000 ? 1000000 : (int)json_integer_value(v);
   }
   v = json_object_get(root, "response_fields");
-  if (v && !json_is_null(v)) {
-    size_t n = json_is_array(v) ? json_array_size(v) : 0;
-    if (!json_is_array(v) || n > 64) {
-      snprintf(msg, msg_len, "'response_fields' must be a list of up to 64 strings");
-      goto out;
-    }
-    j->fields = calloc(n ? n : 1, sizeof *j->fields);
-    for (size_t i = 0; j->fields && i < n; i++) {
-      json_t *f = json_array_get(v, i);
-      if (!json_is_string(f) || json_string_length(f) >= 256) {
-        snprintf(msg, msg_len, "each of 'response_fields' must be a string (a path a/b/c)");
-        goto out;
-      }
-      if (!(j->fields[j->n_fields] = strdup(json_string_value(f)))) break;
-      j->n_fields++;
-    }
-    if (!j->fields || j->n_fields != (int)n) {
-      snprintf(msg, msg_len, "out of memory");
-      goto out;
-    }
+  if (!v || json_is_null(v)) return true;
+  size_t n = json_is_array(v) ? json_array_size(v) : 0;
+  if (!json_is_array(v) || n > 64) {
+    snprintf(msg, msg_len, "'response_fields' must be a list of up to 64 strings");
+    return false;
   }
-  ok = parse_common(s, root, j, msg, msg_len);
-out:
+  j->fields = calloc(n ? n : 1, sizeof *j->fields);
+  for (size_t i = 0; j->fields && i < n; i++) {
+    json_t *f = json_array_get(v, i);
+    if (!json_is_string(f) || json_string_length(f) >= 256) {
+      snprintf(msg, msg_len, "each of 'response_fields' must be a string (a path a/b/c)");
+      return false;
+    }
+    if (!(j->fields[j->n_fields] = strdup(json_string_value(f)))) break;
+    j->n_fields++;
+  }
+  if (!j->fields || j->n_fields != (int)n) {
+    snprintf(msg, msg_len, "out of memory");
+    return false;
+  }
+  return true;
+}
+
+/* A body into a job of that api: its own fields (fill), then the shared. */
+static job *parse_body(const server *s, enum job_api api, const char *body, size_t len,
+                       char *msg, size_t msg_len) {
+  json_t *root = load_object(body, len, msg, msg_len);
+  if (!root) return NULL;
+  job *j = job_new(api);
+  bool ok = false;
+  if (!j) snprintf(msg, msg_len, "out of memory");
+  else if (api == API_INFILL) ok = fill_infill(s, root, j, msg, msg_len);
+  else ok = fill_completion(s, root, j, msg, msg_len);
+  ok = ok && parse_common(s, root, j, msg, msg_len);
   json_decref(root);
-  if (!ok && j) {
+  if (!ok) {
     sc_serve__job_free(j);
-    j = NULL;
+    return NULL;
   }
   return j;
+}
+
+job *sc_serve__parse_completion(const server *s, const char *body, size_t len, char *msg,
+                                size_t msg_len) {
+  return parse_body(s, API_OPENAI, body, len, msg, msg_len);
+}
+
+job *sc_serve__parse_infill(const server *s, const char *body, size_t len, char *msg,
+                            size_t msg_len) {
+  return parse_body(s, API_INFILL, body, len, msg, msg_len);
 }

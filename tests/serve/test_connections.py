@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from servelib import (BIN, Server, body_of, check, finish, planted_model,  # noqa: E402
-                      status_of, wait_until)
+                      recv_all, status_of, wait_until)
 
 tmp, model = planted_model()
 srv = Server(model, "--max-connections", "16", "--max-client-connections", "8",
@@ -32,16 +32,11 @@ def connect(src):
 def ask(src, data):
     """Sends data from address src; (status, body) of the answer."""
     k = connect(src)
-    got = b""
     try:
         k.sendall(data)
-        while True:
-            chunk = k.recv(65536)
-            if not chunk:
-                break
-            got += chunk
     except OSError:
         pass
+    got = recv_all(k)
     k.close()
     return status_of(got), body_of(got)
 

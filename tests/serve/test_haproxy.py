@@ -20,7 +20,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from servelib import SRC, Server, check, finish, planted_model, wait_until  # noqa: E402
+from servelib import (SRC, Server, check, finish, planted_model, recv_all,  # noqa: E402
+                      wait_until)
 
 HAPROXY = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy")
                                       else None)
@@ -57,12 +58,7 @@ def show_stat():
         s.settimeout(2)
         s.connect(stats)
         s.sendall(b"show stat\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = recv_all(s)
         s.close()
     except OSError:
         return {}

@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from servelib import (BIN, Server, check, finish, planted_model,  # noqa: E402
-                      wait_until)
+                      recv_all, wait_until)
 
 tmp, model = planted_model()
 ALPHA = "defghijklmnopqrstuvwxyz"
@@ -218,12 +218,7 @@ def post(payload, shut):
         k.close()
         return None
     k.shutdown(socket.SHUT_WR)
-    got = b""
-    while True:
-        chunk = k.recv(65536)
-        if not chunk:
-            break
-        got += chunk
+    got = recv_all(k)
     k.close()
     return got
 
