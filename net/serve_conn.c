@@ -548,12 +548,14 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents) {
 /* A 503 straight on the socket, then the close: for a connection we do not
  * keep (best effort: what the socket takes now). */
 static void refuse(server *s, int fd) {
-  static const char busy[] =
-      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-      "Content-Length: 94\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
-      "{\"error\":{\"message\":\"too many connections\",\"type\":\"server_error\","
-      "\"param\":null,\"code\":null}}";
-  ssize_t n = send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL);
+  static const char body[] = "{\"error\":{\"message\":\"too many connections\","
+                             "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+  char busy[512];
+  int len = snprintf(busy, sizeof busy,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
+                     sizeof body - 1, body);
+  ssize_t n = send(fd, busy, (size_t)len, MSG_NOSIGNAL);
   (void)n;
   s->by_status[503]++;
 }

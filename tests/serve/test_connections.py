@@ -96,15 +96,26 @@ check(st == 503, f"a completion with the pool full: {st}")
 check(health("127.0.0.3")[0] == 200, "/health with the pool full")
 # The slow connections that the reserve gave up were told so (a 503), and
 # the ones in the pool are still open, waiting.
-refused = 0
+refused, framed = 0, 0
 for k in held:
-    k.settimeout(0.05)
+    k.settimeout(0.2)
     try:
         data = k.recv(4096)
-        refused += data.startswith(b"HTTP/1.1 503")
     except OSError:
-        pass
-check(refused >= 40 - 8 - 8, f"slow connections past the pool and reserve refused: {refused}")
+        continue
+    if data.startswith(b"HTTP/1.1 503"):
+        refused += 1
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = [int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:")]
+        try:
+            framed += (length == [len(body)] and b"retry-after: 1" in head.lower() and
+                       json.loads(body)["error"]["message"] == "too many connections")
+        except ValueError:
+            pass
+check(refused >= 40 - 8 - 8 and framed == refused,
+      f"slow connections past the pool and reserve refused with a whole 503: "
+      f"{refused} refused, {framed} well framed")
 for k in held + held2:
     k.close()
 check(wait_until(lambda: health("127.0.0.1")[0] == 200 and
