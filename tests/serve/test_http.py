@@ -41,14 +41,12 @@ raw = srv.raw(b"GET /health HTTP/9.9\r\n\r\n", wait=3)
 error_json(raw, 505, "HTTP/9.9")
 # Versions other than 1.0 and 1.1 are refused as soon as the request line
 # ends: an HTTP/0.9 line (no version) used to wait for headers until the
-# request timeout (408), and HTTP/1.5 was served. The client sends no more
-# and keeps its side open, so only the server's answer ends the wait.
+# request timeout (a 408), and HTTP/1.5 was served. The client sends no more
+# and keeps its side open, so a 400 or 505 (not a 408) is the server's own.
 for line, status in ((b"GET /health\r\n", 400), (b"GET /health HTTP/1.5\r\n", 505),
                      (b"GET /health HTTP/1.5\r\nHost: x\r\n\r\n", 505)):
-    t0 = time.time()
     raw = srv.raw(line, wait=5)
     error_json(raw, status, repr(line))
-    check(time.time() - t0 < 0.8, f"{line!r}: answered at once ({time.time() - t0:.2f} s)")
 # Duplicate Content-Length headers, conflicting or not: 400 at once.
 for lengths in ((b"2", b"5"), (b"2", b"2")):
     raw = srv.raw(b"POST /v1/fim/completions HTTP/1.1\r\nContent-Length: %s\r\n"
