@@ -2,7 +2,8 @@
  * net.h — sculpt over HTTP.
  *
  * The server side serves the diffusion engine (`sculpt serve`): HTTP/1.1 on
- * a libev loop, OpenAI-compatible FIM completions with continuous batching.
+ * a libev loop, OpenAI-compatible FIM completions and llama.cpp's /infill,
+ * with continuous batching.
  * The client side is the remote backend: it sends an assembled prompt and
  * suffix to an OpenAI-compatible FIM endpoint (sculpt serve, Mercury Coder,
  * SGLang, vLLM) through libcurl's multi interface on a libev loop, so the

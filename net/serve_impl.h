@@ -1,18 +1,22 @@
 /*
- * serve_impl.h — what the files of `sculpt serve` share, and nothing else
- * includes. The server is split by layer:
+ * serve_impl.h — what the files of `sculpt serve` share (and
+ * tests/unit/test_serve_shape.c reaches into); nothing else includes it.
+ * The server is split by layer:
  *
  *   serve.c        start and stop: options, model, loop, engine thread
- *   serve_conn.c   the HTTP connection layer: accept, read, parse
- *                  (http.c), write, timers, keep-alive, pipelining,
+ *   serve_conn.c   the HTTP connection layer: admission (the pool, the
+ *                  per-client cap, the reserve for /health and /metrics),
+ *                  accept, read, parse (http.c), write, timers, keep-alive,
+ *                  pipelining, a client's EOF (half-close or gone),
  *                  lingering close, chunked/SSE framing
  *   serve_api.c    the routes: each complete request is handed to
  *                  sc_serve__route, which authorizes it and answers it
- *                  (health, metrics) or queues a completion and delivers
- *                  what the engine posts back
- *   serve_shape.c  request and response shaping: a JSON body into a job,
- *                  a result into the OpenAI JSON, error bodies (pure: no
- *                  I/O, no locks)
+ *                  (health, metrics, models) or queues a completion and
+ *                  delivers what the engine posts back
+ *   serve_shape.c  request and response shaping: a JSON body (OpenAI's or
+ *                  llama.cpp's /infill) into a job, what of a draft may be
+ *                  streamed, results and stream events into JSON, error
+ *                  bodies (pure: no I/O, no locks)
  *   serve_sched.c  the scheduler: the engine thread, the queue, admission
  *                  into the continuous batch, drafts and results posted
  *                  back through the outbox
