@@ -11,6 +11,7 @@
 #define _DEFAULT_SOURCE /* strndup */
 #include "workspace_impl.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,7 +230,8 @@ static void set_head(ws_file *f, ws_def *d, TSNode n, const char *text, size_t l
     size_t le = line_end(text, len, s);
     size_t k = s;
     while (k < le && (text[k] == ' ' || text[k] == '\t')) k++;
-    if (k < le && text[k] == '}' && le - s <= 40) d->tail = ws_pool_add(f, text + s, le - s);
+    if (k < le && (text[k] == '}' || text[k] == ')') && le - s <= 40)
+      d->tail = ws_pool_add(f, text + s, le - s);
   }
 }
 
@@ -335,6 +337,46 @@ static void index_defs(ws_file *f, TSNode root, const char *text, size_t len, TS
     p->d.end_line = ts_node_end_point(def).row;
     p->d.parent = UINT16_MAX;
   }
+  /* Constants declared together without a named container (a Go const
+   * block, an anonymous C enum) get an unnamed one, so that a constant
+   * comes with its siblings, as an enum's members do. */
+  size_t n_named = n;
+  for (size_t i = 0; i < n_named; i++) {
+    if (ps[i].d.kind != WK_CONSTANT) continue;
+    TSNode g = ts_node_parent(ps[i].node);
+    if (!ts_node_is_null(g) && strcmp(ts_node_type(g), "enumerator_list") == 0)
+      g = ts_node_parent(g);
+    if (ts_node_is_null(g) || (strcmp(ts_node_type(g), "const_declaration") != 0 &&
+                               strcmp(ts_node_type(g), "enum_specifier") != 0))
+      continue;
+    if (ts_node_named_child_count(g) < 2) continue;
+    uint32_t gs = ts_node_start_byte(g), ge = ts_node_end_byte(g);
+    bool held = false; /* a container already spans it (a named enum, a typedef) */
+    for (size_t k = 0; k < n && !held; k++)
+      held = k != i && is_container_kind(ps[k].d.kind) && ps[k].d.start_byte <= gs &&
+             ps[k].d.end_byte >= ge;
+    if (held) continue;
+    if (n == cap) {
+      size_t nc = cap * 2;
+      pending *np = realloc(ps, nc * sizeof *np);
+      if (!np) break;
+      ps = np;
+      cap = nc;
+    }
+    uint32_t empty = ws_pool_add(f, "", 0);
+    if (empty == WS_NONE) break;
+    pending *p = &ps[n++];
+    memset(p, 0, sizeof *p);
+    p->node = g;
+    p->d.name = empty;
+    p->d.scope = WS_NONE;
+    p->d.kind = WK_TYPE;
+    p->d.start_byte = gs;
+    p->d.end_byte = ge;
+    p->d.start_line = ts_node_start_point(g).row;
+    p->d.end_line = ts_node_end_point(g).row;
+    p->d.parent = UINT16_MAX;
+  }
   if (n > 1) qsort(ps, n, sizeof *ps, cmp_pending);
   /* Patterns that found the same name on the same line, not next to each
    * other in match order: merged now that they are in document order. */
@@ -376,7 +418,7 @@ static void index_defs(ws_file *f, TSNode root, const char *text, size_t len, TS
       size_t c = stack[sp - 1];
       d->parent = (uint16_t)c;
       ps[c].d.flags |= WD_CONTAINER;
-      if (d->scope == WS_NONE) d->scope = ps[c].d.name;
+      if (d->scope == WS_NONE && f->pool[ps[c].d.name]) d->scope = ps[c].d.name;
     }
     if (is_container_kind(d->kind) && sp < 64) stack[sp++] = i;
   }
@@ -446,10 +488,53 @@ static void index_imports(ws_file *f, TSNode root, const char *text, size_t len,
   }
 }
 
+/* Member names used in text and how often (a lexical scan: '.', '->' or
+ * '?.' then a name), deduplicated through a small open-addressing table. */
+static void index_uses(ws_file *f, const char *text, size_t len) {
+  enum { CAP = 4096 };
+  uint32_t *slot = calloc(CAP, sizeof *slot); /* 1 + index into f->uses; 0: free */
+  if (!slot) return;
+  size_t cap = 0;
+  for (size_t i = 1; i < len; i++) {
+    bool dot = text[i - 1] == '.' && !(i >= 2 && text[i - 2] == '.');
+    bool arrow = i >= 2 && text[i - 1] == '>' && text[i - 2] == '-';
+    if (!(dot || arrow) || !(isalpha((unsigned char)text[i]) || text[i] == '_')) continue;
+    size_t a = i;
+    while (i < len && (isalnum((unsigned char)text[i]) || text[i] == '_')) i++;
+    size_t n = i - a;
+    if (n < 2 || n > 64) continue;
+    uint64_t h = sc_hash64(text + a, n, 3);
+    size_t s = (size_t)h & (CAP - 1), probes = 0;
+    for (; slot[s] && probes < CAP; s = (s + 1) & (CAP - 1), probes++) {
+      const char *x = f->pool + f->uses[slot[s] - 1].name;
+      if (strlen(x) == n && memcmp(x, text + a, n) == 0) break;
+    }
+    if (probes == CAP) break;
+    if (slot[s]) {
+      f->uses[slot[s] - 1].count++;
+      continue;
+    }
+    if (f->n_uses * 4 >= CAP * 3) continue; /* full enough: the rest is rare */
+    if (f->n_uses == cap) {
+      size_t nc = cap ? cap * 2 : 64;
+      struct ws_use *nu = realloc(f->uses, nc * sizeof *nu);
+      if (!nu) break;
+      f->uses = nu;
+      cap = nc;
+    }
+    uint32_t off = ws_pool_add(f, text + a, n);
+    if (off == WS_NONE) break;
+    f->uses[f->n_uses] = (struct ws_use){off, 1};
+    slot[s] = (uint32_t)++f->n_uses;
+  }
+  free(slot);
+}
+
 void ws_index_tree(ws_file *f, const sc_syntax_tree *tree, const char *text, size_t len) {
   TSNode root = sc_syntax_tree_root(tree);
   TSQueryCursor *qc = ts_query_cursor_new();
   index_defs(f, root, text, len, qc);
   index_imports(f, root, text, len, qc);
   ts_query_cursor_delete(qc);
+  index_uses(f, text, len);
 }

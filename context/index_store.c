@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define STORE_MAGIC "sculptIX"
-#define STORE_VERSION 1u
+#define STORE_VERSION 2u
 #define STORE_BOM 0x01020304u
 #define STORE_MAX_BYTES (256u << 20)
 #define STORE_DIR_MAX_FILES 64
@@ -171,19 +171,22 @@ static ws_file *get_file(reader *r) {
   f->hash = get_u64(r);
   f->lines = get_u32(r);
   uint32_t n_defs = get_u32(r), n_imports = get_u32(r), n_chunks = get_u32(r);
-  uint32_t pool_len = get_u32(r);
+  uint32_t n_uses = get_u32(r), pool_len = get_u32(r);
   /* Counts are checked against the bytes left before anything is allocated. */
   uint64_t need = (uint64_t)pool_len + (uint64_t)n_defs * sizeof(ws_def) +
-                  (uint64_t)n_imports * 4 + (uint64_t)n_chunks * sizeof(ws_chunk);
+                  (uint64_t)n_imports * 4 + (uint64_t)n_chunks * sizeof(ws_chunk) +
+                  (uint64_t)n_uses * sizeof(struct ws_use);
   if (r->bad || !f->path || n_defs > UINT16_MAX || need > r->left ||
-      (pool_len > 0 && r->p[pool_len - 1] != '\0') || (pool_len == 0 && (n_defs || n_imports)))
+      (pool_len > 0 && r->p[pool_len - 1] != '\0') ||
+      (pool_len == 0 && (n_defs || n_imports || n_uses)))
     goto bad;
   f->pool = pool_len ? malloc(pool_len) : NULL;
   f->defs = n_defs ? malloc(n_defs * sizeof *f->defs) : NULL;
   f->imports = n_imports ? malloc(n_imports * sizeof *f->imports) : NULL;
   f->chunks = n_chunks ? malloc(n_chunks * sizeof *f->chunks) : NULL;
+  f->uses = n_uses ? malloc(n_uses * sizeof *f->uses) : NULL;
   if ((pool_len && !f->pool) || (n_defs && !f->defs) || (n_imports && !f->imports) ||
-      (n_chunks && !f->chunks))
+      (n_chunks && !f->chunks) || (n_uses && !f->uses))
     goto bad;
   get(r, f->pool, pool_len);
   f->pool_len = f->pool_cap = pool_len;
@@ -193,6 +196,8 @@ static ws_file *get_file(reader *r) {
   f->n_imports = n_imports;
   get(r, f->chunks, n_chunks * sizeof *f->chunks);
   f->n_chunks = n_chunks;
+  get(r, f->uses, n_uses * sizeof *f->uses);
+  f->n_uses = n_uses;
   if (r->bad) goto bad;
   for (uint32_t i = 0; i < n_defs; i++) {
     const ws_def *d = &f->defs[i];
@@ -205,6 +210,8 @@ static ws_file *get_file(reader *r) {
   }
   for (uint32_t i = 0; i < n_imports; i++)
     if (!off_ok(f->imports[i], pool_len, false)) goto bad;
+  for (uint32_t i = 0; i < n_uses; i++)
+    if (!off_ok(f->uses[i].name, pool_len, false)) goto bad;
   return f;
 bad:
   r->bad = true;
@@ -262,7 +269,7 @@ ws_store *ws_store_load(const char *path, const char *root, sc_error *err) {
   r.p += rl;
   r.left -= rl;
   uint32_t n_files = get_u32(&r), n_skips = get_u32(&r);
-  if (r.bad || n_files > r.left / 48 || n_skips > r.left / 21) goto fail;
+  if (r.bad || n_files > r.left / 52 || n_skips > r.left / 21) goto fail;
   for (uint32_t i = 0; i < n_files && !r.bad; i++) {
     ws_file *f = get_file(&r);
     if (!f) break;
@@ -527,11 +534,13 @@ sc_status ws_store_save(const sc_workspace *ws, const ws_store *s, const char *p
     put_u32(&b, (uint32_t)f->n_defs);
     put_u32(&b, (uint32_t)f->n_imports);
     put_u32(&b, (uint32_t)f->n_chunks);
+    put_u32(&b, (uint32_t)f->n_uses);
     put_u32(&b, (uint32_t)f->pool_len);
     put(&b, f->pool, f->pool_len);
     put(&b, f->defs, f->n_defs * sizeof *f->defs);
     put(&b, f->imports, f->n_imports * sizeof *f->imports);
     put(&b, f->chunks, f->n_chunks * sizeof *f->chunks);
+    put(&b, f->uses, f->n_uses * sizeof *f->uses);
   }
   for (size_t i = 0; s && i < s->n; i++) {
     const store_entry *e = &s->e[i];

@@ -34,6 +34,17 @@ static bool in_list(const char *s, size_t n, const char *const *list) {
   return false;
 }
 
+/* Skips a balanced (...) starting at s[i] == '('; the offset after it, or
+ * SIZE_MAX when it does not close within the chain's end e. */
+static size_t skip_parens(const char *s, size_t i, size_t e) {
+  int depth = 0;
+  for (; i < e; i++) {
+    if (s[i] == '(') depth++;
+    else if (s[i] == ')' && --depth == 0) return i + 1;
+  }
+  return SIZE_MAX;
+}
+
 /* ---- declared types ----------------------------------------------------------- */
 
 /* Names that are not the type we want: C's own types and statement words;
@@ -76,6 +87,37 @@ static char *annotation_type(const char *s, size_t len, size_t i) {
   return NULL;
 }
 
+/* The right-hand side at s[k] when it is a chain of names, fields and
+ * calls ("f(x)", "c.Root()", "other.attr") ending the expression: returned
+ * as "=" and the chain, for chain_type to follow; else NULL. */
+static char *rhs_chain(const char *s, size_t len, size_t k) {
+  size_t a = k;
+  for (int parts = 0; parts < 8 && k < len; parts++) {
+    size_t x = k;
+    while (k < len && is_id(s[k])) k++;
+    if (k == x) return NULL;
+    if (k < len && s[k] == '(') {
+      k = skip_parens(s, k, len < k + 2000 ? len : k + 2000);
+      if (k == SIZE_MAX) return NULL;
+    }
+    if (k + 1 < len && s[k] == '.' && is_id_start(s[k + 1])) {
+      k++;
+      continue;
+    }
+    break;
+  }
+  size_t e = k;
+  while (k < len && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r')) k++;
+  if (k < len && !strchr("\n;)", s[k])) return NULL; /* more expression follows */
+  if (e <= a || e - a > 1500) return NULL;
+  char *out = malloc(e - a + 2);
+  if (!out) return NULL;
+  out[0] = '=';
+  memcpy(out + 1, s + a, e - a);
+  out[e - a + 1] = '\0';
+  return out;
+}
+
 char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *lang) {
   size_t e = at + n;
   if (c_like(lang)) {
@@ -113,16 +155,17 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
   while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
   if (k >= len) return NULL;
   if (lang_is(lang, "go")) {
-    if (s[k] == ':' && k + 1 < len && s[k + 1] == '=') { /* x := &T{ or pkg.T{ */
+    if (s[k] == ':' && k + 1 < len && s[k + 1] == '=') { /* x := &T{, pkg.T{ or f() */
       k += 2;
       while (k < len && strchr(" \t&", s[k])) k++;
-      size_t a = k, b = k;
+      size_t rhs = k, a = k, b = k;
       while (k < len && (is_id(s[k]) || s[k] == '.')) {
         if (s[k] == '.') a = k + 1;
         k++;
       }
       b = k;
-      return b > a && k < len && s[k] == '{' ? strndup(s + a, b - a) : NULL;
+      if (b > a && k < len && s[k] == '{') return strndup(s + a, b - a);
+      return rhs_chain(s, len, rhs);
     }
     /* A declaration: the name, then its type (params, var, fields, receivers). */
     size_t p = at;
@@ -145,9 +188,10 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
     char *t = annotation_type(s, len, k + 1);
     return t;
   }
-  if (s[k] == '=' && !(k + 1 < len && s[k + 1] == '=')) { /* x = Type(...), x = new Type(...) */
+  if (s[k] == '=' && !(k + 1 < len && s[k + 1] == '=')) { /* x = Type(...), new Type(...), f() */
     k++;
     while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
+    size_t rhs = k;
     if (ts_like(lang) && k + 4 < len && memcmp(s + k, "new ", 4) == 0) k += 4;
     size_t a = k;
     while (k < len && (is_id(s[k]) || s[k] == '.')) {
@@ -155,7 +199,8 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
       k++;
     }
     if (k > a && k < len && s[k] == '(' && isupper((unsigned char)s[a]))
-      return strndup(s + a, k - a);
+      return strndup(s + a, k - a); /* a class's constructor */
+    return rhs_chain(s, len, rhs);
   }
   return NULL;
 }
@@ -197,42 +242,129 @@ static char *enclosing_class(const rv_scan *sc, size_t at) {
   return NULL;
 }
 
-/* The type of the receiver chain text[a, b) ("ctx", "self.ctx", "p->path"),
- * used at offset at: its first part declared before it, then each field
- * through the index. */
-static char *receiver_type(const rv_scan *sc, size_t a, size_t b) {
-  const char *t = sc->text;
-  size_t i = a;
-  while (i < b && is_id(t[i])) i++;
-  size_t first = i - a;
-  if (first == 0) return NULL;
-  char *type = NULL;
-  const char *w = t + a;
-  if ((word_is(w, first, "self") || word_is(w, first, "cls")) && lang_is(sc->lang, "python"))
-    type = enclosing_class(sc, a);
-  else if (word_is(w, first, "this") && (ts_like(sc->lang) || lang_is(sc->lang, "cpp")))
-    type = enclosing_class(sc, a);
-  else
-    type = declared_before(t, a, w, first, sc->lang);
-  if (!type && sc->field_type) {
-    char *name = strndup(w, first); /* a global variable the index knows */
-    type = name ? sc->field_type(sc->user, NULL, name) : NULL;
-    free(name);
+/* A member-access chain split into its parts: "ctx.command.get_params()"
+ * is ctx, command, get_params (a call). */
+typedef struct seg {
+  size_t a, b; /* the name */
+  bool call;   /* followed by (...) */
+} seg;
+
+static size_t split_chain(const char *s, size_t a, size_t e, seg *out, size_t cap) {
+  size_t n = 0, i = a;
+  while (i < e && n < cap) {
+    if (s[i] == '#') i++;
+    size_t x = i;
+    while (i < e && is_id(s[i])) i++;
+    if (i == x) return 0;
+    out[n] = (seg){x, i, false};
+    if (i < e && s[i] == '(') {
+      i = skip_parens(s, i, e);
+      if (i == SIZE_MAX) return 0;
+      out[n].call = true;
+    }
+    n++;
+    if (i >= e) break;
+    if (s[i] == '.') i++;
+    else if (i + 1 < e && s[i] == '-' && s[i + 1] == '>') i += 2;
+    else if (i + 1 < e && s[i] == '?' && s[i + 1] == '.') i += 2;
+    else return 0;
   }
-  /* Then each ".field" / "->field" of the chain. */
-  for (int hops = 0; type && i < b && hops < 4; hops++) {
-    while (i < b && !is_id(t[i]) && t[i] != '#') i++;
-    if (i < b && t[i] == '#') i++;
-    size_t s = i;
-    while (i < b && is_id(t[i])) i++;
-    if (i == s) break;
-    char *field = strndup(t + s, i - s);
-    char *next = field && sc->field_type ? sc->field_type(sc->user, type, field) : NULL;
-    free(field);
+  return i >= e ? n : 0;
+}
+
+/* The type of chain s[a, b) (in sc->text when s is it, used at offset at):
+ * its first part declared before at (or self/this, or a function's return
+ * type, or a global variable), then each field's declared type and each
+ * method's return type, from the index. depth bounds the recursion through
+ * declarations like `x = f()`. */
+static char *chain_type(const rv_scan *sc, const char *s, size_t a, size_t b, size_t at,
+                        int depth) {
+  seg sg[8];
+  size_t n = split_chain(s, a, b, sg, 8);
+  if (n == 0 || depth > 2) return NULL;
+  const char *w = s + sg[0].a;
+  size_t wl = sg[0].b - sg[0].a;
+  char *name = strndup(w, wl);
+  if (!name) return NULL;
+  char *type = NULL;
+  if (sg[0].call) {
+    type = sc->return_type ? sc->return_type(sc->user, NULL, name) : NULL;
+  } else if ((word_is(w, wl, "self") || word_is(w, wl, "cls")) && lang_is(sc->lang, "python")) {
+    type = enclosing_class(sc, at);
+  } else if (word_is(w, wl, "this") && (ts_like(sc->lang) || lang_is(sc->lang, "cpp"))) {
+    type = enclosing_class(sc, at);
+  } else {
+    type = declared_before(sc->text, at, w, wl, sc->lang);
+    if (type && type[0] == '=') { /* x = f(...), x = y.z: that expression's type */
+      char *rhs = type;
+      type = chain_type(sc, rhs, 1, strlen(rhs), at, depth + 1);
+      free(rhs);
+    }
+    if (!type && sc->field_type) type = sc->field_type(sc->user, NULL, name); /* a global */
+  }
+  free(name);
+  for (size_t k = 1; type && k < n; k++) {
+    char *part = strndup(s + sg[k].a, sg[k].b - sg[k].a);
+    char *next = NULL;
+    if (part && sg[k].call && sc->return_type) next = sc->return_type(sc->user, type, part);
+    else if (part && !sg[k].call && sc->field_type) next = sc->field_type(sc->user, type, part);
+    free(part);
     free(type);
     type = next;
   }
   return type;
+}
+
+/* The type of the receiver chain text[a, b) ("ctx", "self.ctx", "p->path",
+ * "c.Root()"). */
+static char *receiver_type(const rv_scan *sc, size_t a, size_t b) {
+  return chain_type(sc, sc->text, a, b, a, 0);
+}
+
+/* The type a function's head (s[0, len), its name at s[at, at + n))
+ * says it returns: Python "-> T", TypeScript "): T", Go ") T" or
+ * ") (T, error)", C the type before the name. NULL when it says none. */
+char *rv_return_type(const char *s, size_t len, size_t at, size_t n, const char *lang) {
+  if (c_like(lang)) {
+    size_t j = at;
+    while (j > 0 && strchr(" \t*&\n", s[j - 1])) j--;
+    size_t b = j;
+    while (j > 0 && is_id(s[j - 1])) j--;
+    if (j == b || in_list(s + j, b - j, k_not_c_type)) return NULL;
+    return strndup(s + j, b - j);
+  }
+  size_t k = at + n;
+  while (k < len && s[k] != '(') {
+    if (s[k] == '=' && ts_like(lang)) { /* an arrow bound to a name: its parameters */
+      k++;
+      continue;
+    }
+    if (!strchr(" \t<>,:=", s[k]) && !is_id(s[k])) return NULL;
+    k++;
+  }
+  if (k >= len) return NULL;
+  k = skip_parens(s, k, len);
+  if (k == SIZE_MAX) return NULL;
+  while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
+  if (lang_is(lang, "python")) {
+    if (k + 1 < len && s[k] == '-' && s[k + 1] == '>') return annotation_type(s, len, k + 2);
+    return NULL;
+  }
+  if (ts_like(lang)) return k < len && s[k] == ':' ? annotation_type(s, len, k + 1) : NULL;
+  if (lang_is(lang, "go")) {
+    if (k < len && s[k] == '(') k++;
+    while (k < len && strchr(" \t*&[]", s[k])) k++;
+    size_t a = k;
+    while (k < len && (is_id(s[k]) || s[k] == '.')) {
+      if (s[k] == '.') a = k + 1;
+      k++;
+    }
+    if (k == a || word_is(s + a, k - a, "error") || word_is(s + a, k - a, "string") ||
+        word_is(s + a, k - a, "bool") || word_is(s + a, k - a, "int"))
+      return NULL;
+    return strndup(s + a, k - a);
+  }
+  return NULL;
 }
 
 /* ---- candidates ------------------------------------------------------------------- */
@@ -327,6 +459,16 @@ static void add(collector *co, const char *name, size_t n, const char *recv_type
 static bool chain_before(const char *t, size_t dot, size_t *ra) {
   size_t i = dot;
   for (int parts = 0; parts < 6; parts++) {
+    if (i > 0 && t[i - 1] == ')') { /* a call: back over its arguments */
+      int depth = 0;
+      size_t lim = i > 400 ? i - 400 : 0;
+      for (; i > lim; i--) {
+        if (t[i - 1] == ')') depth++;
+        else if (t[i - 1] == '(' && --depth == 0) break;
+      }
+      if (depth != 0 || i == lim) return false;
+      i--;
+    }
     size_t e = i;
     while (i > 0 && is_id(t[i - 1])) i--;
     if (i > 0 && t[i - 1] == '#') i--; /* a TS private field */
@@ -459,10 +601,30 @@ size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap) {
     if (we > w) add(&co, t + w, we - w, type, true, false);
     if (type) add(&co, type, strlen(type), NULL, false, true);
   }
+  /* The function around the cursor: its lines come before the rest of the
+   * region's (the code after a function's end belongs to the next one). */
+  size_t fs = 0, fe = len;
+  if (sc->tree) {
+    TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(sc->tree), (uint32_t)cur,
+                                                 (uint32_t)cur);
+    for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+      const char *ty = ts_node_type(n);
+      if ((strstr(ty, "function") || strstr(ty, "method")) && !strstr(ty, "call") &&
+          !strstr(ty, "type") && ts_node_end_byte(n) > ts_node_start_byte(n) + 1) {
+        fs = ts_node_start_byte(n);
+        fe = ts_node_end_byte(n);
+        break;
+      }
+    }
+  }
   scan_range(&co, cur, le, false);
   scan_range(&co, ls, cur, true);
-  for (size_t k = 1; k < nsuf; k++) scan_range(&co, suf[k - 1], suf[k], false);
-  for (size_t k = 1; k < npre; k++) scan_range(&co, pre[k], pre[k - 1], true);
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t k = 1; k < (nsuf > npre ? nsuf : npre); k++) {
+      if (k < nsuf && (suf[k - 1] < fe) == (pass == 0)) scan_range(&co, suf[k - 1], suf[k], false);
+      if (k < npre && (pre[k - 1] > fs) == (pass == 0)) scan_range(&co, pre[k], pre[k - 1], true);
+    }
+  }
   for (size_t i = 0; i < co.n_recv; i++) {
     free(co.recv[i].chain);
     free(co.recv[i].type);
@@ -756,4 +918,27 @@ size_t rv_resolve_imports(const sc_workspace *ws, const char *path, const char *
     for (size_t i = 0; i < out.n; i++)
       if (out.ids[i] == me) out.ids[i--] = out.ids[--out.n];
   return out.n;
+}
+
+size_t rv_type_names(const char *s, size_t len, char **out, size_t max) {
+  static const char *const skip[] = {"class", "interface", "extends", "implements", "type",
+                                     "export", "abstract", "declare", "metaclass", "struct",
+                                     "Generic", "ABC", "Protocol", "object", "Exception",
+                                     "enum", "IntEnum", "Enum", NULL};
+  size_t n = 0;
+  for (size_t i = 0; i < len && n < max;) {
+    if (!is_id_start(s[i]) || (i > 0 && (is_id(s[i - 1]) || s[i - 1] == '.' || s[i - 1] == '\''))) {
+      i++;
+      continue;
+    }
+    size_t a = i;
+    while (i < len && is_id(s[i])) i++;
+    if (i < len && s[i] == '.') continue; /* a module prefix: the name follows */
+    if (in_list(s + a, i - a, k_wrappers) || in_list(s + a, i - a, skip) ||
+        in_list(s + a, i - a, k_not_c_type))
+      continue;
+    char *w = strndup(s + a, i - a);
+    if (w) out[n++] = w;
+  }
+  return n;
 }

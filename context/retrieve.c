@@ -24,16 +24,15 @@
  *      workspace chunks (MinHash candidates re-scored exactly).
  *
  * More budget never drops a definition that less budget included. Phase 1
- * gives every definition a fixed cost (its compact form, independent of
- * the budget) and a threshold: the least budget at which it is taken. An
- * item's threshold is its cost plus the costs of the earlier items taken
- * at that budget; taking it pushes the thresholds of earlier, costlier
- * items up by its cost. So the items taken at a budget B are those with a
- * threshold <= B, they always fit in B, a larger budget takes a superset,
- * and a large early item never blocks the small ones after it. The names
- * are read from a region fixed in lines, not in tokens, so the candidate
- * list does not grow with the budget; a definition that a larger window
- * shows is dropped as a snippet, but it is then in the prompt anyway.
+ * takes definitions in priority order while they fit and stops at the
+ * first that does not (skipping it and taking a later, smaller one would
+ * let a larger budget, which takes the skipped one, drop the later one);
+ * every compact form is bounded (a container's members stop at
+ * CONTAINER_TOKENS), so what this leaves unused is small. Costs do not
+ * depend on the budget, and the names are read from a region fixed in
+ * lines, not in tokens, so the candidate list does not grow with the
+ * budget; a definition that a larger window shows is dropped as a snippet,
+ * but it is then in the prompt anyway, and what it cost goes to the next.
  * Nothing repeats the windows' text. */
 #define _DEFAULT_SOURCE /* strndup */
 #include "retrieve_impl.h"
@@ -55,7 +54,8 @@
 #define MAX_DEF_ITEMS 48      /* definitions offered */
 #define MAX_IMPORTED 512      /* files an import resolves to */
 #define AMBIGUOUS 6           /* more definitions than this, none preferred: skip the name */
-#define MEMBER_LINES 16       /* member lines in a container's compact form */
+#define MEMBER_LINES 16       /* member lines in a container's compact form ... */
+#define CONTAINER_TOKENS 128  /* ... and tokens, with its head and closing line */
 #define BODY_MAX_LINES 40     /* a definition given whole: at most this many lines */
 
 static size_t count_tokens(const sc_tokenizer *tok, const char *s, size_t n) {
@@ -291,6 +291,7 @@ typedef struct defref {
 
 typedef struct retrieval {
   const sc_workspace *ws;
+  const sc_tokenizer *tok;
   const ws_file *self; /* the current file's definitions (from its text now) */
   const char *self_path, *lang, *text;
   size_t len;
@@ -310,7 +311,6 @@ static const ws_file *file_of(const retrieval *r, uint32_t fid) {
 
 static const char *def_name(const ws_file *f, const ws_def *d) { return ws_str(f, d->name); }
 
-static bool is_member(int kind) { return kind == WK_FIELD || kind == WK_METHOD || kind == WK_CONSTANT; }
 static bool is_type(const ws_def *d) {
   return d->kind == WK_CLASS || d->kind == WK_TYPE || d->kind == WK_INTERFACE;
 }
@@ -397,7 +397,7 @@ typedef struct name_kind {
 static bool filter(const ws_file *f, const ws_def *d, const void *arg) {
   const name_kind *nk = arg;
   if (nk->name && strcmp(def_name(f, d), nk->name) != 0) return false;
-  if (nk->want == 1) return !is_member(d->kind);
+  if (nk->want == 1) return d->kind != WK_FIELD && d->kind != WK_METHOD; /* enum constants are bare */
   if (nk->want == 2) return is_type(d);
   if (nk->want == 3) {
     const char *sc = ws_str(f, d->scope);
@@ -423,6 +423,56 @@ static bool pick_self(const retrieval *r, const name_kind *nk, size_t cursor, de
   return false;
 }
 
+/* The bases a type names in its head ("class A(B):", "interface A extends
+ * B", "type A = Required<B> & C"), into out (owned); how many. */
+static size_t bases_of(const retrieval *r, const char *type, char **out, size_t max) {
+  name_kind nk = {type, 2, NULL};
+  const ws_file *f = NULL;
+  const ws_def *d = NULL;
+  for (size_t k = 0; r->self && k < r->self->n_defs && !d; k++)
+    if (filter(r->self, &r->self->defs[k], &nk)) f = r->self, d = &r->self->defs[k];
+  defref w;
+  if (!d && r->ws && pick_workspace(r, &r->ws->by_name, type, filter, &nk, &w)) {
+    f = file_of(r, w.fid);
+    d = &f->defs[w.k];
+  }
+  const char *h = d ? ws_str(f, d->head) : NULL;
+  if (!h) return 0;
+  const char *at = strstr(h, type);
+  if (!at) return 0;
+  at += strlen(type);
+  const char *nl = strchr(at, '\n');
+  return rv_type_names(at, nl && d->flags & WD_CONTAINER ? (size_t)(nl - at) : strlen(at), out,
+                       max);
+}
+
+/* A member named name of type, or of its bases (three levels up). For a
+ * snippet (cursor != SIZE_MAX) a member the windows show does not count. */
+static bool find_member(const retrieval *r, const char *type, const char *name, size_t cursor,
+                        int depth, defref *out) {
+  name_kind nk = {name, 3, type};
+  if (cursor != SIZE_MAX) {
+    if (pick_self(r, &nk, cursor, out)) return true;
+  } else {
+    for (size_t k = 0; r->self && k < r->self->n_defs; k++)
+      if (filter(r->self, &r->self->defs[k], &nk)) {
+        *out = (defref){SELF, (uint32_t)k};
+        return true;
+      }
+  }
+  if (r->ws && pick_workspace(r, &r->ws->by_scope, type, filter, &nk, out)) return true;
+  if (depth >= 3) return false;
+  char *bases[4];
+  size_t nb = bases_of(r, type, bases, 4);
+  bool found = false;
+  for (size_t i = 0; i < nb; i++) {
+    if (!found && strcmp(bases[i], type) != 0)
+      found = find_member(r, bases[i], name, cursor, depth + 1, out);
+    free(bases[i]);
+  }
+  return found;
+}
+
 /* The definition a name stands for, or false. */
 static bool resolve_cand(const retrieval *r, const rv_cand *c, size_t cursor, defref *out) {
   const sc_workspace *ws = r->ws;
@@ -431,12 +481,7 @@ static bool resolve_cand(const retrieval *r, const rv_cand *c, size_t cursor, de
     return pick_self(r, &nk, cursor, out) ||
            (ws && pick_workspace(r, &ws->by_name, c->name, filter, &nk, out));
   }
-  if (c->recv_type) {
-    name_kind nk = {c->name, 3, c->recv_type};
-    if (pick_self(r, &nk, cursor, out) ||
-        (ws && pick_workspace(r, &ws->by_scope, c->recv_type, filter, &nk, out)))
-      return true;
-  }
+  if (c->recv_type && find_member(r, c->recv_type, c->name, cursor, 0, out)) return true;
   name_kind nk = {c->name, c->member ? 0 : 1, NULL};
   if (pick_self(r, &nk, cursor, out)) return true;
   return ws && pick_workspace(r, &ws->by_name, c->name, filter, &nk, out);
@@ -484,18 +529,28 @@ typedef struct member {
   uint32_t fid, k;
   const char *head;
   bool near;
+  uint32_t uses; /* across the workspace, as a member */
   uint32_t order;
 } member;
 
+/* Those used near the cursor, then the most used in the workspace, then
+ * in source order. */
 static int cmp_member_pick(const void *a, const void *b) {
   const member *x = a, *y = b;
   if (x->near != y->near) return x->near ? -1 : 1;
+  if (x->uses != y->uses) return x->uses > y->uses ? -1 : 1;
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static int cmp_member_order(const void *a, const void *b) {
   const member *x = a, *y = b;
   return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* A Go method: declared outside its type's braces. */
+static bool outside(const retrieval *r, const member *m) {
+  const ws_file *g = file_of(r, m->fid);
+  return g->defs[m->k].parent == UINT16_MAX;
 }
 
 /* The compact form of a container: its opening lines, its members (those
@@ -511,7 +566,7 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b) {
   for (size_t i = k + 1; i < f->n_defs && f->defs[i].start_byte < d->end_byte && n < 256; i++) {
     const ws_def *m = &f->defs[i];
     if (m->parent != k || was_chosen(r, fid, (uint32_t)i) || !ws_str(f, m->head)) continue;
-    ms[n] = (member){fid, (uint32_t)i, ws_str(f, m->head), near_cursor(r, def_name(f, m)),
+    ms[n] = (member){fid, (uint32_t)i, ws_str(f, m->head), near_cursor(r, def_name(f, m)), 0,
                        (uint32_t)n};
     n++;
   }
@@ -530,7 +585,7 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b) {
           was_chosen(r, SELF, (uint32_t)i) || !ws_str(r->self, m->head))
         continue;
       ms[n] = (member){SELF, (uint32_t)i, ws_str(r->self, m->head),
-                         near_cursor(r, def_name(r->self, m)), (uint32_t)n};
+                         near_cursor(r, def_name(r->self, m)), 0, (uint32_t)n};
       n++;
     }
     const ws_map_entry *e = ws ? ws_map_get(&ws->by_scope, name) : NULL;
@@ -543,40 +598,93 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b) {
       if (dir_len(g->path) != dl || strncmp(g->path, fpath, dl) != 0) continue;
       if (was_chosen(r, mf, mk) || !ws_str(g, g->defs[mk].head)) continue;
       ms[n] = (member){mf, mk, ws_str(g, g->defs[mk].head),
-                         near_cursor(r, def_name(g, &g->defs[mk])), (uint32_t)n};
+                         near_cursor(r, def_name(g, &g->defs[mk])), 0, (uint32_t)n};
       n++;
     }
   }
+  for (size_t m = 0; ws && m < n; m++) {
+    const ws_file *g = file_of(r, ms[m].fid);
+    ms[m].uses = ws_member_uses(ws, def_name(g, &g->defs[ms[m].k]));
+  }
   qsort(ms, n, sizeof *ms, cmp_member_pick);
   if (n > MEMBER_LINES) n = MEMBER_LINES;
+  /* Within CONTAINER_TOKENS: the most relevant members first. */
+  size_t used = count_tokens(r->tok, ws_str(f, d->head), strlen(ws_str(f, d->head))) +
+                (ws_str(f, d->tail) ? 2 : 0) + 12 /* the path line */;
+  size_t fit = 0;
+  for (; fit < n; fit++) {
+    const char *nl = strchr(ms[fit].head, '\n');
+    size_t hl = nl ? (size_t)(nl - ms[fit].head) : strlen(ms[fit].head);
+    size_t t = count_tokens(r->tok, ms[fit].head, hl) + 1;
+    if (used + t > CONTAINER_TOKENS) break;
+    used += t;
+  }
+  n = fit;
   qsort(ms, n, sizeof *ms, cmp_member_order);
+  for (size_t m = 0; m < n; m++) choose(r, ms[m].fid, ms[m].k); /* listed: not again */
   bool tail_after_fields = ws_str(f, d->tail) != NULL;
   size_t i = 0;
   for (; i < n; i++) {
-    if (ms[i].fid != fid && tail_after_fields) break; /* Go methods go after the closing brace */
+    if (outside(r, &ms[i]) && tail_after_fields) break; /* Go methods go after the closing brace */
     sb_first_line(b, ms[i].head);
   }
   if (tail_after_fields) sb_line(b, ws_str(f, d->tail));
   for (; i < n; i++) sb_first_line(b, ms[i].head);
 }
 
-/* ---- phase 1: thresholds ------------------------------------------------------------ */
+/* Constants, macros and variables declared together (a const block, a
+ * run of #defines, an enum without a name): consecutive definitions of the
+ * same kind, each within two lines of the last. The one looked up, those
+ * used near the cursor and then the nearest are shown, in source order,
+ * within MEMBER_LINES and CONTAINER_TOKENS; its first and last lines go
+ * to *lo_line, *hi_line. */
+static bool same_run(const ws_file *f, size_t a, size_t b) {
+  const ws_def *x = &f->defs[a], *y = &f->defs[b];
+  return x->kind == y->kind && y->parent == UINT16_MAX && x->parent == UINT16_MAX &&
+         y->start_line <= x->end_line + 2 && y->start_line >= x->start_line;
+}
 
-/* The least budget at which each item is taken (see the file's comment). */
-static void thresholds(const size_t *cost, size_t n, size_t *t) {
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void group_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, uint32_t *lo_line,
+                       uint32_t *hi_line) {
+  const ws_file *f = file_of(r, fid);
+  size_t lo = k, hi = k;
+  while (lo > 0 && k - lo < 64 && same_run(f, lo - 1, lo)) lo--;
+  while (hi + 1 < f->n_defs && hi - k < 64 && same_run(f, hi, hi + 1)) hi++;
+  uint32_t pick[MEMBER_LINES];
+  size_t n = 0;
+  pick[n++] = k;
+  size_t used = count_tokens(r->tok, ws_str(f, f->defs[k].head),
+                             strlen(ws_str(f, f->defs[k].head))) + 12;
+  /* Near the cursor first, then outward from k. */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t dist = 1; dist <= hi - lo && n < MEMBER_LINES; dist++)
+      for (int side = 0; side < 2 && n < MEMBER_LINES; side++) {
+        size_t i = side ? k + dist : k - dist;
+        if ((side && i > hi) || (!side && (dist > k || i < lo))) continue;
+        const ws_def *m = &f->defs[i];
+        const char *h = ws_str(f, m->head);
+        if (!h || was_chosen(r, fid, (uint32_t)i)) continue;
+        bool near = near_cursor(r, def_name(f, m));
+        if ((pass == 0) != near) continue;
+        const char *nl = strchr(h, '\n');
+        size_t t = count_tokens(r->tok, h, nl ? (size_t)(nl - h) : strlen(h)) + 1;
+        if (used + t > CONTAINER_TOKENS) continue;
+        used += t;
+        pick[n++] = (uint32_t)i;
+      }
+  qsort(pick, n, sizeof *pick, cmp_u32);
   for (size_t i = 0; i < n; i++) {
-    size_t v = cost[i];
-    for (bool moved = true; moved;) {
-      moved = false;
-      size_t sum = cost[i];
-      for (size_t j = 0; j < i; j++)
-        if (t[j] <= v) sum += cost[j];
-      if (sum > v) v = sum, moved = true;
-    }
-    t[i] = v;
-    for (size_t j = 0; j < i; j++)
-      if (t[j] >= v) t[j] += cost[i];
+    choose(r, fid, pick[i]);
+    if (n == 1) sb_line(b, ws_str(f, f->defs[pick[i]].head));
+    else sb_first_line(b, ws_str(f, f->defs[pick[i]].head));
   }
+  *lo_line = f->defs[pick[0]].start_line;
+  *hi_line = f->defs[pick[n - 1]].end_line;
 }
 
 /* ---- the field-type oracle for resolve.c ----------------------------------------- */
@@ -596,29 +704,68 @@ static char *type_from_head(const ws_file *f, const ws_def *d, const char *lang)
   return NULL;
 }
 
+/* The position of name as a whole word in s, or NULL. */
+static const char *word_in(const char *s, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = s; (p = strstr(p, name)); p++) {
+    bool before = p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    bool after = !(isalnum((unsigned char)p[nl]) || p[nl] == '_');
+    if (before && after) return p;
+  }
+  return NULL;
+}
+
 static char *field_type(void *user, const char *type, const char *field) {
   retrieval *r = user;
-  /* A member of type, or (type NULL) a variable at file scope. */
-  name_kind nk = {field, type ? 3 : 0, type};
-  const ws_file *f = r->self;
-  for (size_t k = 0; f && k < f->n_defs; k++) {
-    const ws_def *d = &f->defs[k];
-    if (!filter(f, d, &nk) || (!type && d->kind != WK_VARIABLE)) continue;
-    char *t = type_from_head(f, d, r->lang);
-    if (t) return t;
+  defref d;
+  if (type) {
+    if (!find_member(r, type, field, SIZE_MAX, 0, &d)) return NULL;
+    const ws_file *f = file_of(r, d.fid);
+    return type_from_head(f, &f->defs[d.k], d.fid == SELF ? r->lang : f->lang);
+  }
+  /* A variable at file scope. */
+  name_kind nk = {field, 0, NULL};
+  for (size_t k = 0; r->self && k < r->self->n_defs; k++) {
+    const ws_def *x = &r->self->defs[k];
+    if (x->kind == WK_VARIABLE && filter(r->self, x, &nk))
+      return type_from_head(r->self, x, r->lang);
   }
   if (!r->ws) return NULL;
-  const ws_map_entry *e = ws_map_get(type ? &r->ws->by_scope : &r->ws->by_name, type ? type : field);
+  const ws_map_entry *e = ws_map_get(&r->ws->by_name, field);
   for (uint32_t v = 0; e && v < e->n && v < 32; v++) {
     uint32_t fid = (uint32_t)(e->vals[v] >> 32), k = (uint32_t)e->vals[v];
     const ws_file *g = fid < r->ws->n_slots ? r->ws->files[fid] : NULL;
-    if (!g || k >= g->n_defs) continue;
-    const ws_def *d = &g->defs[k];
-    if (!filter(g, d, &nk) || (!type && d->kind != WK_VARIABLE)) continue;
-    char *t = type_from_head(g, d, g->lang);
+    if (!g || k >= g->n_defs || g->defs[k].kind != WK_VARIABLE) continue;
+    char *t = type_from_head(g, &g->defs[k], g->lang);
     if (t) return t;
   }
   return NULL;
+}
+
+/* What a function (type NULL) or a method of type returns, from its head. */
+static char *return_type(void *user, const char *type, const char *name) {
+  retrieval *r = user;
+  defref d;
+  if (type) {
+    if (!find_member(r, type, name, SIZE_MAX, 0, &d)) return NULL;
+  } else {
+    name_kind nk = {name, 1, NULL};
+    bool found = false;
+    for (size_t k = 0; r->self && k < r->self->n_defs && !found; k++)
+      if (filter(r->self, &r->self->defs[k], &nk)) d = (defref){SELF, (uint32_t)k}, found = true;
+    if (!found && !(r->ws && pick_workspace(r, &r->ws->by_name, name, filter, &nk, &d)))
+      return NULL;
+  }
+  const ws_file *f = file_of(r, d.fid);
+  const ws_def *x = &f->defs[d.k];
+  if (x->kind == WK_CLASS) return strdup(name); /* a constructor call */
+  if (x->kind != WK_FUNCTION && x->kind != WK_METHOD) return NULL;
+  const char *h = ws_str(f, x->head);
+  const char *at = h ? word_in(h, name) : NULL;
+  if (!at) return NULL;
+  /* A class's constructor call gives the class (Python, TS `new` handled by the caller). */
+  return rv_return_type(h, strlen(h), (size_t)(at - h), strlen(name),
+                        d.fid == SELF ? r->lang : f->lang);
 }
 
 /* ---- the prompt ------------------------------------------------------------------- */
@@ -667,11 +814,16 @@ static void upgrade_body(sc_prompt *out, spend *sp, size_t si, const ws_file *f,
     b = d->end_byte;
     while (b < flen && ftext[b] != '\n') b++;
   }
+  /* With its path line unless it is grouped under another's. */
   const char *cp = comment_prefix(lang);
   size_t hl = strlen(s->path) + 32;
   char *t = malloc(hl + (b - a) + 2);
   if (!t) return;
-  int h = cp ? snprintf(t, hl, "%s %s:%u\n", cp, s->path, d->start_line + 1) : 0;
+  char path_line[PATH_MAX + 8];
+  int hn = cp ? snprintf(path_line, sizeof path_line, "%s %s:", cp, s->path) : 0;
+  bool headed = hn > 0 && (size_t)hn < sizeof path_line &&
+                strncmp(s->text, path_line, (size_t)hn) == 0;
+  int h = cp && headed ? snprintf(t, hl, "%s %s:%u\n", cp, s->path, d->start_line + 1) : 0;
   memcpy(t + h, ftext + a, b - a);
   size_t e = (size_t)h + (b - a);
   if (e == 0 || t[e - 1] != '\n') t[e++] = '\n';
@@ -764,7 +916,11 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       const char *t = ts_node_type(n);
       bool scope = strstr(t, "function") || strstr(t, "class") || strstr(t, "method") ||
                    strstr(t, "impl_item") || strstr(t, "struct_specifier");
-      if (scope && strstr(t, "call") == NULL && ts_node_start_byte(n) < a)
+      if (!scope || strstr(t, "call") || ts_node_start_byte(n) >= a) continue;
+      /* A class and its body start on the same line: one header. */
+      if (ns > 0 && ts_node_start_point(scopes[ns - 1]).row == ts_node_start_point(n).row)
+        scopes[ns - 1] = n;
+      else
         scopes[ns++] = n;
     }
     for (int k = ns - 1; k >= 0; k--) {
@@ -803,7 +959,7 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
   }
   if (self == &self_own && tree) ws_index_tree(&self_own, tree, text, len);
 
-  retrieval r = {.ws = ws, .self = self, .self_path = self_path, .lang = lang, .text = text,
+  retrieval r = {.ws = ws, .tok = tok, .self = self, .self_path = self_path, .lang = lang, .text = text,
                  .len = len, .win_first = (uint32_t)win_first, .win_last = (uint32_t)win_last};
   uint32_t *imp = ws ? malloc(MAX_IMPORTED * sizeof *imp) : NULL;
   if (imp && path) r.n_imported = rv_resolve_imports(ws, path, lang, self, imp, MAX_IMPORTED);
@@ -811,7 +967,7 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
 
   /* Phase 1: the definitions of the names around the cursor, compact. */
   rv_cand cands[MAX_CANDS];
-  rv_scan scan = {text, len, cursor, lang, tree, field_type, &r};
+  rv_scan scan = {text, len, cursor, lang, tree, field_type, return_type, &r};
   size_t n_cands = rv_candidates(&scan, cands, MAX_CANDS);
   r.cands = cands;
   r.n_cands = n_cands;
@@ -822,19 +978,27 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     if (!resolve_cand(&r, &cands[i], cursor, &d) || was_chosen(&r, d.fid, d.k)) continue;
     const ws_file *f = file_of(&r, d.fid);
     const ws_def *def = &f->defs[d.k];
-    /* A member a chosen container already lists needs no snippet of its own. */
-    if (def->parent != UINT16_MAX && was_chosen(&r, d.fid, def->parent)) continue;
+    /* An enum member comes with its enum (its siblings are the likely
+     * alternatives). */
+    if (def->kind == WK_CONSTANT && def->parent != UINT16_MAX) {
+      d.k = def->parent;
+      def = &f->defs[d.k];
+      if (was_chosen(&r, d.fid, d.k)) continue;
+    }
     choose(&r, d.fid, d.k);
     sbuf sb = {0};
+    uint32_t first_line = def->start_line, last_line = def->end_line;
     if (def->flags & WD_CONTAINER || (is_type(def) && f->lang && strcmp(f->lang, "go") == 0))
       container_text(&r, d.fid, d.k, &sb);
+    else if (def->kind == WK_CONSTANT || def->kind == WK_MACRO || def->kind == WK_VARIABLE)
+      group_text(&r, d.fid, d.k, &sb, &first_line, &last_line);
     else if (ws_str(f, def->head))
       sb_line(&sb, ws_str(f, def->head));
     const char *reason = d.fid == SELF ? "same file" : imported(&r, d.fid) ? "imported file"
                                                                             : "workspace";
     sc_context_snippet *s =
         sb.n ? push_text(out, d.fid == SELF ? self_path : f->path, d.fid == SELF ? lang : f->lang,
-                         sb.p, sb.n, def->start_line, def->end_line, reason,
+                         sb.p, sb.n, first_line, last_line, reason,
                          def_name(f, def), ws_kind_name(def->kind), 0.0f)
              : NULL;
     free(sb.p);
@@ -848,30 +1012,52 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
   }
   /* Costs, thresholds, and what the snippet budget takes. */
   size_t n1 = out->n_snippets;
-  size_t *cost = malloc((n1 ? n1 : 1) * sizeof *cost), *thr = malloc((n1 ? n1 : 1) * sizeof *thr);
   size_t spent = 0, kept = 0;
-  if (cost && thr) {
-    for (size_t i = 0; i < n1; i++) {
-      out->snippets[i].tokens = count_tokens(tok, out->snippets[i].text, out->snippets[i].len);
-      cost[i] = out->snippets[i].tokens;
-    }
-    thresholds(cost, n1, thr);
-  }
+  bool full = false;
   defref kept_defs[MAX_DEF_ITEMS];
   size_t n_kept_defs = 0;
   for (size_t i = 0; i < n1; i++) {
-    bool take = cost && thr && thr[i] <= snippet_budget;
-    if (!take) {
-      snippet_free(&out->snippets[i]);
+    sc_context_snippet *s = &out->snippets[i];
+    /* Definitions from a file already shown go under its path line: they
+     * are grouped below, so the header is not repeated. */
+    bool grouped = false;
+    for (size_t j = n_scopes; i >= n_scopes && j < kept && !grouped; j++)
+      grouped = strcmp(out->snippets[j].path, s->path) == 0;
+    if (!full && grouped) {
+      char *nl = strchr(s->text, '\n');
+      if (nl && nl[1]) {
+        size_t hl = (size_t)(nl + 1 - s->text);
+        memmove(s->text, nl + 1, s->len - hl + 1);
+        s->len -= hl;
+      }
+    }
+    if (!full) s->tokens = count_tokens(tok, s->text, s->len);
+    full = full || spent + s->tokens > snippet_budget; /* the first that does not fit ends it */
+    if (full) {
+      snippet_free(s);
       continue;
     }
-    spent += cost[i];
+    spent += s->tokens;
     if (i >= n_scopes) kept_defs[n_kept_defs++] = def_of[i - n_scopes];
-    out->snippets[kept++] = out->snippets[i];
+    out->snippets[kept++] = *s;
   }
   out->n_snippets = kept;
-  free(cost);
-  free(thr);
+  /* Group the definitions by file, files in order of their first one. */
+  for (size_t i = n_scopes + 1; i < kept; i++) {
+    size_t g = i; /* where snippet i goes: after the last earlier one of its file */
+    for (size_t j = i; j > n_scopes; j--)
+      if (strcmp(out->snippets[j - 1].path, out->snippets[i].path) == 0) {
+        g = j;
+        break;
+      }
+    if (g == i) continue;
+    sc_context_snippet tmp = out->snippets[i];
+    defref td = kept_defs[i - n_scopes];
+    memmove(&out->snippets[g + 1], &out->snippets[g], (i - g) * sizeof tmp);
+    memmove(&kept_defs[g + 1 - n_scopes], &kept_defs[g - n_scopes], (i - g) * sizeof td);
+    out->snippets[g] = tmp;
+    kept_defs[g - n_scopes] = td;
+  }
   spend sp = {tok, snippet_budget > spent ? snippet_budget - spent : 0, kept};
 
   /* Phase 2. The documents searched for recent edits and similar chunks:

@@ -24,6 +24,8 @@ typedef struct rv_scan {
   const char *lang;
   const sc_syntax_tree *tree; /* of text; may be NULL (comments and strings are then not skipped) */
   rv_field_type_fn field_type;
+  /* The type method (of type; type NULL: the function) returns, owned, or NULL. */
+  rv_field_type_fn return_type;
   void *user;
 } rv_scan;
 
@@ -44,6 +46,13 @@ void rv_cands_free(rv_cand *c, size_t n);
  * C type before it, or the annotation, composite literal or constructor
  * after it (Python, TypeScript, Go). NULL when there is none. Owned. */
 char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *lang);
+/* The type a function's head says it returns (its name at s[at, at + n)),
+ * or NULL. Owned. */
+char *rv_return_type(const char *s, size_t len, size_t at, size_t n, const char *lang);
+/* Up to max names of types in s[0, len) that are not wrappers (List,
+ * Optional, Required, ...), into out (owned); how many. For a container's
+ * bases: "class A(B, C):", "interface A extends B", "type A = Required<B>". */
+size_t rv_type_names(const char *s, size_t len, char **out, size_t max);
 
 /* The files (ids in ws) that the file at path (lang, its imports in self)
  * imports, resolved by path: C includes relative to the file, then any

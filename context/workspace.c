@@ -266,6 +266,23 @@ static void map_remove_id(ws_map *m, const char *key, uint32_t id) {
   }
 }
 
+/* Adds delta to key's single value (a count), creating it at 0. */
+static void map_bump(ws_map *m, const char *key, int64_t delta) {
+  const ws_map_entry *e = ws_map_get(m, key);
+  if (!e || e->n == 0) {
+    if (delta > 0) map_add(m, key, (uint64_t)delta);
+    return;
+  }
+  ws_map_entry *w = (ws_map_entry *)e;
+  int64_t v = (int64_t)w->vals[0] + delta;
+  w->vals[0] = v > 0 ? (uint64_t)v : 0;
+}
+
+uint32_t ws_member_uses(const sc_workspace *ws, const char *name) {
+  const ws_map_entry *e = ws_map_get(&ws->uses, name);
+  return e && e->n ? (uint32_t)(e->vals[0] > UINT32_MAX ? UINT32_MAX : e->vals[0]) : 0;
+}
+
 static void map_free(ws_map *m) {
   for (size_t i = 0; i < m->cap; i++) {
     free(m->slots[i].key);
@@ -279,6 +296,7 @@ static void map_free(ws_map *m) {
 
 void ws_file_clear(ws_file *f) {
   free(f->defs);
+  free(f->uses);
   free(f->imports);
   free(f->pool);
   free(f->chunks);
@@ -420,9 +438,12 @@ static void drop_file(sc_workspace *ws, uint32_t id) {
   ws_file *f = ws->files[id];
   if (!f) return;
   for (size_t k = 0; k < f->n_defs; k++) {
+    if (!*ws_str(f, f->defs[k].name)) continue; /* an unnamed group of constants */
     map_remove_id(&ws->by_name, ws_str(f, f->defs[k].name), id);
     if (f->defs[k].scope != WS_NONE) map_remove_id(&ws->by_scope, ws_str(f, f->defs[k].scope), id);
   }
+  for (size_t k = 0; k < f->n_uses; k++)
+    map_bump(&ws->uses, ws_str(f, f->uses[k].name), -(int64_t)f->uses[k].count);
   map_remove_id(&ws->by_path, f->path, id);
   ws->stats.definitions -= f->n_defs;
   ws->stats.lines -= f->lines;
@@ -470,10 +491,13 @@ static bool insert_file(sc_workspace *ws, ws_file *f) {
   }
   for (size_t k = 0; k < f->n_defs; k++) {
     const ws_def *d = &f->defs[k];
+    if (!*ws_str(f, d->name)) continue; /* an unnamed group of constants: found through them */
     map_add(&ws->by_name, ws_str(f, d->name), (uint64_t)id << 32 | (uint32_t)k);
     if (d->scope != WS_NONE)
       map_add(&ws->by_scope, ws_str(f, d->scope), (uint64_t)id << 32 | (uint32_t)k);
   }
+  for (size_t k = 0; k < f->n_uses; k++)
+    map_bump(&ws->uses, ws_str(f, f->uses[k].name), (int64_t)f->uses[k].count);
   ws->files[id] = f;
   ws->n_live++;
   ws->stats.definitions += f->n_defs;
@@ -741,6 +765,7 @@ void sc_workspace_free(sc_workspace *ws) {
   map_free(&ws->by_path);
   map_free(&ws->by_name);
   map_free(&ws->by_scope);
+  map_free(&ws->uses);
   ws_store_free(ws->store);
   free(ws->cache_path);
   pthread_rwlock_destroy(&ws->lock);

@@ -67,6 +67,14 @@ typedef struct ws_file {
   size_t n_imports;
   ws_chunk *chunks;
   size_t n_chunks;
+  /* Names used as members (after '.', '->', '?.') and how often: how
+   * popular a member is across the workspace orders a type's members when
+   * the one at the cursor is not typed yet. */
+  struct ws_use {
+    uint32_t name; /* pool offset */
+    uint32_t count;
+  } *uses;
+  size_t n_uses;
   uint32_t lines;
   /* What the entry was built from, to validate it against the disk later:
    * mtime in ns, size, and sc_hash64 of the bytes. from_buffer: an editor
@@ -107,6 +115,7 @@ struct sc_workspace {
   ws_map by_path;  /* path -> file id */
   ws_map by_name;  /* definition name -> (file id << 32 | definition index) */
   ws_map by_scope; /* container name -> its members, same values */
+  ws_map uses;     /* member name -> {uses across the workspace} (one value) */
   size_t n_chunks; /* over all files, against max_chunks */
   sc_workspace_stats stats;
   /* The on-disk index, while sc_workspace_index runs (NULL otherwise): the
@@ -127,6 +136,10 @@ char *ws_read_all(const char *path, size_t max, size_t *len, bool *too_big);
 /* Definitions and imports of a parsed file (tree's text is text, len
  * bytes), appended to f (whose lang is set). */
 void ws_index_tree(ws_file *f, const sc_syntax_tree *tree, const char *text, size_t len);
+/* How often name is used as a member across the workspace (under the
+ * read lock). */
+uint32_t ws_member_uses(const sc_workspace *ws, const char *name);
+
 /* The name of a ws_kind ("function", "field", ...; static). */
 const char *ws_kind_name(int kind);
 /* Appends s[0, n) and a NUL to f's pool; the offset, or WS_NONE when out

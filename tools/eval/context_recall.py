@@ -660,7 +660,7 @@ def key_lines(repo_files, case):
 
 def scored(snippets, keys):
     for s in snippets:
-        body = [norm(x) for x in s["text"].split("\n")[1:]]
+        body = [norm(x) for x in s["text"].split("\n")]
         for p, k in keys:
             if s["path"] == p and k in body:
                 return True
