@@ -171,7 +171,7 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
     size_t p = at;
     while (p > 0 && (s[p - 1] == ' ' || s[p - 1] == '\t')) p--;
     bool decl_start = p == 0 || strchr("\n(,", s[p - 1]) || (p >= 3 && word_is(s + p - 3, 3, "var"));
-    if (!decl_start) return NULL;
+    if (!decl_start || k == e) return NULL; /* "name Type": a space between (not name.field) */
     while (k < len && strchr("*&[]", s[k])) k++;
     size_t a = k;
     while (k < len && (is_id(s[k]) || s[k] == '.')) {
@@ -445,7 +445,8 @@ static void add(collector *co, const char *name, size_t n, const char *recv_type
          (c->recv_type && recv_type && strcmp(c->recv_type, recv_type) == 0)))
       return;
   }
-  rv_cand c = {strndup(name, n), recv_type ? strdup(recv_type) : NULL, member, type_only};
+  rv_cand c = {strndup(name, n), recv_type ? strdup(recv_type) : NULL, member, type_only,
+               false, false, NULL};
   if (!c.name || (recv_type && !c.recv_type)) {
     free(c.name);
     free(c.recv_type);
@@ -557,6 +558,61 @@ static void scan_range(collector *co, size_t s, size_t e, bool backwards) {
   }
 }
 
+/* The names the rest of the file (within RV_FILE_BYTES of the cursor,
+ * outside the region [ra, rb)) uses most, RV_FILE_NAMES of them, the most
+ * used first (the nearer first on a tie). */
+static void file_names(collector *co, size_t ra, size_t rb) {
+  enum { SLOTS = 2048 };
+  const char *t = co->sc->text;
+  size_t len = co->sc->len, cur = co->sc->cursor;
+  size_t lo = cur > RV_FILE_BYTES ? cur - RV_FILE_BYTES : 0;
+  size_t hi = len - cur > RV_FILE_BYTES ? cur + RV_FILE_BYTES : len;
+  struct fname {
+    uint32_t at, n, count, dist;
+  } *slot = calloc(SLOTS, sizeof *slot);
+  if (!slot) return;
+  size_t used = 0;
+  for (size_t i = lo; i < hi;) {
+    if (i == ra) i = rb; /* the region was scanned already */
+    if (i >= hi) break;
+    if (!is_id_start(t[i]) || (i > 0 && is_id(t[i - 1]))) {
+      i++;
+      continue;
+    }
+    size_t a = i;
+    while (i < hi && is_id(t[i])) i++;
+    size_t n = i - a;
+    if (skip_word(t + a, n) || n > 64) continue;
+    uint64_t h = sc_hash64(t + a, n, 11);
+    size_t s = (size_t)h & (SLOTS - 1), probes = 0;
+    while (slot[s].n && !(slot[s].n == n && memcmp(t + slot[s].at, t + a, n) == 0) &&
+           probes++ < SLOTS)
+      s = (s + 1) & (SLOTS - 1);
+    if (probes >= SLOTS) break;
+    uint32_t dist = (uint32_t)(a > cur ? a - cur : cur - a);
+    if (slot[s].n) {
+      slot[s].count++;
+      if (dist < slot[s].dist) slot[s].dist = dist;
+    } else if (used * 4 < SLOTS * 3) {
+      slot[s] = (struct fname){(uint32_t)a, (uint32_t)n, 1, dist};
+      used++;
+    }
+  }
+  for (int k = 0; k < RV_FILE_NAMES; k++) {
+    size_t best = SIZE_MAX;
+    for (size_t s = 0; s < SLOTS; s++) {
+      if (!slot[s].n || slot[s].count < 2) continue;
+      if (best == SIZE_MAX || slot[s].count > slot[best].count ||
+          (slot[s].count == slot[best].count && slot[s].dist < slot[best].dist))
+        best = s;
+    }
+    if (best == SIZE_MAX) break;
+    add(co, t + slot[best].at, slot[best].n, NULL, false, false);
+    slot[best].n = 0;
+  }
+  free(slot);
+}
+
 size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap) {
   const char *t = sc->text;
   size_t len = sc->len, cur = sc->cursor;
@@ -598,8 +654,18 @@ size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap) {
     const char *type = resolve_recv(&co, ra, op);
     size_t we = cur;
     while (we < len && is_id(t[we])) we++;
-    if (we > w) add(&co, t + w, we - w, type, true, false);
+    if (we > w) {
+      add(&co, t + w, we - w, type, true, false);
+      if (co.n) co.out[co.n - 1].at_cursor = true;
+    }
+    size_t before = co.n;
     if (type) add(&co, type, strlen(type), NULL, false, true);
+    if (co.n > before) {
+      rv_cand *c = &co.out[co.n - 1];
+      c->at_cursor = true;
+      c->known = we > cur;
+      c->typed = cur > w ? strndup(t + w, cur - w) : NULL;
+    }
   }
   /* The function around the cursor: its lines come before the rest of the
    * region's (the code after a function's end belongs to the next one). */
@@ -625,6 +691,7 @@ size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap) {
       if (k < npre && (pre[k - 1] > fs) == (pass == 0)) scan_range(&co, pre[k], pre[k - 1], true);
     }
   }
+  file_names(&co, pre[npre - 1], suf[nsuf - 1]);
   for (size_t i = 0; i < co.n_recv; i++) {
     free(co.recv[i].chain);
     free(co.recv[i].type);
@@ -637,6 +704,7 @@ void rv_cands_free(rv_cand *c, size_t n) {
   for (size_t i = 0; i < n; i++) {
     free(c[i].name);
     free(c[i].recv_type);
+    free(c[i].typed);
   }
 }
 

@@ -56,6 +56,8 @@
 #define AMBIGUOUS 6           /* more definitions than this, none preferred: skip the name */
 #define MEMBER_LINES 16       /* member lines in a container's compact form ... */
 #define CONTAINER_TOKENS 128  /* ... and tokens, with its head and closing line */
+#define CURSOR_MEMBER_LINES 48 /* the type of the member access at the cursor, its member */
+#define CURSOR_TYPE_TOKENS 192 /* not typed yet: more of its members */
 #define BODY_MAX_LINES 40     /* a definition given whole: at most this many lines */
 
 static size_t count_tokens(const sc_tokenizer *tok, const char *s, size_t n) {
@@ -487,6 +489,21 @@ static bool resolve_cand(const retrieval *r, const rv_cand *c, size_t cursor, de
   return ws && pick_workspace(r, &ws->by_name, c->name, filter, &nk, out);
 }
 
+/* The longest start name shares with a name around the cursor, when it is
+ * at least 5 bytes (GenZshCompletion beside GenZshCompletionNoDesc: names
+ * of one family), else 0. */
+static uint32_t kinship(const retrieval *r, const char *name) {
+  uint32_t best = 0;
+  for (size_t i = 0; i < r->n_cands; i++) {
+    const char *c = r->cands[i].name;
+    uint32_t k = 0;
+    while (c[k] && c[k] == name[k]) k++;
+    if (!c[k] && !name[k]) continue; /* the same name: "near" says it */
+    if (k >= 5 && k > best) best = k;
+  }
+  return best;
+}
+
 /* Whether name is one of the names around the cursor. */
 static bool near_cursor(const retrieval *r, const char *name) {
   for (size_t i = 0; i < r->n_cands; i++)
@@ -525,10 +542,50 @@ static void sb_first_line(sbuf *b, const char *s) {
   sb_put(b, "\n", 1);
 }
 
+/* A member's line in its container's listing: from its head, the line
+ * holding its name (not a decorator above it) with the signature's
+ * continuation lines joined on (whitespace collapsed), at most
+ * MEMBER_LINE_BYTES; the indentation kept. Into out (cap bytes). */
+#define MEMBER_LINE_BYTES 120
+static size_t member_line(const char *head, const char *name, char *out, size_t cap) {
+  const char *line = head;
+  size_t nl = strlen(name);
+  for (const char *p = head; p && *p;) {
+    const char *e = strchr(p, '\n');
+    size_t ll = e ? (size_t)(e - p) : strlen(p);
+    for (size_t i = 0; i + nl <= ll; i++)
+      if (memcmp(p + i, name, nl) == 0 && (i == 0 || !(isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_'))) {
+        line = p;
+        goto found;
+      }
+    p = e ? e + 1 : NULL;
+  }
+found:;
+  size_t o = 0;
+  const char *p = line;
+  while ((*p == ' ' || *p == '\t') && o + 1 < cap) out[o++] = *p++;
+  bool space = false;
+  size_t limit = cap - 1 < MEMBER_LINE_BYTES ? cap - 1 : MEMBER_LINE_BYTES;
+  for (; *p && o < limit; p++) {
+    bool ws = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r';
+    if (ws) {
+      space = o > 0;
+      continue;
+    }
+    if (space && o + 1 < limit && out[o - 1] != '(' && *p != ')') out[o++] = ' ';
+    space = false;
+    out[o++] = *p;
+  }
+  out[o] = '\0';
+  return o;
+}
+
 typedef struct member {
   uint32_t fid, k;
   const char *head;
+  bool typed; /* starts with what is typed of the member at the cursor */
   bool near;
+  uint32_t kin;  /* the longest start it shares with a name near the cursor (>= 5) */
   uint32_t uses; /* across the workspace, as a member */
   uint32_t order;
 } member;
@@ -537,7 +594,9 @@ typedef struct member {
  * in source order. */
 static int cmp_member_pick(const void *a, const void *b) {
   const member *x = a, *y = b;
+  if (x->typed != y->typed) return x->typed ? -1 : 1;
   if (x->near != y->near) return x->near ? -1 : 1;
+  if (x->kin != y->kin) return x->kin > y->kin ? -1 : 1;
   if (x->uses != y->uses) return x->uses > y->uses ? -1 : 1;
   return x->order < y->order ? -1 : x->order > y->order;
 }
@@ -545,6 +604,20 @@ static int cmp_member_pick(const void *a, const void *b) {
 static int cmp_member_order(const void *a, const void *b) {
   const member *x = a, *y = b;
   return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void sb_member(const retrieval *r, sbuf *b, const member *m) {
+  const ws_file *g = file_of(r, m->fid);
+  char line[MEMBER_LINE_BYTES + 64];
+  size_t n = member_line(m->head, def_name(g, &g->defs[m->k]), line, sizeof line);
+  sb_put(b, line, n);
+  sb_put(b, "\n", 1);
+}
+
+/* Whether a member is a name code rarely writes after a dot (__init__). */
+static bool dunder(const char *name) {
+  size_t n = strlen(name);
+  return n > 4 && name[0] == '_' && name[1] == '_' && name[n - 1] == '_' && name[n - 2] == '_';
 }
 
 /* A Go method: declared outside its type's braces. */
@@ -557,7 +630,8 @@ static bool outside(const retrieval *r, const member *m) {
  * used near the cursor first, at most MEMBER_LINES, shown in source order;
  * for Go, the methods declared on the type anywhere in its package) and
  * its closing line. Members chosen on their own are left out. */
-static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b) {
+static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size_t max_lines,
+                           size_t max_tokens, const char *typed, bool wide) {
   const ws_file *f = file_of(r, fid);
   const ws_def *d = &f->defs[k];
   sb_line(b, ws_str(f, d->head));
@@ -565,9 +639,16 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b) {
   size_t n = 0;
   for (size_t i = k + 1; i < f->n_defs && f->defs[i].start_byte < d->end_byte && n < 256; i++) {
     const ws_def *m = &f->defs[i];
-    if (m->parent != k || was_chosen(r, fid, (uint32_t)i) || !ws_str(f, m->head)) continue;
-    ms[n] = (member){fid, (uint32_t)i, ws_str(f, m->head), near_cursor(r, def_name(f, m)), 0,
-                       (uint32_t)n};
+    if (m->parent != k || was_chosen(r, fid, (uint32_t)i) || !ws_str(f, m->head) ||
+        dunder(def_name(f, m)))
+      continue;
+    bool dup = false; /* "x: int" in the class and "self.x = x" in __init__: once */
+    for (size_t j = 0; j < n && !dup; j++)
+      dup = strcmp(def_name(file_of(r, ms[j].fid), &file_of(r, ms[j].fid)->defs[ms[j].k]),
+                   def_name(f, m)) == 0;
+    if (dup) continue;
+    ms[n] = (member){fid, (uint32_t)i, ws_str(f, m->head), false, near_cursor(r, def_name(f, m)),
+                       0, 0, (uint32_t)n};
     n++;
   }
   /* Go: methods declared outside the type, in the same package (folder):
@@ -584,8 +665,8 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b) {
       if (m->kind != WK_METHOD || m->parent != UINT16_MAX || !sc || strcmp(sc, name) != 0 ||
           was_chosen(r, SELF, (uint32_t)i) || !ws_str(r->self, m->head))
         continue;
-      ms[n] = (member){SELF, (uint32_t)i, ws_str(r->self, m->head),
-                         near_cursor(r, def_name(r->self, m)), 0, (uint32_t)n};
+      ms[n] = (member){SELF, (uint32_t)i, ws_str(r->self, m->head), false,
+                         near_cursor(r, def_name(r->self, m)), 0, 0, (uint32_t)n};
       n++;
     }
     const ws_map_entry *e = ws ? ws_map_get(&ws->by_scope, name) : NULL;
@@ -597,26 +678,32 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b) {
       if (strcmp(g->path, r->self_path) == 0) continue; /* taken from the text above */
       if (dir_len(g->path) != dl || strncmp(g->path, fpath, dl) != 0) continue;
       if (was_chosen(r, mf, mk) || !ws_str(g, g->defs[mk].head)) continue;
-      ms[n] = (member){mf, mk, ws_str(g, g->defs[mk].head),
-                         near_cursor(r, def_name(g, &g->defs[mk])), 0, (uint32_t)n};
+      ms[n] = (member){mf, mk, ws_str(g, g->defs[mk].head), false,
+                         near_cursor(r, def_name(g, &g->defs[mk])), 0, 0, (uint32_t)n};
       n++;
     }
   }
-  for (size_t m = 0; ws && m < n; m++) {
+  size_t tl = typed ? strlen(typed) : 0;
+  for (size_t m = 0; m < n; m++) {
     const ws_file *g = file_of(r, ms[m].fid);
-    ms[m].uses = ws_member_uses(ws, def_name(g, &g->defs[ms[m].k]));
+    const char *mn = def_name(g, &g->defs[ms[m].k]);
+    if (ws) ms[m].uses = ws_member_uses(ws, mn);
+    ms[m].typed = tl && strncmp(mn, typed, tl) == 0;
+    ms[m].kin = ms[m].near ? 0 : kinship(r, mn);
+
   }
   qsort(ms, n, sizeof *ms, cmp_member_pick);
-  if (n > MEMBER_LINES) n = MEMBER_LINES;
+  if (n > max_lines) n = max_lines;
   /* Within CONTAINER_TOKENS: the most relevant members first. */
   size_t used = count_tokens(r->tok, ws_str(f, d->head), strlen(ws_str(f, d->head))) +
                 (ws_str(f, d->tail) ? 2 : 0) + 12 /* the path line */;
   size_t fit = 0;
   for (; fit < n; fit++) {
-    const char *nl = strchr(ms[fit].head, '\n');
-    size_t hl = nl ? (size_t)(nl - ms[fit].head) : strlen(ms[fit].head);
-    size_t t = count_tokens(r->tok, ms[fit].head, hl) + 1;
-    if (used + t > CONTAINER_TOKENS) break;
+    char line[MEMBER_LINE_BYTES + 64];
+    const ws_file *g = file_of(r, ms[fit].fid);
+    size_t hl = member_line(ms[fit].head, def_name(g, &g->defs[ms[fit].k]), line, sizeof line);
+    size_t t = count_tokens(r->tok, line, hl) + 1;
+    if (used + t > max_tokens) break;
     used += t;
   }
   n = fit;
@@ -626,10 +713,10 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b) {
   size_t i = 0;
   for (; i < n; i++) {
     if (outside(r, &ms[i]) && tail_after_fields) break; /* Go methods go after the closing brace */
-    sb_first_line(b, ms[i].head);
+    sb_member(r, b, &ms[i]);
   }
   if (tail_after_fields) sb_line(b, ws_str(f, d->tail));
-  for (; i < n; i++) sb_first_line(b, ms[i].head);
+  for (; i < n; i++) sb_member(r, b, &ms[i]);
 }
 
 /* Constants, macros and variables declared together (a const block, a
@@ -988,8 +1075,11 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     choose(&r, d.fid, d.k);
     sbuf sb = {0};
     uint32_t first_line = def->start_line, last_line = def->end_line;
+    const rv_cand *c = &cands[i];
+    bool wide = c->type_only && c->at_cursor && !c->known; /* a member is about to be typed */
     if (def->flags & WD_CONTAINER || (is_type(def) && f->lang && strcmp(f->lang, "go") == 0))
-      container_text(&r, d.fid, d.k, &sb);
+      container_text(&r, d.fid, d.k, &sb, wide ? CURSOR_MEMBER_LINES : MEMBER_LINES,
+                     wide ? CURSOR_TYPE_TOKENS : CONTAINER_TOKENS, c->typed, wide);
     else if (def->kind == WK_CONSTANT || def->kind == WK_MACRO || def->kind == WK_VARIABLE)
       group_text(&r, d.fid, d.k, &sb, &first_line, &last_line);
     else if (ws_str(f, def->head))

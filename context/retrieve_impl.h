@@ -12,6 +12,9 @@ typedef struct rv_cand {
   char *recv_type; /* a member access whose receiver's type is known (owned), else NULL */
   bool member;     /* used after '.', '->' or '::' */
   bool type_only;  /* the receiver's type itself: a member is about to be typed */
+  bool at_cursor;  /* the member access at the cursor (its member, or its type) */
+  bool known;      /* type_only at the cursor: the member's name is visible after it */
+  char *typed;     /* type_only at the cursor: the start of the member typed (owned), or NULL */
 } rv_cand;
 
 /* The receiver-type oracle: the declared type of field in type (owned), or
@@ -31,14 +34,19 @@ typedef struct rv_scan {
 
 /* The names around the cursor, in this order: the member access at the
  * cursor (its member when the line shows it, then the receiver's type);
- * the names on the cursor's line after it, then before it; the lines after
- * the cursor (RV_SUFFIX_LINES), nearest first; the lines before
- * (RV_PREFIX_LINES), nearest first. The region is fixed in lines, not in
+ * the names on the cursor's line after it, then before it; then the lines
+ * of the function around the cursor (RV_SUFFIX_LINES after it, then
+ * RV_PREFIX_LINES before), nearest first, a line after before a line
+ * before at the same distance; then the rest of those lines; then the
+ * names the rest of the file uses most (RV_FILE_NAMES of them, within
+ * RV_FILE_BYTES of the cursor). The region is fixed in lines, not in
  * tokens, so that a larger budget never changes the list. Keywords,
- * numbers and names inside comments and strings are left out; each name
- * once (per receiver type). Returns how many were written to out. */
+ * numbers and names inside comments and strings (in the region) are left
+ * out; each name once (per receiver type). Returns how many were written. */
 #define RV_SUFFIX_LINES 12
 #define RV_PREFIX_LINES 60
+#define RV_FILE_NAMES 16
+#define RV_FILE_BYTES (64u << 10)
 size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap);
 void rv_cands_free(rv_cand *c, size_t n);
 

@@ -659,10 +659,13 @@ def key_lines(repo_files, case):
 
 
 def scored(snippets, keys):
+    """Whether a snippet from a definition's file shows its first line (a
+    line that is it, or starts with it: a signature may be shown joined
+    with its continuation lines)."""
     for s in snippets:
         body = [norm(x) for x in s["text"].split("\n")]
         for p, k in keys:
-            if s["path"] == p and k in body:
+            if s["path"] == p and any(x == k or (len(k) >= 6 and x.startswith(k)) for x in body):
                 return True
     return False
 
