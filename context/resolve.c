@@ -206,9 +206,10 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
 }
 
 /* The nearest declaration of recv before offset end in text: its type. */
-static char *declared_before(const char *text, size_t end, const char *recv, size_t rn,
-                             const char *lang) {
-  size_t lo = end > (256u << 10) ? end - (256u << 10) : 0;
+static char *declared_before(const char *text, size_t floor, size_t end, const char *recv,
+                             size_t rn, const char *lang) {
+  size_t lo = end > (64u << 10) ? end - (64u << 10) : 0;
+  if (floor > lo && floor < end) lo = floor;
   for (size_t i = end; i > lo + rn - 1 && i >= rn;) {
     i--;
     if (text[i - rn + 1] != recv[0] || memcmp(text + i - rn + 1, recv, rn) != 0) continue;
@@ -294,7 +295,7 @@ static char *chain_type(const rv_scan *sc, const char *s, size_t a, size_t b, si
   } else if (word_is(w, wl, "this") && (ts_like(sc->lang) || lang_is(sc->lang, "cpp"))) {
     type = enclosing_class(sc, at);
   } else {
-    type = declared_before(sc->text, at, w, wl, sc->lang);
+    type = declared_before(sc->text, sc->decl_floor, at, w, wl, sc->lang);
     if (type && type[0] == '=') { /* x = f(...), x = y.z: that expression's type */
       char *rhs = type;
       type = chain_type(sc, rhs, 1, strlen(rhs), at, depth + 1);
@@ -613,7 +614,9 @@ static void file_names(collector *co, size_t ra, size_t rb) {
   free(slot);
 }
 
-size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap) {
+size_t rv_candidates(const rv_scan *scan, rv_cand *out, size_t cap) {
+  rv_scan local = *scan;
+  const rv_scan *sc = &local;
   const char *t = sc->text;
   size_t len = sc->len, cur = sc->cursor;
   /* Line boundaries of the region: RV_PREFIX_LINES before, RV_SUFFIX_LINES after. */
@@ -636,6 +639,27 @@ size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap) {
     while (q < len && t[q] != '\n') q++;
     suf[nsuf++] = q;
     p = q;
+  }
+  /* The function around the cursor (its lines come first), and the
+   * outermost one (receivers are declared in it, or at file scope). */
+  size_t fs = 0, fe = len;
+  local.decl_floor = cur > (32u << 10) ? cur - (32u << 10) : 0;
+  if (sc->tree) {
+    TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(sc->tree), (uint32_t)cur,
+                                                 (uint32_t)cur);
+    bool inner = false;
+    for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+      const char *ty = ts_node_type(n);
+      if (!(strstr(ty, "function") || strstr(ty, "method")) || strstr(ty, "call") ||
+          strstr(ty, "type") || ts_node_end_byte(n) <= ts_node_start_byte(n) + 1)
+        continue;
+      if (!inner) {
+        fs = ts_node_start_byte(n);
+        fe = ts_node_end_byte(n);
+        inner = true;
+      }
+      local.decl_floor = ts_node_start_byte(n);
+    }
   }
   masks mk = {0};
   if (sc->tree) {
@@ -665,22 +689,6 @@ size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap) {
       c->at_cursor = true;
       c->known = we > cur;
       c->typed = cur > w ? strndup(t + w, cur - w) : NULL;
-    }
-  }
-  /* The function around the cursor: its lines come before the rest of the
-   * region's (the code after a function's end belongs to the next one). */
-  size_t fs = 0, fe = len;
-  if (sc->tree) {
-    TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(sc->tree), (uint32_t)cur,
-                                                 (uint32_t)cur);
-    for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
-      const char *ty = ts_node_type(n);
-      if ((strstr(ty, "function") || strstr(ty, "method")) && !strstr(ty, "call") &&
-          !strstr(ty, "type") && ts_node_end_byte(n) > ts_node_start_byte(n) + 1) {
-        fs = ts_node_start_byte(n);
-        fe = ts_node_end_byte(n);
-        break;
-      }
     }
   }
   scan_range(&co, cur, le, false);

@@ -60,11 +60,28 @@
 #define CURSOR_TYPE_TOKENS 192 /* not typed yet: more of its members */
 #define BODY_MAX_LINES 40     /* a definition given whole: at most this many lines */
 
+/* Token counts of recent texts (window lines, compact forms), per thread:
+ * consecutive prompts share most of them, and encoding each again was
+ * most of a retrieval's time. Keyed by the tokenizer and a 64-bit hash of
+ * the text (with its length: a collision would only misjudge a budget). */
+#define TOKEN_CACHE 4096
+typedef struct token_memo {
+  const sc_tokenizer *tok;
+  uint64_t hash;
+  uint32_t len, tokens;
+} token_memo;
+static _Thread_local token_memo t_memo[TOKEN_CACHE];
+
 static size_t count_tokens(const sc_tokenizer *tok, const char *s, size_t n) {
+  if (n == 0) return 0;
+  uint64_t h = sc_hash64(s, n, 0x70c);
+  token_memo *m = &t_memo[h & (TOKEN_CACHE - 1)];
+  if (m->tok == tok && m->hash == h && m->len == (uint32_t)n) return m->tokens;
   int32_t *ids = NULL;
   size_t k = 0;
-  if (n == 0 || sc_tokenizer_encode(tok, s, n, &ids, &k, NULL) != SC_OK) k = n ? n / 3 + 1 : 0;
+  if (sc_tokenizer_encode(tok, s, n, &ids, &k, NULL) != SC_OK) k = n / 3 + 1;
   free(ids);
+  *m = (token_memo){tok, h, (uint32_t)n, (uint32_t)k};
   return k;
 }
 
@@ -373,7 +390,8 @@ static bool pick_workspace(const retrieval *r, const ws_map *map, const char *ke
   const ws_map_entry *e = ws_map_get(map, key);
   int best = -1;
   size_t n_ok = 0;
-  for (uint32_t v = 0; e && v < e->n; v++) {
+  /* A name defined hundreds of times is looked at in its first 256. */
+  for (uint32_t v = 0; e && v < e->n && v < 256; v++) {
     uint32_t fid = (uint32_t)(e->vals[v] >> 32), k = (uint32_t)e->vals[v];
     const ws_file *f = fid < r->ws->n_slots ? r->ws->files[fid] : NULL;
     if (!f || k >= f->n_defs || strcmp(f->path, r->self_path) == 0) continue;
@@ -1054,7 +1072,7 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
 
   /* Phase 1: the definitions of the names around the cursor, compact. */
   rv_cand cands[MAX_CANDS];
-  rv_scan scan = {text, len, cursor, lang, tree, field_type, return_type, &r};
+  rv_scan scan = {text, len, cursor, lang, tree, field_type, return_type, &r, 0};
   size_t n_cands = rv_candidates(&scan, cands, MAX_CANDS);
   r.cands = cands;
   r.n_cands = n_cands;
@@ -1246,8 +1264,9 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     free(owned);
   }
 
-  /* Similar workspace chunks. */
-  if (ws && nq >= 3 && n_similar < max_similar && q && buf && sp.left > 0) {
+  /* Similar workspace chunks (24 lines: not worth the search when less
+   * than a few lines' worth of budget is left). */
+  if (ws && nq >= 3 && n_similar < max_similar && q && buf && sp.left >= 64) {
     /* The estimate's standard error is up to 0.125 (K = 16): candidates
      * are kept from well below the threshold and re-scored exactly. */
     uint16_t qsig[SC_MINHASH_K];

@@ -30,6 +30,10 @@ typedef struct rv_scan {
   /* The type method (of type; type NULL: the function) returns, owned, or NULL. */
   rv_field_type_fn return_type;
   void *user;
+  /* Set by rv_candidates: declarations of receivers are looked for from
+   * here on (the outermost function around the cursor; file scope is the
+   * index's). */
+  size_t decl_floor;
 } rv_scan;
 
 /* The names around the cursor, in this order: the member access at the
@@ -46,7 +50,7 @@ typedef struct rv_scan {
 #define RV_SUFFIX_LINES 12
 #define RV_PREFIX_LINES 60
 #define RV_FILE_NAMES 16
-#define RV_FILE_BYTES (64u << 10)
+#define RV_FILE_BYTES (32u << 10)
 size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap);
 void rv_cands_free(rv_cand *c, size_t n);
 

@@ -91,8 +91,28 @@ bool ws_is_keyword(const char *w, size_t n) {
       "self", "fn", "pub", "use", "mut", "func", "package", "public", "private", "print",
       "include", "define", "typedef", "enum", "switch", "case", "break", "continue", "do",
       "try", "catch", "with", "as", "pass", "lambda", "yield", "async", "await", "export"};
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-    if (strlen(k[i]) == n && memcmp(w, k[i], n) == 0) return true;
+  /* Called for every identifier retrieval scans: the words are bucketed by
+   * length once, so a word is compared with the few of its length only. */
+  enum { MAXLEN = 9, PER = 24 };
+  static unsigned char by_len[MAXLEN][PER], n_by_len[MAXLEN];
+  static _Atomic int ready;
+  if (!atomic_load_explicit(&ready, memory_order_acquire)) {
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&once);
+    if (!atomic_load_explicit(&ready, memory_order_relaxed)) {
+      for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        size_t l = strlen(k[i]);
+        if (l < MAXLEN && n_by_len[l] < PER) by_len[l][n_by_len[l]++] = (unsigned char)i;
+      }
+      atomic_store_explicit(&ready, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&once);
+  }
+  if (n >= MAXLEN) return false;
+  for (size_t j = 0; j < n_by_len[n]; j++) {
+    const char *x = k[by_len[n][j]];
+    if (x[0] == w[0] && memcmp(w, x, n) == 0) return true;
+  }
   return false;
 }
 
