@@ -245,7 +245,12 @@ ws_store *ws_store_load(const char *path, const char *root, sc_error *err) {
   uint64_t sum = 0;
   const char *why = "truncated or malformed";
   if (!s) goto fail;
-  if (len < 8 + 8 || (memcpy(&sum, data + len - 8, 8), sum != sc_hash64(data, len - 8, 0))) {
+  if (len < 8 + 8) {
+    why = "truncated";
+    goto fail;
+  }
+  memcpy(&sum, data + len - 8, 8);
+  if (sum != sc_hash64(data, len - 8, 0)) {
     why = "checksum mismatch";
     goto fail;
   }
