@@ -128,18 +128,58 @@ static void cut_line(char *text, size_t *len, size_t offset) {
   *len -= end - offset;
 }
 
+#define TREE_CACHE 8
+
 typedef struct ctx_run {
   const sc_tokenizer *tok;
   sc_workspace *ws;
   long budget;
   bool cut;
   const sc_prompt_inputs *inputs;
+  /* --positions: the last files' trees, so that one parse serves every
+   * position in a file (a cut line is an incremental edit of a copy). */
+  struct {
+    char *path;
+    uint64_t hash;
+    size_t len;
+    sc_syntax_tree *tree;
+  } trees[TREE_CACHE];
+  size_t next_tree;
 } ctx_run;
+
+/* The tree of text (path, lang), parsed once per run; owned by run. */
+static const sc_syntax_tree *cached_tree(ctx_run *run, const char *path, const char *lang,
+                                         const char *text, size_t len) {
+  uint64_t h = sc_hash64(text, len, 0);
+  for (size_t i = 0; i < TREE_CACHE; i++)
+    if (run->trees[i].path && run->trees[i].hash == h && run->trees[i].len == len &&
+        strcmp(run->trees[i].path, path) == 0)
+      return run->trees[i].tree;
+  sc_syntax_tree *t = NULL;
+  if (!lang || !sc_context_ts_language(lang) ||
+      sc_syntax_tree_new(lang, text, len, &t, NULL) != SC_OK)
+    return NULL;
+  size_t k = run->next_tree++ % TREE_CACHE;
+  free(run->trees[k].path);
+  sc_syntax_tree_free(run->trees[k].tree);
+  run->trees[k].path = strdup(path);
+  run->trees[k].hash = h;
+  run->trees[k].len = len;
+  run->trees[k].tree = t;
+  return t;
+}
+
+static void ctx_run_clear(ctx_run *run) {
+  for (size_t i = 0; i < TREE_CACHE; i++) {
+    free(run->trees[i].path);
+    sc_syntax_tree_free(run->trees[i].tree);
+  }
+}
 
 /* The prompt at target (FILE:LINE:COL) as JSON, or NULL with *msg (static
  * or in msgbuf) saying why. With repeat > 0, the retrieval again at that
  * many cursors spread over the file, timed. */
-static json_t *context_at(const ctx_run *run, const char *target, long repeat, char *msgbuf,
+static json_t *context_at(ctx_run *run, const char *target, long repeat, char *msgbuf,
                           size_t msgcap) {
   char *path = NULL, *text = NULL;
   long line = 0, col = 0;
@@ -162,7 +202,6 @@ static json_t *context_at(const ctx_run *run, const char *target, long repeat, c
              where == -2 ? line : col);
     goto done;
   }
-  if (run->cut) cut_line(text, &len, offset);
   char abs_path[PATH_MAX];
   if (!realpath(path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", path);
   const char *rel = abs_path;
@@ -173,11 +212,18 @@ static json_t *context_at(const ctx_run *run, const char *target, long repeat, c
   }
   const char *lang = sc_context_language_for(NULL, path);
   /* One parse serves every retrieval in this file, as an editor's tree does. */
-  if (lang && sc_context_ts_language(lang) &&
-      sc_syntax_tree_new(lang, text, len, &tree, NULL) != SC_OK)
-    tree = NULL;
+  const sc_syntax_tree *whole = cached_tree(run, abs_path, lang, text, len);
+  if (run->cut) {
+    size_t before = len;
+    cut_line(text, &len, offset);
+    if (whole && sc_syntax_tree_copy(whole, &tree, NULL) == SC_OK &&
+        sc_syntax_tree_edit(tree, offset, offset + (before - len), "", 0, NULL) != SC_OK) {
+      sc_syntax_tree_free(tree);
+      tree = NULL;
+    }
+  }
   sc_prompt_inputs in = *run->inputs;
-  in.tree = tree;
+  in.tree = run->cut ? tree : whole;
   if (sc_prompt_build_with(run->ws, rel, lang, text, len, offset, run->tok, (size_t)run->budget,
                            &in, &prompt, &err) != SC_OK) {
     snprintf(msgbuf, msgcap, "%s", err.msg);
@@ -305,6 +351,7 @@ int sc_cli_context(int argc, char **argv) {
   sc_edited_range edits[MAX_EXTRAS];
   char *edit_paths[MAX_EXTRAS] = {0};
   sc_prompt_inputs inputs = {0};
+  ctx_run run = {0}; /* cleared at done: set before any jump there */
   if (positions && !sc_cli_read_file(positions, &list, &list_len)) {
     sc_cli_fail(CMD, "cannot read %s: %s", positions, strerror(errno));
     return 2;
@@ -375,7 +422,7 @@ int sc_cli_context(int argc, char **argv) {
   }
   inputs = (sc_prompt_inputs){.docs = docs, .n_docs = n_open, .edits = edits,
                               .n_edits = n_edited};
-  ctx_run run = {tok, ws, budget, cut, &inputs};
+  run = (ctx_run){.tok = tok, .ws = ws, .budget = budget, .cut = cut, .inputs = &inputs};
   char msg[PATH_MAX + 128];
   if (!positions) {
     json_t *out = context_at(&run, target, repeat, msg, sizeof msg);
@@ -425,6 +472,7 @@ int sc_cli_context(int argc, char **argv) {
     free(t);
   }
 done:
+  ctx_run_clear(&run);
   for (size_t i = 0; i < MAX_EXTRAS; i++) {
     free(doc_paths[i]);
     free(doc_texts[i]);

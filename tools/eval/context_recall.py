@@ -670,9 +670,14 @@ def scored(snippets, keys):
     return False
 
 
+_POSITIONS = {}
+
+
 def supports_positions(binary):
-    p = subprocess.run([binary, "help", "context"], capture_output=True, text=True)
-    return "--positions" in p.stdout + p.stderr
+    if binary not in _POSITIONS:
+        p = subprocess.run([binary, "help", "context"], capture_output=True, text=True)
+        _POSITIONS[binary] = "--positions" in p.stdout + p.stderr
+    return _POSITIONS[binary]
 
 
 def cut_text(text, line, col):
@@ -762,8 +767,11 @@ def defs_present(r, case):
             if s["reason"] in ("same file", "imported file", "workspace", "definition")}
 
 
-def check_monotonic(binary, work, cases, scenario, budgets, env, problems):
-    runs = [run_sculpt(binary, work, cases, scenario, b, env) for b in budgets]
+def check_monotonic(binary, work, cases, scenario, budgets, env, problems, have=None):
+    """have: {budget: run} already made (the main measurement)."""
+    have = have or {}
+    runs = [have[b] if b in have else run_sculpt(binary, work, cases, scenario, b, env)
+            for b in budgets]
     for i in range(len(cases)):
         for k in range(1, len(budgets)):
             small, big = runs[k - 1][i], runs[k][i]
@@ -784,13 +792,13 @@ def evaluate(case_file, a, env):
     lang = meta["lang"]
     src = os.path.join(ROOT, meta["repo"])
     files = load_repo(src, lang)
-    defs = definitions(files, lang)
+    defs = definitions(files, lang) if not a.no_grep else {}
     work = tempfile.mkdtemp(prefix="sculpt-recall-")
     repo = os.path.join(work, "repo")
     shutil.copytree(src, repo, symlinks=True)
     subprocess.run(["git", "init", "-q", repo], check=True)
     res = {"lang": lang, "repo": meta["repo"], "cases": len(cases), "budget": a.budget}
-    bpt = bytes_per_token(a.bin, files)
+    bpt = bytes_per_token(a.bin, files) if not a.no_grep else 4.0
     problems = []
     per_case = []
     try:
@@ -802,8 +810,10 @@ def evaluate(case_file, a, env):
                 keys = key_lines(files, c)
                 h = bool(got[i]) and scored(got[i]["snippets"], keys)
                 hp = bool(prev and prev[i]) and scored(prev[i]["snippets"], keys)
-                g = grep_baseline(files, defs, c, scenario, bpt * a.budget / 4, lang)
-                hg = any(site in g for site in c["sites"])
+                hg = False
+                if not a.no_grep:
+                    g = grep_baseline(files, defs, c, scenario, bpt * a.budget / 4, lang)
+                    hg = any(site in g for site in c["sites"])
                 hits["sculpt"] += h
                 hits["prev"] += hp
                 hits["grep"] += hg
@@ -813,11 +823,14 @@ def evaluate(case_file, a, env):
                 if got[i] is None:
                     problems.append("%s:%d:%d: sculpt failed" % (c["file"], c["line"], c["col"]))
             n = len(cases)
-            res[scenario] = {"sculpt": hits["sculpt"] / n, "grep": hits["grep"] / n}
+            res[scenario] = {"sculpt": round(hits["sculpt"] / n, 4)}
+            if not a.no_grep:
+                res[scenario]["grep"] = round(hits["grep"] / n, 4)
             if a.prev:
-                res[scenario]["prev"] = hits["prev"] / n
+                res[scenario]["prev"] = round(hits["prev"] / n, 4)
             if a.monotonic:
-                check_monotonic(a.bin, repo, cases, scenario, a.monotonic, env, problems)
+                check_monotonic(a.bin, repo, cases, scenario, a.monotonic, env, problems,
+                                {a.budget: got})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return res, per_case, problems
@@ -836,14 +849,14 @@ def cmd_run(a):
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     print("definition of the used name in the prompt (share of cases), budget %d:" % a.budget)
-    head = "  %-11s %-6s %5s  %-8s %-8s %s" % ("language", "cases", "", "scenario", "sculpt",
-                                              "grep" + ("     previous" if a.prev else ""))
-    print(head)
+    print("  %-11s %-6s %-8s %-8s %-8s %s" % ("language", "cases", "scenario", "sculpt", "grep",
+                                             "previous" if a.prev else ""))
     for r in results:
         for sc in ("intact", "cut"):
             x = r[sc]
-            print("  %-11s %-6d %5s  %-8s %-8.2f %-8.2f %s" % (
-                r["lang"], r["cases"], "", sc, x["sculpt"], x["grep"],
+            print("  %-11s %-6d %-8s %-8.2f %-8s %s" % (
+                r["lang"], r["cases"], sc, x["sculpt"],
+                "%.2f" % x["grep"] if "grep" in x else "-",
                 "%.2f" % x["prev"] if "prev" in x else ""))
     if a.json:
         with open(a.json, "w") as f:
@@ -868,6 +881,7 @@ def main():
     r.add_argument("--budget", type=int, default=1024)
     r.add_argument("--json")
     r.add_argument("--monotonic", type=lambda s: [int(x) for x in s.split(",")])
+    r.add_argument("--no-grep", action="store_true", help="skip the grep baseline (faster)")
     a = ap.parse_args()
     if a.cmd == "cases":
         cmd_cases(a)
