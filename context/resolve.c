@@ -155,6 +155,12 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
   while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
   if (k >= len) return NULL;
   if (lang_is(lang, "go")) {
+    if (s[k] == ',') { /* x, err := f(): x is f's first result */
+      size_t p = at;
+      while (p > 0 && (s[p - 1] == ' ' || s[p - 1] == '\t')) p--;
+      if (!(p == 0 || s[p - 1] == '\n')) return NULL; /* only the first name */
+      while (k < len && (s[k] == ',' || s[k] == ' ' || is_id(s[k]))) k++;
+    }
     if (s[k] == ':' && k + 1 < len && s[k + 1] == '=') { /* x := &T{, pkg.T{ or f() */
       k += 2;
       while (k < len && strchr(" \t&", s[k])) k++;

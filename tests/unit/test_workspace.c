@@ -608,7 +608,8 @@ static void test_retrieval_finds(void) {
   write_file("other/lib.go", "package other\n\nfunc Helper() int { return 2 }\n");
   write_file("srv/server.go", "package srv\n\ntype Server struct {\n\taddr string\n}\n");
   write_file("srv/start.go", "package srv\n\nfunc (s *Server) Start() error { return nil }\n"
-                             "func (s *Server) Stop() error { return nil }\n");
+                             "func (s *Server) Stop() error { return nil }\n"
+                             "func NewServer() (*Server, error) { return &Server{}, nil }\n");
   sc_workspace *ws = NULL;
   sc_error err = {0};
   sc_workspace_options o = {0};
@@ -670,6 +671,14 @@ static void test_retrieval_finds(void) {
   EXPECTF(s && strstr(s->text, "type Server struct {") && strstr(s->text, "addr string") &&
               strstr(s->text, "func (s *Server) Start() error"),
           "type and method set: %s", s ? s->text : "(none)");
+  sc_prompt_free(&p);
+
+  /* x, err := f(): x has f's first result type. */
+  REQUIRE(prompt_at(ws, "srv/main.go", "package srv\n\nfunc run() {\n\tsv, err := NewServer()\n\t_ = err\n\tsv.@\n}\n",
+                    1024, NULL, &p));
+  s = snippet_named(&p, "Server");
+  EXPECTF(s && strstr(s->text, "func (s *Server) Stop() error"), "sv, err := NewServer(): %s",
+          s ? s->text : "(none)");
   sc_prompt_free(&p);
 
   /* The caller's tree gives the same prompt as a parse here. */
