@@ -480,7 +480,7 @@ static void test_store_mutations(void) {
     memcpy(bad, good, len);
     size_t blen = len;
     int edits = 1 + (int)(next_rand() % 6);
-    for (int e = 0; e < edits; e++) {
+    for (int e = 0; e < edits && blen > 32; e++) {
       size_t at = 8 + (size_t)(next_rand() % (blen - 16));
       switch (next_rand() % 4) {
       case 0: bad[at] ^= (char)(1u << (next_rand() % 8)); break;
