@@ -107,6 +107,7 @@ typedef struct reader {
 } reader;
 
 static bool get(reader *r, void *dst, size_t n) {
+  if (n == 0) return !r->bad; /* dst may be NULL then */
   if (r->bad || n > r->left) {
     r->bad = true;
     return false;
@@ -402,7 +403,7 @@ typedef struct buf {
 } buf;
 
 static void put(buf *b, const void *src, size_t n) {
-  if (b->bad) return;
+  if (b->bad || n == 0) return; /* src may be NULL then */
   if (b->n + n > STORE_MAX_BYTES) {
     b->bad = true;
     return;
