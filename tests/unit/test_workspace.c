@@ -596,6 +596,8 @@ static void test_retrieval_finds(void) {
   write_file("pkg/__init__.py", "");
   write_file("pkg/termui.py", "def echo_x(message):\n    return message\n");
   write_file("examples/termui/termui.py", "def echo_x(other):\n    return other\n");
+  write_file("pkg/sub/__init__.py", "");
+  write_file("pkg/sub/decoy.py", "def echo_x(decoy):\n    return decoy\n");
   write_file("pkg/ctx.py", "class Context:\n    obj: object\n\n    def abort(self) -> None:\n"
                            "        pass\n\n    def invoke(self, cb):\n        return cb()\n\n"
                            "def get_ctx() -> Context:\n    return Context()\n");
@@ -643,6 +645,14 @@ static void test_retrieval_finds(void) {
                     1024, NULL, &p));
   s = snippet_named(&p, "echo_x");
   EXPECTF(s && strcmp(s->path, "pkg/termui.py") == 0, "from .termui: %s", s ? s->path : "(none)");
+  sc_prompt_free(&p);
+  /* "from .. import termui": the parent package's module, as a receiver (not
+   * the same name in the file's own folder). */
+  REQUIRE(prompt_at(ws, "pkg/sub/cli.py", "from .. import termui\n\ndef main():\n    return termui.@echo_x(1)\n",
+                    1024, NULL, &p));
+  s = snippet_named(&p, "echo_x");
+  EXPECTF(s && strcmp(s->path, "pkg/termui.py") == 0, "from . import termui: %s",
+          s ? s->path : "(none)");
   sc_prompt_free(&p);
   /* The type of ctx from the function that returns it: its members. */
   REQUIRE(prompt_at(ws, "pkg/cli.py", "from .ctx import get_ctx\n\ndef run():\n    ctx = get_ctx()\n    ctx.@\n",
