@@ -8,8 +8,11 @@
  *   1. definitions, in the priority order of the names they define
  *      (resolve.c): the member access at the cursor (its member, found
  *      through the receiver's type where the index knows it, then that
- *      type with its fields or methods), the names on the cursor's line and
- *      in the lines after it, then those before it, nearest first. Each is
+ *      type with its fields or methods), the names on the cursor's line,
+ *      then the lines around it nearest first (a line after the cursor
+ *      before the line before it at the same distance; the enclosing
+ *      function's lines before the rest), then the names the rest of the
+ *      file uses most. Each is
  *      offered in its compact form: a prototype, a signature, a field or
  *      constant line, a struct with its fields, a class with its members'
  *      signatures, a Go type with its method set. The headers of the
