@@ -36,7 +36,7 @@ typedef struct args {
   const char *diag_src, *model_dir, *family;
   int max_tokens;
   double temperature;
-  bool write, json, progress, no_progress;
+  bool json, progress, no_progress;
   int batch_sites; /* 1: holes decoded together; 0: one at a time (with the
                       K/V cache); -1: together on a GPU only (measured on the
                       CPU: one at a time with the cache is 2.6x faster) */
@@ -65,12 +65,17 @@ static int parse_args(int argc, char **argv, args *a) {
       a->batch_sites = o[2] == 'b';
       continue;
     }
+    if (strcmp(o, "--python-ellipsis") == 0 || strcmp(o, "--force") == 0) {
+      if (o[2] == 'p') a->run.holes.python_ellipsis = true;
+      else a->run.force = true;
+      continue;
+    }
     if (strcmp(o, "--holes") == 0 || strcmp(o, "--write") == 0 || strcmp(o, "--json") == 0 ||
         strcmp(o, "--no-progress") == 0) {
       if (o[2] == 'h') {
         if (*mode && *mode != SC_EDIT_HOLE) goto two_modes;
         *mode = SC_EDIT_HOLE;
-      } else if (o[2] == 'w') a->write = true;
+      } else if (o[2] == 'w') a->run.write = true;
       else if (o[2] == 'j') a->json = true;
       else a->no_progress = true;
       continue;
@@ -130,12 +135,13 @@ static int parse_args(int argc, char **argv, args *a) {
   if (!*mode) { sc_cli_fail(CMD, "needs a mode: --holes, --diagnostics FILE|- or --query Q --capture NAME"); return 2; }
   if (*mode == SC_EDIT_QUERY && !a->run.capture) { sc_cli_fail(CMD, "--query needs --capture NAME"); return 2; }
   if (a->run.capture && *mode != SC_EDIT_QUERY) { sc_cli_fail(CMD, "--capture goes with --query"); return 2; }
-  if (a->run.holes.marker && *mode != SC_EDIT_HOLE) { sc_cli_fail(CMD, "--marker goes with --holes"); return 2; }
+  if ((a->run.holes.marker || a->run.holes.python_ellipsis) && *mode != SC_EDIT_HOLE) {
+    sc_cli_fail(CMD, "%s goes with --holes", a->run.holes.marker ? "--marker" : "--python-ellipsis");
+    return 2;
+  }
   if (a->n_paths == 0) { sc_cli_fail(CMD, "needs at least one PATH (a file or a directory)"); return 2; }
   /* With --check the default is several tries, else one (greedy). */
   if (a->run.check_cmd && !candidates_set) a->run.candidates = 4;
-  /* Without --marker, a Python line that is only `...` is a hole too. */
-  a->run.holes.python_ellipsis = !a->run.holes.marker;
   a->progress = !a->json && !a->no_progress && isatty(STDERR_FILENO);
   return 0;
 two_modes:
@@ -282,17 +288,17 @@ int sc_cli_batch(int argc, char **argv) {
   if (a.progress && reached < n_sites) fputc('\n', stderr);
   /* Final state of the files: --write writes what was kept; a dry run puts
    * back what --check may have left on disk. */
-  sc_edit_run_finish(run, a.write);
+  sc_edit_run_finish(run);
   sigaction(SIGINT, &old_sa, NULL);
 
   sc_edit_run_counts c;
   sc_edit_run_count(run, &c);
   if (a.json) {
-    char *report = sc_edit_run_report_json(run, g_interrupted, a.write, sc_now_ms() - t0);
+    char *report = sc_edit_run_report_json(run, g_interrupted, a.run.write, sc_now_ms() - t0);
     if (report) puts(report);
     free(report);
   } else {
-    for (size_t i = 0; !a.write && i < sc_edit_run_file_count(run); i++) {
+    for (size_t i = 0; !a.run.write && i < sc_edit_run_file_count(run); i++) {
       sc_edit_run_file f;
       sc_edit_run_get_file(run, i, &f);
       if (f.orig_len != f.len || memcmp(f.orig, f.text, f.len) != 0)
@@ -308,7 +314,7 @@ int sc_cli_batch(int argc, char **argv) {
                 s->result.reason ? s->result.reason : "?");
     }
     if (g_interrupted) fprintf(stderr, "sculpt batch: interrupted\n");
-    if (n_sites > 0 && (a.write || c.failed))
+    if (n_sites > 0 && (a.run.write || c.failed))
       fprintf(stderr, "sculpt batch: %zu of %zu sites done, %zu files written\n", c.done,
               n_sites, c.written);
   }

@@ -99,6 +99,7 @@ sc_status sc_edit_doc_apply(sc_edit_doc *doc, size_t start, size_t end, const ch
    * against this tree, and a fresh parse is what a reader of the file gets. */
   sc_status st = sc_syntax_tree_set_text(doc->tree, next, n, err);
   free(next);
+  doc->py_known = false;
   return st;
 }
 

@@ -314,6 +314,11 @@ typedef struct sc_edit_run_options {
    * checks is written and `sh -c check_cmd` runs ($SCULPT_BATCH_FILE is the
    * file, its stdout goes to stderr); the first that exits 0 is kept. */
   const char *check_cmd;
+  /* sc_edit_run_finish writes the kept edits (else it only puts back what
+   * --check left on disk). A run that writes or checks first removes the
+   * temp files a killed run left in the folders it visits. */
+  bool write;
+  bool force;                   /* write read-only files too */
   const _Atomic int *cancel;    /* may be NULL; non-zero stops between sites and candidates */
   /* One line for the user, without a prefix or line break: SC_LOG_INFO for
    * a skipped file, SC_LOG_ERROR for a failure (a refused write, a backend
@@ -350,10 +355,12 @@ size_t sc_edit_run_site_count(const sc_edit_run *r);
 size_t sc_edit_run_fill(sc_edit_run *r, const sc_edit_generator *gen, bool batch_sites,
                       void (*progress)(void *user, size_t done), void *user);
 
-/* The end of a run: with write, each changed file is replaced by its new
- * text; without, a file --check left changed is put back. Failures are said
- * (o->say) and recorded on the file. */
-void sc_edit_run_finish(sc_edit_run *r, bool write);
+/* The end of a run: with o->write, each changed file is replaced by its new
+ * text, each on its own (all or nothing per file); without, a file --check
+ * left changed is put back. Failures are said (o->say) and recorded on the
+ * file: a read-only file (unless o->force), a file with hard links, a file
+ * changed on disk since it was read (its new bytes are kept). */
+void sc_edit_run_finish(sc_edit_run *r);
 
 /* What the report shows. Everything returned is owned by the run. */
 typedef struct sc_edit_run_file {
@@ -364,6 +371,7 @@ typedef struct sc_edit_run_file {
   size_t len;
   bool written;      /* a write run left the new text on disk */
   bool failed_write; /* the text could not be written (or put back) */
+  const char *write_error; /* why not, or NULL */
 } sc_edit_run_file;
 
 typedef struct sc_edit_run_site {
@@ -396,7 +404,8 @@ void sc_edit_run_count(const sc_edit_run *r, sc_edit_run_counts *out);
  * out of memory): "sites" (file, range, mode, status, candidates tried and
  * each candidate, check, ms, original, text, seed, confidence, reason,
  * message), "summary" (the counts, skipped_files, and interrupted, write and
- * ms as given, batched_sites and batched_passes) and "diffs" (path -> the
+ * ms as given, batched_sites and batched_passes, written_files: the paths
+ * written, write_failures: [{path, reason}]) and "diffs" (path -> the
  * unified diff of each changed file). */
 char *sc_edit_run_report_json(const sc_edit_run *r, bool interrupted, bool write, double ms);
 

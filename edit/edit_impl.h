@@ -7,11 +7,18 @@
 #include "edit.h"
 
 #include <sys/types.h>
+#include <time.h>
 
 struct sc_edit_doc {
   const char *lang; /* static */
   char *path;       /* may be NULL */
   sc_syntax_tree *tree; /* holds the current text; parsed afresh after each apply */
+  /* Python's verdict on the current text (python.c), computed on first use:
+   * py_before 1 compiles, 0 not (py_line: the first error's line, 1-based;
+   * 0 unknown); py_ours: from our indentation check (no interpreter). */
+  bool py_known, py_ours;
+  int py_before;
+  long py_line;
 };
 
 /* A malloc'd NUL-terminated copy of n bytes of s; NULL when out of memory. */
@@ -24,15 +31,50 @@ char *sc_edit__splice(const char *text, size_t len, size_t a, size_t b, const ch
 /* 0-based line and byte column of off in text. */
 void sc_edit__line_col(const char *text, size_t off, uint32_t *line, uint32_t *col);
 
+/* ---- Python (edit/python.c) ------------------------------------------------- */
+
+/* NULL when the document with cand in place of the site compiles no worse
+ * than before; else why not ("does not compile", or "bad indentation" from
+ * our own check when no interpreter is at hand). */
+const char *sc_edit__python_verdict(const sc_edit_doc *doc, const char *text, size_t len,
+                                    const sc_edit_site *site, const char *cand, size_t cand_len);
+
+/* Our indentation check of Python source: 0 when the block structure is
+ * sound, else the 1-based line of the first error. */
+long sc_edit__python_indent_error(const char *text, size_t len);
+
 /* ---- files (edit/write.c) ------------------------------------------------------ */
 
-/* Reads a whole file; *data (NUL-terminated) owned by the caller. On
- * failure errno says why. */
-bool sc_edit__read_file(const char *path, char **data, size_t *len);
+/* What a file was when it was read: compared again before it is replaced. */
+typedef struct sc_edit__stamp {
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime;
+  nlink_t nlink;
+  mode_t mode;
+  uid_t uid;
+  gid_t gid;
+  uint64_t hash; /* sc_hash64 of the bytes read */
+} sc_edit__stamp;
 
-/* Writes data atomically over path: a temp file .NAME.sculpt-XXXXXX in the
- * same folder with mode perm, fsync, rename, fsync of the folder. */
-sc_status sc_edit__write_atomic(const char *path, const char *data, size_t len, mode_t perm,
-                                sc_error *err);
+/* Reads the file at path (a real path: a symlink there is refused) whole,
+ * with the stamp of exactly those bytes. SC_ERR_IO (errno says why) or
+ * SC_ERR_STALE (it kept changing while read); no message. */
+sc_status sc_edit__file_read(const char *path, char **data, size_t *len, sc_edit__stamp *st);
+
+/* Replaces the file at path (a real path; shown names it in messages) with
+ * data when it still holds expect as stamped by *st, which is updated to the
+ * new file. SC_ERR_STALE when it changed (nothing written, or the other
+ * writer's text put back), SC_ERR_UNSUPPORTED for a read-only file (unless
+ * force) or one with hard links, SC_ERR_IO. See write.c for the steps. */
+sc_status sc_edit__file_replace(const char *path, const char *shown, const char *expect,
+                                size_t expect_len, sc_edit__stamp *st, const char *data,
+                                size_t len, bool force, sc_error *err);
+
+/* Removes the temp files a killed writer left in dir (our exact naming,
+ * unlocked). removed (may be NULL) gets each one's path. Returns how many. */
+size_t sc_edit__clean_temps(const char *dir, void (*removed)(void *user, const char *path),
+                            void *user);
 
 #endif

@@ -129,6 +129,19 @@ char *sc_edit_run_report_json(const sc_edit_run *run, bool interrupted, bool wri
       "failed", (int)c.failed, "skipped_files", skipped, "interrupted", (int)interrupted,
       "write", (int)write, "written", (int)c.written, "failed_writes", (int)c.failed_writes,
       "ms", ms, "batched_sites", bs, "batched_passes", bp, "diffs", diffs);
+  /* Which files the run wrote, and which it could not, with why. */
+  json_t *wrote = json_array(), *failed = json_array();
+  for (size_t i = 0; i < c.files; i++) {
+    sc_edit_run_file f;
+    sc_edit_run_get_file(run, i, &f);
+    if (f.written) json_array_append_new(wrote, json_string(f.path));
+    if (f.failed_write)
+      json_array_append_new(failed, json_pack("{s:s, s:s}", "path", f.path, "reason",
+                                              f.write_error ? f.write_error : "?"));
+  }
+  json_t *summary = json_object_get(o, "summary");
+  json_object_set_new(summary, "written_files", wrote);
+  json_object_set_new(summary, "write_failures", failed);
   char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
   json_decref(o);
   return s;

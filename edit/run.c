@@ -18,14 +18,16 @@
 
 typedef struct run_file {
   char *path;   /* as shown in diffs and reports (owned) */
-  char *real;   /* realpath, for the escape checks and de-duplication (owned) */
+  char *real;   /* realpath: where it is read and written (a symlink is
+                   written through to its target), de-duplication (owned) */
   char *orig;   /* the text as read (owned, NUL-terminated) */
   size_t orig_len;
   sc_edit_doc *doc; /* the text with the kept candidates */
   char *disk;   /* what we believe is on disk now (owned; orig or a check's write) */
   size_t disk_len;
-  mode_t perm;
+  sc_edit__stamp stamp; /* of disk */
   bool written, failed_write;
+  char *write_error; /* why it was not written (owned), or NULL */
 } run_file;
 
 typedef struct run_site {
@@ -46,6 +48,8 @@ struct sc_edit_run {
   size_t n_sites, cap_sites;
   char **skip_path, **skip_reason; /* owned */
   size_t n_skipped, cap_skipped;
+  char **cleaned; /* folders already rid of stale temp files (owned) */
+  size_t n_cleaned;
   int batched_sites, batched_passes;
 };
 
@@ -89,6 +93,34 @@ static void skip_file(sc_edit_run *r, const char *path, const char *reason) {
   say(r, SC_LOG_INFO, "skipped %s: %s", path, reason);
 }
 
+static void said_removed(void *user, const char *path) {
+  say(user, SC_LOG_INFO, "removed a stale temp file %s", path);
+}
+
+/* A run that writes first removes the temp files a killed run left in dir. */
+static void clean_dir(sc_edit_run *r, const char *dir) {
+  if (!r->o.write && !r->o.check_cmd) return;
+  for (size_t i = 0; i < r->n_cleaned; i++)
+    if (strcmp(r->cleaned[i], dir) == 0) return;
+  char **nc = realloc(r->cleaned, (r->n_cleaned + 1) * sizeof *nc);
+  if (!nc) return;
+  r->cleaned = nc;
+  if (!(r->cleaned[r->n_cleaned] = strdup(dir))) return;
+  r->n_cleaned++;
+  sc_edit__clean_temps(dir, said_removed, r);
+}
+
+/* ... and in the folder of the file at real (a real path). */
+static void clean_dir_of(sc_edit_run *r, const char *real) {
+  char *d = strdup(real);
+  char *slash = d ? strrchr(d, '/') : NULL;
+  if (slash) {
+    *slash = '\0';
+    clean_dir(r, *d ? d : "/");
+  }
+  free(d);
+}
+
 /* Adds a file by the path it was found or named under. Returns its index
  * (the existing one for a second path to the same file), or -1 when it is
  * skipped (the reason is recorded). */
@@ -114,10 +146,13 @@ static long add_file(sc_edit_run *r, const char *path, bool explicit_path) {
     skip_file(r, path, "not a regular file");
     return -1;
   }
+  clean_dir_of(r, real);
   char *text = NULL;
   size_t len = 0;
-  if (!sc_edit__read_file(path, &text, &len)) {
-    skip_file(r, path, strerror(errno));
+  sc_edit__stamp stamp;
+  sc_status rs = sc_edit__file_read(real, &text, &len, &stamp);
+  if (rs != SC_OK) {
+    skip_file(r, path, rs == SC_ERR_STALE ? "it kept changing while it was read" : strerror(errno));
     return -1;
   }
   /* Binary: a NUL byte anywhere (source text never has one). */
@@ -145,7 +180,7 @@ static long add_file(sc_edit_run *r, const char *path, bool explicit_path) {
   f->orig_len = len;
   f->disk = sc_edit__dupn(text, len);
   f->disk_len = len;
-  f->perm = st.st_mode & 07777;
+  f->stamp = stamp;
   if (!f->path || !f->real || !f->disk ||
       sc_edit_doc_new(lang, f->path, text, len, &f->doc, NULL) != SC_OK) {
     free(f->path);
@@ -162,6 +197,7 @@ static long add_file(sc_edit_run *r, const char *path, bool explicit_path) {
  * symlinked directories are not followed, symlinked files are checked. */
 static void walk(sc_edit_run *r, const char *dir, int depth) {
   if (depth > 64) return;
+  clean_dir(r, dir);
   DIR *d = opendir(dir);
   if (!d) {
     skip_file(r, dir, strerror(errno));
@@ -295,9 +331,12 @@ void sc_edit_run_free(sc_edit_run *r) {
     free(f->real);
     free(f->orig);
     free(f->disk);
+    free(f->write_error);
     sc_edit_doc_free(f->doc);
   }
   free(r->files);
+  for (size_t i = 0; i < r->n_cleaned; i++) free(r->cleaned[i]);
+  free(r->cleaned);
   for (size_t i = 0; i < r->n_sites; i++) {
     free(r->sites[i].message);
     sc_edit_result_free(&r->sites[i].pub.result);
@@ -380,24 +419,29 @@ size_t sc_edit_run_site_count(const sc_edit_run *r) { return r->n_sites; }
 
 /* ---- writing -------------------------------------------------------------------- */
 
-/* Writes text over the file when the disk still holds what we last saw;
- * SC_ERR_STALE when someone else changed it. */
-static sc_status file_replace(run_file *f, const char *text, size_t len, sc_error *err) {
-  char *now = NULL;
-  size_t now_len = 0;
-  if (!sc_edit__read_file(f->path, &now, &now_len))
-    return sc_error_set(err, SC_ERR_IO, "cannot read %s: %s", f->path, strerror(errno));
-  bool same = now_len == f->disk_len && memcmp(now, f->disk, now_len) == 0;
-  free(now);
-  SC_CHECK(same, err, SC_ERR_STALE, "%s changed on disk after it was read; not written",
-           f->path);
-  SC_TRY(sc_edit__write_atomic(f->path, text, len, f->perm, err));
+/* Writes text over the file (through a symlink to its target) when the
+ * disk still holds what we last saw there; SC_ERR_STALE when someone else
+ * changed it, or the symlink now leads elsewhere. */
+static sc_status file_replace(const sc_edit_run *r, run_file *f, const char *text, size_t len,
+                              sc_error *err) {
+  char now[PATH_MAX];
+  SC_CHECK(realpath(f->path, now) && strcmp(now, f->real) == 0, err, SC_ERR_STALE,
+           "%s changed on disk after it was read; not written", f->path);
+  SC_TRY(sc_edit__file_replace(f->real, f->path, f->disk, f->disk_len, &f->stamp, text, len,
+                               r->o.force, err));
   char *copy = sc_edit__dupn(text, len);
   SC_CHECK(copy, err, SC_ERR_NOMEM, "out of memory");
   free(f->disk);
   f->disk = copy;
   f->disk_len = len;
   return SC_OK;
+}
+
+/* A write failed: say why, and remember it for the report. */
+static void write_failed(const sc_edit_run *r, run_file *f, const sc_error *err) {
+  say(r, SC_LOG_ERROR, "%s", err->msg);
+  f->failed_write = true;
+  if (!f->write_error) f->write_error = strdup(err->msg);
 }
 
 /* Runs the check command with /bin/sh; its output goes to stderr so that
@@ -428,7 +472,7 @@ typedef struct check_ctx {
 static sc_status accept_by_command(void *user, const char *text, size_t len, bool *passed,
                                    sc_error *err) {
   check_ctx *c = user;
-  SC_TRY(file_replace(c->f, text, len, err));
+  SC_TRY(file_replace(c->r, c->f, text, len, err));
   *passed = run_check(c->r->o.check_cmd, c->f->path);
   return SC_OK;
 }
@@ -501,10 +545,7 @@ static void fill_site(sc_edit_run *r, run_site *s, const sc_edit_generator *gen)
   const char *text = sc_edit_doc_text(f->doc, &tl);
   if (r->o.check_cmd && differs(f->disk, f->disk_len, text, tl)) {
     sc_error werr = {0};
-    if (file_replace(f, text, tl, &werr) != SC_OK) {
-      say(r, SC_LOG_ERROR, "%s", werr.msg);
-      f->failed_write = true;
-    }
+    if (file_replace(r, f, text, tl, &werr) != SC_OK) write_failed(r, f, &werr);
   }
 }
 
@@ -528,7 +569,8 @@ size_t sc_edit_run_fill(sc_edit_run *r, const sc_edit_generator *gen, bool batch
   return done;
 }
 
-void sc_edit_run_finish(sc_edit_run *r, bool write) {
+void sc_edit_run_finish(sc_edit_run *r) {
+  bool write = r->o.write;
   for (size_t i = 0; i < r->n_files; i++) {
     run_file *f = &r->files[i];
     size_t tl;
@@ -540,9 +582,8 @@ void sc_edit_run_finish(sc_edit_run *r, bool write) {
       continue;
     }
     sc_error err = {0};
-    if (file_replace(f, want, want_len, &err) != SC_OK) {
-      say(r, SC_LOG_ERROR, "%s", err.msg);
-      f->failed_write = true;
+    if (file_replace(r, f, want, want_len, &err) != SC_OK) {
+      write_failed(r, f, &err);
     } else if (write) {
       f->written = true;
     }
@@ -569,6 +610,7 @@ void sc_edit_run_get_file(const sc_edit_run *r, size_t i, sc_edit_run_file *out)
   out->text = sc_edit_doc_text(f->doc, &out->len);
   out->written = f->written;
   out->failed_write = f->failed_write;
+  out->write_error = f->write_error;
 }
 
 const sc_edit_run_site *sc_edit_run_get_site(const sc_edit_run *r, size_t k) {
