@@ -64,12 +64,14 @@ typedef struct sc_edit__stamp {
 sc_status sc_edit__file_read(const char *path, char **data, size_t *len, sc_edit__stamp *st);
 
 /* Replaces the file at path (a real path; shown names it in messages) with
- * data when it still holds expect as stamped by *st, which is updated to the
- * new file. SC_ERR_STALE when it changed (nothing written, or the other
- * writer's text put back), SC_ERR_UNSUPPORTED for a read-only file (unless
- * force) or one with hard links, SC_ERR_IO. See write.c for the steps. */
-sc_status sc_edit__file_replace(const char *path, const char *shown, const char *expect,
-                                size_t expect_len, sc_edit__stamp *st, const char *data,
+ * data when it still holds *disk (*disk_len bytes, malloc'd) as stamped by
+ * *st. On SC_OK *disk becomes what is on disk now (data, plus any bytes
+ * another writer appended meanwhile, carried over) and *st its stamp.
+ * SC_ERR_STALE when it changed (nothing written, or the other writer's text
+ * restored), SC_ERR_UNSUPPORTED for a read-only file (unless force) or one
+ * with hard links, SC_ERR_IO. See write.c for the steps. */
+sc_status sc_edit__file_replace(const char *path, const char *shown, char **disk,
+                                size_t *disk_len, sc_edit__stamp *st, const char *data,
                                 size_t len, bool force, sc_error *err);
 
 /* Removes the temp files a killed writer left in dir (our exact naming,

@@ -4,97 +4,160 @@
  * grammar accepts some indentation Python rejects (an `unexpected indent`
  * parses), so its error count alone would let such a candidate through.
  *
- * The file is untrusted: it is compiled, never executed. The interpreter
- * runs isolated (-I: no environment variables, no user site, not the
- * file's folder on sys.path; -S: no site import; -B: no bytecode written),
- * reads the text on stdin, and is killed after 20 s (SIGALRM) with its
- * address space capped at 2 GiB. Without an interpreter ($SCULPT_PYTHON
- * set empty, or none on PATH) an indentation check of ours stands in:
- * the block structure Python's tokenizer enforces (an indented block after
- * a line ending in `:`, no unexpected indent, a dedent to an enclosing
- * level), with strings, comments, brackets and backslash continuations
- * skipped. */
+ * The file is untrusted: it is compiled, never executed. One interpreter
+ * per process serves every check (started on first use: starting one costs
+ * far more than a compile), over a socket pair on its stdin and stdout. It
+ * runs isolated (-I: no environment variables, no user site, not the file's
+ * folder on sys.path; -S: no site import; -B: no bytecode written); a
+ * compile that takes over 20 s kills it (SIGALRM; a new one starts on the
+ * next check); its address space is capped at 2 GiB; it exits when we do
+ * (its stdin ends). Without an interpreter ($SCULPT_PYTHON set empty, or
+ * none on PATH) an indentation check of ours stands in: the block structure
+ * Python's tokenizer enforces (an indented block after a line ending in
+ * `:`, no unexpected indent, a dedent to an enclosing level), with strings,
+ * comments, brackets and backslash continuations skipped. */
 #define _GNU_SOURCE /* posix_spawn file actions */
 #include "edit_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
 
-static const char k_compile_py[] =
+/* The interpreter's loop: a request is "<length>\n<bytes>", the answer one
+ * line: "ok", "err <line>" (a SyntaxError, which IndentationError and
+ * TabError are) or "fail" (anything else, e.g. nested too deep). */
+static const char k_server_py[] =
     "import sys, signal\n"
-    "signal.alarm(20)\n"
     "try:\n"
     "    import resource\n"
     "    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
     "except Exception:\n"
     "    pass\n"
-    "src = sys.stdin.buffer.read()\n"
-    "try:\n"
-    "    compile(src, '<sculpt>', 'exec', dont_inherit=True)\n"
-    "except SyntaxError as e:\n"
-    "    print(e.lineno or 0)\n"
-    "    sys.exit(1)\n"
-    "except BaseException:\n"
-    "    sys.exit(2)\n";
+    "i, o = sys.stdin.buffer, sys.stdout\n"
+    "while True:\n"
+    "    h = i.readline()\n"
+    "    if not h:\n"
+    "        break\n"
+    "    src = i.read(int(h))\n"
+    "    signal.alarm(20)\n"
+    "    try:\n"
+    "        compile(src, '<sculpt>', 'exec', dont_inherit=True)\n"
+    "        o.write('ok\\n')\n"
+    "    except SyntaxError as e:\n"
+    "        o.write('err %d\\n' % (e.lineno or 0))\n"
+    "    except BaseException:\n"
+    "        o.write('fail\\n')\n"
+    "    signal.alarm(0)\n"
+    "    o.flush()\n";
 
-/* Set once an interpreter could not be started: later checks use ours. */
-static _Atomic int g_no_python;
+/* One interpreter per process, guarded by g_lock (the LSP's worker and the
+ * CLI may both ask). */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t g_pid = -1;
+static int g_sock = -1;
+static bool g_none; /* none could be started: ours from now on */
+
+static void stop_server(void) {
+  if (g_sock >= 0) close(g_sock);
+  g_sock = -1;
+  if (g_pid > 0) {
+    kill(g_pid, SIGKILL);
+    while (waitpid(g_pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
+  g_pid = -1;
+}
+
+static bool start_server(const char *py) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return false;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  char *argv[] = {(char *)py, "-I", "-S", "-B", "-c", (char *)k_server_py, NULL};
+  int rc = posix_spawnp(&g_pid, py, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(sv[1]);
+  if (rc != 0) {
+    close(sv[0]);
+    g_pid = -1;
+    return false;
+  }
+  g_sock = sv[0];
+  return true;
+}
+
+static bool send_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+/* One answer line, waiting 30 s at most. */
+static bool read_line(int fd, char *buf, size_t cap) {
+  size_t n = 0;
+  double end = sc_now_ms() + 30000;
+  while (n + 1 < cap) {
+    struct pollfd pfd = {fd, POLLIN, 0};
+    int left = (int)(end - sc_now_ms());
+    if (left <= 0 || poll(&pfd, 1, left) <= 0) return false;
+    ssize_t r = recv(fd, buf + n, 1, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    if (buf[n] == '\n') {
+      buf[n] = '\0';
+      return true;
+    }
+    n++;
+  }
+  return false;
+}
 
 /* compile() of text: 1 compiles; 0 does not (*line: the first error's,
  * 1-based, 0 when unknown); -1 no interpreter. */
 static int py_compile(const char *text, size_t len, long *line) {
   *line = 0;
   const char *py = getenv("SCULPT_PYTHON");
-  if ((py && !*py) || atomic_load(&g_no_python)) return -1;
+  if (py && !*py) return -1;
   if (!py) py = "python3";
-  FILE *in = tmpfile(), *out = tmpfile();
-  int verdict = 0;
-  if (!in || !out || (len && fwrite(text, 1, len, in) != len) || fflush(in) != 0 ||
-      fseek(in, 0, SEEK_SET) != 0) {
-    verdict = -1;
-    goto done;
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fileno(in), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, fileno(out), STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  char *argv[] = {(char *)py, "-I", "-S", "-B", "-c", (char *)k_compile_py, NULL};
-  pid_t pid;
-  int rc = posix_spawnp(&pid, py, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    atomic_store(&g_no_python, 1);
-    verdict = -1;
-    goto done;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) {
-      verdict = -1;
-      goto done;
+  pthread_mutex_lock(&g_lock);
+  int verdict = -1;
+  for (int attempt = 0; attempt < 2 && !g_none && verdict < 0; attempt++) {
+    if (g_sock < 0 && !start_server(py)) {
+      g_none = true;
+      break;
     }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    verdict = 1;
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    atomic_store(&g_no_python, 1); /* a shell-like "not found" */
-    verdict = -1;
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && fseek(out, 0, SEEK_SET) == 0 &&
-             fscanf(out, "%ld", line) != 1) {
-    *line = 0;
+    char head[32], answer[64];
+    int hl = snprintf(head, sizeof head, "%zu\n", len);
+    if (!send_all(g_sock, head, (size_t)hl) || !send_all(g_sock, text, len) ||
+        !read_line(g_sock, answer, sizeof answer)) {
+      /* It died (a compile over its time, or no python behind the name). */
+      stop_server();
+      if (attempt == 1) g_none = true;
+      continue;
+    }
+    verdict = strcmp(answer, "ok") == 0;
+    if (strncmp(answer, "err ", 4) == 0) *line = strtol(answer + 4, NULL, 10);
   }
-done:
-  if (in) fclose(in);
-  if (out) fclose(out);
+  pthread_mutex_unlock(&g_lock);
   return verdict;
 }
 

@@ -26,6 +26,7 @@ typedef struct run_file {
   char *disk;   /* what we believe is on disk now (owned; orig or a check's write) */
   size_t disk_len;
   sc_edit__stamp stamp; /* of disk */
+  bool foreign; /* another writer's bytes were carried into it: not ours to rewrite */
   bool written, failed_write;
   char *write_error; /* why it was not written (owned), or NULL */
 } run_file;
@@ -427,13 +428,14 @@ static sc_status file_replace(const sc_edit_run *r, run_file *f, const char *tex
   char now[PATH_MAX];
   SC_CHECK(realpath(f->path, now) && strcmp(now, f->real) == 0, err, SC_ERR_STALE,
            "%s changed on disk after it was read; not written", f->path);
-  SC_TRY(sc_edit__file_replace(f->real, f->path, f->disk, f->disk_len, &f->stamp, text, len,
+  SC_CHECK(!f->foreign, err, SC_ERR_STALE, "%s changed on disk after it was read; not written",
+           f->path);
+  SC_TRY(sc_edit__file_replace(f->real, f->path, &f->disk, &f->disk_len, &f->stamp, text, len,
                                r->o.force, err));
-  char *copy = sc_edit__dupn(text, len);
-  SC_CHECK(copy, err, SC_ERR_NOMEM, "out of memory");
-  free(f->disk);
-  f->disk = copy;
-  f->disk_len = len;
+  /* Another writer appended meanwhile: their bytes went on after ours, and
+   * the file is no longer ours to rewrite (a --check run's put-back). */
+  f->foreign = f->disk_len != len;
+  if (f->foreign) say(r, SC_LOG_ERROR, "%s: kept the bytes appended to it during the write", f->path);
   return SC_OK;
 }
 

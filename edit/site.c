@@ -320,7 +320,8 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
                                                (uint32_t)at);
   for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
     const char *type = ts_node_type(n);
-    if (strcmp(type, "ERROR") == 0) break; /* broken: the line is all we can trust */
+    /* Broken, or a block of statements: the line is all we can trust. */
+    if (strcmp(type, "ERROR") == 0 || has(type, "compound") || has(type, "block")) break;
     if (!is_statement(type)) continue;
     size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
     while (b > a && strchr(" \t\r\n", t[b - 1])) b--;

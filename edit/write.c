@@ -1,8 +1,8 @@
 /* write.c — reading and writing the files of a run without losing a byte.
  *
  * A file is read once, through its real path, with a stamp of what was read
- * (device, inode, size, mtime in ns, link count, mode, a hash of the bytes).
- * Replacing it:
+ * (device, inode, size, mtime in ns, link count, mode, owner, a hash of the
+ * bytes). Replacing it:
  *   - refuses a read-only file (no write bit, or not writable by us) unless
  *     forced, and a file with several hard links: replacing it by rename
  *     would split the links (the other names keep the old text), and writing
@@ -11,14 +11,16 @@
  *   - writes the new text to a temp file next to it (.NAME.sculpt-XXXXXX,
  *     mode and owner kept, locked with flock while it lives) and fsyncs it;
  *   - immediately before the rename, checks that the file is still what was
- *     read: same inode, size and mtime, and the same bytes; if not, the
- *     temp file goes and nothing is written (SC_ERR_STALE);
- *   - renames (atomic: a crash leaves the old or the new file whole), then
- *     fsyncs the folder;
- *   - checks the old file once more through the descriptor held across the
- *     rename: a write that landed in it between the check and the rename is
- *     found there, and its text is put back over ours (SC_ERR_STALE): the
- *     other writer's bytes win.
+ *     read: same inode, size and mtime, and the same bytes; if not, the temp
+ *     file goes and nothing is written (SC_ERR_STALE);
+ *   - swaps the two names in one step (renameat2 RENAME_EXCHANGE; a plain
+ *     rename where the file system cannot), atomic either way: a crash
+ *     leaves the old or the new file whole; then fsyncs the folder;
+ *   - judges what it replaced, to close the window between the look and
+ *     the swap: still the file it checked, with bytes appended at most (a
+ *     log writer's lines: they are carried over to the end of the new file),
+ *     or else the other writer wins: the swap is undone (or, after a plain
+ *     rename, their text put back) and SC_ERR_STALE says so.
  * A temp file whose writer died (kill -9) is unlocked; the next writing run
  * removes it (sc_edit__clean_temps), matching our exact naming only. */
 #define _GNU_SOURCE /* strdup, openat */
@@ -185,9 +187,40 @@ static void put_back(const char *dir, const char *base, const char *path, const 
   free(tmp);
 }
 
-sc_status sc_edit__file_replace(const char *path, const char *shown, const char *expect,
-                                size_t expect_len, sc_edit__stamp *st, const char *data,
+/* Appends n bytes to the file at path (the other writer's appends that
+ * landed in the file we replaced, carried over into ours). */
+static bool append_to(const char *path, const char *p, size_t n) {
+  int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  bool ok = true;
+  while (ok && n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) ok = false;
+    else p += w, n -= (size_t)w;
+  }
+  ok = ok && fsync(fd) == 0;
+  close(fd);
+  return ok;
+}
+
+/* What the file we replaced held at the end (theirs, theirs_len), against
+ * what we checked (expect): SC_OK when it is expect, or expect with bytes
+ * appended (carried over into ours: *extra set); else SC_ERR_STALE. */
+static sc_status judge_replaced(bool same_inode, const char *theirs, size_t theirs_len,
+                                const char *expect, size_t expect_len, bool *extra) {
+  *extra = false;
+  if (!same_inode || theirs_len < expect_len || memcmp(theirs, expect, expect_len) != 0)
+    return SC_ERR_STALE;
+  *extra = theirs_len > expect_len;
+  return SC_OK;
+}
+
+sc_status sc_edit__file_replace(const char *path, const char *shown, char **disk,
+                                size_t *disk_len, sc_edit__stamp *st, const char *data,
                                 size_t len, bool force, sc_error *err) {
+  const char *expect = *disk;
+  size_t expect_len = *disk_len;
   struct stat sb;
   if (lstat(path, &sb) != 0)
     return sc_error_set(err, SC_ERR_STALE, "%s changed on disk after it was read; not written",
@@ -199,7 +232,8 @@ sc_status sc_edit__file_replace(const char *path, const char *shown, const char 
   SC_CHECK(sb.st_nlink <= 1, err, SC_ERR_UNSUPPORTED,
            "%s has %lu hard links; not written (a new file would split them, and writing in "
            "place could leave it torn)", shown, (unsigned long)sb.st_nlink);
-  char *d1 = strdup(path), *d2 = strdup(path);
+  char *d1 = strdup(path), *d2 = strdup(path), *theirs = NULL, *now = NULL;
+  size_t theirs_len = 0;
   if (!d1 || !d2) {
     free(d1);
     free(d2);
@@ -222,35 +256,75 @@ sc_status sc_edit__file_replace(const char *path, const char *shown, const char 
                      shown);
     goto out;
   }
-  struct stat checked;
-  fstat(old, &checked);
-  if (rename(tmp, path) != 0) {
+  /* Test-only hook (tests/batch/test_write.py): widen the window between the
+   * last look and the rename, so that a racing writer lands in it. */
+  const char *pause = getenv("SCULPT_TEST_PAUSE_BEFORE_RENAME_MS");
+  if (pause) usleep((useconds_t)atoi(pause) * 1000u);
+  /* The swap: where the file system can, the new text takes the name and
+   * the old file the temp name in one step (RENAME_EXCHANGE), so that what
+   * was at the name at that instant can be judged, and swapped back. */
+  bool exchanged = renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0;
+  if (!exchanged && errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
+    int saved = errno;
+    unlink(tmp);
+    s = sc_error_set(err, SC_ERR_IO, "cannot replace %s: %s", shown, strerror(saved));
+    goto out;
+  }
+  if (!exchanged && rename(tmp, path) != 0) {
     int saved = errno;
     unlink(tmp);
     s = sc_error_set(err, SC_ERR_IO, "cannot replace %s: %s", shown, strerror(saved));
     goto out;
   }
   sync_dir(dir);
-  /* A write into the old file between the look and the rename is there. */
-  struct stat gone;
-  char *theirs = NULL;
-  size_t theirs_len = 0;
-  if (fstat(old, &gone) != 0 || gone.st_size != checked.st_size ||
-      gone.st_mtim.tv_sec != checked.st_mtim.tv_sec ||
-      gone.st_mtim.tv_nsec != checked.st_mtim.tv_nsec ||
-      (read_fd(old, &theirs, &theirs_len) &&
-       (theirs_len != expect_len || memcmp(theirs, expect, theirs_len) != 0))) {
-    if (theirs || read_fd(old, &theirs, &theirs_len))
+  /* What was replaced: at the temp name after a swap (it may be a file
+   * someone put there meanwhile), else the old file through our descriptor. */
+  bool same = true, extra = false;
+  if (exchanged) {
+    int was = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat wb;
+    same = was >= 0 && fstat(was, &wb) == 0 && wb.st_ino == st->ino && wb.st_dev == st->dev;
+    if (was < 0 || !read_fd(was, &theirs, &theirs_len)) same = false;
+    if (was >= 0) close(was);
+  } else if (!read_fd(old, &theirs, &theirs_len)) {
+    same = false;
+  }
+  if (judge_replaced(same, theirs, theirs_len, expect, expect_len, &extra) != SC_OK) {
+    /* Someone changed it between the look and the rename: theirs wins. */
+    if (exchanged && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
+      unlink(tmp); /* now ours */
+    else if (theirs)
       put_back(dir, base, path, theirs, theirs_len, st);
-    free(theirs);
     s = sc_error_set(err, SC_ERR_STALE,
                      "%s changed on disk while it was replaced; the other writer's text is "
                      "kept, not ours", shown);
     goto out;
   }
-  free(theirs);
-  if (fstat(fd, &sb) == 0) stamp_of(&sb, data, len, st);
+  if (exchanged) unlink(tmp); /* the old file */
+  /* Bytes appended to the old file meanwhile go on at the end of ours. */
+  size_t now_len = len;
+  if (extra) {
+    if (!append_to(path, theirs + expect_len, theirs_len - expect_len)) {
+      s = sc_error_set(err, SC_ERR_IO, "cannot carry the bytes appended to %s meanwhile: %s",
+                       shown, strerror(errno));
+      goto out;
+    }
+    now_len += theirs_len - expect_len;
+  }
+  now = malloc(now_len + 1);
+  if (!now) {
+    s = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  memcpy(now, data, len);
+  if (extra) memcpy(now + len, theirs + expect_len, theirs_len - expect_len);
+  now[now_len] = '\0';
+  free(*disk);
+  *disk = now;
+  *disk_len = now_len;
+  if (fstat(fd, &sb) == 0) stamp_of(&sb, now, now_len, st);
 out:
+  free(theirs);
   if (old >= 0) close(old);
   if (fd >= 0) close(fd); /* releases the lock */
   free(tmp);
