@@ -32,7 +32,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from batchlib import SRC, batch, check, finish  # noqa: E402
+from batchlib import SRC, batch, check, finish, report, snapshot  # noqa: E402
 
 REAL = os.path.join(SRC, "tests", "data", "real")
 MODEL = os.path.join(SRC, "model", "default")
@@ -44,16 +44,6 @@ for name in ("jq", "click", "cobra", "ky"):
     shutil.copytree(os.path.join(REAL, name), os.path.join(tmp, name), symlinks=True)
 JQ = os.path.join(tmp, "jq", "src")
 CLICK = os.path.join(tmp, "click", "src", "click")
-
-
-def snapshot(root):
-    out = {}
-    for d, _, names in os.walk(root):
-        for n in names:
-            p = os.path.join(d, n)
-            with open(p, "rb") as f:
-                out[os.path.relpath(p, root)] = f.read()
-    return out
 
 
 def text(path):
@@ -93,11 +83,8 @@ def py_error_of(t, path):
 
 def py_error(path):
     """None when it compiles, else (line, col, message) of Python's first error."""
-    try:
-        compile(open(path, "rb").read(), path, "exec", dont_inherit=True)
-        return None
-    except SyntaxError as e:
-        return (e.lineno or 1, e.offset or 1, e.msg)
+    with open(path, encoding="utf-8", newline="") as f:
+        return py_error_of(f.read(), path)
 
 
 def offset(t, line, char):
@@ -123,14 +110,6 @@ def only_in_sites(orig, now, sites, what):
     check(b == now.encode(), f"{what}: changed only inside its sites")
 
 
-def report(out):
-    try:
-        return json.loads(out)
-    except ValueError:
-        check(False, f"--json output is JSON: {out[:300]!r}")
-        return {"sites": [], "summary": {}}
-
-
 # ---- 1. the repositories as they are ------------------------------------------
 before = snapshot(tmp)
 rc, out, err = batch("--holes", "--python-ellipsis", "--write", "--json", "--model", MODEL,
@@ -151,21 +130,19 @@ check(len(c_ok) >= 10 and len(py_ok) == len(py_files), f"{len(c_ok)} C and {len(
 
 # ---- 2. holes in real functions -----------------------------------------------
 marked = {}
-for f in c_ok[:4]:
-    t = text(os.path.join(JQ, f))
-    # After the first line that opens a function body at column 0.
-    m = re.search(r"^[A-Za-z][^;\n]*\)\s*\{\n", t, re.M)
+# A comment line holding the marker at the top of the first function body
+# (C: after a line opening one at column 0; Python: after a top-level def
+# and its one-line docstring).
+places = [(JQ, f, r"^[A-Za-z][^;\n]*\)\s*\{\n", "  // TODO(sculpt)\n") for f in c_ok[:4]] + \
+         [(CLICK, f, r'^def [^\n]*:\n((?:    """[^\n]*"""\n)?)', "    # TODO(sculpt)\n")
+          for f in py_files[:6]]
+for d, f, where, line in places:
+    t = text(os.path.join(d, f))
+    m = re.search(where, t, re.M)
     if m:
-        t = t[:m.end()] + "  // TODO(sculpt)\n" + t[m.end():]
-        put(os.path.join(JQ, f), t)
-        marked[os.path.join(JQ, f)] = t
-for f in py_files[:6]:
-    t = text(os.path.join(CLICK, f))
-    m = re.search(r'^def [^\n]*:\n((?:    """[^\n]*"""\n)?)', t, re.M)
-    if m:
-        t = t[:m.end()] + "    # TODO(sculpt)\n" + t[m.end():]
-        put(os.path.join(CLICK, f), t)
-        marked[os.path.join(CLICK, f)] = t
+        t = t[:m.end()] + line + t[m.end():]
+        put(os.path.join(d, f), t)
+        marked[os.path.join(d, f)] = t
 check(len(marked) >= 6, f"markers placed in {len(marked)} files")
 before = snapshot(tmp)
 rc, out, err = batch("--holes", "--write", "--json", "--model", MODEL, JQ, CLICK)
