@@ -153,6 +153,30 @@ static size_t unmatched(const leaves *l, size_t a, size_t b) {
   return bad + depth;
 }
 
+/* Comments and preprocessor directives among the nodes in [a, b) of tree. */
+static size_t hiding(const sc_syntax_tree *tree, size_t a, size_t b) {
+  size_t n = 0;
+  TSTreeCursor c = ts_tree_cursor_new(sc_syntax_tree_root(tree));
+  for (bool down = true;;) {
+    TSNode node = ts_tree_cursor_current_node(&c);
+    size_t s = ts_node_start_byte(node), e = ts_node_end_byte(node);
+    bool inside = s < b && e > a;
+    if (down && inside && s >= a && e <= b) {
+      const char *type = ts_node_type(node);
+      if (strstr(type, "comment") || strncmp(type, "preproc", 7) == 0) n++;
+    }
+    if (down && inside && ts_tree_cursor_goto_first_child(&c)) continue;
+    if (ts_tree_cursor_goto_next_sibling(&c)) {
+      down = true;
+      continue;
+    }
+    down = false;
+    if (!ts_tree_cursor_goto_parent(&c)) break;
+  }
+  ts_tree_cursor_delete(&c);
+  return n;
+}
+
 sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const char *cand,
                         size_t len, sc_edit_verdict *out, sc_error *err) {
   memset(out, 0, sizeof *out);
@@ -193,12 +217,17 @@ sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const 
   }
   free(lb.v);
   free(la.v);
+  /* A fix hides nothing: no comment or directive where there was code. */
+  if (!why && site->kind != SC_EDIT_HOLE && site->kind != SC_EDIT_BLOCK &&
+      hiding(after, a, a + len) > hiding(doc->tree, a, b))
+    why = "hides code in a comment or directive";
   /* 4. The language's own judgement. */
-  if (!why && strcmp(doc->lang, "python") == 0) {
-    size_t tl;
-    const char *text = sc_edit_doc_text(doc, &tl);
+  size_t tl;
+  const char *text = sc_edit_doc_text(doc, &tl);
+  if (!why && strcmp(doc->lang, "python") == 0)
     why = sc_edit__python_verdict(doc, text, tl, site, cand, len);
-  }
+  if (!why && (strcmp(doc->lang, "c") == 0 || strcmp(doc->lang, "cpp") == 0))
+    why = sc_edit__cc_verdict(doc, text, tl, site, cand, len);
   sc_syntax_tree_free(after);
   out->ok = why == NULL;
   out->why = why;

@@ -75,6 +75,7 @@ sc_status sc_edit_doc_new(const char *lang, const char *path, const char *text, 
 
 void sc_edit_doc_free(sc_edit_doc *doc) {
   if (!doc) return;
+  sc_edit__cc_forget(doc);
   sc_syntax_tree_free(doc->tree);
   free(doc->path);
   free(doc);
@@ -100,6 +101,7 @@ sc_status sc_edit_doc_apply(sc_edit_doc *doc, size_t start, size_t end, const ch
   sc_status st = sc_syntax_tree_set_text(doc->tree, next, n, err);
   free(next);
   doc->py_known = false;
+  sc_edit__cc_forget(doc);
   return st;
 }
 

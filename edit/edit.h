@@ -103,22 +103,36 @@ typedef struct sc_edit_site {
 
 typedef struct sc_edit_hole_options {
   const char *marker;   /* NULL: SC_EDIT_DEFAULT_MARKER */
-  bool python_ellipsis; /* a Python line that is only `...` is a hole too */
+  /* A Python function body that is only `...` (after a docstring at most),
+   * on its own line, is a hole too; never under @overload or
+   * @abstractmethod, in a Protocol, ABC or ABCMeta class, or in a .pyi. */
+  bool python_ellipsis;
 } sc_edit_hole_options;
 
 /* The holes on the lines that [from, to] touches (0 and SIZE_MAX: the whole
- * document), in document order: a line that holds only the marker (in a
- * comment, or bare) is replaced whole, its indentation kept; a marker
- * elsewhere in code is an inline hole: the marker itself is replaced, on
- * its line. *out is a malloc'd array owned by the caller (free()); NULL
- * with *n == 0 when there is none. */
+ * document), in document order. A marker is a hole in code or in a
+ * comment, never in a string, a docstring, a character or regex literal
+ * (code interpolated into a string is code). A comment holding it is the
+ * hole, replaced whole: over several lines when it is alone on its line,
+ * on its line when it follows code; a comment over several lines only when
+ * it holds nothing but the marker (prose that mentions it is not a hole).
+ * In code, a line that is only the marker is replaced whole (indentation
+ * kept); elsewhere the marker itself is an inline hole, filled on its
+ * line. *out is a malloc'd array owned by the caller (free()); NULL with
+ * *n == 0 when there is none. */
 sc_status sc_edit_find_holes(const sc_edit_doc *doc, const sc_edit_hole_options *o, size_t from,
                              size_t to, sc_edit_site **out, size_t *n, sc_error *err);
 
-/* The site of a diagnostic at byte offset (message may be NULL). The site
- * is the statement around the offset, or from the offset to the end of
- * that statement when the offset is inside it. SC_ERR_INVALID for an offset
- * past the end of the text. */
+/* The site of a diagnostic at byte offset (message may be NULL). It holds
+ * the diagnostic's position and lies on its line: the statement there when
+ * that is simple (no statement inside it, not a block, not an ERROR) and
+ * 5 lines at most, else the line; from the position to the statement's end
+ * when the position is inside it. A position at a line's end belongs to
+ * that line's statement; one at the start of a line whose previous line
+ * tree-sitter finds broken at its end (gcc reports a missing `;` at the
+ * next token) belongs to the previous line. A message about indentation
+ * takes the whole line, indentation included. site.anchor is the position
+ * as attributed. SC_ERR_INVALID for an offset past the end of the text. */
 sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, const char *message,
                                       sc_edit_site *out, sc_error *err);
 
@@ -206,10 +220,19 @@ typedef struct sc_edit_verdict {
   size_t errors_before, errors_after; /* tree-sitter ERROR/MISSING nodes, whole file */
 } sc_edit_verdict;
 
-/* Checks cand (len bytes, as it would replace the site) against doc: the
- * whole file parses with no new syntax error (for a diagnostic, with fewer
- * errors than before when it had any, and none at or right after the new
- * text). doc is not changed. */
+/* Checks cand (len bytes, as it would replace the site) against doc, the
+ * rule for a candidate to reach a file or be offered as a code action:
+ *   - the whole file then has no new syntax error and no more in all
+ *     (tree-sitter, whole file); a diagnostic's fix has fewer when the file
+ *     had any, and none at or right after its text ("does not parse");
+ *   - every token outside the site is still the same token (a candidate
+ *     that comments out or strings over the code after it, or merges into
+ *     a neighbour, fails: "changes code outside its site");
+ *   - brackets balanced within the site, unless the file's unmatched ones
+ *     shrink ("unbalanced brackets");
+ *   - a Python file compiles no worse ("does not compile"; "bad
+ *     indentation" from our own check when no interpreter is at hand).
+ * doc is not changed. An error (out of memory) leaves *out refused. */
 sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const char *cand,
                         size_t len, sc_edit_verdict *out, sc_error *err);
 

@@ -19,6 +19,11 @@ struct sc_edit_doc {
   bool py_known, py_ours;
   int py_before;
   long py_line;
+  /* The C compiler's errors on the current text (cc.c), on first use;
+   * cc_usable: it ran and got past every include (no fatal error). */
+  bool cc_known, cc_usable;
+  struct sc_edit__cc_error *cc_errors;
+  size_t cc_n;
 };
 
 /* A malloc'd NUL-terminated copy of n bytes of s; NULL when out of memory. */
@@ -42,6 +47,17 @@ const char *sc_edit__python_verdict(const sc_edit_doc *doc, const char *text, si
 /* Our indentation check of Python source: 0 when the block structure is
  * sound, else the 1-based line of the first error. */
 long sc_edit__python_indent_error(const char *text, size_t len);
+
+/* ---- C and C++ (edit/cc.c) --------------------------------------------------- */
+
+/* NULL when the document with cand in place of the site gets no compiler
+ * error it did not have (cc -fsyntax-only), or when no compiler can judge
+ * it; else "does not compile". */
+const char *sc_edit__cc_verdict(const sc_edit_doc *doc, const char *text, size_t len,
+                                const sc_edit_site *site, const char *cand, size_t cand_len);
+
+/* Drops the cached compiler errors (the text changed, or the doc goes). */
+void sc_edit__cc_forget(sc_edit_doc *doc);
 
 /* ---- files (edit/write.c) ------------------------------------------------------ */
 

@@ -183,7 +183,7 @@ static long add_file(sc_edit_run *r, const char *path, bool explicit_path) {
   f->disk_len = len;
   f->stamp = stamp;
   if (!f->path || !f->real || !f->disk ||
-      sc_edit_doc_new(lang, f->path, text, len, &f->doc, NULL) != SC_OK) {
+      sc_edit_doc_new(lang, f->real, text, len, &f->doc, NULL) != SC_OK) {
     free(f->path);
     free(f->real);
     free(f->disk);

@@ -386,6 +386,20 @@ static void test_checks(void) {
                  "1; int z", NULL);
   expect_verdict("javascript", "let a = TODO(sculpt);\nlet b = 2;\n", "TODO(sculpt)",
                  SC_EDIT_HOLE, "`", "does not parse");
+  /* The C compiler's judgement: a "fix" that deletes a declaration leaves
+   * its use undeclared (tree-sitter sees nothing wrong); a line turned into
+   * a directive hides the code it replaced; a hole's fill may not add an
+   * error either. Without a compiler, or when it cannot get past the
+   * file's includes, tree-sitter judges alone. */
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, "0000000000;", "does not compile");
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, " #   0x0005:  0x00, 0000000000001",
+                 "hides code in a comment or directive");
+  expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, "return zz;", "does not compile");
+  setenv("SCULPT_CC", "", 1);
+  expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, "return zz;", NULL);
+  unsetenv("SCULPT_CC");
+  const char *missing = "#include \"not_here.h\"\nint f(void) {\n  // TODO(sculpt)\n}\n";
+  expect_verdict("c", missing, "// TODO(sculpt)", SC_EDIT_HOLE, "return zz;", NULL);
   /* Brackets: a fix may add the `}` its file lacks. */
   const char *brace = "int f(int x) {\n  if (x) {\n    return 1;\n  return 2;\n}\n";
   expect_verdict("c", brace, "}\n", SC_EDIT_DIAGNOSTIC, "}\n}", NULL);
