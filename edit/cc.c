@@ -5,7 +5,8 @@
  * that a line turned into a preprocessor directive is not one; the compiler
  * does. An error after the edit that was not there before (outside the
  * site: the same message on the same line, shifted; inside it: more errors
- * than the site had) refuses the candidate. A file whose includes the
+ * than the site had) refuses the candidate. A hole is held to this only in
+ * a file that compiled (no error at all) before. A file whose includes the
  * compiler cannot find stops at a fatal error and cannot be judged this
  * way: tree-sitter's checks stand alone then.
  *
@@ -71,7 +72,13 @@ static int cc_run(const char *lang, const char *dir, const char *text, size_t le
                   strcmp(lang, "cpp") == 0 ? "c++" : "c", "-iquote", (char *)dir, "-I",
                   (char *)dir, "-", NULL};
   pid_t pid;
-  int rc = posix_spawnp(&pid, cc, &fa, NULL, argv, environ);
+  /* Its own process group: a Ctrl-C at the terminal is for us, not it. */
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  int rc = posix_spawnp(&pid, cc, &fa, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) goto done;
   int status = 0;
@@ -154,6 +161,11 @@ const char *sc_edit__cc_verdict(const sc_edit_doc *doc_c, const char *text, size
   }
   const char *why = NULL;
   if (!doc->cc_usable) goto out; /* no compiler, or it cannot see the whole file */
+  /* A hole in a file that does not compile (an inline marker is itself an
+   * undeclared name, and gcc reports each only once per scope) cannot be
+   * judged fairly by comparing errors: only a file that compiled is held to
+   * still compiling. A fix of existing code always is. */
+  if ((site->kind == SC_EDIT_HOLE || site->kind == SC_EDIT_BLOCK) && doc->cc_n > 0) goto out;
   size_t nl;
   char *next = sc_edit__splice(text, tl, site->start, site->end, cand, len, &nl);
   if (!next) goto out;

@@ -31,8 +31,8 @@ static bool diag_push(sc_edit_diagnostic **d, size_t *n, const char *path, long 
 }
 
 /* One LSP Diagnostic (range.start is 0-based) for path. */
-static bool diag_from_json(json_t *dg, const char *path, sc_edit_diagnostic **d, size_t *n, char *why,
-                           size_t why_len) {
+static bool diag_from_json(json_t *dg, const char *path, sc_edit_diagnostic **d, size_t *n,
+                           char *why, size_t why_len) {
   json_t *start = json_object_get(json_object_get(dg, "range"), "start");
   json_t *l = json_object_get(start, "line"), *c = json_object_get(start, "character");
   if (!json_is_integer(l) || !json_is_integer(c) || json_integer_value(l) < 0 ||

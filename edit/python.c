@@ -88,7 +88,13 @@ static bool start_server(const char *py) {
   posix_spawn_file_actions_adddup2(&fa, sv[1], STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   char *argv[] = {(char *)py, "-I", "-S", "-B", "-c", (char *)k_server_py, NULL};
-  int rc = posix_spawnp(&g_pid, py, &fa, NULL, argv, environ);
+  /* Its own process group: a Ctrl-C at the terminal is for us, not it. */
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  int rc = posix_spawnp(&g_pid, py, &fa, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   close(sv[1]);
   if (rc != 0) {

@@ -435,7 +435,8 @@ static sc_status file_replace(const sc_edit_run *r, run_file *f, const char *tex
   /* Another writer appended meanwhile: their bytes went on after ours, and
    * the file is no longer ours to rewrite (a --check run's put-back). */
   f->foreign = f->disk_len != len;
-  if (f->foreign) say(r, SC_LOG_ERROR, "%s: kept the bytes appended to it during the write", f->path);
+  if (f->foreign)
+    say(r, SC_LOG_ERROR, "%s: kept the bytes appended to it during the write", f->path);
   return SC_OK;
 }
 

@@ -57,8 +57,8 @@ FIXTURE = {
     "c/other.c": "int twice(int x) {\n  return 2 * x;\n}\n",
     "py/letters.py": 'LETTERS = abcTODO(sculpt)\n\n\ndef count():\n    return len(LETTERS)\n',
     "py/clean.py": "def add(a, b):\n    return a + b\n",
-    "py/strings.py": 'S = "abcTODO(sculpt)"\n\n\ndef f():\n    """abcTODO(sculpt) in a docstring."""\n'
-                     '    return S\n',
+    "py/strings.py": 'S = "abcTODO(sculpt)"\n\n\ndef f():\n'
+                     '    """abcTODO(sculpt) in a docstring."""\n    return S\n',
     "js/letters.js": 'const letters = abcTODO(sculpt);\nconsole.log(letters);\n',
     "README.md": "Not code: TODO(sculpt) here is ignored.\n",
 }

@@ -237,10 +237,12 @@ static void test_holes(void) {
   /* A comment holding it is the hole: whole when alone on its line, one
    * line when it follows code; code interpolated into a string is code. */
   expect_holes("python", NULL,
-               "def f(x):\n    # TODO(sculpt)\n\ny = 1  # TODO(sculpt): later\nz = abcTODO(sculpt)\n",
+               "def f(x):\n    # TODO(sculpt)\n\n"
+               "y = 1  # TODO(sculpt): later\nz = abcTODO(sculpt)\n",
                false, "# TODO(sculpt)|# TODO(sculpt): later^|TODO(sculpt)^");
   expect_holes("c", NULL,
-               "int f(void) {\n  /* TODO(sculpt) */\n  return abcTODO(sculpt); // TODO(sculpt)\n}\n",
+               "int f(void) {\n  /* TODO(sculpt) */\n"
+               "  return abcTODO(sculpt); // TODO(sculpt)\n}\n",
                false, "/* TODO(sculpt) */|TODO(sculpt)^|// TODO(sculpt)^");
   expect_holes("javascript", NULL, "const a = `x ${TODO(sculpt)}`;\nTODO(sculpt)\n", false,
                "TODO(sculpt)^|TODO(sculpt)");
@@ -453,7 +455,8 @@ int main(void) {
   snprintf(g_tmp, sizeof g_tmp, "%s/test-edit-XXXXXX", SC_TEST_BUILD_DIR);
   if (!mkdtemp(g_tmp)) return 1;
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/../tools/planted_checkpoints.py %s/models >/dev/null",
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/python3 %s/../tools/planted_checkpoints.py %s/models >/dev/null",
            SC_TEST_DATA_DIR, g_tmp);
   if (system(cmd) != 0) return 1;
   snprintf(g_planted, sizeof g_planted, "%s/models/planted-successor-shifted-bytes", g_tmp);
