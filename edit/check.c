@@ -153,28 +153,24 @@ static size_t unmatched(const leaves *l, size_t a, size_t b) {
   return bad + depth;
 }
 
+typedef struct hiding_walk {
+  size_t a, b, n;
+} hiding_walk;
+
+static void visit_hiding(void *user, TSNode node) {
+  hiding_walk *w = user;
+  size_t s = ts_node_start_byte(node), e = ts_node_end_byte(node);
+  const char *type = ts_node_type(node);
+  if (s >= w->a && e <= w->b && e > s &&
+      (strstr(type, "comment") || strncmp(type, "preproc", 7) == 0))
+    w->n++;
+}
+
 /* Comments and preprocessor directives among the nodes in [a, b) of tree. */
 static size_t hiding(const sc_syntax_tree *tree, size_t a, size_t b) {
-  size_t n = 0;
-  TSTreeCursor c = ts_tree_cursor_new(sc_syntax_tree_root(tree));
-  for (bool down = true;;) {
-    TSNode node = ts_tree_cursor_current_node(&c);
-    size_t s = ts_node_start_byte(node), e = ts_node_end_byte(node);
-    bool inside = s < b && e > a;
-    if (down && inside && s >= a && e <= b) {
-      const char *type = ts_node_type(node);
-      if (strstr(type, "comment") || strncmp(type, "preproc", 7) == 0) n++;
-    }
-    if (down && inside && ts_tree_cursor_goto_first_child(&c)) continue;
-    if (ts_tree_cursor_goto_next_sibling(&c)) {
-      down = true;
-      continue;
-    }
-    down = false;
-    if (!ts_tree_cursor_goto_parent(&c)) break;
-  }
-  ts_tree_cursor_delete(&c);
-  return n;
+  hiding_walk w = {a, b, 0};
+  if (b > a) sc_edit__visit(tree, a, b, visit_hiding, &w);
+  return w.n;
 }
 
 sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const char *cand,

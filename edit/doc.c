@@ -41,6 +41,24 @@ void sc_edit__line_col(const char *text, size_t off, uint32_t *line, uint32_t *c
   *col = (uint32_t)(off - ls);
 }
 
+void sc_edit__visit(const sc_syntax_tree *tree, size_t from, size_t to,
+                    void (*visit)(void *user, TSNode node), void *user) {
+  TSTreeCursor c = ts_tree_cursor_new(sc_syntax_tree_root(tree));
+  for (bool down = true;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    bool inside = ts_node_end_byte(n) >= from && ts_node_start_byte(n) <= to;
+    if (down && inside) visit(user, n);
+    if (down && inside && ts_tree_cursor_goto_first_child(&c)) continue;
+    if (ts_tree_cursor_goto_next_sibling(&c)) {
+      down = true;
+      continue;
+    }
+    down = false;
+    if (!ts_tree_cursor_goto_parent(&c)) break;
+  }
+  ts_tree_cursor_delete(&c);
+}
+
 const char *sc_edit_kind_name(sc_edit_kind kind) {
   switch (kind) {
   case SC_EDIT_HOLE: return "hole";

@@ -33,6 +33,11 @@ char *sc_edit__dupn(const char *s, size_t n);
 char *sc_edit__splice(const char *text, size_t len, size_t a, size_t b, const char *rep,
                       size_t rep_len, size_t *out_len);
 
+/* Calls visit(user, node) on every node of tree that overlaps [from, to]
+ * (both ends included), a parent before its children, once each. */
+void sc_edit__visit(const sc_syntax_tree *tree, size_t from, size_t to,
+                    void (*visit)(void *user, TSNode node), void *user);
+
 /* 0-based line and byte column of off in text. */
 void sc_edit__line_col(const char *text, size_t off, uint32_t *line, uint32_t *col);
 

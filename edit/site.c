@@ -149,29 +149,27 @@ static bool is_stub(const sc_edit_doc *doc) {
   return n >= 4 && strcmp(doc->path + n - 4, ".pyi") == 0;
 }
 
-/* Python `...` lines in [from, to) that are holes, onto l. */
-static bool find_ellipses(const sc_edit_doc *doc, size_t from, size_t to, site_list *l) {
+typedef struct ellipsis_walk {
+  const char *t;
   size_t len;
-  const char *t = sc_edit_doc_text(doc, &len);
-  TSTreeCursor c = ts_tree_cursor_new(sc_syntax_tree_root(doc->tree));
-  bool ok = true;
-  for (bool down = true;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
-    bool inside = b >= from && a <= to;
-    if (inside && strcmp(ts_node_type(n), "ellipsis") == 0 && alone_on_lines(t, len, a, b) &&
-        ellipsis_is_hole(t, n))
-      ok = ok && push(l, SC_EDIT_HOLE, a, b, false);
-    if (down && inside && ts_tree_cursor_goto_first_child(&c)) continue;
-    if (ts_tree_cursor_goto_next_sibling(&c)) {
-      down = true;
-      continue;
-    }
-    down = false;
-    if (!ts_tree_cursor_goto_parent(&c)) break;
-  }
-  ts_tree_cursor_delete(&c);
-  return ok;
+  site_list *l;
+  bool ok;
+} ellipsis_walk;
+
+static void visit_ellipsis(void *user, TSNode n) {
+  ellipsis_walk *w = user;
+  size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+  if (strcmp(ts_node_type(n), "ellipsis") == 0 && alone_on_lines(w->t, w->len, a, b) &&
+      ellipsis_is_hole(w->t, n))
+    w->ok = w->ok && push(w->l, SC_EDIT_HOLE, a, b, false);
+}
+
+/* Python `...` lines in [from, to] that are holes, onto l. */
+static bool find_ellipses(const sc_edit_doc *doc, size_t from, size_t to, site_list *l) {
+  ellipsis_walk w = {NULL, 0, l, true};
+  w.t = sc_edit_doc_text(doc, &w.len);
+  sc_edit__visit(doc->tree, from, to, visit_ellipsis, &w);
+  return w.ok;
 }
 
 static int cmp_start(const void *x, const void *y) {
