@@ -81,7 +81,7 @@ def test_complete():
 def test_batch():
     tmp = tempfile.mkdtemp(prefix="sculpt-remote-batch-")
     subprocess.run(["git", "init", "-q", tmp], check=True)
-    files = {"letters.py": 'LETTERS = "abcTODO(sculpt)"\n\n\ndef count():\n    return len(LETTERS)\n',
+    files = {"letters.py": 'LETTERS = abcTODO(sculpt)\n\n\ndef count():\n    return len(LETTERS)\n',
              "sum.c": "int sum(int a, int b) {\n  TODO(sculpt)\n}\n"}
     for name, t in files.items():
         with open(os.path.join(tmp, name), "w") as f:
@@ -90,7 +90,7 @@ def test_batch():
     def fill(body):
         # Answers by what precedes the hole: the test sees the prompt is right.
         p = body["prompt"]
-        if p.endswith('LETTERS = "abc'):
+        if p.endswith('LETTERS = abc'):
             return "defg\nrest"  # an inline hole keeps one line
         if p.rstrip().endswith("int sum(int a, int b) {"):
             return "return a + b;"
@@ -105,7 +105,7 @@ def test_batch():
     check(got == "int sum(int a, int b) {\n  return a + b;\n}\n", "sum.c filled", got)
     with open(os.path.join(tmp, "letters.py")) as f:
         got = f.read()
-    check(got.startswith('LETTERS = "abcdefg'), "letters.py filled on its line", got)
+    check(got.startswith('LETTERS = abcdefg\n'), "letters.py filled on its line", got)
     check(len(mock.requests) >= 2, "one request per hole at least", len(mock.requests))
     for r in mock.requests:
         check(r["body"]["suffix"] != "" and "TODO(sculpt)" not in r["body"]["prompt"] +
