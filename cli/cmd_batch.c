@@ -729,10 +729,11 @@ static sc_status decode_remote(run *r, const file_ent *f, const site *s, size_t 
   size_t p0 = a > pw ? a - pw : 0, s1 = f->cur_len - b > sw ? b + sw : f->cur_len;
   static const char *const nl_stop[] = {"\n"};
   sc_fim_client_options o = r->a.remote;
-  sc_fim_request req = {f->cur + p0, a - p0, f->cur + b, s1 - b,
-                        s->mode == MODE_HOLES ? r->a.max_tokens : 2 * r->a.max_tokens,
-                        seed ? r->a.temperature : 0.0, s->single_line ? nl_stop : NULL,
-                        s->single_line ? 1 : 0};
+  sc_fim_request req = {.prompt = f->cur + p0, .prompt_len = a - p0, .suffix = f->cur + b,
+                        .suffix_len = s1 - b,
+                        .max_tokens = s->mode == MODE_HOLES ? r->a.max_tokens : 2 * r->a.max_tokens,
+                        .temperature = seed ? r->a.temperature : 0.0,
+                        .stop = s->single_line ? nl_stop : NULL, .n_stop = s->single_line ? 1 : 0};
   memset(res, 0, sizeof *res);
   char *text = NULL;
   size_t len = 0;
@@ -1181,6 +1182,7 @@ static int parse_args(int argc, char **argv, args *a) {
   if (a->capture && a->mode != MODE_QUERY) { sc_cli_fail(CMD, "--capture goes with --query"); return 2; }
   if (a->marker && a->mode != MODE_HOLES) { sc_cli_fail(CMD, "--marker goes with --holes"); return 2; }
   if (a->n_paths == 0) { sc_cli_fail(CMD, "needs at least one PATH (a file or a directory)"); return 2; }
+  if (sc_cli_backend_orphan(CMD, &a->remote)) return 2;
   /* With --check the default is several tries, else one (greedy). */
   if (a->check && !candidates_set) a->candidates = 4;
   a->progress = !a->json && !a->no_progress && isatty(STDERR_FILENO);

@@ -58,7 +58,7 @@ def test_complete():
     check(body.get("prompt") == text[:text.rindex("f(") + 2], "prompt: the text before", body)
     check(body.get("suffix", "").startswith(");\n  return x;"), "suffix: the text after", body)
     check(body.get("model") == "m1", "--backend-model", body)
-    check(body.get("stream") is False, "stream false", body)
+    check(body.get("stream") is True, "a streamed answer is asked for", body)
     check(req["headers"].get("Authorization") == "Bearer " + KEY, "--api-key-env", req["headers"])
     check(KEY not in p.stderr + p.stdout, "the key is not printed")
     # Plain output: the shaped text alone.

@@ -102,7 +102,7 @@ def test_completion_from_the_backend():
     eq(req["path"], "/v1/fim/completions", "the FIM endpoint under the base URL")
     body = req["body"]
     eq(body["model"], "mock-model", "model")
-    eq(body["stream"], False, "stream")
+    eq(body["stream"], True, "a streamed answer is asked for")
     check(isinstance(body["max_tokens"], int) and body["max_tokens"] > 0, "max_tokens", body)
     check("def compute_total" in body["prompt"], "the cross-file snippet is in the prompt",
           body["prompt"])
