@@ -55,7 +55,12 @@ static bool ensure_client(sc_lsp_server *s, sc_completer *c, sc_error *err) {
   }
   sc_fim_client_options o;
   sc_cpl__fim_options(&c->set, &o);
-  if (sc_fim_client_new(loop, &o, &c->fim, err) != SC_OK) return false;
+  if (sc_fim_client_new(loop, &o, &c->fim, err) != SC_OK) {
+    /* A setting the provider cannot do without (a model, a template): the
+     * request is fine, the configuration is not (not -32602). */
+    if (err->status == SC_ERR_INVALID) err->status = SC_ERR_UNSUPPORTED;
+    return false;
+  }
   c->fim_generation++;
   return true;
 }

@@ -71,7 +71,8 @@ when the script is empty, Mock.default:
                connection meanwhile, that is recorded (Mock.closed) and
                nothing is sent
   finish       "stop" (default) or "length": the server hit max_tokens
-  pieces       a streamed answer is sent in this many pieces (3)
+  pieces       a streamed answer is sent in this many pieces (3), or these
+               pieces (a list of strings; text is then ignored)
   piece_delay  seconds between pieces; a client that closes meanwhile is
                recorded in Mock.closed and the rest is not sent
 """
@@ -190,9 +191,10 @@ class Mock:
                 for k, v in reply.get("headers", {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                n = max(1, reply.get("pieces", 3))
-                step = max(1, -(-len(text) // n)) if text else 1
-                pieces = [text[i:i + step] for i in range(0, len(text), step)] or [""]
+                pieces = reply.get("pieces", 3)
+                if isinstance(pieces, int):
+                    step = max(1, -(-len(text) // max(1, pieces))) if text else 1
+                    pieces = [text[i:i + step] for i in range(0, len(text), step)] or [""]
                 events = [mock._event(body, p, None) for p in pieces]
                 events.append(mock._event(body, "", finish))
                 try:
