@@ -4,9 +4,9 @@
  * The server side serves the diffusion engine (`sculpt serve`): HTTP/1.1 on
  * a libev loop, OpenAI-compatible FIM completions with continuous batching.
  * The client side is the remote backend: it sends an assembled prompt and
- * suffix to an OpenAI-compatible FIM endpoint (sculpt serve, Mercury Coder,
- * SGLang, vLLM) through libcurl's multi interface on a libev loop, so the
- * loop never blocks.
+ * suffix to a FIM endpoint in its provider's shape (see "client" below)
+ * through libcurl's multi interface on a libev loop, so the loop never
+ * blocks.
  *
  * net/ depends on model/ (the engine, for the server) and common/; it knows
  * no LSP and no syntax.
