@@ -106,7 +106,7 @@ const sc_cli_command sc_cli_commands[] = {
      "                      /v1), mistral (Codestral), llama.cpp (/infill, snippets as\n"
      "                      input_extra), ollama (/api/generate), prompt-template\n"
      "                      (vLLM, SGLang: FIM tokens in the prompt, no suffix);\n"
-     "                      default: from the URL\n"
+     "                      auto (the default): from the URL\n"
      "  --fim-template NAME the model's FIM tokens for prompt-template: qwen,\n"
      "                      deepseek, starcoder, codestral (implies prompt-template)\n"
      "  --stream on|off     read the answer as it streams (default on)\n"

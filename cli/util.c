@@ -109,7 +109,7 @@ int sc_cli_backend_option(const char *cmd, const char *o, const char *v,
     }
     r->max_tries = (int)n;
   } else if (strcmp(o, "--provider") == 0) {
-    if (!sc_fim_provider_parse(v, &r->provider) || r->provider == SC_FIM_PROVIDER_AUTO) {
+    if (!sc_fim_provider_parse(v, &r->provider)) {
       sc_cli_fail(cmd, "--provider takes %s", SC_FIM_PROVIDER_NAMES);
       return -1;
     }

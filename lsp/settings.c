@@ -98,7 +98,7 @@ static bool backend_shape(json_t *v, sc_fim_provider *prov, sc_fim_template *tmp
                           bool *drop_cut, bool *drafts) {
   json_t *x;
   if ((x = json_object_get(v, "provider")) && !json_is_null(x) &&
-      (!sc_fim_provider_parse(json_string_value(x), prov) || *prov == SC_FIM_PROVIDER_AUTO)) {
+      !sc_fim_provider_parse(json_string_value(x), prov)) {
     SC_LOG_WARN("settings: backend.provider must be one of %s; ignored", SC_FIM_PROVIDER_NAMES);
     return false;
   }

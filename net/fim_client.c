@@ -224,35 +224,38 @@ static const char *const g_provider_names[] = {"auto", "openai-fim", "mistral", 
                                                "ollama", "prompt-template"};
 static const char *const g_template_names[] = {"none", "qwen", "deepseek", "starcoder",
                                                "codestral"};
-const char SC_FIM_PROVIDER_NAMES[] = "openai-fim, mistral, llama.cpp, ollama, prompt-template";
+const char SC_FIM_PROVIDER_NAMES[] =
+    "auto, openai-fim, mistral, llama.cpp, ollama, prompt-template";
 const char SC_FIM_TEMPLATE_NAMES[] = "qwen, deepseek, starcoder, codestral";
 
+#define N_OF(a) (sizeof a / sizeof a[0])
+
+/* The index of name in names[from, n), or -1. */
+static int name_index(const char *const *names, size_t n, size_t from, const char *name) {
+  for (size_t i = from; name && i < n; i++)
+    if (strcmp(name, names[i]) == 0) return (int)i;
+  return -1;
+}
+
 bool sc_fim_provider_parse(const char *name, sc_fim_provider *out) {
-  for (size_t i = 0; name && i < sizeof g_provider_names / sizeof g_provider_names[0]; i++)
-    if (strcmp(name, g_provider_names[i]) == 0) {
-      *out = (sc_fim_provider)i;
-      return true;
-    }
-  return false;
+  int i = name_index(g_provider_names, N_OF(g_provider_names), 0, name);
+  if (i >= 0) *out = (sc_fim_provider)i;
+  return i >= 0;
 }
 
 const char *sc_fim_provider_name(sc_fim_provider p) {
-  return (unsigned)p < sizeof g_provider_names / sizeof g_provider_names[0] ? g_provider_names[p]
-                                                                            : "?";
+  return (unsigned)p < N_OF(g_provider_names) ? g_provider_names[p] : "?";
 }
 
+/* "none" is not a name one can give: no template is no setting. */
 bool sc_fim_template_parse(const char *name, sc_fim_template *out) {
-  for (size_t i = 1; name && i < sizeof g_template_names / sizeof g_template_names[0]; i++)
-    if (strcmp(name, g_template_names[i]) == 0) {
-      *out = (sc_fim_template)i;
-      return true;
-    }
-  return false;
+  int i = name_index(g_template_names, N_OF(g_template_names), 1, name);
+  if (i >= 0) *out = (sc_fim_template)i;
+  return i >= 0;
 }
 
 const char *sc_fim_template_name(sc_fim_template t) {
-  return (unsigned)t < sizeof g_template_names / sizeof g_template_names[0] ? g_template_names[t]
-                                                                            : "?";
+  return (unsigned)t < N_OF(g_template_names) ? g_template_names[t] : "?";
 }
 
 /* The FIM tokens around the prefix and the suffix, in the order the model

@@ -158,7 +158,7 @@ bool sc_fim_provider_parse(const char *name, sc_fim_provider *out);
 const char *sc_fim_provider_name(sc_fim_provider p);
 bool sc_fim_template_parse(const char *name, sc_fim_template *out);
 const char *sc_fim_template_name(sc_fim_template t);
-/* For messages: "openai-fim, mistral, llama.cpp, ollama, prompt-template". */
+/* For messages: "auto, openai-fim, mistral, llama.cpp, ollama, prompt-template". */
 extern const char SC_FIM_PROVIDER_NAMES[];
 extern const char SC_FIM_TEMPLATE_NAMES[];
 

@@ -451,13 +451,16 @@ def closed_port():
     return port
 
 
+PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+              "all_proxy", "SCULPT_API_KEY")
+
+
 def clean_env(extra=None):
     """The environment for sculpt: no proxy (the mock is on 127.0.0.1), no
     stray API key; plus extra."""
     import os
     e = dict(os.environ)
-    for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-              "all_proxy", "SCULPT_API_KEY"):
+    for k in PROXY_VARS:
         e.pop(k, None)
     e.update(extra or {})
     return e

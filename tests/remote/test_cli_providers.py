@@ -15,7 +15,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from mockfim import Mock, clean_env  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
+from remotehelp import run_sculpt  # noqa: E402
+from mockfim import Mock  # noqa: E402
 
 BIN = os.environ.get("SCULPT_BIN")
 if not BIN:
@@ -35,11 +37,7 @@ def check(cond, what, *detail):
         print("FAIL:", what, *[repr(d)[:600] for d in detail])
 
 
-def run(args, env=None, timeout=60):
-    # No model: the prompt is cut by bytes, nothing is loaded.
-    e = clean_env({"SCULPT_MODEL": "/nonexistent"})
-    e.update(env or {})
-    return subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout, env=e)
+run = run_sculpt
 
 
 def complete(path, url, *extra):

@@ -8,7 +8,6 @@ cut-off answer is marked, or dropped with cutOff "drop"; a missing model or
 template is an error naming the setting; a refusal carries its hint."""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,52 +16,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
 sys.path.insert(0, HERE)
 
-from lspclient import check, eq, expect_error, key, run_tests, spawn  # noqa: E402
+from lspclient import check, eq, expect_error, key, run_tests  # noqa: E402
 from mockfim import Mock  # noqa: E402
+import remotehelp  # noqa: E402
+from remotehelp import REQUEST_FAILED, URI, send_inline  # noqa: E402
 
-for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy",
-          "SCULPT_API_KEY"):
-    os.environ.pop(k, None)
-
-REQUEST_FAILED = -32803
-SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
 TMP = tempfile.mkdtemp(prefix="sculpt-providers-lsp-")
-subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), TMP],
-               check=True, capture_output=True)
-MODEL = os.path.join(TMP, "planted-successor-shifted-bytes")
-URI = "file:///w/main.c"
+MODEL = remotehelp.planted_model(TMP)
 DOC = "int main(void) {\n  int x = \n}\n"
 COL = len("  int x = ")
 
 
 def start(backend, root=None, **extra):
-    opts = {"modelPath": MODEL, "backend": dict({"timeoutMs": 5000, "maxTries": 1}, **backend),
-            "debounceMs": 0}
-    opts.update(extra)
-    s = spawn()
-    init = {"initializationOptions": opts}
-    if root:
-        init["rootUri"] = "file://" + root
-    s.start({}, **init)
-    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
-                   m["params"]["state"] == "ready", what="sculpt/status ready")
-    return s
+    return remotehelp.start(MODEL, dict({"timeoutMs": 5000, "maxTries": 1}, **backend),
+                            root=root, **extra)
 
 
 def open_doc(s, text=DOC, uri=URI, lang="c"):
-    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
-                                                       "version": 1, "text": text}})
-
-
-def send_inline(s, line, character, uri=URI):
-    return s.send_request("textDocument/inlineCompletion",
-                          {"textDocument": {"uri": uri},
-                           "position": {"line": line, "character": character},
-                           "context": {"triggerKind": 1}})
+    remotehelp.open_doc(s, text, uri, lang)
 
 
 def inline(s, line, character, uri=URI, timeout=20):
-    return s.wait_response(send_inline(s, line, character, uri), timeout)
+    return remotehelp.inline(s, line, character, uri, timeout)
 
 
 def texts(r):
@@ -77,19 +52,12 @@ def edit(s, version, text, uri=URI):
 def test_llamacpp_input_extra():
     # A definition in another file of the workspace is a snippet: llama.cpp
     # gets it apart from the prefix, as input_extra with its path.
-    repo = tempfile.mkdtemp(prefix="sculpt-llama-ws-")
-    subprocess.run(["git", "init", "-q", repo], check=True)
-    os.makedirs(os.path.join(repo, "pkg"))
-    with open(os.path.join(repo, "pkg", "calc.py"), "w") as f:
-        f.write("def compute_total(items):\n    return sum(items)\n")
-    text = "from pkg.calc import compute_total\n\nx = compute_total([1]) + abc\nprint(x)\n"
-    with open(os.path.join(repo, "app.py"), "w") as f:
-        f.write(text)
+    repo = remotehelp.snippet_workspace("sculpt-llama-ws-")
+    text = remotehelp.SNIPPET_APP
     mock = Mock("llamacpp")
     mock.default = {"text": "value\nprint(2)\n"}
     s = start({"url": mock.url, "provider": "llama.cpp"}, root=repo)
-    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
-                   m["params"].get("index", {}).get("state") == "ready", what="the index")
+    remotehelp.wait_index(s)
     uri = "file://" + os.path.join(repo, "app.py")
     open_doc(s, text, uri=uri, lang="python")
     line = "x = compute_total([1]) + abc"
