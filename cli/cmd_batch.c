@@ -140,6 +140,7 @@ static int parse_args(int argc, char **argv, args *a) {
     return 2;
   }
   if (a->n_paths == 0) { sc_cli_fail(CMD, "needs at least one PATH (a file or a directory)"); return 2; }
+  if (sc_cli_backend_orphan(CMD, &a->remote)) return 2;
   /* With --check the default is several tries, else one (greedy). */
   if (a->run.check_cmd && !candidates_set) a->run.candidates = 4;
   a->progress = !a->json && !a->no_progress && isatty(STDERR_FILENO);
@@ -161,10 +162,15 @@ static sc_status remote_generate(void *user, const sc_edit_request *r, sc_edit_c
   sc_edit_request_window(r, CONTEXT_TOKENS, &p0, &s1);
   static const char *const nl_stop[] = {"\n"};
   bool one = r->site.single_line;
-  sc_fim_request req = {r->text + p0, r->site.start - p0, r->text + r->site.end,
-                        s1 - r->site.end,
-                        r->site.kind == SC_EDIT_HOLE ? a->max_tokens : 2 * a->max_tokens,
-                        r->seed ? a->temperature : 0.0, one ? nl_stop : NULL, one ? 1 : 0};
+  sc_fim_request req = {
+      .prompt = r->text + p0,
+      .prompt_len = r->site.start - p0,
+      .suffix = r->text + r->site.end,
+      .suffix_len = s1 - r->site.end,
+      .max_tokens = r->site.kind == SC_EDIT_HOLE ? a->max_tokens : 2 * a->max_tokens,
+      .temperature = r->seed ? a->temperature : 0.0,
+      .stop = one ? nl_stop : NULL,
+      .n_stop = one ? 1 : 0};
   memset(out, 0, sizeof *out);
   return sc_fim_complete_sync(&a->remote, &req, &g_cancel, &out->text, &out->len, NULL, err);
 }

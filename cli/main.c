@@ -95,12 +95,23 @@ const sc_cli_command sc_cli_commands[] = {
      "end token and never contains a special token.\n"
      "\n"
      "Remote: --backend URL sends the prompt (built here, with repository context)\n"
-     "and the suffix to an OpenAI-compatible FIM endpoint (sculpt serve, Mercury\n"
-     "Coder, SGLang, vLLM: URL/v1/fim/completions) and prints the answer shaped as\n"
-     "an editor gets it (cut to its syntactic unit, checked by a reparse, a broken\n"
-     "line rewritten once by a second request).\n"
+     "and the suffix to a FIM endpoint in its provider's shape and prints the answer\n"
+     "shaped as an editor gets it (cut to its syntactic unit, checked by a reparse, a\n"
+     "broken line rewritten once by a second request). A URL whose path ends in\n"
+     "/completions, /infill or /api/generate is the endpoint; any other is a base\n"
+     "(its path kept: http://h/x/v1 -> http://h/x/v1/fim/completions).\n"
      "  --backend URL --backend-model NAME --timeout MS --max-tries N (429/5xx retries)\n"
-     "  --api-key-env VAR   the bearer token's variable (default SCULPT_API_KEY)\n",
+     "  --api-key-env VAR   the bearer token's variable (default SCULPT_API_KEY)\n"
+     "  --provider NAME     openai-fim (sculpt serve, Mercury, DeepSeek /beta, Ollama\n"
+     "                      /v1), mistral (Codestral), llama.cpp (/infill, snippets as\n"
+     "                      input_extra), ollama (/api/generate), prompt-template\n"
+     "                      (vLLM, SGLang: FIM tokens in the prompt, no suffix);\n"
+     "                      auto (the default): from the URL\n"
+     "  --fim-template NAME the model's FIM tokens for prompt-template: qwen,\n"
+     "                      deepseek, starcoder, codestral (implies prompt-template)\n"
+     "  --stream on|off     read the answer as it streams (default on)\n"
+     "  --json adds provider, streamed, finish_reason and truncated (the server stopped\n"
+     "  at --max-tokens: the answer may be cut off, also said on stderr).\n",
      sc_cli_complete},
     {"batch", "fill holes or fix diagnostics across files, checked",
      "usage: sculpt batch (--holes [--marker TEXT] [--python-ellipsis] | --diagnostics FILE|-\n"
@@ -150,7 +161,9 @@ const sc_cli_command sc_cli_commands[] = {
      "                      decodes each alone with the K/V cache (the CPU default)\n"
      "  --no-progress, --device auto|cpu|cuda, --family NAME\n"
      "  --backend URL [--backend-model NAME] [--api-key-env VAR] [--timeout MS] [--max-tries N]\n"
-     "                      fill from an OpenAI-compatible FIM endpoint instead\n"
+     "        [--provider NAME] [--fim-template NAME] [--stream on|off]\n"
+     "                      fill from a remote FIM endpoint instead (providers and\n"
+     "                      templates as in `sculpt help complete`)\n"
      "Symlinks leading out of the PATHs and binary files are skipped. Ctrl-C stops after\n"
      "the current site. Exit: 0 all sites done, 1 some failed or interrupted, 2 usage/input error.\n",
      sc_cli_batch},

@@ -86,8 +86,9 @@ static char *remote_candidate(action_arg *a, const action_target *t, uint64_t se
   size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
   sc_fim_client_options o;
   sc_cpl__fim_options(&a->set, &o);
-  sc_fim_request req = {a->text + p0, t->a - p0, a->text + t->b, s1 - t->b,
-                        a->set.max_tokens * 2, seed ? 0.8 : 0.0, NULL, 0};
+  sc_fim_request req = {.prompt = a->text + p0, .prompt_len = t->a - p0,
+                        .suffix = a->text + t->b, .suffix_len = s1 - t->b,
+                        .max_tokens = a->set.max_tokens * 2, .temperature = seed ? 0.8 : 0.0};
   char *text = NULL;
   if (sc_fim_complete_sync(&o, &req, &job->cancel, &text, len_out, NULL, err) != SC_OK)
     return NULL;

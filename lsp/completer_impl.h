@@ -40,6 +40,11 @@ typedef struct settings {
   /* The remote backend (setting "backend"); url NULL: the local engine. */
   char *backend_url, *backend_model, *backend_key_env, *backend_key;
   int backend_timeout_ms, backend_max_tries;
+  sc_fim_provider backend_provider; /* "provider"; AUTO: from the URL */
+  sc_fim_template backend_template; /* "fimTemplate" */
+  bool backend_no_stream;           /* "stream": false */
+  bool backend_drop_cut;            /* "cutOff": "drop" (default "mark") */
+  bool backend_drafts;              /* "drafts": sculpt/draft notifications */
 } settings;
 
 typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
@@ -216,6 +221,8 @@ typedef struct complete_arg {
   double ctx_ms;
   sc_lsp_server *s;
   sc_fim_call *call; /* in flight, or NULL */
+  bool r_one_line;   /* the call in flight wants one line: its stream may stop there */
+  double r_draft_ms; /* when the last sculpt/draft went out; 0: none yet; <0: no drafts */
   sc_job *shape;     /* the job shaping the backend's answer, or NULL (loop thread) */
   /* Repair once: the shaped candidate that failed the parse check and its
    * check, while the backend rewrites the broken span (owned). */
