@@ -1,6 +1,7 @@
 /* test_hooks.c — the sculpt/test/... methods, answered only with test
- * hooks on ($SCULPT_TEST_HOOKS=1): a document's text, a position's offset,
- * a job that sleeps (cancellable), and the counters. */
+ * hooks on ($SCULPT_TEST_HOOKS=1): a document's text (and whether it is in
+ * sync), a position's offset, a job that sleeps (cancellable), and the
+ * counters, with how long the loop's callbacks took. */
 #define _POSIX_C_SOURCE 200809L
 #include "server_impl.h"
 
@@ -13,9 +14,9 @@ void sc_server__handle_test_document(sc_lsp_req *r) {
   if (!d) return;
   json_t *text = json_stringn(d->text, d->len);
   sc_lsp__send_result(r->s, r->id,
-              json_pack("{s:s, s:I, s:s, s:o}", "uri", d->uri, "version",
+              json_pack("{s:s, s:I, s:s, s:o, s:b}", "uri", d->uri, "version",
                         (json_int_t)d->version, "languageId", d->language_id, "text",
-                        text ? text : json_null()));
+                        text ? text : json_null(), "synced", !d->unsynced));
 }
 
 void sc_server__handle_test_offset(sc_lsp_req *r) {
