@@ -93,8 +93,8 @@ const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_docum
   }
   size_t max = (size_t)c->set.max_document_bytes;
   if (d->len <= max) return NULL;
-  snprintf(why, cap, "%s is %.1f MB, above maxDocumentBytes (%.1f MB): sculpt offers nothing in it",
-           d->uri, d->len / 1048576.0, max / 1048576.0);
+  snprintf(why, cap, "%s is %zu bytes, above maxDocumentBytes (%zu): sculpt offers nothing in it",
+           d->uri, d->len, max);
   if (d->tree) sc_document_drop_syntax(d);
   if (!d->size_warned) {
     /* Once per document: the user learns why nothing comes, without a
