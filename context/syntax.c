@@ -120,20 +120,13 @@ static sc_status tree_alloc(const char *lang, sc_syntax_tree **out, sc_error *er
 
 sc_status sc_syntax_tree_new(const char *lang, const char *text, size_t len,
                              sc_syntax_tree **out, sc_error *err) {
-  SC_CHECK(out, err, SC_ERR_INVALID, "sc_syntax_tree_new: out is NULL");
-  *out = NULL;
-  SC_CHECK(text || len == 0, err, SC_ERR_INVALID, "sc_syntax_tree_new: text is NULL");
-  SC_CHECK(len <= SC_SYNTAX_MAX_BYTES, err, SC_ERR_UNSUPPORTED,
-           "document of %zu bytes is too large to parse", len);
-  sc_syntax_tree *t = NULL;
-  SC_TRY(tree_alloc(lang, &t, err));
-  sc_status s = sc_syntax_tree_set_text(t, text, len, err);
+  SC_TRY(sc_syntax_tree_new_unparsed(lang, text, len, out, err));
+  sc_status s = sc_syntax_tree_parse(*out, NULL, NULL, err);
   if (s != SC_OK) {
-    sc_syntax_tree_free(t);
-    return s;
+    sc_syntax_tree_free(*out);
+    *out = NULL;
   }
-  *out = t;
-  return SC_OK;
+  return s;
 }
 
 void sc_syntax_tree_free(sc_syntax_tree *t) {

@@ -13,18 +13,13 @@ the text. The setting is honoured both ways: a small limit refuses a small
 document, raising it brings completions back."""
 
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lspclient import check, eq, rng, run_tests, spawn  # noqa: E402
+from lspclient import check, eq, planted_model, rng, run_tests, spawn  # noqa: E402
 
 SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-TMP = tempfile.mkdtemp(prefix="sculpt-large-")
-subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), TMP],
-               check=True, capture_output=True)
-MODEL = os.path.join(TMP, "planted-successor-shifted-bytes")
+MODEL = planted_model()
 BIG = "file:///w/big.c"
 SIZE = 10 * 1000 * 1000
 REQUEST_FAILED = -32803

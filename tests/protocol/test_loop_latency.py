@@ -19,19 +19,14 @@ is answered exactly once, and the document ends equal to the client's."""
 
 import os
 import random
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lspclient import apply_change, check, eq, run_tests, spawn  # noqa: E402
+from lspclient import apply_change, check, eq, planted_model, run_tests, spawn  # noqa: E402
 
 SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-TMP = tempfile.mkdtemp(prefix="sculpt-latency-")
-subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), TMP],
-               check=True, capture_output=True)
-MODEL = os.path.join(TMP, "planted-successor-shifted-bytes")
+MODEL = planted_model()
 URI = "file:///w/noisy.c"
 N_EDITS = 3000
 EVERY = 10

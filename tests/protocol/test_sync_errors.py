@@ -12,18 +12,12 @@ it defaults back to the line's length), and the line just after the last
 one at character 0, which is the end of the text as clients write it."""
 
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lspclient import check, eq, rng, run_tests, spawn  # noqa: E402
+from lspclient import check, eq, planted_model, rng, run_tests, spawn  # noqa: E402
 
-SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-TMP = tempfile.mkdtemp(prefix="sculpt-sync-")
-subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), TMP],
-               check=True, capture_output=True)
-MODEL = os.path.join(TMP, "planted-successor-shifted-bytes")
+MODEL = planted_model()
 URI = "file:///w/sync.c"
 TEXT = "int a;\nint b;\nint abc;\n"  # three lines and an empty fourth
 REQUEST_FAILED = -32803
