@@ -410,7 +410,7 @@ void sc_document_syntax_adopt(sc_document_store *store, const char *uri,
   /* The edits made after the snapshot stay queued on the newer tree. */
   size_t k = snap->n_covered;
   for (size_t i = 0; i < k; i++) free(d->edits[i].text);
-  memmove(d->edits, d->edits + k, (d->n_edits - k) * sizeof *d->edits);
+  if (d->n_edits > k) memmove(d->edits, d->edits + k, (d->n_edits - k) * sizeof *d->edits);
   d->n_edits -= k;
   bump_tree_gen(d);
 }
