@@ -23,8 +23,11 @@ const sc_cli_command sc_cli_commands[] = {
      "  --max-message-size BYTES  larger messages are skipped (default 67108864)\n"
      "  --device auto|cpu|cuda    where model work runs (default auto)\n"
      "\n"
-     "Exit status: 0 after shutdown then exit, 1 when the stream ends or exit\n"
-     "arrives without shutdown.\n",
+     "Settings (maxTokens, maxDocumentBytes, ...) come from the client; the\n"
+     "README lists them.\n"
+     "\n"
+     "Exit status: 0 after shutdown then exit, 1 when the stream ends, exit\n"
+     "arrives without shutdown, or the client closes the server's stdout.\n",
      sc_cli_lsp},
     {"tokenize", "encode text to token ids, or decode ids to text",
      "usage: sculpt tokenize (--model DIR | --tokenizer FILE) [--decode]\n"

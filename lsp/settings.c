@@ -22,6 +22,7 @@ void sc_cpl__settings_defaults(settings *st) {
   st->debounce_ms = 75;
   st->length_candidates = 1;
   st->repair = true;
+  st->max_document_bytes = SC_DEFAULT_MAX_DOCUMENT_BYTES;
 }
 
 /* The decoding parameters the settings choose (completions and code actions). */
@@ -258,6 +259,7 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
   get_int(o, "contextBudget", 64, 65536, &st->context_budget);
   get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
   get_int(o, "lengthCandidates", 1, SC_INFILL_MAX_CANDIDATES, &st->length_candidates);
+  get_int(o, "maxDocumentBytes", 0, 1 << 30, &st->max_document_bytes);
   if ((v = json_object_get(o, "repair"))) {
     if (json_is_boolean(v)) st->repair = json_is_true(v);
     else SC_LOG_WARN("settings: repair must be true or false; ignored");
