@@ -13,6 +13,10 @@
 ;; Completion items (textDocument/completion) work through eglot's
 ;; completion-at-point as usual.
 ;;
+;; A failed request, or the server reporting an error in sculpt/status, is
+;; shown once in the echo area (and *Messages*) with `message', the first
+;; time its text is seen.
+;;
 ;;   (require 'sculpt)
 ;;   (add-hook 'c-mode-hook #'eglot-ensure)   ; or M-x eglot
 ;;   (add-hook 'eglot-managed-mode-hook #'sculpt-mode-maybe)
@@ -41,11 +45,18 @@ Nil: the server's defaults ($SCULPT_MODEL, else the model sculpt ships)."
   :type 'plist)
 
 (defcustom sculpt-major-modes
-  '((c-mode :language-id "c") (c++-mode :language-id "cpp")
-    (python-mode :language-id "python") (js-mode :language-id "javascript")
-    (typescript-mode :language-id "typescript") (go-mode :language-id "go")
-    (rust-mode :language-id "rust") (java-mode :language-id "java")
-    (sh-mode :language-id "shellscript") (json-mode :language-id "json"))
+  '((c-mode :language-id "c") (c-ts-mode :language-id "c")
+    (c++-mode :language-id "cpp") (c++-ts-mode :language-id "cpp")
+    (python-mode :language-id "python") (python-ts-mode :language-id "python")
+    (js-mode :language-id "javascript") (js-ts-mode :language-id "javascript")
+    (typescript-mode :language-id "typescript")
+    (typescript-ts-mode :language-id "typescript")
+    (sculpt-typescript-mode :language-id "typescript")
+    (go-mode :language-id "go") (go-ts-mode :language-id "go")
+    (rust-mode :language-id "rust") (rust-ts-mode :language-id "rust")
+    (java-mode :language-id "java") (java-ts-mode :language-id "java")
+    (sh-mode :language-id "shellscript") (bash-ts-mode :language-id "shellscript")
+    (json-mode :language-id "json") (json-ts-mode :language-id "json"))
   "Major modes eglot starts sculpt for, with their LSP language ids."
   :type '(repeat sexp))
 
@@ -64,8 +75,37 @@ The server adds its own debounce, fitted to the typing rhythm."
 
 ;; ------------------------------------------------------------- the server
 
-(defclass sculpt-eglot-server (eglot-lsp-server) ()
+;; Emacs 28 has no TypeScript mode and Debian 12 packages none: without
+;; one, .ts files open in a mode derived from js-mode so that eglot can
+;; manage them (as language "typescript").  Any real TypeScript mode wins.
+(define-derived-mode sculpt-typescript-mode js-mode "TypeScript"
+  "JavaScript editing for .ts files, for want of a TypeScript mode.")
+
+(unless (or (fboundp 'typescript-mode) (fboundp 'typescript-ts-mode)
+            (assoc-default "x.ts" auto-mode-alist #'string-match))
+  (add-to-list 'auto-mode-alist '("\\.ts\\'" . sculpt-typescript-mode)))
+
+(defclass sculpt-eglot-server (eglot-lsp-server)
+  ((shown-errors :initform nil
+                 :documentation "Error messages already shown to the user."))
   "The sculpt language server.")
+
+(defconst sculpt--quiet-error-codes '(-32800 -32801 -32802)
+  "JSON-RPC error codes that are part of normal typing, never shown:
+the request was cancelled (by us or the server) or the document changed.")
+
+(defun sculpt--report-error (server text)
+  "Show TEXT, an error from SERVER, unless it was shown before.
+A message containing TEXT or contained in it counts as shown: a failed
+request repeats the server's status message, and automatic requests fail
+the same way on every edit.  Returns non-nil when shown."
+  (when (and (stringp text) (not (string-empty-p text))
+             (not (cl-some (lambda (seen) (or (string-search text seen)
+                                              (string-search seen text)))
+                           (oref server shown-errors))))
+    (oset server shown-errors (cons text (oref server shown-errors)))
+    (message "sculpt: %s" text)
+    t))
 
 (cl-defmethod eglot-initialization-options ((_ sculpt-eglot-server))
   (or sculpt-settings eglot--{}))
@@ -74,10 +114,10 @@ The server adds its own debounce, fitted to the typing rhythm."
   "The last sculpt/status notification, a plist (:state :model :device ...).")
 
 (cl-defmethod eglot-handle-notification
-  ((_ sculpt-eglot-server) (_ (eql 'sculpt/status)) &rest params)
+  ((server sculpt-eglot-server) (_ (eql 'sculpt/status)) &rest params)
   (setq sculpt-status params)
   (when (equal (plist-get params :state) "error")
-    (message "sculpt: %s" (plist-get params :message)))
+    (sculpt--report-error server (plist-get params :message)))
   (force-mode-line-update t))
 
 (defun sculpt--contact (&optional _interactive)
@@ -168,8 +208,12 @@ AUTOMATIC non-nil: triggerKind Automatic (the server debounces)."
                     (append (eglot--TextDocumentPositionParams)
                             (list :context (list :triggerKind (if automatic 2 1))))
                     :success-fn (lambda (result) (sculpt--on-result buffer tick pos result))
-                    ;; Stale or cancelled answers are expected while typing.
-                    :error-fn #'ignore
+                    :error-fn (lambda (err)
+                                ;; Stale or cancelled answers are expected
+                                ;; while typing; others are shown once.
+                                (unless (memq (plist-get err :code) sculpt--quiet-error-codes)
+                                  (sculpt--report-error
+                                   server (or (plist-get err :message) (format "%S" err)))))
                     :timeout-fn #'ignore)))))))
 
 (defun sculpt--execute (command)
