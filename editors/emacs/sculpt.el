@@ -96,14 +96,17 @@ the request was cancelled (by us or the server) or the document changed.")
 
 (defun sculpt--report-error (server text)
   "Show TEXT, an error from SERVER, unless it was shown before.
-A message containing TEXT or contained in it counts as shown: a failed
-request repeats the server's status message, and automatic requests fail
-the same way on every edit.  Returns non-nil when shown."
-  (when (and (stringp text) (not (string-empty-p text))
-             (not (cl-some (lambda (seen) (or (string-search text seen)
-                                              (string-search seen text)))
-                           (oref server shown-errors))))
-    (oset server shown-errors (cons text (oref server shown-errors)))
+A message containing TEXT or contained in it counts as shown, numbers
+aside: a failed request repeats the server's status message, and
+automatic requests fail the same way on every edit, with other counts.
+Returns non-nil when shown."
+  (when-let* (((stringp text))
+              ((not (string-empty-p text)))
+              (key (replace-regexp-in-string "[0-9]+" "#" text t t))
+              ((not (cl-some (lambda (seen) (or (string-search key seen)
+                                                (string-search seen key)))
+                             (oref server shown-errors)))))
+    (oset server shown-errors (cons key (oref server shown-errors)))
     (message "sculpt: %s" text)
     t))
 
@@ -145,7 +148,9 @@ the same way on every edit.  Returns non-nil when shown."
 (defvar-local sculpt--showing nil "Non-nil while a suggestion is shown.")
 (defvar-local sculpt--inserting nil "Non-nil while we edit the buffer.")
 (defvar-local sculpt--timer nil)
-(defvar-local sculpt--request-id nil)
+(defvar-local sculpt--pending nil
+  "The number of the request in flight, or nil.")
+(defvar sculpt--request-count 0 "Requests sent, for `sculpt--pending'.")
 
 (defvar sculpt-ghost-map
   (let ((m (make-sparse-keymap)))
@@ -181,7 +186,6 @@ the same way on every edit.  Returns non-nil when shown."
 (defun sculpt--on-result (buffer tick pos result)
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
-      (setq sculpt--request-id nil)
       ;; Show it only where it was asked for.
       (when (and (= tick (buffer-chars-modified-tick)) (= pos (point)))
         (let* ((items (if (vectorp result) result (plist-get result :items)))
@@ -199,22 +203,34 @@ AUTOMATIC non-nil: triggerKind Automatic (the server debounces)."
   (let ((server (sculpt--server)))
     (when server
       (eglot--signal-textDocument/didChange)
-      (when sculpt--request-id
-        (jsonrpc-notify server :$/cancelRequest (list :id sculpt--request-id)))
-      (let ((buffer (current-buffer)) (tick (buffer-chars-modified-tick)) (pos (point)))
-        (setq sculpt--request-id
-              (car (jsonrpc-async-request
-                    server :textDocument/inlineCompletion
-                    (append (eglot--TextDocumentPositionParams)
-                            (list :context (list :triggerKind (if automatic 2 1))))
-                    :success-fn (lambda (result) (sculpt--on-result buffer tick pos result))
-                    :error-fn (lambda (err)
-                                ;; Stale or cancelled answers are expected
-                                ;; while typing; others are shown once.
-                                (unless (memq (plist-get err :code) sculpt--quiet-error-codes)
-                                  (sculpt--report-error
-                                   server (or (plist-get err :message) (format "%S" err)))))
-                    :timeout-fn #'ignore)))))))
+      ;; No $/cancelRequest for the one in flight: the server answers a
+      ;; document's older request as superseded when a newer one comes.
+      (let* ((buffer (current-buffer)) (tick (buffer-chars-modified-tick)) (pos (point))
+             (n (setq sculpt--request-count (1+ sculpt--request-count)))
+             (done (lambda ()
+                     (when (buffer-live-p buffer)
+                       (with-current-buffer buffer
+                         (when (eql sculpt--pending n) (setq sculpt--pending nil)))))))
+        (setq sculpt--pending n)
+        (jsonrpc-async-request
+         server :textDocument/inlineCompletion
+         (append (eglot--TextDocumentPositionParams)
+                 (list :context (list :triggerKind (if automatic 2 1))))
+         :success-fn (lambda (result)
+                       (funcall done)
+                       (sculpt--on-result buffer tick pos result))
+         :error-fn (lambda (err)
+                     (funcall done)
+                     ;; Stale or cancelled answers are expected while
+                     ;; typing; others are shown once.
+                     (unless (memq (plist-get err :code) sculpt--quiet-error-codes)
+                       (sculpt--report-error
+                        server (or (plist-get err :message) (format "%S" err)))))
+         :timeout-fn done)))))
+
+(defun sculpt-pending-p ()
+  "Non-nil while a request from this buffer awaits its answer."
+  sculpt--pending)
 
 (defun sculpt--execute (command)
   (let ((server (sculpt--server)))

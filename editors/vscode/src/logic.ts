@@ -108,8 +108,9 @@ export function isQuietError(code: unknown): boolean {
 /**
  * Remembers which error messages the user has been shown, so each is shown
  * once. A message containing one already shown, or contained in one, counts
- * as shown: a failed request repeats the server's status message ("no model:
- * X" after "X"), and automatic requests fail the same way on every keystroke.
+ * as shown, numbers aside: a failed request repeats the server's status
+ * message ("no model: X" after "X"), and automatic requests fail the same
+ * way on every keystroke, with other counts ("768 prefix + 32 canvas ...").
  */
 export class ShownErrors {
   private readonly seen: string[] = [];
@@ -117,8 +118,9 @@ export class ShownErrors {
   /** True the first time `message` (or a message like it) is offered. */
   firstTime(message: string): boolean {
     if (message === '') return false;
-    if (this.seen.some((m) => m.includes(message) || message.includes(m))) return false;
-    this.seen.push(message);
+    const key = message.replace(/[0-9]+/g, '#');
+    if (this.seen.some((m) => m.includes(key) || key.includes(m))) return false;
+    this.seen.push(key);
     return true;
   }
 

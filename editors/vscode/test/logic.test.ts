@@ -72,6 +72,8 @@ test('ShownErrors: each message once; one containing another counts as seen', ()
   assert.equal(s.firstTime('/m/config.json: cannot open'), false);
   assert.equal(s.firstTime('textDocument/inlineCompletion: no model: /m/config.json: cannot open'), false);
   assert.equal(s.firstTime('infill: exceeds the context'), true);
+  assert.equal(s.firstTime('infill: 768 prefix + 32 canvas exceed'), true);
+  assert.equal(s.firstTime('infill: 632 prefix + 16 canvas exceed'), false);
   assert.equal(s.firstTime(''), false);
   s.clear();
   assert.equal(s.firstTime('infill: exceeds the context'), true);

@@ -162,15 +162,17 @@ local shown_errors = {}
 local QUIET_CODES = { [-32800] = true, [-32801] = true, [-32802] = true }
 
 -- Shows `msg` with vim.notify at WARN unless it, or a message containing it
--- or contained in it, was shown before: a failed request repeats the
--- server's status message ("no model: X" after "X"), and an automatic
--- request fails the same way on every keystroke. Returns true when shown.
+-- or contained in it, was shown before, numbers aside: a failed request
+-- repeats the server's status message ("no model: X" after "X"), and
+-- automatic requests fail the same way on every keystroke, with other
+-- counts ("768 prefix + 32 canvas ..."). Returns true when shown.
 function M._report_error(msg)
   if type(msg) ~= 'string' or msg == '' then return false end
+  local key = msg:gsub('%d+', '#')
   for seen in pairs(shown_errors) do
-    if seen:find(msg, 1, true) or msg:find(seen, 1, true) then return false end
+    if seen:find(key, 1, true) or key:find(seen, 1, true) then return false end
   end
-  shown_errors[msg] = true
+  shown_errors[key] = true
   vim.schedule(function() vim.notify('sculpt: ' .. msg, vim.log.levels.WARN) end)
   return true
 end
@@ -224,7 +226,10 @@ function M.request(manual)
   params.context = { triggerKind = manual and 1 or 2 }
   local tick = api.nvim_buf_get_changedtick(bufnr)
   if M._pending then pcall(ccancel, M._pending.client, M._pending.id) end
-  local ok, id = crequest(client, 'textDocument/inlineCompletion', params, function(err, result)
+  -- Declared first: the handler must see this request's id (a `local ok,
+  -- id = ...` is not in scope inside its own right-hand side).
+  local ok, id
+  ok, id = crequest(client, 'textDocument/inlineCompletion', params, function(err, result)
     if M._pending and M._pending.id == id then M._pending = nil end
     on_inline_result(bufnr, tick, err, result)
   end, bufnr)
