@@ -94,15 +94,26 @@ The server adds its own debounce, fitted to the typing rhythm."
   "JSON-RPC error codes that are part of normal typing, never shown:
 the request was cancelled (by us or the server) or the document changed.")
 
+(defun sculpt--error-key (text)
+  "What makes two error messages the same error: TEXT without the LSP
+method the server puts first (\"textDocument/inlineCompletion: \") and
+with any number as #: automatic requests fail the same way on every
+edit, with other counts."
+  (replace-regexp-in-string
+   "[0-9]+" "#"
+   (replace-regexp-in-string
+    "\\`\\(?:\\(?:textDocument\\|workspace\\|completionItem\\|codeAction\\)/[[:alpha:]/]+: \\)+"
+    "" text t t)
+   t t))
+
 (defun sculpt--report-error (server text)
   "Show TEXT, an error from SERVER, unless it was shown before.
-A message containing TEXT or contained in it counts as shown, numbers
-aside: a failed request repeats the server's status message, and
-automatic requests fail the same way on every edit, with other counts.
-Returns non-nil when shown."
+One whose key (`sculpt--error-key') contains this one's, or is contained
+in it, counts as shown: a failed request repeats the server's status
+message.  Returns non-nil when shown."
   (when-let* (((stringp text))
               ((not (string-empty-p text)))
-              (key (replace-regexp-in-string "[0-9]+" "#" text t t))
+              (key (sculpt--error-key text))
               ((not (cl-some (lambda (seen) (or (string-search key seen)
                                                 (string-search seen key)))
                              (oref server shown-errors)))))

@@ -194,12 +194,14 @@ def exchanges(records, method):
     return [tuple(e) for e in out]
 
 
-def check_answers(records, positions, method="textDocument/inlineCompletion"):
-    """Each position was asked for, and every request of `method` got an
-    answer that is not an error. Prints one line per request. Returns the
-    list of failures (strings)."""
+def check_answers(records, positions, method="textDocument/inlineCompletion", trigger=None):
+    """Each position was asked for, and every request of `method` (only
+    those of context.triggerKind `trigger` when given: 1 asked for, 2
+    automatic) got an answer that is not an error. Prints one line per
+    request. Returns the list of failures (strings)."""
     fails = []
-    ex = exchanges(records, method)
+    ex = [(p, r) for p, r in exchanges(records, method)
+          if trigger is None or (p.get("context") or {}).get("triggerKind") == trigger]
     for params, resp in ex:
         pos = params["position"]
         where = "%s:%d:%d" % (params["textDocument"]["uri"].rsplit("/", 1)[-1],
@@ -333,3 +335,41 @@ def parent_workspace(tmp):
     git_work_tree(jq)
     shutil.copytree(os.path.join(REAL, "click"), os.path.join(parent, "click"))
     return parent, jq
+
+
+# ------------------------------------------------------------ VS Code tools
+
+def tools_dir():
+    """Where tools/editor_tools.sh installs the pinned node, npm and
+    code-server: $SCULPT_TOOLS_DIR, default ~/.cache/sculpt-tools."""
+    return os.environ.get("SCULPT_TOOLS_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                              "sculpt-tools")
+
+
+def node_env(base=None):
+    """An environment whose PATH starts with the pinned node and npm when
+    tools/editor_tools.sh installed them (else the system's), and the node
+    major version found there: (env, major)."""
+    env = dict(base if base is not None else os.environ, npm_config_update_notifier="false")
+    pinned = os.path.join(tools_dir(), "bin")
+    if os.path.exists(os.path.join(pinned, "node")):
+        env["PATH"] = pinned + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    node = shutil.which("node", path=env.get("PATH"))
+    if not node or not shutil.which("npm", path=env.get("PATH")):
+        return env, 0
+    out = subprocess.run([node, "-p", "process.versions.node.split('.')[0]"],
+                         capture_output=True, text=True, env=env).stdout.strip()
+    return env, int(out or 0)
+
+
+def code_server():
+    """The code-server entry script tools/editor_tools.sh installed, or None."""
+    d = tools_dir()
+    if not os.path.isdir(d):
+        return None
+    for name in sorted(os.listdir(d), reverse=True):
+        entry = os.path.join(d, name, "lib", "node_modules", "code-server", "out", "node",
+                             "entry.js")
+        if name.startswith("code-server-") and os.path.exists(entry):
+            return entry
+    return None

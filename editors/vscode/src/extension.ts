@@ -45,9 +45,10 @@ function showStatus(): void {
   item.show();
 }
 
-/** Writes `message` to the output channel, the first time it is seen. */
-function logErrorOnce(message: string): void {
-  if (shownErrors.firstTime(message)) output.warn(message);
+/** Writes `what` and `message` to the output channel, the first time the
+ * message (or one like it, see ShownErrors) is seen. */
+function logErrorOnce(message: string, what = ''): void {
+  if (shownErrors.firstTime(message)) output.warn(what + message);
 }
 
 /** A failed request: the warning item, and the message logged once. */
@@ -55,7 +56,7 @@ function requestFailed(e: unknown): void {
   const code = (e as { code?: unknown } | undefined)?.code;
   if (e instanceof vscode.CancellationError || isQuietError(code)) return;
   const message = e instanceof Error ? e.message : String(e);
-  logErrorOnce(`completion request failed: ${message}`);
+  logErrorOnce(message, 'completion request failed: ');
   if (requestError !== message) {
     requestError = message;
     showStatus();
@@ -68,6 +69,20 @@ function requestSucceeded(): void {
   showStatus();
 }
 
+/** Runs a completion provider of the language client: a failure is
+ * reported (above) and answered with no completion; a cancellation passes. */
+async function guarded<T>(provide: () => vscode.ProviderResult<T>): Promise<T | null | undefined> {
+  try {
+    const result = await provide();
+    requestSucceeded();
+    return result;
+  } catch (e) {
+    requestFailed(e);
+    if (e instanceof vscode.CancellationError) throw e;
+    return null;
+  }
+}
+
 async function start(): Promise<void> {
   const { command, args } = serverCommand(config().get<string>('serverPath'));
   const serverOptions: ServerOptions = { command, args, options: { env: serverEnv(process.env) } };
@@ -78,18 +93,12 @@ async function start(): Promise<void> {
     initializationOptions: settings(),
     middleware: {
       // Automatic completion off: only explicit requests reach the server.
-      provideInlineCompletionItems: async (document, position, context, token, next) => {
+      provideInlineCompletionItems: (document, position, context, token, next) => {
         if (!shouldAsk(automatic(), context.triggerKind)) return null;
-        try {
-          const result = await next(document, position, context, token);
-          requestSucceeded();
-          return result;
-        } catch (e) {
-          requestFailed(e);
-          if (e instanceof vscode.CancellationError) throw e;
-          return null;
-        }
+        return guarded(() => next(document, position, context, token));
       },
+      provideCompletionItem: (document, position, context, token, next) =>
+        guarded(() => next(document, position, context, token)),
       workspace: {
         // The server pulls section "sculpt": answer with what it reads.
         configuration: (params) =>

@@ -106,19 +106,29 @@ export function isQuietError(code: unknown): boolean {
 }
 
 /**
+ * What makes two error messages the same error: the text without the LSP
+ * method the server puts first ("textDocument/completion: ") and with any
+ * number as "#" (automatic requests fail the same way on every keystroke,
+ * with other counts: "768 prefix + 32 canvas ...").
+ */
+export function errorKey(message: string): string {
+  return message.replace(/^(?:(?:textDocument|workspace|completionItem|codeAction)\/[A-Za-z/]+: )+/, '')
+    .replace(/[0-9]+/g, '#');
+}
+
+/**
  * Remembers which error messages the user has been shown, so each is shown
- * once. A message containing one already shown, or contained in one, counts
- * as shown, numbers aside: a failed request repeats the server's status
- * message ("no model: X" after "X"), and automatic requests fail the same
- * way on every keystroke, with other counts ("768 prefix + 32 canvas ...").
+ * once. A message whose key (errorKey) contains one already shown, or is
+ * contained in one, counts as shown: a failed request repeats the server's
+ * status message ("no model: X" after "X").
  */
 export class ShownErrors {
   private readonly seen: string[] = [];
 
   /** True the first time `message` (or a message like it) is offered. */
   firstTime(message: string): boolean {
-    if (message === '') return false;
-    const key = message.replace(/[0-9]+/g, '#');
+    const key = errorKey(message);
+    if (key === '') return false;
     if (this.seen.some((m) => m.includes(key) || key.includes(m))) return false;
     this.seen.push(key);
     return true;

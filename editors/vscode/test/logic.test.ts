@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
-  isQuietError, SERVER_SETTINGS, serverCommand, serverEnv, serverSettings, shouldAsk, ShownErrors, statusBar,
+  errorKey, isQuietError, SERVER_SETTINGS, serverCommand, serverEnv, serverSettings, shouldAsk, ShownErrors, statusBar,
 } from '../src/logic';
 import * as pkg from '../package.json';
 
@@ -74,6 +74,8 @@ test('ShownErrors: each message once; one containing another counts as seen', ()
   assert.equal(s.firstTime('infill: exceeds the context'), true);
   assert.equal(s.firstTime('infill: 768 prefix + 32 canvas exceed'), true);
   assert.equal(s.firstTime('infill: 632 prefix + 16 canvas exceed'), false);
+  assert.equal(s.firstTime('textDocument/inlineCompletion: backend x is unreachable'), true);
+  assert.equal(s.firstTime('textDocument/completion: backend x is unreachable'), false);
   assert.equal(s.firstTime(''), false);
   s.clear();
   assert.equal(s.firstTime('infill: exceeds the context'), true);
@@ -82,4 +84,9 @@ test('ShownErrors: each message once; one containing another counts as seen', ()
 test('serverEnv: the server writes only errors to stderr, unless SCULPT_LOG says otherwise', () => {
   assert.deepEqual(serverEnv({ PATH: '/bin' }), { PATH: '/bin', SCULPT_LOG: 'error' });
   assert.equal(serverEnv({ SCULPT_LOG: 'debug' }).SCULPT_LOG, 'debug');
+});
+
+test('errorKey: no leading LSP method, numbers as #', () => {
+  assert.equal(errorKey('textDocument/inlineCompletion: infill: 768 prefix'), 'infill: # prefix');
+  assert.equal(errorKey('/m/config.json: cannot open'), '/m/config.json: cannot open');
 });

@@ -161,14 +161,30 @@ local shown_errors = {}
 -- was cancelled by the client or the server, or the document changed.
 local QUIET_CODES = { [-32800] = true, [-32801] = true, [-32802] = true }
 
--- Shows `msg` with vim.notify at WARN unless it, or a message containing it
--- or contained in it, was shown before, numbers aside: a failed request
--- repeats the server's status message ("no model: X" after "X"), and
--- automatic requests fail the same way on every keystroke, with other
--- counts ("768 prefix + 32 canvas ..."). Returns true when shown.
+-- What makes two messages the same error: the text without the LSP method
+-- the server puts first ("textDocument/inlineCompletion: ") and with any
+-- number as '#' (automatic requests fail the same way on every keystroke,
+-- with other counts: "768 prefix + 32 canvas ...").
+function M._error_key(msg)
+  local key = msg
+  local rest
+  repeat
+    rest = nil
+    for _, ns in ipairs({ 'textDocument', 'workspace', 'completionItem', 'codeAction' }) do
+      rest = rest or key:match('^' .. ns .. '/[%a/]+: (.*)$')
+    end
+    if rest then key = rest end
+  until not rest
+  return (key:gsub('%d+', '#'))
+end
+
+-- Shows `msg` with vim.notify at WARN unless its key (above) contains, or is
+-- contained in, the key of one shown before: a failed request repeats the
+-- server's status message ("no model: X" after "X"). Returns true when
+-- shown.
 function M._report_error(msg)
   if type(msg) ~= 'string' or msg == '' then return false end
-  local key = msg:gsub('%d+', '#')
+  local key = M._error_key(msg)
   for seen in pairs(shown_errors) do
     if seen:find(key, 1, true) or key:find(seen, 1, true) then return false end
   end
