@@ -237,9 +237,17 @@ async function askHere(page, uriEnd, line, col) {
   }
   await until(() => ex.response || inlineExchanges().slice(before).find((e) => e.uri.endsWith(uriEnd)).response,
     120000, `the answer at ${uriEnd}:${line + 1}:${col + 1}`);
-  await sleep(500);
   const done = inlineExchanges().slice(before).find((e) => e.uri.endsWith(uriEnd));
-  return { response: done.response, ghost: await ghostText(page) };
+  // Something to show: give VS Code time to draw it; else a moment.
+  const items = (done.response.result && (done.response.result.items || done.response.result)) || [];
+  const some = Array.isArray(items) && items.some((i) => i.insertText);
+  let ghost = '';
+  try {
+    ghost = await until(async () => (await ghostText(page)) || null, some ? 5000 : 300, 'ghost text');
+  } catch {
+    ghost = await ghostText(page);
+  }
+  return { response: done.response, ghost };
 }
 
 // --------------------------------------------------------------------- steps
