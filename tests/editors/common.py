@@ -315,13 +315,10 @@ def run_spec(cmd, spec, env, tmp, timeout=600, cwd=None):
 
 
 def closed_port():
-    """A loopback port nothing listens on (bound, then closed)."""
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port nothing listens on: the remote tests' helper."""
+    sys.path.insert(0, os.path.join(SRC, "tests", "remote"))
+    from mockfim import closed_port as remote_closed_port
+    return remote_closed_port()
 
 
 def parent_workspace(tmp):

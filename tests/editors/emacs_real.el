@@ -98,7 +98,7 @@ Returns non-nil when sculpt-mode is on with a model that loaded or failed."
                 (push (list :file (plist-get p :file) :line (plist-get p :line)
                             :col (plist-get p :col) :mode (symbol-name major-mode)
                             :shown shown
-                            :overlay (if (and ov (= (overlay-start ov) (point))
+                            :drawn (if (and ov (= (overlay-start ov) (point))
                                               (equal (substring-no-properties
                                                       (overlay-get ov 'after-string))
                                                      shown))

@@ -87,9 +87,13 @@ local ok, err = pcall(function()
       vim.api.nvim_win_set_cursor(0, { p.line + 1, p.col })
       local shown = ask()
       local marks = vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().sculpt, 0, -1,
-                                                  {})
+                                                  { details = true })
+      -- Drawn: one extmark, at the cursor, carrying the text.
+      local vt = marks[1] and marks[1][4].virt_text
+      local drawn = #marks == 1 and marks[1][2] == p.line and marks[1][3] == p.col
+        and vt ~= nil and vt[1][1] == vim.split(shown or '', '\n', { plain = true })[1]
       out.positions[#out.positions + 1] = { file = p.file, line = p.line, col = p.col,
-                                            shown = shown or vim.NIL, extmarks = #marks }
+                                            shown = shown or vim.NIL, drawn = drawn }
       log(string.format('%s:%d:%d -> %s', p.file, p.line + 1, p.col + 1, vim.inspect(shown)))
       sculpt.dismiss()
     end
