@@ -10,7 +10,8 @@ to the model). The repositories of tests/data/real, each opened as its own folde
    an error (the recorded conversation), ghost text shows at one position
    at least.
 2. click/src/click/core.py: typing on an empty line inside a method shows
-   ghost text, and Tab puts exactly that text into the line. Screenshots:
+   ghost text (the first of a few such lines where the shipped model
+   offers something), and Tab puts exactly that text into the line. Screenshots:
    $SCULPT_BUILD_DIR/vscode-ghost-text.png (shown) and
    vscode-accepted.png (after Tab).
 3. In the jq window, the folder's settings get a `sculpt.backend` on a
@@ -51,9 +52,14 @@ broken_at = {"file": "src/builtin.c", "line": 1030, "col": 0, "lineText": "", "t
 windows = [
     {"folder": os.path.join(ws, "click"), "steps": [
         asks("click"),
-        {"kind": "type", "file": "src/click/core.py", "line": 1224, "col": 0, "lineText": "",
-         "text": "        if", "shot": shot("vscode-ghost-text.png"),
-         "shotAccepted": shot("vscode-accepted.png")}]},
+        # Empty lines in method bodies; the first where the model offers
+        # something is the one screenshotted.
+        {"kind": "type", "tries": [
+            {"file": "src/click/core.py", "line": 1224, "text": "        if"},
+            {"file": "src/click/core.py", "line": 2519, "text": "            if"},
+            {"file": "src/click/core.py", "line": 2433, "text": "        if"},
+            {"file": "src/click/core.py", "line": 1462, "text": "        return"}],
+         "shot": shot("vscode-ghost-text.png"), "shotAccepted": shot("vscode-accepted.png")}]},
     {"folder": os.path.join(ws, "jq"), "steps": [
         asks("jq"),
         {"kind": "settings", "settings": {"sculpt.backend": {
@@ -93,10 +99,14 @@ for r in by_kind.get("type", []):
     if "failed" in r:
         continue
     ghost = r["ghost"]
-    print("typed %r; ghost text %r; the line after Tab %r" % (r["lineBefore"], ghost, r["lineAfter"]))
+    if r["misses"]:
+        print("typing: nothing offered at %s" % ", ".join(r["misses"]))
     if not ghost:
-        fails.append("no ghost text after typing")
-    elif r["lineAfter"] != r["lineBefore"] + ghost.split("\n")[0]:
+        fails.append("no ghost text after typing at any of the tries")
+        continue
+    print("typed %r at core.py:%d; ghost text %r; the line after Tab %r"
+          % (r["lineBefore"], r["at"]["line"] + 1, ghost, r["lineAfter"]))
+    if r["lineAfter"] != r["lineBefore"] + ghost.split("\n")[0]:
         fails.append("Tab did not insert the ghost text: %r + %r -> %r"
                      % (r["lineBefore"], ghost, r["lineAfter"]))
     cursor = r["cursorAfter"] or {}

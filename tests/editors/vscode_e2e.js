@@ -12,7 +12,8 @@
 // SPEC: {base, chromium, profile, tap, result, extension, windows: [...]}:
 // each window opens a folder and runs its steps in order:
 //   {kind: "positions", positions: [{file, line, col, text}]}  ask at each
-//   {kind: "type", file, line, col, text, shot, shotAccepted}  type, Tab
+//   {kind: "type", tries: [{file, line, text}], shot, shotAccepted}  type
+//     on an empty line until ghost text shows, then Tab
 //   {kind: "settings", settings}  write the folder's .vscode/settings.json
 //     ({} removes it) and wait for the server to get the change
 //   {kind: "status", file, line, col, text, shot}  type, read the status
@@ -252,30 +253,58 @@ async function askHere(page, uriEnd, line, col) {
 
 // --------------------------------------------------------------------- steps
 
+/** Types `text` at each of `t.tries` (empty lines) in turn until ghost text
+ * shows (the shipped model often has nothing to offer; each miss is typed
+ * away again), then screenshots it, presses Tab and reads the line. */
 async function stepType(page, folder, t) {
-  await openFile(page, t.file);
-  await serverUp(page);
-  await gotoPosition(page, t.line, t.col, t.lineText);
-  const before = inlineExchanges().length;
-  await page.keyboard.type(t.text, { delay: 60 });
-  try {
-    await until(async () => (await ghostText(page)) || null, 60000, 'ghost text');
-  } catch (e) {
-    log(String(e));
+  const misses = [];
+  for (const at of t.tries) {
+    await openFile(page, at.file);
+    await serverUp(page);
+    await gotoPosition(page, at.line, 0, '');
+    const before = inlineExchanges().length;
+    await page.keyboard.type(at.text, { delay: 60 });
+    // The answer to the last request VS Code made while typing.
+    let last = null;
+    try {
+      last = await until(() => {
+        const ex = inlineExchanges().slice(before).filter((e) => e.uri.endsWith(at.file));
+        const e = ex[ex.length - 1];
+        return e && e.response && e.character === at.text.length ? e : null;
+      }, 60000, 'the answer after typing');
+    } catch (e) {
+      log(String(e));
+    }
+    const items = last && last.response.result && (last.response.result.items || last.response.result);
+    let ghost = '';
+    if (Array.isArray(items) && items.some((i) => i.insertText)) {
+      try {
+        ghost = await until(async () => (await ghostText(page)) || null, 5000, 'ghost text');
+      } catch {
+        ghost = '';
+      }
+    }
+    if (!ghost) {
+      misses.push(`${at.file}:${at.line + 1}`);
+      log(`nothing to show after typing at ${at.file}:${at.line + 1}`);
+      await page.keyboard.press('Escape');
+      await key(page, 'Shift+Home');
+      await key(page, 'Shift+Home');
+      await page.keyboard.press('Delete');
+      continue;
+    }
+    await sleep(300);
+    const lineBefore = await cursorLineText(page);
+    if (t.shot) await page.screenshot({ path: t.shot });
+    const status = await statusItem(page);
+    await page.keyboard.press('Tab');
+    await sleep(800);
+    const lineAfter = await cursorLineText(page);
+    const cursorAfter = await cursorLineCol(page);
+    if (t.shotAccepted) await page.screenshot({ path: t.shotAccepted });
+    return { at, misses, ghost, lineBefore, lineAfter, cursorAfter, status };
   }
-  await sleep(300);
-  const ghost = await ghostText(page);
-  const lineBefore = await cursorLineText(page);
-  if (t.shot) await page.screenshot({ path: t.shot });
-  const status = await statusItem(page);
-  await page.keyboard.press('Tab');
-  await sleep(800);
-  const lineAfter = await cursorLineText(page);
-  const cursorAfter = await cursorLineCol(page);
-  if (t.shotAccepted) await page.screenshot({ path: t.shotAccepted });
-  const requests = inlineExchanges().slice(before);
-  return { ghost, lineBefore, lineAfter, cursorAfter, status,
-           requests: requests.length, answered: requests.filter((r) => r.response).length };
+  return { misses, ghost: '' };
 }
 
 async function stepPositions(page, folder, t) {
