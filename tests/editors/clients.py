@@ -98,11 +98,16 @@ def run(editor, spec, tmp, cwd, extra_env=None):
     return result, tap
 
 
-def finish(fails):
+def finish(fails, tmp=None):
+    """Reports; on success removes the test's folder (kept on failure, to
+    look into)."""
     for f in fails:
         print("FAIL: " + f)
     if fails:
+        print("kept for a look: %s" % tmp)
         sys.exit(1)
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
     print("PASS")
     sys.exit(0)
 
@@ -132,7 +137,7 @@ def real(editor):
     told = editor.told(result)
     if told:
         fails.append("the user was told of errors: %s" % told)
-    finish(fails)
+    finish(fails, tmp)
 
 
 def errors(editor, requests=3):
@@ -171,7 +176,7 @@ def errors(editor, requests=3):
     port = closed_port()
     case("backend", {"backend": {"url": "http://127.0.0.1:%d" % port, "maxTries": 1}}, {},
          "ready", "127.0.0.1:%d" % port)
-    finish(fails)
+    finish(fails, tmp)
 
 
 def root(editor):
@@ -186,7 +191,7 @@ def root(editor):
     print("started in %s; root %s; index %s; the checkout alone: %s files"
           % (parent, result.get("root"), index, expected))
     if not expected:
-        finish(["the server did not index the checkout itself"])
+        finish(["the server did not index the checkout itself"], tmp)
     if index.get("state") != "ready" or index.get("files") != expected:
-        finish(["the index is %s, expected %d files (the checkout)" % (index, expected)])
-    finish([])
+        finish(["the index is %s, expected %d files (the checkout)" % (index, expected)], tmp)
+    finish([], tmp)

@@ -46,6 +46,7 @@ class Session:
         self.node = shutil.which("node", path=self.env0["PATH"])
         self.build = (os.environ.get("SCULPT_BUILD_DIR")
                       or tempfile.mkdtemp(prefix="sculpt-vscode-shots-"))
+        os.makedirs(self.build, exist_ok=True)
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         self.home = os.path.join(self.tmp, "home")
         os.makedirs(self.home)
@@ -143,6 +144,18 @@ class Session:
                 server.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
+
+    def done(self, fails):
+        """Reports; on success removes the session's folder (kept on
+        failure, to look into), then exits."""
+        for f in fails:
+            print("FAIL: " + f)
+        if fails:
+            print("kept for a look: %s" % self.tmp)
+            sys.exit(1)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        print("PASS")
+        sys.exit(0)
 
     def channel_log(self, want):
         """The sculpt output channel of the window whose server met `want`:
