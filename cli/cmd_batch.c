@@ -33,7 +33,6 @@
 #define MAX_CANDIDATES 16
 #define CONTEXT_TOKENS 1024 /* prefix + suffix tokens given to the model per site */
 #define BYTES_PER_TOKEN 8   /* text window = tokens x this, then trimmed by tokens */
-#define TMP_TAG ".sculpt-"  /* temp files: .NAME.sculpt-XXXXXX, skipped by the walk */
 
 /* The engine polls this between steps; SIGINT sets it. */
 static _Atomic int g_cancel;
@@ -193,71 +192,6 @@ static json_t *json_text(const char *t, size_t len) {
 
 /* ---- writing ---------------------------------------------------------------- */
 
-/* Writes data atomically over path: a temp file in the same directory with
- * the given permissions, fsync, rename, fsync of the directory. A kill at any
- * point leaves either the old or the new file whole (at worst a stray
- * .NAME.sculpt-XXXXXX next to it). */
-static sc_status write_atomic(const char *path, const char *data, size_t len, mode_t perm,
-                              sc_error *err) {
-  char *d1 = strdup(path), *d2 = strdup(path);
-  if (!d1 || !d2) {
-    free(d1);
-    free(d2);
-    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
-  }
-  const char *dir = dirname(d1), *base = basename(d2);
-  size_t tl = strlen(dir) + strlen(base) + 32;
-  char *tmp = malloc(tl);
-  if (!tmp) {
-    free(d1);
-    free(d2);
-    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
-  }
-  snprintf(tmp, tl, "%s/.%s" TMP_TAG "XXXXXX", dir, base);
-  sc_status st = SC_OK;
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    st = sc_error_set(err, SC_ERR_IO, "cannot create a temp file next to %s: %s", path,
-                      strerror(errno));
-    goto out;
-  }
-  bool ok = fchmod(fd, perm) == 0;
-  for (size_t off = 0; ok && off < len;) {
-    ssize_t w = write(fd, data + off, len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ok = false;
-    else off += (size_t)w;
-  }
-  ok = ok && fsync(fd) == 0;
-  int saved = errno;
-  if (close(fd) != 0) ok = false;
-  if (!ok) {
-    unlink(tmp);
-    st = sc_error_set(err, SC_ERR_IO, "cannot write %s: %s", tmp, strerror(saved));
-    goto out;
-  }
-  /* Test-only hook (tests/batch): die where a crash hurts most, between the
-   * complete temp file and the rename, to show no partial file is left. */
-  const char *kill_env = getenv("SCULPT_TEST_KILL_BEFORE_RENAME");
-  if (kill_env && strcmp(kill_env, "1") == 0) raise(SIGKILL);
-  if (rename(tmp, path) != 0) {
-    saved = errno;
-    unlink(tmp);
-    st = sc_error_set(err, SC_ERR_IO, "cannot replace %s: %s", path, strerror(saved));
-    goto out;
-  }
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    fsync(dfd); /* best effort: the rename itself is already atomic */
-    close(dfd);
-  }
-out:
-  free(tmp);
-  free(d1);
-  free(d2);
-  return st;
-}
-
 /* Writes text over the file when the disk still holds what we last saw;
  * SC_ERR_STALE when someone else changed it. */
 static sc_status file_replace(file_ent *f, const char *text, size_t len, sc_error *err) {
@@ -269,7 +203,7 @@ static sc_status file_replace(file_ent *f, const char *text, size_t len, sc_erro
   free(now);
   SC_CHECK(same, err, SC_ERR_STALE, "%s changed on disk after it was read; not written",
            f->path);
-  SC_TRY(write_atomic(f->path, text, len, f->perm, err));
+  SC_TRY(sc_cli_write_atomic(f->path, text, len, f->perm, err));
   char *copy = dupn(text, len);
   SC_CHECK(copy, err, SC_ERR_NOMEM, "out of memory");
   free(f->disk);
