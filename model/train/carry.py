@@ -18,6 +18,11 @@ not here by a Python pass that would cost device time to undo:
                the token count and SHA-256 of each split's stream made here,
                which the device's must equal)
 
+    carry.py size CARRY [--repo DIR] [--limit BYTES]
+        what travels to the GPU machine: the repository's files that git
+        does not ignore plus CARRY, item by item; exit 1 past the limit
+        (default 64 MiB, the device tool's)
+
     carry.py unpack CARRY DEST [--sculpt BIN] [--threads N]
         DEST: corpus/manifest.json, corpus/heldout.jsonl, tokenizer.json and
               cache/<train.py's cache names>.npy, i.e. run_gpu.sh's INPUT.
@@ -151,6 +156,41 @@ def pack(a):
     return 0
 
 
+def size(a):
+    import subprocess
+    names = subprocess.run(["git", "-C", a.repo, "ls-files", "-z", "-co", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    paths = [os.path.join(a.repo, n) for n in names if n]
+    tree = sum(os.path.getsize(p) for p in paths if os.path.isfile(p) and not os.path.islink(p))
+    sizes = {}
+    for dp, _, fns in os.walk(a.carry):
+        for f in fns:
+            rel = os.path.relpath(os.path.join(dp, f), a.carry)
+            key = "corpus/*.jsonl.xz (the corpus)" if rel.endswith(".jsonl.xz") else rel
+            sizes[key] = sizes.get(key, 0) + os.path.getsize(os.path.join(dp, f))
+    with open(os.path.join(a.carry, "carry.json")) as f:
+        info = json.load(f)
+    raw = sum(x["raw_bytes"] for x in info["shards"])
+    xz = sum(x["xz_bytes"] for x in info["shards"])
+    total = tree + sum(sizes.values())
+    print("what travels to the GPU machine:")
+    print(f"  {'the repository (git ls-files -co --exclude-standard)':55s} {tree / 1e6:7.2f} MB")
+    for k in sorted(sizes, key=lambda k: -sizes[k]):
+        extra = (f"  {raw / 1e6:.0f} MB of JSON Lines, {raw / max(xz, 1):.1f}x"
+                 if "corpus)" in k else "")
+        print(f"  {os.path.basename(a.carry) + '/' + k:55s} {sizes[k] / 1e6:7.2f} MB{extra}")
+    src = sum((info.get("bytes_per_lang") or {}).values())
+    langs = ", ".join(f"{k} {v / 1e6:.0f}" for k, v in sorted((info.get("bytes_per_lang") or {}).items()))
+    print(f"  {'total':55s} {total / 1e6:7.2f} MB of {a.limit / 1e6:.2f} MB "
+          f"({100 * total / a.limit:.1f}%)")
+    print(f"corpus: {src / 1e6:.1f} MB of source ({langs}); "
+          f"{info.get('expect', {}).get('train', {}).get('tokens', '?')} training tokens")
+    if total > a.limit:
+        print(f"carry.py size: {total} bytes would travel, over the {a.limit} limit", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _unxz(job):
     src, dst = job
     with lzma.open(src, "rb") as i, open(dst, "wb") as o:
@@ -225,8 +265,12 @@ def main(argv=None):
     u.add_argument("dest")
     u.add_argument("--sculpt", help="the sculpt binary to tokenize with")
     u.add_argument("--threads", type=int, default=0)
+    z = sub.add_parser("size")
+    z.add_argument("carry")
+    z.add_argument("--repo", default=os.path.dirname(os.path.dirname(HERE)))
+    z.add_argument("--limit", type=int, default=64 * 1024 * 1024)
     a = ap.parse_args(argv)
-    return pack(a) if a.cmd == "pack" else unpack(a)
+    return {"pack": pack, "unpack": unpack, "size": size}[a.cmd](a)
 
 
 if __name__ == "__main__":
