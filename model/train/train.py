@@ -35,18 +35,7 @@ import export  # noqa: E402
 import tokcache  # noqa: E402
 from model import DiffusionLM, default_config, diffusion_loss  # noqa: E402
 
-PRESETS = {
-    # hidden, layers, heads, kv_heads, inter, seq, batch, lr. "gpu" is the
-    # default model: context 1024 (the LSP's default prompt budget), 13.8M
-    # parameters (bf16 ~28 MB: the shipped file stays <= 32 MB), 128 x 1024
-    # tokens a step.
-    "toy": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                num_key_value_heads=2, intermediate_size=128, seq=128, batch=8, lr=3e-3),
-    "cpu": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-                num_key_value_heads=2, intermediate_size=384, seq=256, batch=8, lr=3e-3),
-    "gpu": dict(hidden_size=320, num_hidden_layers=8, num_attention_heads=5,
-                num_key_value_heads=1, intermediate_size=864, seq=1024, batch=128, lr=1.5e-3),
-}
+from presets import PRESETS  # noqa: E402
 
 
 def tokenize_corpus(corpus_dir, split, tok, cache_dir, log=print):
