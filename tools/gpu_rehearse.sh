@@ -54,9 +54,10 @@ if [ ! -f "$BASE/.sculpt-base" ]; then
                      grep -v security | head -1)}
   MIRROR=${MIRROR:-$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null)}
   say "debootstrap --variant=minbase bookworm from ${MIRROR:?no Debian mirror configured} (once)"
+  mkdir -p "$R"
   rm -rf "$BASE"
   nice -n 10 debootstrap --variant=minbase --include=python3,python3-numpy bookworm "$BASE" "$MIRROR" \
-    > "$R.debootstrap.log" 2>&1 || { tail -20 "$R.debootstrap.log"; exit 1; }
+    > "$R/debootstrap.log" 2>&1 || { tail -20 "$R/debootstrap.log"; exit 1; }
   rm -rf "$BASE"/var/cache/apt/archives/*.deb
   touch "$BASE/.sculpt-base"
 fi
