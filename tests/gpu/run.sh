@@ -92,7 +92,7 @@ if [ -n "$PREBUILT" ]; then
   if unpack_prebuilt; then
     NEED_BUILD=0
     say "- prebuilt elsewhere (tools/gpu_bundle.sh), not built here: commit $(info commit)," \
-        "$(info nvcc | sed 's/.*\(cuda_[0-9.]*\).*/\1/'), architectures $(info 'cuda architectures')," \
+        "nvcc $(info nvcc | sed 's/.*cuda_\([0-9]*\.[0-9]*\).*/\1/'), architectures $(info 'cuda architectures')," \
         "$(info built | sed 's/^[^ ]* on //'); $(tr '\n' ' ' < "$LOGS/prebuilt.log")"
   else
     say "- the prebuilt binaries ($PREBUILT) do not run here. Why:"
