@@ -14,7 +14,7 @@ not here by a Python pass that would cost device time to undo:
                in order), corpus/heldout.jsonl.xz, corpus/manifest.json
                (without its per-file list: train.py needs only the hash; the
                full manifest, the license record, stays here),
-               tokenizer.json, carry.json (what is here, and with --sculpt
+               tokenizer.json.xz, carry.json (what is here, and with --sculpt
                the token count and SHA-256 of each split's stream made here,
                which the device's must equal)
 
@@ -115,7 +115,11 @@ def pack(a):
     slim["note"] = "carried copy: the per-file list stays with the full manifest"
     with open(os.path.join(out, "corpus", "manifest.json"), "w") as f:
         json.dump(slim, f, indent=1)
-    shutil.copyfile(tok, os.path.join(out, "tokenizer.json"))
+    for stale in ("tokenizer.json", "tokenizer.json.xz"):
+        if os.path.exists(os.path.join(out, stale)):
+            os.remove(os.path.join(out, stale))
+    with open(tok, "rb") as i, lzma.open(os.path.join(out, "tokenizer.json.xz"), "wb", preset=9) as o:
+        o.write(i.read())
 
     jobs = []
     train = os.path.join(cin, "train.jsonl")
@@ -209,7 +213,7 @@ def unpack(a):
     os.makedirs(work, exist_ok=True)
     shutil.copyfile(os.path.join(src, "manifest.json"), os.path.join(dest_c, "manifest.json"))
     tok = os.path.join(a.dest, "tokenizer.json")
-    shutil.copyfile(os.path.join(a.carry, "tokenizer.json"), tok)
+    _unxz((os.path.join(a.carry, "tokenizer.json.xz"), tok))
     if sha256_file(tok) != info["tokenizer_sha256"]:
         sys.exit("carry.py unpack: tokenizer.json is not the one packed")
     shards = sorted(f for f in os.listdir(src) if f.startswith("train-") and f.endswith(".xz"))
