@@ -31,6 +31,20 @@ import bpe  # noqa: E402
 EOS = "<|endoftext|>"
 
 
+def make_log(path=None, tag=""):
+    """A log function: '[HH:MM:SS] TAG message' printed and, with a path,
+    appended to that file (train.py's log, and its rehearsal stand-in's)."""
+    f = open(path, "a") if path else None
+
+    def log(msg):
+        line = f"[{time.strftime('%H:%M:%S')}] {tag}{msg}"
+        print(line, flush=True)
+        if f:
+            f.write(line + "\n")
+            f.flush()
+    return log
+
+
 def cache_name(corpus_dir, split, tokenizer_path):
     """'<split>-<corpus sha16>-<tokenizer sha16>.npy'."""
     with open(os.path.join(corpus_dir, "manifest.json")) as f:

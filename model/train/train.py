@@ -176,14 +176,7 @@ def main(argv=None):
     ap.add_argument("--log", default=None, help="also append log lines to this file")
     a = ap.parse_args(argv)
 
-    logf = open(a.log, "a") if a.log else None
-
-    def log(msg):
-        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
-        print(line, flush=True)
-        if logf:
-            logf.write(line + "\n")
-            logf.flush()
+    log = tokcache.make_log(a.log)
 
     if a.threads:
         torch.set_num_threads(a.threads)

@@ -50,14 +50,7 @@ def main():
     for f in ("--max-steps", "--batch", "--seq", "--threads", "--seed"):
         ap.add_argument(f, type=int, default=0)
     a = ap.parse_args()
-    logf = open(a.log, "a") if a.log else None
-
-    def log(msg):
-        line = f"[{time.strftime('%H:%M:%S')}] [stand-in] {msg}"
-        print(line, flush=True)
-        if logf:
-            logf.write(line + "\n")
-            logf.flush()
+    log = tokcache.make_log(a.log, "[stand-in] ")
 
     tok = bpe.Tokenizer(a.tokenizer)
     tok.path = a.tokenizer
