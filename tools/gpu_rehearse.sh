@@ -28,8 +28,9 @@
 # run time); 16 cores (the chroot has this machine's).
 #
 # Environment: REHEARSE_DIR (default build-rehearse), CARRY (the prepared
-# carry, default build-train/gpu-carry), MIRROR (default: apt's configured
-# Debian mirror), TRAIN_S / SESSION_S (default 15 / 180).
+# carry, default build-train/gpu-carry), REHEARSE_CORPUS=real (carry the
+# prepared corpus itself instead of the toy one), MIRROR (default: apt's
+# configured Debian mirror), TRAIN_S / SESSION_S (default 15 / 180).
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 R=$(realpath -m "${REHEARSE_DIR:-$SRC/build-rehearse}")
@@ -104,10 +105,14 @@ print(f"toy corpus: {len(recs)} files")
 EOF
 CR=$REPO/build-train/gpu-carry
 mkdir -p "$CR"
-cp "$CARRY/bin.tar.xz" "$CR/"
-BUILD_SCULPT=$SRC/build-carry/sculpt
-/usr/bin/python3 "$SRC/model/train/carry.py" pack "$TOY" "$CR" --shards 4 --level 6 \
-  --sculpt "$BUILD_SCULPT" | tail -3
+if [ "${REHEARSE_CORPUS:-toy}" = real ]; then
+  # The whole prepared carry, its ~300 MB corpus included (a few minutes more).
+  cp -r "$CARRY/." "$CR/"
+else
+  cp "$CARRY/bin.tar.xz" "$CR/"
+  /usr/bin/python3 "$SRC/model/train/carry.py" pack "$TOY" "$CR" --shards 4 --level 6 \
+    --sculpt "$SRC/build-carry/sculpt" | tail -3
+fi
 # The stand-ins (see the header): nvidia-smi, the torch stub, the trainer.
 install -m 755 "$SRC/tools/rehearse/nvidia-smi" "$ROOT/usr/local/bin/nvidia-smi"
 PYSITE=$(chroot "$ROOT" /usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
