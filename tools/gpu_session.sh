@@ -47,7 +47,7 @@ esac
 # The corpus the device trains on: per-language caps (MB of source) over
 # what model/train/sources.txt fetches, sized so that the xz shards, the
 # binaries and the repository stay under the device's 64 MiB.
-# 301 MB: 95.7% of the 64 MiB with today's repository; lower a cap (and
+# 301 MB: 95.9% of the 64 MiB with the repository of 2026-12-03; lower a cap (and
 # delete INPUT/corpus) if --prepare reports more than the limit.
 CORPUS_CAPS=${CORPUS_CAPS:-"python=134 c=83 javascript=44 typescript=40"}
 LIMIT=$((64 * 1024 * 1024))
@@ -55,7 +55,7 @@ LIMIT=$((64 * 1024 * 1024))
 if [ "$MODE" = prepare ]; then
   # INPUT: a folder with corpus/ (corpus.py) and tokenizer.json (bpe.py).
   # Missing, they are built here from packages fetched through apt and npm
-  # (model/train/README.md; ~40 minutes on 2 busy cores, ~3 GB under
+  # (model/train/README.md; ~80 minutes on 2 busy cores, ~3 GB under
   # build-train/sources).
   IN=${2:-$SRC/build-train/gpu-input3}
   PY=${PY:-/usr/bin/python3}
