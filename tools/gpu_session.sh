@@ -76,7 +76,9 @@ if [ "$MODE" = prepare ]; then
   mkdir -p "$CARRY.tmp"
   bash "$SRC/tools/gpu_bundle.sh" "$BUILD" "$CARRY.tmp/bin.tar.xz"
   # The streams sculpt makes here are recorded: the device's must match.
-  nice -n 10 "$PY" "$SRC/model/train/carry.py" pack "$IN" "$CARRY.tmp" --sculpt "$BUILD/sculpt"
+  # An earlier carry of the same corpus lends its shards (no second xz pass).
+  nice -n 10 "$PY" "$SRC/model/train/carry.py" pack "$IN" "$CARRY.tmp" --sculpt "$BUILD/sculpt" \
+    --reuse "$CARRY"
   rm -rf "$CARRY"
   mv "$CARRY.tmp" "$CARRY"
   "$PY" "$SRC/model/train/carry.py" size "$CARRY" --repo "$SRC" --limit "$LIMIT"

@@ -7,7 +7,7 @@ included, so the corpus goes as xz (source code compresses 5-8x) and is
 tokenized THERE by `sculpt tokenize --jsonl` on all its cores (seconds),
 not here by a Python pass that would cost device time to undo:
 
-    carry.py pack INPUT CARRY [--shards 8] [--sculpt BIN] [--level 9] [--jobs 2]
+    carry.py pack INPUT CARRY [--shards 8] [--sculpt BIN] [--level 9] [--jobs 2] [--reuse OLD]
         INPUT: corpus/ (corpus.py: train.jsonl, heldout.jsonl, manifest.json)
                and tokenizer.json (bpe.py)
         CARRY: corpus/train-NN.jsonl.xz (contiguous slices of train.jsonl,
@@ -97,6 +97,25 @@ def _xz(job):
     return dst, len(data), os.path.getsize(dst)
 
 
+def reusable(carry, corpus_sha, n_files, level):
+    """carry.json of an earlier pack of the same corpus at the same level
+    with all its shards still there, else None."""
+    try:
+        with open(os.path.join(carry, "carry.json")) as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    shards = info.get("shards", [])
+    if (info.get("corpus_sha256") != corpus_sha or info.get("xz_level") != level
+            or len(shards) != n_files):
+        return None
+    for sh in shards:
+        p = os.path.join(carry, sh["file"])
+        if not os.path.isfile(p) or os.path.getsize(p) != sh["xz_bytes"]:
+            return None
+    return info
+
+
 def pack(a):
     cin, out = os.path.join(a.input, "corpus"), a.carry
     for f in ("train.jsonl", "heldout.jsonl", "manifest.json"):
@@ -129,14 +148,27 @@ def pack(a):
     jobs.append((held, 0, os.path.getsize(held), os.path.join(out, "corpus", "heldout.jsonl.xz"),
                  a.level))
     t0 = time.time()
-    from multiprocessing import Pool
-    with Pool(a.jobs) as pool:
-        done = pool.map(_xz, jobs)
+    same_dir = a.reuse and os.path.realpath(a.reuse) == os.path.realpath(out)
+    old = (reusable(a.reuse, man["corpus_sha256"], len(jobs), a.level)
+           if a.reuse and not same_dir else None)
+    if old:
+        # The same corpus packed before: its shards are copied, not
+        # compressed again (~25 minutes on this machine's 2 busy cores).
+        done = []
+        for j, sh in zip(jobs, old["shards"]):
+            shutil.copyfile(os.path.join(a.reuse, sh["file"]), j[3])
+            done.append((j[3], sh["raw_bytes"], sh["xz_bytes"]))
+        log(f"reused the shards of {a.reuse} (same corpus {man['corpus_sha256'][:16]})")
+    else:
+        from multiprocessing import Pool
+        with Pool(a.jobs) as pool:
+            done = pool.map(_xz, jobs)
     raw = sum(d[1] for d in done)
     packed = sum(d[2] for d in done)
     log(f"compressed {raw / 1e6:.1f} MB of JSON Lines to {packed / 1e6:.1f} MB "
         f"({raw / max(packed, 1):.1f}x) in {time.time() - t0:.0f}s")
-    info = dict(corpus_sha256=man["corpus_sha256"], bytes_per_lang=man.get("bytes_per_lang"),
+    info = dict(corpus_sha256=man["corpus_sha256"], xz_level=a.level,
+                bytes_per_lang=man.get("bytes_per_lang"),
                 counts=man.get("counts"), tokenizer_sha256=sha256_file(tok),
                 shards=[dict(file=os.path.relpath(d[0], out), raw_bytes=d[1], xz_bytes=d[2])
                         for d in done])
@@ -264,6 +296,8 @@ def main(argv=None):
     p.add_argument("--level", type=int, default=9, help="xz preset (0-9)")
     p.add_argument("--jobs", type=int, default=2, help="processes compressing")
     p.add_argument("--sculpt", help="record the token streams sculpt makes here")
+    p.add_argument("--reuse", help="an earlier carry: its shards are copied when they hold "
+                                   "this corpus")
     u = sub.add_parser("unpack")
     u.add_argument("carry")
     u.add_argument("dest")

@@ -67,6 +67,16 @@ slim = json.load(open(os.path.join(cdir, "corpus", "manifest.json")))
 check("files" not in slim and slim["files_omitted"] == len(recs) and
       slim["corpus_sha256"] == "ab" * 32, "the carried manifest keeps the hash, not the file list")
 
+# A second pack of the same corpus copies the shards of the first.
+c2 = os.path.join(t, "carry2")
+p = carry("pack", inp, c2, "--shards", "3", "--level", "1", "--reuse", cdir)
+same = all(open(os.path.join(cdir, "corpus", f), "rb").read() ==
+           open(os.path.join(c2, "corpus", f), "rb").read() for f in shards if f.endswith(".xz"))
+check(p.returncode == 0 and "reused the shards" in p.stdout and same, "--reuse copies the same shards")
+p = carry("pack", inp, os.path.join(t, "carry3"), "--shards", "3", "--level", "2", "--reuse", cdir)
+check(p.returncode == 0 and "reused" not in p.stdout and "compressed" in p.stdout,
+      "another xz level is compressed afresh")
+
 tok = bpe.Tokenizer(os.path.join(inp, "tokenizer.json"))
 tok.path = os.path.join(inp, "tokenizer.json")
 want = {s: tokcache.stream_python(os.path.join(inp, "corpus"), s, tok, None) for s in ("train", "heldout")}
