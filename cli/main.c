@@ -31,10 +31,21 @@ const sc_cli_command sc_cli_commands[] = {
      sc_cli_lsp},
     {"tokenize", "encode text to token ids, or decode ids to text",
      "usage: sculpt tokenize (--model DIR | --tokenizer FILE) [--decode]\n"
+     "       sculpt tokenize (--model DIR | --tokenizer FILE) --jsonl --out FILE.npy\n"
+     "                       [--threads N] [--sep TOKEN] [FILE...]\n"
      "\n"
      "Reads raw text on stdin and prints its ids as one line of decimal numbers\n"
      "separated by single spaces. No special tokens are added. With --decode,\n"
-     "reads ids (separated by spaces, commas or newlines) and writes the bytes.\n",
+     "reads ids (separated by spaces, commas or newlines) and writes the bytes.\n"
+     "\n"
+     "With --jsonl, reads JSON Lines (the FILEs in order, else stdin; blank lines\n"
+     "are skipped), one object with a string \"text\" each, and writes one token\n"
+     "stream: every text's ids followed by the id of TOKEN (default\n"
+     "<|endoftext|>), as a NumPy .npy array, uint16 when every id is below\n"
+     "65536, else int32 (the token cache model/train/train.py reads). Texts are\n"
+     "encoded on N threads (default: every online CPU); the stream keeps the\n"
+     "input order. A line that is not such an object stops the run, naming\n"
+     "FILE:LINE, with no output written. The summary goes to stderr.\n",
      sc_cli_tokenize},
     {"logits", "write the raw lm_head outputs for a list of token ids",
      "usage: sculpt logits --model DIR --ids 12,345,6 --out FILE [--device cpu|cuda]\n"
