@@ -382,30 +382,20 @@ int sc_cli_complete(int argc, char **argv) {
     goto done;
   }
   double t_tok = sc_now_ms();
-  /* Keep the tokens nearest the cursor when the file is longer than the
-   * context: the suffix gets at most a quarter of the room. */
+  /* The canvas, the room a DreamOn canvas may grow into and the prompt are
+   * fitted to the model's context (model.h, sc_engine_fit): a long canvas
+   * is cut, and a file longer than the rest keeps the tokens nearest the
+   * cursor, the suffix at most a quarter. */
   const sc_model_info *info = sc_model_get_info(model);
-  int max_len = 0;
-  for (int i = 0; i < a.plan.n_lengths; i++)
-    if (a.plan.lengths[i] > max_len) max_len = a.plan.lengths[i];
-  int room = info->max_seq - max_len - 2;
-  if (room < 0) {
-    sc_cli_fail(CMD, "a %d-token canvas does not fit the model's %d-token context", max_len,
-                info->max_seq);
-    exit_code = 2;
+  sc_infill_fit fit;
+  size_t keep_pre = 0, keep_suf = 0;
+  if (sc_engine_new(model, tok, 0, &engine, &err) != SC_OK ||
+      sc_engine_fit(engine, 0, &a.plan, &a.params, &fit, &err) != SC_OK) {
+    exit_code = fail_err(&err);
     goto done;
   }
-  size_t keep_suf = n_suf, keep_pre = n_pre;
-  if (n_pre + n_suf > (size_t)room) {
-    keep_suf = n_suf < (size_t)room / 4 ? n_suf : (size_t)room / 4;
-    keep_pre = n_pre < (size_t)room - keep_suf ? n_pre : (size_t)room - keep_suf;
-    keep_suf = (size_t)room - keep_pre < n_suf ? (size_t)room - keep_pre : n_suf;
-  }
-  /* Room for a DreamOn canvas to grow to its default limit (4x) too. */
-  int need = (int)(keep_pre + keep_suf) + 4 * max_len + 2;
-  if (need > info->max_seq) need = info->max_seq;
-  if (sc_engine_new(model, tok, need, &engine, &err) != SC_OK ||
-      sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
+  sc_infill_fit_split(fit.prompt, n_pre, n_suf, &keep_pre, &keep_suf);
+  if (sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
                        &a.plan, &a.params, NULL, NULL, NULL, &res, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
@@ -419,12 +409,13 @@ int sc_cli_complete(int argc, char **argv) {
     json_t *text_j = json_stringn(res.text ? res.text : "", res.text_len);
     json_t *o = json_pack(
         "{s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:{s:s, s:s, s:s}, "
-        "s:{s:I, s:I}, s:{s:f, s:f, s:f, s:f, s:f}}",
+        "s:{s:I, s:I, s:i}, s:{s:f, s:f, s:f, s:f, s:f}}",
         "text", text_j ? text_j : json_string(""), "ids", ids, "confidence", conf,
         "steps", res.steps, "committed", res.committed, "canvas", res.canvas_len, "ended",
         res.ended, "mean_logp", res.mean_logp, "model", "dir", model_dir, "family",
         sc_model_family_name(info->family), "device", dev.description, "context",
         "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
+        "model_tokens", fit.context,
         "timings", "load_ms", t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms",
         res.ms_total, "forward_ms", res.ms_forward, "sample_ms", res.ms_sample);
     char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;

@@ -40,8 +40,11 @@ typedef struct sc_device_choice {
 const char *sc_model_default_dir(void);
 
 /* Picks the device for a request. AUTO and CUDA fall back to the CPU when
- * the binary has no CUDA backend or no device answers, and log exactly one
- * info line saying so; CPU never probes. Never fails. */
+ * the binary has no CUDA backend or no device answers, and log one line
+ * per process saying why: a warning when CUDA was asked for; for AUTO a
+ * debug line when there is no CUDA driver (or backend) at all, an info
+ * line when a driver is there but no device is usable. CPU never probes.
+ * Never fails. */
 void sc_device_select(sc_device_kind requested, sc_device_choice *out);
 
 /* ======================= tokenizer ======================================= */
@@ -147,8 +150,8 @@ typedef struct sc_model_options {
   sc_model_family family; /* SC_FAMILY_AUTO (0) detects; else overrides */
   sc_device_kind device;  /* what sc_device_select() chose; CUDA has no
                              forward pass yet and falls back to the CPU */
-  int max_seq;   /* longest sequence a context accepts; 0 = min(the
-                    checkpoint's max positions, 2048) */
+  int max_seq;   /* longest sequence a context accepts; 0 = the
+                    checkpoint's context (info.context) */
   int n_threads; /* GEMM threads (OpenBLAS, process-wide); 0 = leave as is */
 } sc_model_options;
 
@@ -165,12 +168,30 @@ typedef struct sc_model_info {
   bool shift_logits;     /* token i is predicted by row i-1 (row 0 by itself) */
   float eos_penalty;     /* the checkpoint's default (generation_config.json
                             "eos_penalty"), else 0 */
-  int max_seq;           /* the contexts' default capacity */
+  int max_positions;     /* config.json max_position_embeddings (LLaDA:
+                            max_sequence_length); 0 when not stated */
+  int sliding_window;    /* the active sliding window; 0 when off */
+  int context;           /* the positions a sequence may use: max_positions,
+                            at most SC_MODEL_MAX_CONTEXT and the sliding
+                            window (sc_model_context_read reads the same) */
+  int max_seq;           /* the contexts' default capacity (context, unless
+                            the options said otherwise) */
   uint64_t weight_bytes; /* tensor bytes mapped from the checkpoint */
   uint64_t context_bytes; /* one context's activation arena at max_seq */
 } sc_model_info;
 
 typedef struct sc_model sc_model;
+
+/* The most positions sculpt gives a sequence, whatever the checkpoint
+ * allows: a context's arena and the engine's logits grow with it. */
+#define SC_MODEL_MAX_CONTEXT 2048
+
+/* The context (sc_model_info.context) of the checkpoint in dir, from its
+ * config.json alone: no weights are opened. For callers that need the
+ * model's limits but not the model (`sculpt context`). family as in
+ * sc_model_options. */
+sc_status sc_model_context_read(const char *dir, sc_model_family family, int *context,
+                                sc_error *err);
 
 /* Loads and validates the checkpoint in dir: every safetensors header, every
  * tensor the family needs (present, known dtype, shape matching config.json,
@@ -412,6 +433,54 @@ void sc_engine_free(sc_engine *e);
  * becomes non-zero the call returns SC_ERR_CANCELLED within one step.
  * progress may be NULL. *out is filled on success (free with
  * sc_infill_result_free). */
+/* ---- fitting a request to a context ------------------------------------------
+ * (model/fit.c) How the tokens of one infill share a context of N positions,
+ * one rule for every caller (the LSP, `sculpt complete`, `sculpt context`,
+ * `sculpt serve`, and the LSP's remote backend with the context its server
+ * has): the canvas is reserved first, at most half of the room, since a
+ * canvas with nothing to condition on is noise; a canvas that may grow
+ * (DreamOn) reserves what it may grow to, within the same half; the prompt
+ * (the text before and after the canvas) gets the rest, or what the caller
+ * asked for when that is less. When text has to go, the far end of the
+ * prefix goes first: the suffix keeps up to a quarter of the prompt. */
+typedef struct sc_infill_fit {
+  int context;    /* the positions fitted into */
+  int canvas;     /* the longest canvas: the one asked for, cut to fit */
+  int max_canvas; /* what a growing canvas may reach; canvas when it cannot grow */
+  int prompt;     /* tokens for the text before and after the canvas together */
+  bool clamped;   /* the prompt budget asked for was more than the room left */
+} sc_infill_fit;
+
+/* context: the positions (a model's info.context, an engine's
+ * sc_engine_context, a remote server's); specials: positions the layout
+ * adds besides the prompt and the canvas (2 for the engine's BOS and EOS);
+ * budget: the prompt tokens wanted, 0 = all the room; canvas: the longest
+ * canvas wanted (>= 1); grow: what the canvas may grow to, 0 when it
+ * cannot. SC_ERR_INVALID when the context leaves no room for one canvas
+ * token and one prompt token. */
+sc_status sc_infill_fit_compute(int context, int specials, int budget, int canvas, int grow,
+                                sc_infill_fit *out, sc_error *err);
+
+/* Splits a prompt of `prompt` tokens between the text before the canvas
+ * (n_pre tokens) and after it (n_suf): the suffix keeps up to a quarter,
+ * the prefix its tokens nearest the canvas in the rest, and room one side
+ * does not need goes to the other. keep_pre + keep_suf <= prompt; use
+ * pre + (n_pre - keep_pre) and suf[0, keep_suf). */
+void sc_infill_fit_split(int prompt, size_t n_pre, size_t n_suf, size_t *keep_pre,
+                         size_t *keep_suf);
+
+/* The positions a sequence may have in this engine (its max_seq). */
+int sc_engine_context(const sc_engine *e);
+
+/* sc_infill_fit_compute for this engine's context and layout: the plan's
+ * longest length as the canvas, DreamOn's growth (params->max_canvas, or 4x)
+ * when the checkpoint expands and params allow it. Then cuts the plan's
+ * lengths to out->canvas and, for a growing canvas, sets
+ * params->max_canvas to out->max_canvas, so that the engine stays within
+ * what was reserved. plan and params are changed in place. */
+sc_status sc_engine_fit(const sc_engine *e, int budget, sc_infill_plan *plan,
+                        sc_infill_params *params, sc_infill_fit *out, sc_error *err);
+
 /* Several independent prompts (other sites, other files) decoded together:
  * every step is one packed forward pass over all unfinished prompts, in
  * groups of up to SC_INFILL_MAX_BATCH. outs[i] gets what sc_engine_infill
