@@ -91,8 +91,6 @@ typedef struct shape_arg {
   bool repair;         /* text rewrites the broken span of a->r_cand */
   char *text;          /* the backend's text (owned) */
   size_t text_len;
-  double remote_ms;
-  int tries;
   unsigned fim_generation; /* the client that answered */
   int delay_ms;        /* test hook: SCULPT_TEST_SHAPE_DELAY_MS */
   /* out, for shape_done */
@@ -115,15 +113,20 @@ static void shape_arg_free(void *p) {
   free(sa);
 }
 
-/* The answer's JSON (any thread: it reads only a). */
-static json_t *remote_result(const complete_arg *a, double remote_ms, int tries,
-                             const char *discarded, size_t len, double t0) {
+/* The answer's JSON (any thread: it reads only a). remoteMs and modelMs
+ * count every call the request made to the backend, the repair's
+ * included, which is also shown alone (repairMs). */
+static json_t *remote_result(const complete_arg *a, const char *discarded, size_t len,
+                             double t0) {
   double t_end = sc_now_ms();
-  json_t *data = json_pack("{s:b, s:s, s:f, s:f, s:i, s:i, s:f, s:s}", "cached", 0, "backend",
-                           "remote", "contextMs", a->ctx_ms, "remoteMs", remote_ms, "tries",
-                           tries, "debounceMs", a->debounce_ms, "totalMs",
+  json_t *data = json_pack("{s:b, s:s, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:s}", "cached", 0,
+                           "backend", "remote", "contextMs", a->ctx_ms, "remoteMs",
+                           a->remote_ms, "modelMs", a->remote_ms, "repairMs", a->repair_ms,
+                           "tries", a->remote_tries, "debounceMs", a->debounce_ms, "totalMs",
                            t_end - a->t_request, "kind",
                            a->tree ? sc_completion_kind_name(a->plan.kind) : "unplanned");
+  if (a->remote_context > 0)
+    json_object_set_new(data, "contextTokens", json_integer(a->remote_context));
   if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
   json_object_set_new(data, "shapeMs", json_real(t_end - t0));
   json_object_set_new(data, "snippets", json_integer((json_int_t)a->n_snippets));
@@ -140,7 +143,7 @@ static json_t *remote_result(const complete_arg *a, double remote_ms, int tries,
 static bool repair_request(complete_arg *a, shape_arg *sa) {
   size_t x = a->r_chk.span_start, y = a->r_chk.span_end;
   if (!(x < y && y <= a->r_cand_len)) return false;
-  size_t pl = a->r_prompt_len + x, sl = (a->r_cand_len - y) + a->suffix_len;
+  size_t pl = a->r_prompt_len + x, sl = (a->r_cand_len - y) + a->r_suffix_len;
   char *p = malloc(pl + 1), *q = malloc(sl + 1);
   if (!p || !q) {
     free(p);
@@ -150,7 +153,7 @@ static bool repair_request(complete_arg *a, shape_arg *sa) {
   memcpy(p, a->r_prompt, a->r_prompt_len);
   memcpy(p + a->r_prompt_len, a->r_cand, x);
   memcpy(q, a->r_cand + y, a->r_cand_len - y);
-  memcpy(q + (a->r_cand_len - y), a->suffix, a->suffix_len);
+  memcpy(q + (a->r_cand_len - y), a->r_suffix, a->r_suffix_len);
   /* The canvas: the span's tokens and room to write it differently. */
   int m = (int)((y - x) / 2 + 8);
   if (a->c->tok) {
@@ -160,7 +163,7 @@ static bool repair_request(complete_arg *a, shape_arg *sa) {
       m = (int)n + 8;
     free(ids);
   }
-  if (m > a->set.max_tokens) m = a->set.max_tokens;
+  if (m > a->r_canvas) m = a->r_canvas;
   sa->rp_prompt = p;
   sa->rp_prompt_len = pl;
   sa->rp_suffix = q;
@@ -199,7 +202,7 @@ static json_t *shape_body(sc_job *job, shape_arg *sa, sc_error *err) {
   }
   /* With a repair wanted, this is the answer should its request not go out
    * (the candidate discarded). */
-  sa->result = remote_result(a, sa->remote_ms, sa->tries, discarded, len, t0);
+  sa->result = remote_result(a, discarded, len, t0);
   if (!sa->result) return sc_error_set(err, SC_ERR_NOMEM, "out of memory"), NULL;
   return json_null();
 }
@@ -286,6 +289,38 @@ static void shape_done(sc_lsp_server *s, sc_job *job) {
   remote_answer(s, c, req, result, true);
 }
 
+/* The context length a backend's refusal names, or 0: OpenAI-compatible
+ * servers (vLLM, OpenAI) say "maximum context length is N tokens", others
+ * "context length of N" or "context window of N", sculpt's engine "the
+ * N-token context". */
+static int context_in_error(const char *msg) {
+  static const char *const after[] = {"maximum context length is ", "context length of ",
+                                      "context window of "};
+  for (size_t i = 0; i < sizeof after / sizeof after[0]; i++) {
+    const char *p = strstr(msg, after[i]);
+    if (p) return atoi(p + strlen(after[i]));
+  }
+  const char *p = strstr(msg, "-token context");
+  if (p && p > msg) {
+    const char *d = p;
+    while (d > msg && d[-1] >= '0' && d[-1] <= '9') d--;
+    if (d < p) return atoi(d);
+  }
+  return 0;
+}
+
+/* A refusal that names the backend's context teaches it: later prompts are
+ * fitted to it (unless backend.contextTokens says otherwise). */
+static void learn_context(sc_lsp_server *s, sc_completer *c, const char *msg) {
+  int n = context_in_error(msg);
+  if (n < 64 || n > (1 << 22) || n == c->backend_context_learnt) return;
+  c->backend_context_learnt = n;
+  if (c->set.backend_context > 0) return;
+  SC_LOG_WARN("backend: its context is %d tokens (from its answer); prompts are fitted to it", n);
+  sc_cpl__check_budget(c);
+  sc_cpl__send_status(s, c);
+}
+
 static void remote_done(void *user, const sc_fim_result *res) {
   sc_job *job = user;
   complete_arg *a = job->arg;
@@ -294,6 +329,9 @@ static void remote_done(void *user, const sc_fim_result *res) {
   /* Released by the server (cancelled): it answers. Being freed: nobody. */
   if (!job->deferred || sc_job_cancelled(job) != SC_JOB_LIVE || c->closing) return;
   sc_lsp_server *s = a->s;
+  a->remote_ms += res->ms;
+  a->remote_tries += res->tries;
+  if (a->r_cand) a->repair_ms += res->ms;
   /* The repair's request failing only loses the repair: the candidate is
    * discarded as it would be without one, and the status tells why. Nothing
    * is shaped, so this stays on the loop. */
@@ -307,17 +345,18 @@ static void remote_done(void *user, const sc_fim_result *res) {
     a->middle = strdup("");
     a->middle_len = 0;
     remote_answer(s, c, job,
-                  remote_result(a, res->ms, res->tries,
-                                "new syntax errors, the repair request failed", 0, t0),
+                  remote_result(a, "new syntax errors, the repair request failed", 0, t0),
                   false);
     return;
   }
   if (res->status != SC_OK) {
     job->err = res->err;
-    if (res->status == SC_ERR_CANCELLED)
+    if (res->status == SC_ERR_CANCELLED) {
       sc_error_set(&job->err, SC_ERR_STALE, "the backend setting changed; ask again");
-    else
+    } else {
       set_backend(s, c, res->unreachable ? BS_UNREACHABLE : BS_ERROR, res->err.msg);
+      learn_context(s, c, res->err.msg);
+    }
     sc_lsp__answer_deferred(s, job);
     return;
   }
@@ -337,8 +376,6 @@ static void remote_done(void *user, const sc_fim_result *res) {
   sa->a = a;
   sa->repair = a->r_cand != NULL;
   sa->text_len = res->text ? res->text_len : 0;
-  sa->remote_ms = res->ms;
-  sa->tries = res->tries;
   sa->fim_generation = c->fim_generation;
   const char *delay = getenv("SCULPT_TEST_SHAPE_DELAY_MS");
   if (sc_lsp__options(s)->test_hooks && delay) sa->delay_ms = atoi(delay);
@@ -382,8 +419,8 @@ void sc_cpl__remote_submit(sc_lsp_server *s, sc_completer *c, sc_job *job) {
   }
   /* One line wanted: the server may stop at the line's end. */
   static const char *const nl_stop[] = {"\n"};
-  sc_fim_request req = {a->r_prompt, a->r_prompt_len, a->suffix, a->suffix_len,
-                        a->set.max_tokens, 0.0, a->single_line ? nl_stop : NULL,
+  sc_fim_request req = {a->r_prompt, a->r_prompt_len, a->r_suffix, a->r_suffix_len,
+                        a->r_canvas, 0.0, a->single_line ? nl_stop : NULL,
                         a->single_line ? 1 : 0};
   a->s = s;
   a->call = sc_fim_client_submit(c->fim, &req, remote_done, job, &job->err);
