@@ -11,27 +11,12 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CMD "context"
-
-/* The git work tree holding dir, or NULL. */
-static char *git_toplevel(const char *dir) {
-  if (strchr(dir, '\'')) return NULL;
-  char cmd[PATH_MAX + 64];
-  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --show-toplevel 2>/dev/null", dir);
-  FILE *p = popen(cmd, "r");
-  if (!p) return NULL;
-  char buf[PATH_MAX];
-  char *r = fgets(buf, sizeof buf, p) ? strdup(buf) : NULL;
-  pclose(p);
-  if (r) r[strcspn(r, "\n")] = '\0';
-  return r;
-}
 
 /* path as the prompt names it: relative to root when inside it, else
  * absolute (owned by the caller). */
@@ -66,12 +51,15 @@ static bool parse_edited(const char *v, char **path, uint32_t *a, uint32_t *b) {
 }
 
 #define MAX_EXTRAS 64
+/* The editor's defaults (lsp/settings.c: contextBudget, maxTokens). */
+#define DEFAULT_BUDGET 1024
+#define DEFAULT_CANVAS 64
 
 int sc_cli_context(int argc, char **argv) {
   const char *target = NULL, *root_arg = NULL, *model_dir = NULL;
   const char *open_args[MAX_EXTRAS], *edited_args[MAX_EXTRAS];
   size_t n_open = 0, n_edited = 0;
-  long budget = 1024, repeat = 0;
+  long budget = 0, repeat = 0; /* 0: fitted to the model (below) */
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(o, "--json") == 0) continue; /* the only output form */
@@ -160,13 +148,24 @@ int sc_cli_context(int argc, char **argv) {
     sc_cli_fail(CMD, "%s", err.msg);
     goto done;
   }
+  /* Without --budget, the prompt an editor would get by default: 1024
+   * tokens, or what the model's context leaves after the editor's default
+   * 64-token canvas (model.h, sc_infill_fit). An explicit --budget is
+   * shown as asked, to study budgets beyond the model. */
+  int context = 0;
+  if (sc_model_context_read(model_dir, SC_FAMILY_AUTO, &context, NULL) != SC_OK) context = 0;
+  if (budget == 0) {
+    sc_infill_fit fit;
+    budget = DEFAULT_BUDGET;
+    if (context > 0 &&
+        sc_infill_fit_compute(context, 2, DEFAULT_BUDGET, DEFAULT_CANVAS, 0, &fit, NULL) == SC_OK)
+      budget = fit.prompt < 16 ? 16 : fit.prompt;
+  }
   if (!realpath(path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", path);
   if (root_arg) {
     root = strdup(root_arg);
   } else {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", abs_path);
-    root = git_toplevel(dirname(dir));
+    root = sc_context_work_tree(abs_path);
   }
   const char *rel = abs_path;
   if (root) {
@@ -230,6 +229,7 @@ int sc_cli_context(int argc, char **argv) {
       strlen(prompt.suffix), "snippets", snips, "tokens", "prefix",
       (json_int_t)prompt.prefix_tokens, "suffix", (json_int_t)prompt.suffix_tokens, "snippets",
       (json_int_t)prompt.snippet_tokens, "budget", (json_int_t)budget);
+  if (out && context > 0) json_object_set_new(out, "contextTokens", json_integer(context));
   if (out && ws) {
     sc_workspace_stats st = sc_workspace_get_stats(ws);
     json_object_set_new(
