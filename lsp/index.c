@@ -61,6 +61,7 @@ static void install_index_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__feature(s);
   index_arg *a = job->arg;
   if (!job->result) return; /* cancelled at exit */
+  if (a->generation != c->index_generation) return; /* another root is being indexed */
   c->index_state = "ready";
   c->index_files = a->stats.files;
   sc_cpl__send_status(s, c);
@@ -178,6 +179,8 @@ void sc_cpl__on_open(sc_lsp_server *s, sc_document *d) {
   SC_LOG_INFO("index: the workspace is now %s (for %s)", want, d->uri);
   free(c->root);
   c->root = want;
+  c->index_state = "indexing"; /* what the status said was another folder's */
+  c->index_files = 0;
   /* Before initialized, the start indexes it. */
   if (c->started) sc_cpl__start_index(s, c);
 }
