@@ -385,16 +385,16 @@ int sc_cli_complete(int argc, char **argv) {
   /* The canvas, the room a DreamOn canvas may grow into and the prompt are
    * fitted to the model's context (model.h, sc_engine_fit): a long canvas
    * is cut, and a file longer than the rest keeps the tokens nearest the
-   * cursor, the suffix at most a quarter. */
+   * cursor, the prefix cut first (down to half), then the suffix. */
   const sc_model_info *info = sc_model_get_info(model);
-  sc_infill_fit fit;
+  sc_infill_budget fit;
   size_t keep_pre = 0, keep_suf = 0;
   if (sc_engine_new(model, tok, 0, &engine, &err) != SC_OK ||
       sc_engine_fit(engine, 0, &a.plan, &a.params, &fit, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
   }
-  sc_infill_fit_split(fit.prompt, n_pre, n_suf, &keep_pre, &keep_suf);
+  sc_infill_split_prompt(fit.prompt, n_pre, n_suf, &keep_pre, &keep_suf);
   if (sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
                        &a.plan, &a.params, NULL, NULL, NULL, &res, &err) != SC_OK) {
     exit_code = fail_err(&err);

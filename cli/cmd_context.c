@@ -11,12 +11,27 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CMD "context"
+
+/* The git work tree holding dir, or NULL. */
+static char *git_toplevel(const char *dir) {
+  if (strchr(dir, '\'')) return NULL;
+  char cmd[PATH_MAX + 64];
+  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --show-toplevel 2>/dev/null", dir);
+  FILE *p = popen(cmd, "r");
+  if (!p) return NULL;
+  char buf[PATH_MAX];
+  char *r = fgets(buf, sizeof buf, p) ? strdup(buf) : NULL;
+  pclose(p);
+  if (r) r[strcspn(r, "\n")] = '\0';
+  return r;
+}
 
 /* path as the prompt names it: relative to root when inside it, else
  * absolute (owned by the caller). */
@@ -150,22 +165,24 @@ int sc_cli_context(int argc, char **argv) {
   }
   /* Without --budget, the prompt an editor would get by default: 1024
    * tokens, or what the model's context leaves after the editor's default
-   * 64-token canvas (model.h, sc_infill_fit). An explicit --budget is
+   * 64-token canvas (model.h, sc_infill_budget). An explicit --budget is
    * shown as asked, to study budgets beyond the model. */
   int context = 0;
   if (sc_model_context_read(model_dir, SC_FAMILY_AUTO, &context, NULL) != SC_OK) context = 0;
   if (budget == 0) {
-    sc_infill_fit fit;
+    sc_infill_budget fit;
     budget = DEFAULT_BUDGET;
     if (context > 0 &&
-        sc_infill_fit_compute(context, 2, DEFAULT_BUDGET, DEFAULT_CANVAS, 0, &fit, NULL) == SC_OK)
+        sc_infill_budget_compute(context, 2, DEFAULT_BUDGET, DEFAULT_CANVAS, 0, &fit, NULL) == SC_OK)
       budget = fit.prompt < 16 ? 16 : fit.prompt;
   }
   if (!realpath(path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", path);
   if (root_arg) {
     root = strdup(root_arg);
   } else {
-    root = sc_context_work_tree(abs_path);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", abs_path);
+    root = git_toplevel(dirname(dir));
   }
   const char *rel = abs_path;
   if (root) {

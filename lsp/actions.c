@@ -84,7 +84,7 @@ static char *remote_candidate(action_arg *a, const action_target *t, uint64_t se
                               sc_job *job, size_t *len_out, sc_error *err) {
   /* Byte windows: the tokenizer is the model lane's. With the backend's
    * context known, they are fitted to it (3 bytes a token). */
-  sc_infill_fit fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens * 2);
+  sc_infill_budget fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens * 2);
   size_t pw = (size_t)a->set.context_budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
   if (fit.context > 0) sc_cpl__remote_byte_windows(&fit, t->a, a->len - t->b, &pw, &sw);
   size_t p0 = t->a > pw ? t->a - pw : 0;
@@ -123,7 +123,7 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   sc_cpl__params_from_settings(&a->set, &p);
   p.seed = seed;
   p.temperature = seed ? 0.8 : 0.0;
-  sc_infill_fit fit;
+  sc_infill_budget fit;
   if (sc_engine_fit(c->engine, a->set.context_budget, &plan, &p, &fit, err) != SC_OK)
     return NULL;
   int32_t *pre = NULL, *suf = NULL;

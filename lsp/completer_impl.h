@@ -268,9 +268,9 @@ void sc_cpl__extras_free(prompt_extras *x);
 char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **before,
                             size_t *before_len, size_t *n_snippets);
 /* Tokenizes the text before and after the canvas and fits them to a prompt
- * of `prompt` tokens (sc_infill_fit_split: the suffix keeps up to a
- * quarter, the prefix its tokens nearest the cursor). *pre and *suf are
- * owned by the caller; use pre + (n_pre - keep_pre). */
+ * of `prompt` tokens (sc_infill_split_prompt: the prefix's far end is cut
+ * first, down to half, then the suffix's). *pre and *suf are owned by the
+ * caller; use pre + (n_pre - keep_pre). */
 sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
                                  const char *after, size_t after_len, int prompt,
                                  int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
@@ -279,15 +279,15 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
  * context (remote_context: configured or learnt) when known, with room for
  * the canvas and the repair's request; else (context 0) the budget alone
  * bounds the prompt. */
-sc_infill_fit sc_cpl__remote_fit(const settings *set, int remote_context, int canvas);
+sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas);
 /* Without a tokenizer to count with: the bytes to keep before and after
  * the canvas (at most before and after), 3 bytes a token. */
-void sc_cpl__remote_byte_windows(const sc_infill_fit *fit, size_t before, size_t after,
+void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
                                  size_t *keep_before, size_t *keep_after);
 /* On the model lane: a->r_prompt and a->r_suffix, the text before the
  * canvas (before, before_len) and the suffix window cut to fit->prompt,
  * counted with the local tokenizer (or, without one, 3 bytes a token). */
-sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_fit *fit, const char *before,
+sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_budget *fit, const char *before,
                              size_t before_len, sc_error *err);
 /* sculpt/test/prompt (a test hook): the assembled prompt at a position. */
 void sc_cpl__handle_test_prompt(sc_lsp_req *r);

@@ -66,7 +66,7 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   if (m > a->set.max_tokens) m = a->set.max_tokens;
   sc_infill_plan plan = {1, {m}};
   sc_infill_params p = *f->params;
-  sc_infill_fit fit;
+  sc_infill_budget fit;
   SC_TRY(sc_engine_fit(c->engine, f->prompt, &plan, &p, &fit, err));
   char *b = malloc(f->before_len + head_len + 1);
   char *e = malloc(tail_len + a->suffix_len + 1);
@@ -148,7 +148,7 @@ static sc_infill_plan canvas_plan(const complete_arg *a, int *reconditioned) {
  * prefix window) and the suffix, fitted to the backend's context when it is
  * known; the request goes out on the loop (complete_done). */
 static json_t *remote_prompt_job(complete_arg *a, double t0, sc_error *err) {
-  sc_infill_fit fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens);
+  sc_infill_budget fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens);
   const char *before;
   size_t before_len, n_snippets;
   char *joined = sc_cpl__prompt_before(a, fit.prompt, &before, &before_len, &n_snippets);
@@ -183,7 +183,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   sc_infill_plan plan = canvas_plan(a, &reconditioned);
   sc_infill_params p;
   sc_cpl__params_from_settings(&a->set, &p);
-  sc_infill_fit fit;
+  sc_infill_budget fit;
   if (sc_engine_fit(c->engine, a->set.context_budget, &plan, &p, &fit, err) != SC_OK)
     return NULL;
   /* Repository context: definitions of what is used around the cursor,

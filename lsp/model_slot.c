@@ -48,7 +48,7 @@ void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c) {
     if (c->root) json_object_set_new(ix, "root", json_string(c->root));
     json_object_set_new(p, "index", ix);
   }
-  /* The context requests are fitted to (model.h, sc_infill_fit). */
+  /* The context requests are fitted to (model.h, sc_infill_budget). */
   int context = c->set.backend_url ? sc_cpl__remote_context(c) : c->model_context;
   if (context > 0) json_object_set_new(p, "contextTokens", json_integer(context));
   /* The last request that failed, so that a client (or the user) sees why

@@ -75,10 +75,9 @@ prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_docum
 }
 
 /* Tokenizes the text before and after the canvas and fits them to a
- * prompt of `prompt` tokens (what sc_engine_fit left): the suffix keeps up
- * to a quarter, the prefix its tokens nearest the cursor
- * (sc_infill_fit_split). *pre and *suf are owned by the caller; use
- * pre + (n_pre - keep_pre). */
+ * prompt of `prompt` tokens (what sc_engine_fit left): the prefix's far end
+ * is cut first, down to half, then the suffix's (sc_infill_split_prompt).
+ * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
 sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
                                  const char *after, size_t after_len, int prompt,
                                  int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
@@ -90,7 +89,7 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
     *pre = NULL;
     return err ? err->status : SC_ERR_INTERNAL;
   }
-  sc_infill_fit_split(prompt, *n_pre, n_suf, keep_pre, keep_suf);
+  sc_infill_split_prompt(prompt, *n_pre, n_suf, keep_pre, keep_suf);
   return SC_OK;
 }
 
@@ -140,24 +139,24 @@ char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **befo
  * fitting. */
 #define REMOTE_BYTES_PER_TOKEN 3
 
-sc_infill_fit sc_cpl__remote_fit(const settings *set, int remote_context, int canvas) {
+sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas) {
   int budget = set->context_budget;
-  sc_infill_fit fit = {0, canvas, canvas, budget, false};
+  sc_infill_budget fit = {0, canvas, canvas, budget, false};
   /* The canvas reserves room for the repair's request too, which carries
    * the candidate's head and tail besides the prompt. */
   if (remote_context > 0 &&
-      sc_infill_fit_compute(remote_context, REMOTE_SPECIALS, budget, canvas, 2 * canvas, &fit,
+      sc_infill_budget_compute(remote_context, REMOTE_SPECIALS, budget, canvas, 2 * canvas, &fit,
                             NULL) != SC_OK) {
     /* A context too small for anything: the least that can be sent. */
-    fit = (sc_infill_fit){remote_context, 1, 1, 1, true};
+    fit = (sc_infill_budget){remote_context, 1, 1, 1, true};
   }
   return fit;
 }
 
-void sc_cpl__remote_byte_windows(const sc_infill_fit *fit, size_t before, size_t after,
+void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
                                  size_t *keep_before, size_t *keep_after) {
   size_t room = (size_t)fit->prompt * REMOTE_BYTES_PER_TOKEN;
-  sc_infill_fit_split(room > INT32_MAX ? INT32_MAX : (int)room, before, after, keep_before,
+  sc_infill_split_prompt(room > INT32_MAX ? INT32_MAX : (int)room, before, after, keep_before,
                       keep_after);
 }
 
@@ -176,7 +175,7 @@ static size_t head_len(const char *p, size_t len, size_t n) {
   return n;
 }
 
-sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_fit *fit, const char *before,
+sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_budget *fit, const char *before,
                              size_t before_len, sc_error *err) {
   sc_completer *c = a->c;
   size_t pre_at = 0, pre_len = before_len, suf_len = a->suffix_len;

@@ -277,10 +277,10 @@ void sc_cpl__check_budget(sc_completer *c) {
   bool remote = c->set.backend_url != NULL;
   int context = remote ? sc_cpl__remote_context(c) : c->model_context;
   if (!c->set.budget_set || context <= 0) return;
-  sc_infill_fit fit;
+  sc_infill_budget fit;
   if (remote) {
     fit = sc_cpl__remote_fit(&c->set, context, c->set.max_tokens);
-  } else if (sc_infill_fit_compute(context, 2, c->set.context_budget, c->set.max_tokens, 0, &fit,
+  } else if (sc_infill_budget_compute(context, 2, c->set.context_budget, c->set.max_tokens, 0, &fit,
                                    NULL) != SC_OK) {
     return;
   }

@@ -1007,7 +1007,7 @@ static sc_status decode_candidate_dreamon(sc_engine *e, const int32_t *prefix, i
 int sc_engine_context(const sc_engine *e) { return e->max_seq; }
 
 sc_status sc_engine_fit(const sc_engine *e, int budget, sc_infill_plan *plan,
-                        sc_infill_params *params, sc_infill_fit *out, sc_error *err) {
+                        sc_infill_params *params, sc_infill_budget *out, sc_error *err) {
   SC_CHECK(plan && params && plan->n_lengths >= 1 && plan->n_lengths <= SC_INFILL_MAX_CANDIDATES,
            err, SC_ERR_INVALID, "fit: the plan needs 1 to %d canvas lengths",
            SC_INFILL_MAX_CANDIDATES);
@@ -1017,7 +1017,7 @@ sc_status sc_engine_fit(const sc_engine *e, int budget, sc_infill_plan *plan,
   /* A DreamOn canvas grows to max_canvas, 0 meaning 4x (decode_candidate_dreamon). */
   bool grows = e->expand_id >= 0 && !params->no_expand;
   int grow = !grows ? 0 : params->max_canvas > 0 ? params->max_canvas : 4 * longest;
-  SC_TRY(sc_infill_fit_compute(e->max_seq, 2, budget, longest, grow, out, err));
+  SC_TRY(sc_infill_budget_compute(e->max_seq, 2, budget, longest, grow, out, err));
   for (int c = 0; c < plan->n_lengths; c++) {
     if (plan->lengths[c] > out->canvas) plan->lengths[c] = out->canvas;
     if (plan->lengths[c] < 1) plan->lengths[c] = 1;

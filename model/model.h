@@ -442,14 +442,15 @@ void sc_engine_free(sc_engine *e);
  * (DreamOn) reserves what it may grow to, within the same half; the prompt
  * (the text before and after the canvas) gets the rest, or what the caller
  * asked for when that is less. When text has to go, the far end of the
- * prefix goes first: the suffix keeps up to a quarter of the prompt. */
-typedef struct sc_infill_fit {
+ * prefix goes first, down to half the prompt, then the far end of the
+ * suffix. */
+typedef struct sc_infill_budget {
   int context;    /* the positions fitted into */
   int canvas;     /* the longest canvas: the one asked for, cut to fit */
   int max_canvas; /* what a growing canvas may reach; canvas when it cannot grow */
   int prompt;     /* tokens for the text before and after the canvas together */
   bool clamped;   /* the prompt budget asked for was more than the room left */
-} sc_infill_fit;
+} sc_infill_budget;
 
 /* context: the positions (a model's info.context, an engine's
  * sc_engine_context, a remote server's); specials: positions the layout
@@ -458,28 +459,29 @@ typedef struct sc_infill_fit {
  * canvas wanted (>= 1); grow: what the canvas may grow to, 0 when it
  * cannot. SC_ERR_INVALID when the context leaves no room for one canvas
  * token and one prompt token. */
-sc_status sc_infill_fit_compute(int context, int specials, int budget, int canvas, int grow,
-                                sc_infill_fit *out, sc_error *err);
+sc_status sc_infill_budget_compute(int context, int specials, int budget, int canvas, int grow,
+                                sc_infill_budget *out, sc_error *err);
 
 /* Splits a prompt of `prompt` tokens between the text before the canvas
- * (n_pre tokens) and after it (n_suf): the suffix keeps up to a quarter,
- * the prefix its tokens nearest the canvas in the rest, and room one side
- * does not need goes to the other. keep_pre + keep_suf <= prompt; use
- * pre + (n_pre - keep_pre) and suf[0, keep_suf). */
-void sc_infill_fit_split(int prompt, size_t n_pre, size_t n_suf, size_t *keep_pre,
+ * (n_pre tokens) and after it (n_suf): the prefix is cut first (its far
+ * end), but keeps half the prompt when it has that much; then the suffix
+ * is cut (its far end); room one side does not need goes to the other.
+ * keep_pre + keep_suf <= prompt; use pre + (n_pre - keep_pre) and
+ * suf[0, keep_suf). */
+void sc_infill_split_prompt(int prompt, size_t n_pre, size_t n_suf, size_t *keep_pre,
                          size_t *keep_suf);
 
 /* The positions a sequence may have in this engine (its max_seq). */
 int sc_engine_context(const sc_engine *e);
 
-/* sc_infill_fit_compute for this engine's context and layout: the plan's
+/* sc_infill_budget_compute for this engine's context and layout: the plan's
  * longest length as the canvas, DreamOn's growth (params->max_canvas, or 4x)
  * when the checkpoint expands and params allow it. Then cuts the plan's
  * lengths to out->canvas and, for a growing canvas, sets
  * params->max_canvas to out->max_canvas, so that the engine stays within
  * what was reserved. plan and params are changed in place. */
 sc_status sc_engine_fit(const sc_engine *e, int budget, sc_infill_plan *plan,
-                        sc_infill_params *params, sc_infill_fit *out, sc_error *err);
+                        sc_infill_params *params, sc_infill_budget *out, sc_error *err);
 
 /* Several independent prompts (other sites, other files) decoded together:
  * every step is one packed forward pass over all unfinished prompts, in

@@ -305,12 +305,16 @@ static sc_status admit(server *s, job *j) {
     free(suf);
     return st;
   }
-  /* As every caller lays it out (model.h, sc_infill_fit): keep the tokens
-   * nearest the middle; when they do not fit, the suffix gets at most a
-   * quarter of the room. max_tokens was fitted when the request was read. */
+  /* As `sculpt complete` lays it out: keep the tokens nearest the middle;
+   * when they do not fit, the suffix gets at most a quarter of the room. */
   int m = j->max_tokens;
-  size_t keep_pre = 0, keep_suf = 0;
-  sc_infill_fit_split(s->context - m - 2, n_pre, n_suf, &keep_pre, &keep_suf);
+  size_t room = (size_t)(s->context - m - 2);
+  size_t keep_pre = n_pre, keep_suf = n_suf;
+  if (n_pre + n_suf > room) {
+    keep_suf = n_suf < room / 4 ? n_suf : room / 4;
+    keep_pre = n_pre < room - keep_suf ? n_pre : room - keep_suf;
+    keep_suf = room - keep_pre < n_suf ? room - keep_pre : n_suf;
+  }
   /* (An empty text may come back as NULL: no offset on that.) */
   sc_infill_request q = {pre ? pre + (n_pre - keep_pre) : NULL, (int)keep_pre, suf,
                          (int)keep_suf, m, j->params.seed};
@@ -864,10 +868,8 @@ static job *parse_completion(server *s, const char *body, size_t len, char *msg,
     j->max_tokens = v > s->o.max_tokens ? s->o.max_tokens : (int)v;
   }
   /* At least half the context stays for the prompt and suffix: a canvas
-   * with nothing to condition on would be noise (sc_infill_fit). */
-  sc_infill_fit fit;
-  if (sc_infill_fit_compute(s->context, 2, 0, j->max_tokens, 0, &fit, NULL) == SC_OK)
-    j->max_tokens = fit.canvas;
+   * with nothing to condition on would be noise. */
+  if (j->max_tokens > (s->context - 2) / 2) j->max_tokens = (s->context - 2) / 2;
   if (!get_number(root, "temperature", 0, 2, &j->params.temperature, msg, msg_len) ||
       !get_number(root, "top_p", 0, 1, &j->params.top_p, msg, msg_len))
     goto out;
@@ -1586,10 +1588,7 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   s->context = s->o.context > 0 ? s->o.context : (s->info->max_seq < 1024 ? s->info->max_seq : 1024);
   if (s->context > s->info->max_seq) s->context = s->info->max_seq;
   if (s->context < 8) FAIL(SC_ERR_INVALID, "a %d-token context is too small", s->context);
-  sc_infill_fit fit;
-  if ((st = sc_infill_fit_compute(s->context, 2, 0, s->o.max_tokens, 0, &fit, err)) != SC_OK)
-    goto done;
-  s->o.max_tokens = fit.canvas;
+  if (s->o.max_tokens > (s->context - 2) / 2) s->o.max_tokens = (s->context - 2) / 2;
   if ((st = sc_engine_new(s->model, s->tok, s->context, &s->engine, err)) != SC_OK) goto done;
   {
     int budget = s->context * s->o.batch;

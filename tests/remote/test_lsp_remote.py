@@ -573,7 +573,7 @@ def test_prompt_fits_the_backends_context():
     # The planted tokenizer is a token a byte. A long file: without a known
     # context the prompt is the budget (1024 tokens) at most; with
     # backend.contextTokens 300 (or learnt from a refusal that names it),
-    # prompt and suffix fit what the canvas leaves, the suffix a quarter.
+    # prompt and suffix fit what the canvas leaves.
     text = "int a;\n" * 1500 + "int main(void) {\n  int x = \n" + "int b;\n" * 600
     line = 1501
     mock = Mock()
@@ -588,7 +588,7 @@ def test_prompt_fits_the_backends_context():
     r = inline(s, line, len("  int x = "))
     check("error" not in r, "answered", r)
     pre, suf, _ = sizes(0)
-    check(pre + suf <= 1024 and pre > 700, "the budget bounds the prompt", pre, suf)
+    check(pre + suf <= 1024 and pre >= 512, "the budget bounds the prompt", pre, suf)
     s.shutdown_and_exit()
 
     s = start(mock.url, backend={"contextTokens": 300})
@@ -598,8 +598,9 @@ def test_prompt_fits_the_backends_context():
     eq(r["result"]["data"].get("contextTokens"), 300, "the data says the context")
     pre, suf, mt = sizes(1)
     # 300 - 8 (the FIM template) = 292; the canvas (64, and room for the
-    # repair's request: 128) takes 128, the prompt 164, a quarter after.
-    check(pre + suf <= 164 and suf <= 41 and mt == 64, "fitted to 300 tokens", pre, suf, mt)
+    # repair's request: 128) takes 128, the prompt 164, the prefix at least
+    # half of it.
+    check(pre + suf <= 164 and pre >= 82 and mt == 64, "fitted to 300 tokens", pre, suf, mt)
     s.shutdown_and_exit()
 
     # Learnt: the backend refuses with the OpenAI/vLLM message naming it.

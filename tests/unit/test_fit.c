@@ -1,7 +1,7 @@
 /* test_fit.c — fitting an infill to a context (model/fit.c, sc_engine_fit)
  * and finding the folder to index (context/root.c). The fit: the shipped
  * model's numbers (256 positions, the editor's 1024-token budget and
- * 64-token canvas), a DreamOn canvas's growth, the suffix's quarter, a
+ * 64-token canvas), a DreamOn canvas's growth, the prefix cut before the suffix, a
  * context too small; then, on the shipped model and the planted DreamOn
  * one, infills at the worst places (a prefix and a suffix far longer than
  * the context) that must succeed once fitted and fail without it. The
@@ -21,52 +21,56 @@
 #include <sys/stat.h>
 
 static void test_fit_numbers(void) {
-  sc_infill_fit f;
+  sc_infill_budget f;
   sc_error err = {0};
   /* The shipped model with the editor's defaults: the canvas stays, the
    * prompt gets what is left, and the budget is clamped. */
-  REQUIRE(sc_infill_fit_compute(256, 2, 1024, 64, 0, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(256, 2, 1024, 64, 0, &f, &err) == SC_OK);
   EXPECTF(f.canvas == 64 && f.max_canvas == 64 && f.prompt == 190 && f.clamped,
           "canvas %d max %d prompt %d clamped %d", f.canvas, f.max_canvas, f.prompt, f.clamped);
   EXPECT(f.prompt + f.max_canvas + 2 <= 256);
   /* A budget that fits is kept as asked, not grown. */
-  REQUIRE(sc_infill_fit_compute(2048, 2, 1024, 64, 0, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(2048, 2, 1024, 64, 0, &f, &err) == SC_OK);
   EXPECT(f.prompt == 1024 && !f.clamped && f.canvas == 64);
   /* Budget 0: all the room. */
-  REQUIRE(sc_infill_fit_compute(2048, 2, 0, 64, 0, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(2048, 2, 0, 64, 0, &f, &err) == SC_OK);
   EXPECT(f.prompt == 2048 - 2 - 64 && !f.clamped);
   /* A canvas longer than half the room is cut to half. */
-  REQUIRE(sc_infill_fit_compute(256, 2, 0, 1000, 0, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(256, 2, 0, 1000, 0, &f, &err) == SC_OK);
   EXPECTF(f.canvas == 127 && f.prompt == 127, "canvas %d prompt %d", f.canvas, f.prompt);
   /* A growing (DreamOn) canvas reserves its growth, within the same half. */
-  REQUIRE(sc_infill_fit_compute(2048, 2, 1024, 64, 256, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(2048, 2, 1024, 64, 256, &f, &err) == SC_OK);
   EXPECT(f.canvas == 64 && f.max_canvas == 256 && f.prompt == 1024);
-  REQUIRE(sc_infill_fit_compute(256, 2, 1024, 64, 256, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(256, 2, 1024, 64, 256, &f, &err) == SC_OK);
   EXPECTF(f.canvas == 64 && f.max_canvas == 127 && f.prompt == 127 && f.clamped,
           "canvas %d max %d prompt %d", f.canvas, f.max_canvas, f.prompt);
   /* No room for one canvas token and one prompt token: an error, not a
    * negative prompt. */
-  EXPECT(sc_infill_fit_compute(3, 2, 0, 8, 0, &f, &err) == SC_ERR_INVALID);
+  EXPECT(sc_infill_budget_compute(3, 2, 0, 8, 0, &f, &err) == SC_ERR_INVALID);
   EXPECT(strstr(err.msg, "3-token context") != NULL);
-  EXPECT(sc_infill_fit_compute(4, 2, 0, 8, 0, &f, &err) == SC_OK && f.canvas == 1 &&
+  EXPECT(sc_infill_budget_compute(4, 2, 0, 8, 0, &f, &err) == SC_OK && f.canvas == 1 &&
          f.prompt == 1);
 }
 
 static void test_split(void) {
   size_t p, s;
-  /* Both long: the suffix keeps a quarter, the prefix the rest. */
-  sc_infill_fit_split(190, 5000, 5000, &p, &s);
-  EXPECTF(s == 47 && p == 143, "pre %zu suf %zu", p, s);
+  /* Both long: the prefix is cut down to half, then the suffix. */
+  sc_infill_split_prompt(190, 5000, 5000, &p, &s);
+  EXPECTF(s == 95 && p == 95, "pre %zu suf %zu", p, s);
+  /* A long prefix and a suffix that fits with half left: the prefix is
+   * what is cut. */
+  sc_infill_split_prompt(190, 5000, 60, &p, &s);
+  EXPECT(s == 60 && p == 130);
   /* A short suffix leaves its room to the prefix. */
-  sc_infill_fit_split(190, 5000, 3, &p, &s);
+  sc_infill_split_prompt(190, 5000, 3, &p, &s);
   EXPECT(s == 3 && p == 187);
   /* A short prefix leaves its room to the suffix. */
-  sc_infill_fit_split(190, 10, 5000, &p, &s);
+  sc_infill_split_prompt(190, 10, 5000, &p, &s);
   EXPECT(p == 10 && s == 180);
   /* Everything fits: everything is kept. */
-  sc_infill_fit_split(190, 100, 50, &p, &s);
+  sc_infill_split_prompt(190, 100, 50, &p, &s);
   EXPECT(p == 100 && s == 50);
-  sc_infill_fit_split(0, 100, 50, &p, &s);
+  sc_infill_split_prompt(0, 100, 50, &p, &s);
   EXPECT(p == 0 && s == 0);
 }
 
@@ -107,12 +111,12 @@ static void test_engine_fit_shipped_model(void) {
   /* The old arithmetic: three quarters of 1024 before, a quarter after. */
   EXPECT(sc_engine_infill(e, pre + 3000 - 768, 768, suf, 256, &plan, &p, NULL, NULL, NULL, &r,
                           &err) == SC_ERR_INVALID);
-  sc_infill_fit fit;
+  sc_infill_budget fit;
   REQUIRE(sc_engine_fit(e, 1024, &plan, &p, &fit, &err) == SC_OK);
   EXPECT(fit.clamped && fit.context == 256 && plan.lengths[0] == 64);
   size_t kp, ks;
-  sc_infill_fit_split(fit.prompt, 3000, 1000, &kp, &ks);
-  EXPECT(kp + ks == (size_t)fit.prompt && ks == (size_t)fit.prompt / 4);
+  sc_infill_split_prompt(fit.prompt, 3000, 1000, &kp, &ks);
+  EXPECT(kp + ks == (size_t)fit.prompt && kp == (size_t)fit.prompt / 2);
   sc_status st = sc_engine_infill(e, pre + 3000 - kp, (int)kp, suf, (int)ks, &plan, &p, NULL,
                                   NULL, NULL, &r, &err);
   EXPECTF(st == SC_OK, "%s", err.msg);
@@ -123,7 +127,7 @@ static void test_engine_fit_shipped_model(void) {
   p.threshold = 0.0f;
   REQUIRE(sc_engine_fit(e, 0, &many, &p, &fit, &err) == SC_OK);
   EXPECT(many.lengths[0] == 8 && many.lengths[1] == 64 && many.lengths[2] == 127);
-  sc_infill_fit_split(fit.prompt, 3000, 1000, &kp, &ks);
+  sc_infill_split_prompt(fit.prompt, 3000, 1000, &kp, &ks);
   st = sc_engine_infill(e, pre + 3000 - kp, (int)kp, suf, (int)ks, &many, &p, NULL, NULL, NULL,
                         &r, &err);
   EXPECTF(st == SC_OK, "%s", err.msg);
@@ -167,13 +171,13 @@ static void test_engine_fit_dreamon(void) {
   sc_infill_result r;
   EXPECT(sc_engine_infill(e, pre, (int)n_pre, suf, (int)n_suf, &plan, &p, NULL, NULL, NULL, &r,
                           &err) == SC_ERR_INVALID);
-  sc_infill_fit fit;
+  sc_infill_budget fit;
   REQUIRE(sc_engine_fit(e, 1024, &plan, &p, &fit, &err) == SC_OK);
   EXPECTF(fit.canvas == 2 && fit.max_canvas == 23 && p.max_canvas == 23 && fit.prompt == 23,
           "canvas %d max %d (params %d) prompt %d", fit.canvas, fit.max_canvas, p.max_canvas,
           fit.prompt);
   size_t kp, ks;
-  sc_infill_fit_split(fit.prompt, n_pre, n_suf, &kp, &ks);
+  sc_infill_split_prompt(fit.prompt, n_pre, n_suf, &kp, &ks);
   sc_status st = sc_engine_infill(e, pre + n_pre - kp, (int)kp, suf, (int)ks, &plan, &p, NULL,
                                   NULL, NULL, &r, &err);
   EXPECTF(st == SC_OK, "%s", err.msg);
