@@ -17,13 +17,30 @@
 
 #define CMD "complete"
 
+/* Decoding flags given on the command line: they override the preset's
+ * values (which need the model's family profile, known after loading). */
+enum {
+  SET_STEPS = 1u << 0,
+  SET_RANK = 1u << 1, /* --algorithm: rank and schedule */
+  SET_THRESHOLD = 1u << 2,
+  SET_SEED = 1u << 3,
+  SET_TEMPERATURE = 1u << 4,
+  SET_TOP_P = 1u << 5,
+  SET_TOP_K = 1u << 6,
+  SET_BLOCK = 1u << 7,
+  SET_EOS_PENALTY = 1u << 8,
+  SET_NO_CACHE = 1u << 9,
+};
+
 typedef struct args {
   const char *target;
   const char *model_dir;
   const char *family;
   sc_device_kind device;
   sc_infill_plan plan;
-  sc_infill_params params;
+  sc_infill_params params; /* the flags' values (see set) */
+  unsigned set;            /* SET_*: which flags were given */
+  sc_preset preset;        /* --preset; AUTO: the family's default */
   bool json;
   /* the remote backend */
   sc_fim_client_options remote; /* --backend and its options; url NULL: local */
@@ -50,7 +67,7 @@ static int parse_args(int argc, char **argv, args *a) {
     int br;
     double d;
     if (strcmp(o, "--json") == 0) { a->json = true; continue; }
-    if (strcmp(o, "--no-cache") == 0) { a->params.use_cache = false; continue; }
+    if (strcmp(o, "--no-cache") == 0) { a->params.use_cache = false; a->set |= SET_NO_CACHE; continue; }
     if (o[0] != '-' || strcmp(o, "-") == 0) {
       if (a->target) { sc_cli_fail(CMD, "one FILE:LINE:COL only"); return 2; }
       a->target = o;
@@ -63,6 +80,9 @@ static int parse_args(int argc, char **argv, args *a) {
       if (br < 0) return 2;
     }
     else if (strcmp(o, "--family") == 0) a->family = v;
+    else if (strcmp(o, "--preset") == 0) {
+      if (!sc_preset_parse(v, &a->preset)) { sc_cli_fail(CMD, "--preset takes fast, upstream or auto"); return 2; }
+    }
     else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
     } else if (strcmp(o, "--max-tokens") == 0) {
@@ -87,6 +107,7 @@ static int parse_args(int argc, char **argv, args *a) {
       if (!sc_cli_parse_long(v, 1, 1 << 20, &n)) { sc_cli_fail(CMD, "--steps takes a positive number"); return 2; }
       a->params.steps = (int)n;
       a->params.schedule = SC_SCHEDULE_FIXED_K;
+      a->set |= SET_STEPS;
     } else if (strcmp(o, "--algorithm") == 0) {
       int steps = a->params.steps;
       if (!sc_infill_algorithm_parse(v, &a->params)) {
@@ -94,32 +115,40 @@ static int parse_args(int argc, char **argv, args *a) {
         return 2;
       }
       a->params.steps = steps;
+      a->set |= SET_RANK;
     } else if (strcmp(o, "--threshold") == 0) {
       if (!parse_double(v, 0, 1, &d)) { sc_cli_fail(CMD, "--threshold takes a number in [0, 1]"); return 2; }
       a->params.threshold = (float)d;
       a->params.schedule = SC_SCHEDULE_THRESHOLD;
+      a->set |= SET_THRESHOLD;
     } else if (strcmp(o, "--seed") == 0) {
       char *end;
       errno = 0;
       unsigned long long s = strtoull(v, &end, 10);
       if (errno || *end || v[0] == '-') { sc_cli_fail(CMD, "--seed takes a non-negative number"); return 2; }
       a->params.seed = s;
+      a->set |= SET_SEED;
     } else if (strcmp(o, "--temperature") == 0) {
       if (!parse_double(v, 0, 100, &a->params.temperature)) { sc_cli_fail(CMD, "--temperature takes 0 to 100"); return 2; }
+      a->set |= SET_TEMPERATURE;
     } else if (strcmp(o, "--top-p") == 0) {
       if (!parse_double(v, 0, 1, &a->params.top_p)) { sc_cli_fail(CMD, "--top-p takes (0, 1]"); return 2; }
+      a->set |= SET_TOP_P;
     } else if (strcmp(o, "--top-k") == 0) {
       if (!sc_cli_parse_long(v, 0, 1 << 24, &n)) { sc_cli_fail(CMD, "--top-k takes a number"); return 2; }
       a->params.top_k = (int)n;
+      a->set |= SET_TOP_K;
     } else if (strcmp(o, "--block-len") == 0) {
       if (!sc_cli_parse_long(v, 0, 4096, &n)) { sc_cli_fail(CMD, "--block-len takes 0 to 4096"); return 2; }
       a->params.block_len = (int)n;
+      a->set |= SET_BLOCK;
     } else if (strcmp(o, "--eos-penalty") == 0) {
       if (!parse_double(v, -SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX, &d)) {
         sc_cli_fail(CMD, "--eos-penalty takes -%g to %g", SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
         return 2;
       }
       a->params.eos_penalty = (float)d;
+      a->set |= SET_EOS_PENALTY;
     } else {
       sc_cli_fail(CMD, "unknown option '%s' (see sculpt help complete)", o);
       return 2;
@@ -133,6 +162,24 @@ static int parse_args(int argc, char **argv, args *a) {
     return 2;
   }
   return 0;
+}
+
+/* The preset's parameters for the loaded model, with the flags given on top. */
+static sc_infill_params decoding_params(const args *a, const sc_model *model) {
+  sc_infill_params p;
+  sc_infill_params_for(model, a->preset, &p);
+  const sc_infill_params *u = &a->params;
+  if (a->set & SET_RANK) p.rank = u->rank, p.schedule = u->schedule;
+  if (a->set & SET_STEPS) p.steps = u->steps, p.schedule = u->schedule;
+  if (a->set & SET_THRESHOLD) p.threshold = u->threshold, p.schedule = u->schedule;
+  if (a->set & SET_SEED) p.seed = u->seed;
+  if (a->set & SET_TEMPERATURE) p.temperature = u->temperature;
+  if (a->set & SET_TOP_P) p.top_p = u->top_p;
+  if (a->set & SET_TOP_K) p.top_k = u->top_k;
+  if (a->set & SET_BLOCK) p.block_len = u->block_len;
+  if (a->set & SET_EOS_PENALTY) p.eos_penalty = u->eos_penalty;
+  if (a->set & SET_NO_CACHE) p.use_cache = false;
+  return p;
 }
 
 static int fail_err(const sc_error *err) {
@@ -387,37 +434,42 @@ int sc_cli_complete(int argc, char **argv) {
    * is cut, and a file longer than the rest keeps the tokens nearest the
    * cursor, the prefix cut first (down to half), then the suffix. */
   const sc_model_info *info = sc_model_get_info(model);
+  sc_infill_params params = decoding_params(&a, model);
   sc_infill_budget fit;
   size_t keep_pre = 0, keep_suf = 0;
   if (sc_engine_new(model, tok, 0, &engine, &err) != SC_OK ||
-      sc_engine_fit(engine, 0, &a.plan, &a.params, &fit, &err) != SC_OK) {
+      sc_engine_fit(engine, 0, &a.plan, &params, &fit, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
   }
   sc_infill_split_prompt(fit.prompt, n_pre, n_suf, &keep_pre, &keep_suf);
   if (sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                       &a.plan, &a.params, NULL, NULL, NULL, &res, &err) != SC_OK) {
+                       &a.plan, &params, NULL, NULL, NULL, &res, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
   }
   if (a.json) {
-    json_t *ids = json_array(), *conf = json_array();
+    json_t *ids = json_array(), *conf = json_array(), *canvas = json_array();
     for (int i = 0; i < res.n_ids; i++) {
       json_array_append_new(ids, json_integer(res.ids[i]));
       json_array_append_new(conf, json_real((double)res.confidence[i]));
     }
+    for (int i = 0; i < res.canvas_len; i++)
+      json_array_append_new(canvas, json_integer(res.canvas_ids[i]));
     json_t *text_j = json_stringn(res.text ? res.text : "", res.text_len);
     json_t *o = json_pack(
-        "{s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:{s:s, s:s, s:s}, "
-        "s:{s:I, s:I, s:i}, s:{s:f, s:f, s:f, s:f, s:f}}",
+        "{s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:s, s:s, s:{s:s, s:s, s:s, s:s}, "
+        "s:{s:I, s:I, s:i, s:b}, s:{s:f, s:f, s:f, s:f, s:f}}",
         "text", text_j ? text_j : json_string(""), "ids", ids, "confidence", conf,
-        "steps", res.steps, "committed", res.committed, "canvas", res.canvas_len, "ended",
-        res.ended, "mean_logp", res.mean_logp, "model", "dir", model_dir, "family",
-        sc_model_family_name(info->family), "device", dev.description, "context",
+        "canvas_ids", canvas, "steps", res.steps, "committed", res.committed, "canvas",
+        res.canvas_len, "ended", res.ended, "mean_logp", res.mean_logp, "preset",
+        sc_preset_name(params.preset), "loop", sc_decode_loop_name(params.loop), "model", "dir",
+        model_dir, "family", sc_model_family_name(info->family), "profile",
+        sc_model_get_profile(model)->name, "device", dev.description, "context",
         "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
-        "model_tokens", fit.context,
-        "timings", "load_ms", t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms",
-        res.ms_total, "forward_ms", res.ms_forward, "sample_ms", res.ms_sample);
+        "model_tokens", fit.context, "suffix_cut", params.suffix_cut, "timings", "load_ms",
+        t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms", res.ms_total, "forward_ms",
+        res.ms_forward, "sample_ms", res.ms_sample);
     char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     if (!s) {
       sc_cli_fail(CMD, "cannot format the result");

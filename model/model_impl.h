@@ -44,6 +44,16 @@ size_t sc_dtype_size(sc_dtype dtype);
 
 /* ---- config.json and the tokenizer's special tokens (config.c) ------------ */
 
+/* The largest JSON file of a checkpoint read (tokenizer.json runs to ~10 MB). */
+#define SC_JSON_FILE_MAX ((size_t)1 << 30)
+
+/* Parses the JSON file at path (jansson flags, e.g. JSON_REJECT_DUPLICATES)
+ * into *out (a new reference). The file must be a regular file (a FIFO,
+ * device or directory is an error, never a blocking open); every error
+ * names path. Shared by every JSON part of a checkpoint. */
+struct json_t;
+sc_status sc_json_file_load(const char *path, size_t flags, struct json_t **out, sc_error *err);
+
 typedef struct sc_config {
   sc_model_family family;
   char architecture[64];
@@ -57,6 +67,7 @@ typedef struct sc_config {
   int max_positions;  /* 0 when unknown */
   int sliding_window; /* positions the upper layers attend to; 0 when off */
   float eos_penalty;  /* generation_config.json "eos_penalty", else 0 */
+  sc_family_profile profile; /* how the family frames, ends and decodes (family.c) */
 } sc_config;
 
 /* Reads dir/config.json, the tokenizer files and generation_config.json
@@ -90,6 +101,7 @@ typedef struct sc_backend_ops sc_backend_ops;
 
 struct sc_model {
   sc_model_info info;
+  char *dir; /* owned: the checkpoint folder, for messages */
   sc_config cfg;
   sc_st_file *files;
   size_t n_files;
@@ -99,6 +111,10 @@ struct sc_model {
   float *vectors; /* owned: every small vector above */
   const sc_backend_ops *backend;
 };
+
+/* The error for a pass whose logits are NaN or infinite, naming m's
+ * checkpoint (checkpoint.c). Returns SC_ERR_FORMAT. */
+sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err);
 
 /* Converts n elements of a weight row (possibly unaligned) to f32. */
 void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst);

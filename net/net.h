@@ -2,7 +2,8 @@
  * net.h — sculpt over HTTP.
  *
  * The server side serves the diffusion engine (`sculpt serve`): HTTP/1.1 on
- * a libev loop, OpenAI-compatible FIM completions with continuous batching.
+ * a libev loop, OpenAI-compatible FIM completions and llama.cpp's /infill,
+ * with continuous batching.
  * The client side is the remote backend: it sends an assembled prompt and
  * suffix to an OpenAI-compatible FIM endpoint (sculpt serve, Mercury Coder,
  * SGLang, vLLM) through libcurl's multi interface on a libev loop, so the
@@ -22,7 +23,8 @@ extern "C" {
 #endif
 
 /* ==== server: sculpt serve ================================================ */
-/* (net/http.c, net/serve.c) */
+/* (net/http.c the request reader; net/serve*.c the server, by layer: see
+ * net/serve_impl.h) */
 
 /* The HTTP/1.1 request reader: Debian's http-parser underneath, with our
  * limits. One request at a time: after SC_HTTP_REQUEST the reader holds that
@@ -84,7 +86,12 @@ typedef struct sc_serve_options {
                              SC_INFILL_MAX_BATCH; 0: 8 on a GPU, 1 on the CPU */
   int context;            /* positions per request (0 = min(model, 1024)) */
   int max_tokens;         /* cap on max_tokens, the canvas (256) */
-  int max_connections;    /* more are answered 503 and closed (256) */
+  int max_connections;    /* the pool; past it only /health and /metrics are
+                             answered, on a few reserved connections, and
+                             beyond those 503 (256) */
+  int max_client_connections; /* of the pool from one client address (an
+                                 IPv6 client by its /64); past it as past
+                                 max_connections (64) */
   size_t max_body;        /* bytes (4 MiB) */
   double header_timeout_s; /* a request must be complete this soon after its
                               first byte, else 408 (10) */
