@@ -670,11 +670,12 @@ static bool parse_diagnostics(const char *text, size_t len, const char *only_fil
 
 /* Site s's prompt in f's current text: *pre and *suf owned by the caller,
  * the kept tokens are pre + (n_pre - keep_pre) and suf[0 .. keep_suf); the
- * plan's canvas lengths in *plan. */
+ * plan's canvas lengths in *plan. p (the decoding's parameters) gets the
+ * fit's DreamOn growth limit and whether the suffix was cut. */
 static sc_status site_prompt(run *r, const file_ent *f, const site *s, size_t a, size_t b,
                              int32_t **pre_out, size_t *n_pre_out, size_t *keep_pre_out,
                              int32_t **suf_out, size_t *keep_suf_out, sc_infill_plan *plan_out,
-                             sc_error *err) {
+                             sc_infill_params *p, sc_error *err) {
   size_t pw = (size_t)CONTEXT_TOKENS * BYTES_PER_TOKEN, sw = pw / 4 + 256;
   size_t p0 = a > pw ? a - pw : 0, s1 = f->cur_len - b > sw ? b + sw : f->cur_len;
   int32_t *pre = NULL, *suf = NULL, *old = NULL;
@@ -702,15 +703,21 @@ static sc_status site_prompt(run *r, const file_ent *f, const site *s, size_t a,
       if (!dup) plan.lengths[plan.n_lengths++] = l;
     }
   }
-  int max_len = 0;
-  for (int i = 0; i < plan.n_lengths; i++)
-    if (plan.lengths[i] > max_len) max_len = plan.lengths[i];
-  /* Room for the canvas to grow 4x (DreamOn) plus BOS/EOS. */
-  long room = (long)r->max_seq - 4L * max_len - 2;
-  if (room > CONTEXT_TOKENS) room = CONTEXT_TOKENS;
-  if (room < 0) room = 0;
-  size_t keep_suf = n_suf < (size_t)room / 4 ? n_suf : (size_t)room / 4;
-  size_t keep_pre = n_pre < (size_t)room - keep_suf ? n_pre : (size_t)room - keep_suf;
+  /* Fitted as every caller fits (model.h, sc_infill_fit_plan): the
+   * family's frame, the canvas and a DreamOn canvas's growth within half
+   * the model's context, CONTEXT_TOKENS of prompt at most, the prefix cut
+   * first down to half, then the suffix, which then ends without EOS. */
+  sc_infill_budget fit;
+  size_t keep_pre = 0, keep_suf = 0;
+  st = sc_infill_fit_plan(r->model, r->max_seq, CONTEXT_TOKENS, &plan, p, &fit, err);
+  if (st != SC_OK) {
+    free(pre);
+    free(suf);
+    return st;
+  }
+  sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &p->suffix_cut);
+  /* A suffix window that stops before the file's end is cut too. */
+  if (s1 < f->cur_len) p->suffix_cut = true;
   *pre_out = pre;
   *n_pre_out = n_pre;
   *keep_pre_out = keep_pre;
@@ -749,9 +756,9 @@ static sc_status decode(run *r, const file_ent *f, const site *s, size_t a, size
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_infill_plan plan;
-  SC_TRY(site_prompt(r, f, s, a, b, &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, err));
   sc_infill_params p;
   sc_infill_params_default(&p);
+  SC_TRY(site_prompt(r, f, s, a, b, &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, &p, err));
   p.seed = seed;
   p.temperature = seed ? r->a.temperature : 0.0;
   sc_status st = sc_engine_infill(r->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
@@ -781,13 +788,18 @@ static void prefetch_holes(run *r) {
     int32_t *pre = NULL, *suf = NULL;
     size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
     sc_infill_plan plan;
+    /* Fitted with the batch's parameters: whether each suffix was cut goes
+     * with its request. */
+    sc_infill_params fp;
+    sc_infill_params_default(&fp);
+    fp.no_expand = true; /* a batch decodes fixed-length canvases */
     if (site_prompt(r, &r->files[s->file], s, s->a, s->b, &pre, &n_pre, &keep_pre, &suf,
-                    &keep_suf, &plan, NULL) != SC_OK)
+                    &keep_suf, &plan, &fp, NULL) != SC_OK)
       continue;
     bufs[2 * m] = pre;
     bufs[2 * m + 1] = suf;
     reqs[m] = (sc_infill_request){pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                                  plan.lengths[0], 0};
+                                  plan.lengths[0], 0, fp.suffix_cut};
     idx[m++] = k;
   }
   sc_infill_params p;

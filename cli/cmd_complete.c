@@ -430,20 +430,23 @@ int sc_cli_complete(int argc, char **argv) {
   }
   double t_tok = sc_now_ms();
   /* The canvas, the room a DreamOn canvas may grow into and the prompt are
-   * fitted to the model's context (model.h, sc_engine_fit): a long canvas
-   * is cut, and a file longer than the rest keeps the tokens nearest the
-   * cursor, the prefix cut first (down to half), then the suffix. */
+   * fitted to the model's context with the family's frame (model.h,
+   * sc_infill_fit_plan): a long canvas is cut, and a file longer than the
+   * rest keeps the tokens nearest the cursor, the prefix cut first (from
+   * the left, down to half), then the suffix, which then ends without EOS.
+   * The engine gets the positions that needs. */
   const sc_model_info *info = sc_model_get_info(model);
   sc_infill_params params = decoding_params(&a, model);
   sc_infill_budget fit;
   size_t keep_pre = 0, keep_suf = 0;
-  if (sc_engine_new(model, tok, 0, &engine, &err) != SC_OK ||
-      sc_engine_fit(engine, 0, &a.plan, &params, &fit, &err) != SC_OK) {
+  if (sc_infill_fit_plan(model, info->max_seq, 0, &a.plan, &params, &fit, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
   }
-  sc_infill_split_prompt(fit.prompt, n_pre, n_suf, &keep_pre, &keep_suf);
-  if (sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
+  sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &params.suffix_cut);
+  int need = sc_infill_positions(&fit, keep_pre, keep_suf, params.suffix_cut);
+  if (sc_engine_new(model, tok, need, &engine, &err) != SC_OK ||
+      sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
                        &a.plan, &params, NULL, NULL, NULL, &res, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;

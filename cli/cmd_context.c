@@ -377,15 +377,17 @@ int sc_cli_context(int argc, char **argv) {
   }
   /* Without --budget, the prompt an editor would get by default: 1024
    * tokens, or what the model's context leaves after the editor's default
-   * 64-token canvas (model.h, sc_infill_budget). An explicit --budget is
-   * shown as asked, to study budgets beyond the model. */
+   * 64-token canvas and the family's frame (model.h, sc_infill_budget). An
+   * explicit --budget is shown as asked, to study budgets beyond the model. */
   int context = 0;
-  if (sc_model_context_read(model_dir, SC_FAMILY_AUTO, &context, NULL) != SC_OK) context = 0;
+  sc_infill_frame frame;
+  if (sc_model_context_read(model_dir, SC_FAMILY_AUTO, &context, &frame, NULL) != SC_OK)
+    context = 0;
   if (budget == 0) {
     sc_infill_budget fit;
     budget = DEFAULT_BUDGET;
-    if (context > 0 &&
-        sc_infill_budget_compute(context, 2, DEFAULT_BUDGET, DEFAULT_CANVAS, 0, &fit, NULL) == SC_OK)
+    if (context > 0 && sc_infill_budget_compute(context, &frame, DEFAULT_BUDGET, DEFAULT_CANVAS,
+                                                &fit, NULL) == SC_OK)
       budget = fit.prompt < 16 ? 16 : fit.prompt;
   }
   if (root_arg) {

@@ -124,15 +124,17 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   p.seed = seed;
   p.temperature = seed ? 0.8 : 0.0;
   sc_infill_budget fit;
-  if (sc_engine_fit(c->engine, a->set.context_budget, &plan, &p, &fit, err) != SC_OK)
+  if (sc_infill_fit_plan(c->model, sc_engine_context(c->engine), a->set.context_budget, &plan,
+                         &p, &fit, err) != SC_OK)
     return NULL;
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   size_t pw = (size_t)fit.prompt * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
   size_t p0 = t->a > pw ? t->a - pw : 0;
   size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
-  if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b, fit.prompt,
-                             &pre, &n_pre, &keep_pre, &suf, &keep_suf, err) != SC_OK)
+  if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b,
+                             s1 < a->len, &fit, &pre, &n_pre, &keep_pre, &suf, &keep_suf,
+                             &p.suffix_cut, err) != SC_OK)
     return NULL;
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);

@@ -73,6 +73,7 @@ struct sc_completer {
   char model_name[256], device_name[192], error[512];
   double last_latency_ms; /* also set by inline.c and remote.c when they answer */
   int model_context;      /* the loaded model's context in tokens (0: none loaded) */
+  sc_infill_frame model_frame; /* its family's frame (sc_infill_frame_for) */
   /* The (budget, context) pair last warned about: contextBudget larger
    * than the context allows is said once, not per request. */
   int warned_budget, warned_context;
@@ -210,6 +211,7 @@ typedef struct complete_arg {
   char *prefix; /* the window before the cursor (owned) */
   size_t prefix_len;
   char *suffix; /* the window after it (owned) */
+  bool suffix_window_cut; /* it stops before the document's end */
   size_t suffix_len;
   bool single_line;
   int debounce_ms;
@@ -267,14 +269,17 @@ void sc_cpl__extras_free(prompt_extras *x);
  * Returns what *before points into (owned), or NULL: then a->prefix. */
 char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **before,
                             size_t *before_len, size_t *n_snippets);
-/* Tokenizes the text before and after the canvas and fits them to a prompt
- * of `prompt` tokens (sc_infill_split_prompt: the prefix's far end is cut
- * first, down to half, then the suffix's). *pre and *suf are owned by the
- * caller; use pre + (n_pre - keep_pre). */
+/* Tokenizes the text before and after the canvas and fits them to fit's
+ * prompt (sc_infill_fit: the prefix's far end is cut first, down to half,
+ * then the suffix's). after_cut: the text after is a window that stops
+ * before the document's end. *suffix_cut (for params.suffix_cut): the
+ * suffix the model sees is not the document's end, so no EOS follows it.
+ * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
 sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
-                                 const char *after, size_t after_len, int prompt,
-                                 int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
-                                 size_t *keep_suf, sc_error *err);
+                                 const char *after, size_t after_len, bool after_cut,
+                                 const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
+                                 size_t *keep_pre, int32_t **suf, size_t *keep_suf,
+                                 bool *suffix_cut, sc_error *err);
 /* The remote backend's fit for a canvas of `canvas` tokens: the backend's
  * context (remote_context: configured or learnt) when known, with room for
  * the canvas and the repair's request; else (context 0) the budget alone

@@ -67,7 +67,8 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   sc_infill_plan plan = {1, {m}};
   sc_infill_params p = *f->params;
   sc_infill_budget fit;
-  SC_TRY(sc_engine_fit(c->engine, f->prompt, &plan, &p, &fit, err));
+  SC_TRY(sc_infill_fit_plan(c->model, sc_engine_context(c->engine), f->prompt, &plan, &p, &fit,
+                            err));
   char *b = malloc(f->before_len + head_len + 1);
   char *e = malloc(tail_len + a->suffix_len + 1);
   if (!b || !e) {
@@ -82,8 +83,9 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_status st = sc_cpl__encode_context(c, b, f->before_len + head_len, e,
-                                        tail_len + a->suffix_len, fit.prompt, &pre, &n_pre,
-                                        &keep_pre, &suf, &keep_suf, err);
+                                        tail_len + a->suffix_len, a->suffix_window_cut, &fit,
+                                        &pre, &n_pre, &keep_pre, &suf, &keep_suf, &p.suffix_cut,
+                                        err);
   free(b);
   free(e);
   if (st != SC_OK) return st;
@@ -177,14 +179,16 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   double t0 = sc_now_ms();
   if (a->remote) return remote_prompt_job(a, t0, err);
   /* The canvas and the prompt are fitted to the model's context first
-   * (model.h, sc_engine_fit): the plan's lengths are cut to at most half
-   * of it, and the prompt budget to what the canvas leaves. */
+   * (model.h, sc_infill_fit_plan): after the family's frame, the plan's
+   * lengths are cut to at most half of it, and the prompt budget to what
+   * the canvas leaves. */
   int reconditioned = 0;
   sc_infill_plan plan = canvas_plan(a, &reconditioned);
   sc_infill_params p;
   sc_cpl__params_from_settings(&a->set, &p);
   sc_infill_budget fit;
-  if (sc_engine_fit(c->engine, a->set.context_budget, &plan, &p, &fit, err) != SC_OK)
+  if (sc_infill_fit_plan(c->model, sc_engine_context(c->engine), a->set.context_budget, &plan,
+                         &p, &fit, err) != SC_OK)
     return NULL;
   /* Repository context: definitions of what is used around the cursor,
    * from this file, its imports and the workspace, each headed by its path,
@@ -195,8 +199,8 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_status est = sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len,
-                                         fit.prompt, &pre, &n_pre, &keep_pre, &suf, &keep_suf,
-                                         err);
+                                         a->suffix_window_cut, &fit, &pre, &n_pre, &keep_pre,
+                                         &suf, &keep_suf, &p.suffix_cut, err);
   if (est != SC_OK) {
     free(joined);
     return NULL;
@@ -236,6 +240,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   json_object_set_new(data, "promptTokens", json_integer((json_int_t)(keep_pre + keep_suf)));
   json_object_set_new(data, "contextTokens", json_integer(fit.context));
   if (reconditioned) json_object_set_new(data, "reconditioned", json_true());
+  if (p.suffix_cut) json_object_set_new(data, "suffixCut", json_true());
   if (a->repaired) json_object_set_new(data, "repaired", json_true());
   json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
   SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
@@ -382,6 +387,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
     a->kind = kind;
     a->prefix_len = off - p0;
     a->suffix_len = s1 - off;
+    a->suffix_window_cut = s1 < d->len;
     a->prefix = malloc(a->prefix_len + 1);
     a->suffix = malloc(a->suffix_len + 1);
   }

@@ -71,7 +71,8 @@ typedef struct load_arg {
   bool remote; /* the remote backend: only the tokenizer, for the prompt */
   /* out */
   char model_name[256], device_name[192];
-  int context; /* the model's context in tokens */
+  int context;           /* the model's context in tokens */
+  sc_infill_frame frame; /* its family's frame */
 } load_arg;
 
 static void load_arg_free(void *p) {
@@ -121,10 +122,16 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
     return NULL;
   }
   /* The engine holds the model's whole context, so that every request
-   * can be fitted to it (sc_engine_fit) whatever the settings say; the
-   * per-position buffers are touched only as far as a request reaches. */
+   * can be fitted to it (sc_infill_fit_plan) whatever the settings say; the
+   * per-position buffers are touched only as far as a request reaches. The
+   * frame is what the settings' decoding reserves (no setting changes it:
+   * they all decode with sc_infill_params_default's loop and padding), for
+   * the budget warning on the loop (sc_cpl__check_budget). */
   const sc_model_info *info = sc_model_get_info(c->model);
   a->context = info->max_seq;
+  sc_infill_params dp;
+  sc_infill_params_default(&dp);
+  sc_infill_frame_for(c->model, &dp, &a->frame);
   if (sc_engine_new(c->model, c->tok, 0, &c->engine, err) != SC_OK) {
     sc_cpl__release_model(c);
     return NULL;
@@ -149,6 +156,7 @@ static void load_done(sc_lsp_server *s, sc_job *job) {
     snprintf(c->device_name, sizeof c->device_name, "%s", a->device_name);
     c->error[0] = '\0';
     c->model_context = a->remote ? 0 : a->context;
+    c->model_frame = a->frame;
   } else {
     c->state = MS_ERROR;
     c->model_context = 0;

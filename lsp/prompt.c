@@ -74,14 +74,11 @@ prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_docum
   return x;
 }
 
-/* Tokenizes the text before and after the canvas and fits them to a
- * prompt of `prompt` tokens (what sc_engine_fit left): the prefix's far end
- * is cut first, down to half, then the suffix's (sc_infill_split_prompt).
- * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
 sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
-                                 const char *after, size_t after_len, int prompt,
-                                 int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
-                                 size_t *keep_suf, sc_error *err) {
+                                 const char *after, size_t after_len, bool after_cut,
+                                 const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
+                                 size_t *keep_pre, int32_t **suf, size_t *keep_suf,
+                                 bool *suffix_cut, sc_error *err) {
   size_t n_suf = 0;
   SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
   if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {
@@ -89,7 +86,8 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
     *pre = NULL;
     return err ? err->status : SC_ERR_INTERNAL;
   }
-  sc_infill_split_prompt(prompt, *n_pre, n_suf, keep_pre, keep_suf);
+  sc_infill_fit(fit, *n_pre, n_suf, keep_pre, keep_suf, suffix_cut);
+  if (after_cut) *suffix_cut = true;
   return SC_OK;
 }
 
@@ -132,7 +130,8 @@ char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **befo
 /* ---- the remote backend's prompt ------------------------------------------------ */
 
 /* Positions a FIM server's template adds around the prompt and the suffix
- * (BOS and the three FIM sentinels, with room to spare). */
+ * (BOS and the three FIM sentinels, with room to spare), whether or not
+ * the suffix is cut: its template is not known here. */
 #define REMOTE_SPECIALS 8
 /* Without a local tokenizer, bytes stand for tokens at this rate: code
  * averages 3-4 bytes a token with BPE tokenizers, so 3 errs on the side of
@@ -141,23 +140,28 @@ char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **befo
 
 sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas) {
   int budget = set->context_budget;
-  sc_infill_budget fit = {0, canvas, canvas, budget, false};
   /* The canvas reserves room for the repair's request too, which carries
    * the candidate's head and tail besides the prompt. */
+  sc_infill_frame frame = {REMOTE_SPECIALS, REMOTE_SPECIALS, 2 * canvas};
+  sc_infill_budget fit = {.context = 0, .frame = frame, .canvas = canvas,
+                          .max_canvas = canvas, .prompt = budget, .prompt_cut = budget};
   if (remote_context > 0 &&
-      sc_infill_budget_compute(remote_context, REMOTE_SPECIALS, budget, canvas, 2 * canvas, &fit,
-                            NULL) != SC_OK) {
+      sc_infill_budget_compute(remote_context, &frame, budget, canvas, &fit, NULL) != SC_OK) {
     /* A context too small for anything: the least that can be sent. */
-    fit = (sc_infill_budget){remote_context, 1, 1, 1, true};
+    fit = (sc_infill_budget){.context = remote_context, .frame = frame, .canvas = 1,
+                             .max_canvas = 1, .prompt = 1, .prompt_cut = 1, .clamped = true};
   }
   return fit;
 }
 
 void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
                                  size_t *keep_before, size_t *keep_after) {
+  /* The same split, in bytes. */
+  sc_infill_budget bytes = *fit;
   size_t room = (size_t)fit->prompt * REMOTE_BYTES_PER_TOKEN;
-  sc_infill_split_prompt(room > INT32_MAX ? INT32_MAX : (int)room, before, after, keep_before,
-                      keep_after);
+  bytes.prompt = bytes.prompt_cut = room > INT32_MAX ? INT32_MAX : (int)room;
+  bool cut;
+  sc_infill_fit(&bytes, before, after, keep_before, keep_after, &cut);
 }
 
 /* Keeps the last n bytes of [p, p+len) that start a UTF-8 character. */
@@ -184,8 +188,9 @@ sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_budget *fit, const
      * back to exactly the bytes they came from. */
     int32_t *pre = NULL, *suf = NULL;
     size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
-    SC_TRY(sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len, fit->prompt,
-                                  &pre, &n_pre, &keep_pre, &suf, &keep_suf, err));
+    bool cut; /* the server frames the prompt itself */
+    SC_TRY(sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len, false, fit,
+                                  &pre, &n_pre, &keep_pre, &suf, &keep_suf, &cut, err));
     char *tp = NULL, *ts = NULL;
     size_t lp = 0, ls = 0;
     sc_status st = sc_tokenizer_decode(c->tok, pre + (n_pre - keep_pre), keep_pre, &tp, &lp, err);

@@ -280,8 +280,8 @@ void sc_cpl__check_budget(sc_completer *c) {
   sc_infill_budget fit;
   if (remote) {
     fit = sc_cpl__remote_fit(&c->set, context, c->set.max_tokens);
-  } else if (sc_infill_budget_compute(context, 2, c->set.context_budget, c->set.max_tokens, 0, &fit,
-                                   NULL) != SC_OK) {
+  } else if (sc_infill_budget_compute(context, &c->model_frame, c->set.context_budget,
+                                      c->set.max_tokens, &fit, NULL) != SC_OK) {
     return;
   }
   if (!fit.clamped) return;

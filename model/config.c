@@ -407,11 +407,16 @@ int sc_config_context(const sc_config *c) {
 }
 
 sc_status sc_model_context_read(const char *dir, sc_model_family family, int *context,
-                                sc_error *err) {
+                                sc_infill_frame *frame, sc_error *err) {
   SC_CHECK(dir && *dir && context, err, SC_ERR_INVALID, "no model folder given");
   sc_config c;
   SC_TRY(sc_config_load(dir, family, &c, err));
   *context = sc_config_context(&c);
+  if (frame) {
+    sc_infill_params p;
+    sc_infill_params_default(&p);
+    sc_family_frame_for(&c.profile, c.vocab, &p, frame);
+  }
   return SC_OK;
 }
 

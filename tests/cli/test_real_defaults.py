@@ -2,9 +2,10 @@
 model (model/default: a 256-position context) on a real 2,000-line file
 (jq's src/builtin.c, copied into a fresh git work tree): at its first line,
 its middle and its very end they succeed, and what they put before the
-model fits its context. `sculpt context` shows by default the prompt an
-editor would get with the default settings (the budget fitted to the
-model); an explicit --budget is shown as asked."""
+model fits its context (a suffix cut to fit goes without its EOS).
+`sculpt context` shows by default the prompt an editor would get with the
+default settings (the budget fitted to the model); an explicit --budget is
+shown as asked."""
 import json
 import os
 import shutil
@@ -54,7 +55,13 @@ try:
             res = json.loads(out)
             ctx = res["context"]
             check(ctx["model_tokens"] == CONTEXT, f"the model's context: {ctx}")
-            check(ctx["prefix_tokens"] + ctx["suffix_tokens"] + res["canvas"] + 2 <= CONTEXT,
+            # The shipped profile's frame: a BOS, and an EOS after a whole
+            # suffix only; a suffix cut to fit (at the top and the middle of
+            # a long file) is not the file's end.
+            frame = 1 if ctx["suffix_cut"] else 2
+            check(ctx["suffix_cut"] == (line <= mid + 1),
+                  f"{line}:{col}: the suffix is cut before the end only: {ctx}")
+            check(ctx["prefix_tokens"] + ctx["suffix_tokens"] + res["canvas"] + frame <= CONTEXT,
                   f"{line}:{col}: prompt and canvas fit: {ctx}, canvas {res['canvas']}")
         rc, out, err = run("context", target, "--json")
         check(rc == 0, f"context {line}:{col}: exit {rc}: {err.strip()}")

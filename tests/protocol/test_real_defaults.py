@@ -167,11 +167,14 @@ def check_answer(r, kind, where):
         for k in ("modelMs", "repairMs", "contextMs", "promptTokens", "contextTokens"):
             check(k in data, "data has " + k, data)
         eq(data["contextTokens"], CONTEXT, "the context the request was fitted to")
-        check(data["promptTokens"] + data["canvas"] + 2 <= CONTEXT,
+        # The shipped profile's frame: a BOS, and an EOS after a whole
+        # suffix only (a suffix cut to fit is not the file's end).
+        frame = 1 if data.get("suffixCut") else 2
+        check(data["promptTokens"] + data["canvas"] + frame <= CONTEXT,
               "prompt + canvas fit the context", data)
         check(data["modelMs"] >= data["repairMs"] >= 0, "modelMs counts the repair", data)
-        return True
-    return False
+        return data
+    return None
 
 
 def test_every_position_no_settings():
@@ -200,7 +203,14 @@ def test_every_position_no_settings():
             r = s.request(method, {"textDocument": {"uri": uri_of(path)},
                                    "position": {"line": line, "character": char},
                                    "context": {"triggerKind": 1}}, TIMEOUT)
-            ran += check_answer(r, kind, where)
+            data = check_answer(r, kind, where)
+            ran += data is not None
+            if data is not None and i == len(where_all) - 1:
+                # At the very end of the file the suffix is whole (its EOS
+                # says the file ends); elsewhere in a long file it is cut.
+                check(not data.get("suffixCut"), "a whole suffix at the end", where, data)
+            elif data is not None and lang == "c" and 0 < i < 4:
+                check(data.get("suffixCut") is True, "a cut suffix mid-file", where, data)
             answer_progress(s, "now", answered)
         # The workspace is the file's work tree, found without a client root.
         st = wait_status(s, lambda p, d=os.path.dirname(path.replace("/" + rel, "/x")):
@@ -362,7 +372,7 @@ def test_budget_beyond_the_model_warns_once():
                       {"textDocument": {"uri": uri_of(path)},
                        "position": {"line": line, "character": char},
                        "context": {"triggerKind": 1}}, TIMEOUT)
-        ran += check_answer(r, "inline", "builtin.c %d:%d" % (line, char))
+        ran += check_answer(r, "inline", "builtin.c %d:%d" % (line, char)) is not None
     check(ran >= 1, "the model ran with the clamped budget")
     # The same setting again: no second warning; another too large: one.
     s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"contextBudget": 4096}}})

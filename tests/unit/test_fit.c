@@ -1,13 +1,14 @@
-/* test_fit.c — fitting an infill to a context (model/fit.c, sc_engine_fit)
- * and finding the folder to index (context/root.c). The fit: the shipped
- * model's numbers (256 positions, the editor's 1024-token budget and
- * 64-token canvas), a DreamOn canvas's growth, the prefix cut before the suffix, a
- * context too small; then, on the shipped model and the planted DreamOn
- * one, infills at the worst places (a prefix and a suffix far longer than
- * the context) that must succeed once fitted and fail without it. The
- * context read from config.json alone, with a sliding window. The root: a
- * .git folder or file found walking up, and the editor folder kept or
- * passed over. */
+/* test_fit.c — fitting an infill to a context (model/fit.c,
+ * sc_infill_fit_plan, sc_infill_fit) and finding the folder to index
+ * (context/root.c). The fit: the shipped model's numbers (256 positions,
+ * the editor's 1024-token budget and 64-token canvas), a DreamOn canvas's
+ * growth, a padded frame, the prefix cut before the suffix and a cut
+ * suffix's freed EOS, a context too small; then, on the shipped model and
+ * the planted DreamOn one, infills at the worst places (a prefix and a
+ * suffix far longer than the context) that must succeed once fitted and
+ * fail without it. The context and frame read from config.json alone, with
+ * a sliding window. The root: a .git folder or file found walking up, and
+ * the editor folder kept or passed over. */
 #define _DEFAULT_SOURCE /* mkdtemp, realpath */
 #include "context.h"
 #include "model.h"
@@ -20,58 +21,84 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A BOS and an EOS after a whole suffix (the shipped model's frame). */
+static const sc_infill_frame BOS_EOS = {2, 1, 0};
+
 static void test_fit_numbers(void) {
   sc_infill_budget f;
   sc_error err = {0};
   /* The shipped model with the editor's defaults: the canvas stays, the
    * prompt gets what is left, and the budget is clamped. */
-  REQUIRE(sc_infill_budget_compute(256, 2, 1024, 64, 0, &f, &err) == SC_OK);
-  EXPECTF(f.canvas == 64 && f.max_canvas == 64 && f.prompt == 190 && f.clamped,
+  REQUIRE(sc_infill_budget_compute(256, &BOS_EOS, 1024, 64, &f, &err) == SC_OK);
+  EXPECTF(f.canvas == 64 && f.max_canvas == 64 && f.prompt == 190 && f.prompt_cut == 191 &&
+              f.clamped,
           "canvas %d max %d prompt %d clamped %d", f.canvas, f.max_canvas, f.prompt, f.clamped);
-  EXPECT(f.prompt + f.max_canvas + 2 <= 256);
-  /* A budget that fits is kept as asked, not grown. */
-  REQUIRE(sc_infill_budget_compute(2048, 2, 1024, 64, 0, &f, &err) == SC_OK);
-  EXPECT(f.prompt == 1024 && !f.clamped && f.canvas == 64);
+  EXPECT(f.prompt + f.max_canvas + 2 <= 256 && f.prompt_cut + f.max_canvas + 1 <= 256);
+  /* A budget that fits is kept as asked, not grown, cut suffix or not. */
+  REQUIRE(sc_infill_budget_compute(2048, &BOS_EOS, 1024, 64, &f, &err) == SC_OK);
+  EXPECT(f.prompt == 1024 && f.prompt_cut == 1024 && !f.clamped && f.canvas == 64);
   /* Budget 0: all the room. */
-  REQUIRE(sc_infill_budget_compute(2048, 2, 0, 64, 0, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(2048, &BOS_EOS, 0, 64, &f, &err) == SC_OK);
   EXPECT(f.prompt == 2048 - 2 - 64 && !f.clamped);
   /* A canvas longer than half the room is cut to half. */
-  REQUIRE(sc_infill_budget_compute(256, 2, 0, 1000, 0, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(256, &BOS_EOS, 0, 1000, &f, &err) == SC_OK);
   EXPECTF(f.canvas == 127 && f.prompt == 127, "canvas %d prompt %d", f.canvas, f.prompt);
   /* A growing (DreamOn) canvas reserves its growth, within the same half. */
-  REQUIRE(sc_infill_budget_compute(2048, 2, 1024, 64, 256, &f, &err) == SC_OK);
+  sc_infill_frame grows = {2, 1, 256};
+  REQUIRE(sc_infill_budget_compute(2048, &grows, 1024, 64, &f, &err) == SC_OK);
   EXPECT(f.canvas == 64 && f.max_canvas == 256 && f.prompt == 1024);
-  REQUIRE(sc_infill_budget_compute(256, 2, 1024, 64, 256, &f, &err) == SC_OK);
+  REQUIRE(sc_infill_budget_compute(256, &grows, 1024, 64, &f, &err) == SC_OK);
   EXPECTF(f.canvas == 64 && f.max_canvas == 127 && f.prompt == 127 && f.clamped,
           "canvas %d max %d prompt %d", f.canvas, f.max_canvas, f.prompt);
+  /* A frame with padding (an upstream harness): reserved before the half
+   * is taken; a cut suffix frees it. */
+  sc_infill_frame padded = {66, 1, 0};
+  REQUIRE(sc_infill_budget_compute(300, &padded, 0, 500, &f, &err) == SC_OK);
+  EXPECTF(f.canvas == 117 && f.prompt == 117 && f.prompt_cut == 182, "canvas %d %d %d",
+          f.canvas, f.prompt, f.prompt_cut);
   /* No room for one canvas token and one prompt token: an error, not a
    * negative prompt. */
-  EXPECT(sc_infill_budget_compute(3, 2, 0, 8, 0, &f, &err) == SC_ERR_INVALID);
+  EXPECT(sc_infill_budget_compute(3, &BOS_EOS, 0, 8, &f, &err) == SC_ERR_INVALID);
   EXPECT(strstr(err.msg, "3-token context") != NULL);
-  EXPECT(sc_infill_budget_compute(4, 2, 0, 8, 0, &f, &err) == SC_OK && f.canvas == 1 &&
+  EXPECT(sc_infill_budget_compute(4, &BOS_EOS, 0, 8, &f, &err) == SC_OK && f.canvas == 1 &&
          f.prompt == 1);
+  EXPECT(sc_infill_budget_compute(60, &padded, 0, 8, &f, &err) == SC_ERR_INVALID);
+}
+
+/* The split of a 190-token prompt (191 with the suffix cut). */
+static void split(int prompt, size_t n_pre, size_t n_suf, size_t *p, size_t *s, bool *cut) {
+  sc_infill_budget f;
+  REQUIRE(sc_infill_budget_compute(prompt + 66, &BOS_EOS, 0, 64, &f, NULL) == SC_OK);
+  sc_infill_fit(&f, n_pre, n_suf, p, s, cut);
 }
 
 static void test_split(void) {
   size_t p, s;
-  /* Both long: the prefix is cut down to half, then the suffix. */
-  sc_infill_split_prompt(190, 5000, 5000, &p, &s);
-  EXPECTF(s == 95 && p == 95, "pre %zu suf %zu", p, s);
+  bool cut;
+  /* Both long: the prefix is cut down to half, then the suffix, which then
+   * has no EOS: its position goes to the suffix. */
+  split(190, 5000, 5000, &p, &s, &cut);
+  EXPECTF(p == 95 && s == 96 && cut, "pre %zu suf %zu", p, s);
   /* A long prefix and a suffix that fits with half left: the prefix is
-   * what is cut. */
-  sc_infill_split_prompt(190, 5000, 60, &p, &s);
-  EXPECT(s == 60 && p == 130);
+   * what is cut; the suffix stays whole, with its EOS. */
+  split(190, 5000, 60, &p, &s, &cut);
+  EXPECT(s == 60 && p == 130 && !cut);
   /* A short suffix leaves its room to the prefix. */
-  sc_infill_split_prompt(190, 5000, 3, &p, &s);
-  EXPECT(s == 3 && p == 187);
+  split(190, 5000, 3, &p, &s, &cut);
+  EXPECT(s == 3 && p == 187 && !cut);
   /* A short prefix leaves its room to the suffix. */
-  sc_infill_split_prompt(190, 10, 5000, &p, &s);
-  EXPECT(p == 10 && s == 180);
+  split(190, 10, 5000, &p, &s, &cut);
+  EXPECT(p == 10 && s == 181 && cut);
   /* Everything fits: everything is kept. */
-  sc_infill_split_prompt(190, 100, 50, &p, &s);
-  EXPECT(p == 100 && s == 50);
-  sc_infill_split_prompt(0, 100, 50, &p, &s);
-  EXPECT(p == 0 && s == 0);
+  split(190, 100, 50, &p, &s, &cut);
+  EXPECT(p == 100 && s == 50 && !cut);
+  /* One token more than the room with the EOS: the suffix is cut, by at
+   * least one token, so that a suffix called cut is. */
+  split(190, 95, 96, &p, &s, &cut);
+  EXPECTF(p == 95 && s == 95 && cut, "pre %zu suf %zu", p, s);
+  /* No suffix: nothing to cut. */
+  split(190, 5000, 0, &p, &s, &cut);
+  EXPECT(p == 190 && s == 0 && !cut);
 }
 
 /* n tokens of ordinary text for a model whose vocabulary has at least 100. */
@@ -112,11 +139,21 @@ static void test_engine_fit_shipped_model(void) {
   EXPECT(sc_engine_infill(e, pre + 3000 - 768, 768, suf, 256, &plan, &p, NULL, NULL, NULL, &r,
                           &err) == SC_ERR_INVALID);
   sc_infill_budget fit;
-  REQUIRE(sc_engine_fit(e, 1024, &plan, &p, &fit, &err) == SC_OK);
+  REQUIRE(sc_infill_fit_plan(m, sc_engine_context(e), 1024, &plan, &p, &fit, &err) == SC_OK);
   EXPECT(fit.clamped && fit.context == 256 && plan.lengths[0] == 64);
+  /* The profile's frame: BOS and EOS (model/default/config.json). */
+  EXPECTF(fit.frame.whole == 2 && fit.frame.cut == 1 && fit.frame.grow == 0,
+          "frame %d %d %d", fit.frame.whole, fit.frame.cut, fit.frame.grow);
   size_t kp, ks;
-  sc_infill_split_prompt(fit.prompt, 3000, 1000, &kp, &ks);
-  EXPECT(kp + ks == (size_t)fit.prompt && kp == (size_t)fit.prompt / 2);
+  sc_infill_fit(&fit, 3000, 1000, &kp, &ks, &p.suffix_cut);
+  EXPECT(p.suffix_cut && kp + ks == (size_t)fit.prompt_cut && kp == (size_t)fit.prompt_cut / 2);
+  EXPECT(sc_infill_positions(&fit, kp, ks, true) == 256);
+  /* The room the cut suffix's EOS leaves is real: with an EOS the same
+   * prompt does not fit. */
+  p.suffix_cut = false;
+  EXPECT(sc_engine_infill(e, pre + 3000 - kp, (int)kp, suf, (int)ks, &plan, &p, NULL, NULL, NULL,
+                          &r, &err) == SC_ERR_INVALID);
+  p.suffix_cut = true;
   sc_status st = sc_engine_infill(e, pre + 3000 - kp, (int)kp, suf, (int)ks, &plan, &p, NULL,
                                   NULL, NULL, &r, &err);
   EXPECTF(st == SC_OK, "%s", err.msg);
@@ -125,9 +162,9 @@ static void test_engine_fit_shipped_model(void) {
   sc_infill_plan many = {3, {8, 64, 400}};
   sc_infill_params_default(&p);
   p.threshold = 0.0f;
-  REQUIRE(sc_engine_fit(e, 0, &many, &p, &fit, &err) == SC_OK);
+  REQUIRE(sc_infill_fit_plan(m, sc_engine_context(e), 0, &many, &p, &fit, &err) == SC_OK);
   EXPECT(many.lengths[0] == 8 && many.lengths[1] == 64 && many.lengths[2] == 127);
-  sc_infill_split_prompt(fit.prompt, 3000, 1000, &kp, &ks);
+  sc_infill_fit(&fit, 3000, 1000, &kp, &ks, &p.suffix_cut);
   st = sc_engine_infill(e, pre + 3000 - kp, (int)kp, suf, (int)ks, &many, &p, NULL, NULL, NULL,
                         &r, &err);
   EXPECTF(st == SC_OK, "%s", err.msg);
@@ -140,7 +177,8 @@ static void test_engine_fit_shipped_model(void) {
 }
 
 /* DreamOn: a canvas that grows is given the room it may grow into, and
- * the engine keeps to it, on a context far shorter than the default 4x. */
+ * the engine keeps to it, on a context far shorter than the growth asked
+ * for. */
 static void test_engine_fit_dreamon(void) {
   char dir[512];
   snprintf(dir, sizeof dir, "%s/planted-successor-shifted-bytes-expand", sc_test_model_dir);
@@ -172,12 +210,15 @@ static void test_engine_fit_dreamon(void) {
   EXPECT(sc_engine_infill(e, pre, (int)n_pre, suf, (int)n_suf, &plan, &p, NULL, NULL, NULL, &r,
                           &err) == SC_ERR_INVALID);
   sc_infill_budget fit;
-  REQUIRE(sc_engine_fit(e, 1024, &plan, &p, &fit, &err) == SC_OK);
-  EXPECTF(fit.canvas == 2 && fit.max_canvas == 23 && p.max_canvas == 23 && fit.prompt == 23,
-          "canvas %d max %d (params %d) prompt %d", fit.canvas, fit.max_canvas, p.max_canvas,
-          fit.prompt);
+  REQUIRE(sc_infill_fit_plan(m, sc_engine_context(e), 1024, &plan, &p, &fit, &err) == SC_OK);
+  /* room: 48 - the frame; half of it for the canvas's growth. */
+  int half = (48 - fit.frame.whole) / 2;
+  EXPECTF(fit.frame.grow == 40 && fit.canvas == 2 && fit.max_canvas == half &&
+              p.max_canvas == half && fit.prompt == 48 - fit.frame.whole - half,
+          "frame %d canvas %d max %d (params %d) prompt %d", fit.frame.whole, fit.canvas,
+          fit.max_canvas, p.max_canvas, fit.prompt);
   size_t kp, ks;
-  sc_infill_split_prompt(fit.prompt, n_pre, n_suf, &kp, &ks);
+  sc_infill_fit(&fit, n_pre, n_suf, &kp, &ks, &p.suffix_cut);
   sc_status st = sc_engine_infill(e, pre + n_pre - kp, (int)kp, suf, (int)ks, &plan, &p, NULL,
                                   NULL, NULL, &r, &err);
   EXPECTF(st == SC_OK, "%s", err.msg);
@@ -220,18 +261,26 @@ static void test_context_from_config(void) {
   char dir[512];
   snprintf(dir, sizeof dir, "%s/ctx", tmp);
   int n = 0;
+  sc_infill_frame frame;
   sc_error err = {0};
-  EXPECTF(sc_model_context_read(dir, SC_FAMILY_AUTO, &n, &err) == SC_OK && n == 1000,
+  EXPECTF(sc_model_context_read(dir, SC_FAMILY_AUTO, &n, &frame, &err) == SC_OK && n == 1000,
           "an active sliding window bounds the context: %d (%s)", n, err.msg);
   write_at("ctx/config.json",
            "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", "
            "\"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
            "\"intermediate_size\": 16, \"vocab_size\": 64, \"max_position_embeddings\": 32768, "
            "\"use_sliding_window\": false, \"sliding_window\": 1000, \"mask_token_id\": 63}");
-  EXPECTF(sc_model_context_read(dir, SC_FAMILY_AUTO, &n, &err) == SC_OK &&
+  EXPECTF(sc_model_context_read(dir, SC_FAMILY_AUTO, &n, &frame, &err) == SC_OK &&
               n == SC_MODEL_MAX_CONTEXT,
           "an inactive one does not, and 32768 is capped: %d", n);
-  EXPECT(sc_model_context_read("/nonexistent/model", SC_FAMILY_AUTO, &n, &err) == SC_ERR_IO);
+  EXPECT(sc_model_context_read("/nonexistent/model", SC_FAMILY_AUTO, &n, NULL, &err) ==
+         SC_ERR_IO);
+  /* The shipped model: its context and its profile's frame (a BOS, and an
+   * EOS after a whole suffix), as `sculpt context` reads them. */
+  snprintf(dir, sizeof dir, "%s/../model/default", SC_TEST_DATA_DIR);
+  EXPECTF(sc_model_context_read(dir, SC_FAMILY_AUTO, &n, &frame, &err) == SC_OK && n == 256 &&
+              frame.whole == 2 && frame.cut == 1 && frame.grow == 0,
+          "context %d frame %d %d %d (%s)", n, frame.whole, frame.cut, frame.grow, err.msg);
 }
 
 /* Whether got (owned, freed here) is tmp/want. */
