@@ -30,9 +30,9 @@ const sc_cli_command sc_cli_commands[] = {
      "frame (BOS, EOS, padding) the canvas takes at most half, the prompt the rest\n"
      "(contextBudget at most); a suffix cut to fit ends without EOS. The folder\n"
      "indexed for repository context is the client's workspace folder when it is\n"
-     "in a git work tree, else the opened file's work tree (found by walking up\n"
-     "for .git), else its folder. sculpt/status carries the state, the context\n"
-     "and the last failed request (lastError).\n"
+     "in a git work tree, else the opened file's git work tree (found with\n"
+     "libgit2), else its folder. sculpt/status carries the state, the context and\n"
+     "the last failed request (lastError).\n"
      "\n"
      "Exit status: 0 after shutdown then exit, 1 when the stream ends or exit\n"
      "arrives without shutdown.\n",

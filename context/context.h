@@ -312,21 +312,14 @@ bool sc_workspace_remove_file(sc_workspace *ws, const char *rel_path);
 /* How many definitions of name the index holds (a test and debugging aid). */
 size_t sc_workspace_count_definitions(const sc_workspace *ws, const char *name);
 
-/* ---- which folder to index (context/root.c) ----------------------------------
- * Found without running git: a folder holding a `.git` entry (a folder, or
- * the file a linked work tree or a submodule has) is a work tree. */
-
-/* The git work tree holding path (a file or a folder): the nearest folder
- * at or above it with a `.git` entry, as an absolute path without symlinks
- * (owned by the caller); NULL when there is none or path does not exist. */
-char *sc_context_work_tree(const char *path);
+/* ---- which folder to index (context/root.c) ---------------------------------- */
 
 /* The folder to index for a file (owned by the caller; NULL when the file
  * does not exist). editor_root (may be NULL) is the folder the editor
  * named: it is kept when it holds the file and is, or lies in, a work tree,
  * or when the file is in no work tree at all. Otherwise (no folder named,
  * one that does not hold the file, one above several repositories) the
- * file's own work tree, else the file's folder. */
+ * file's own work tree (sc_workspace_find_root), else the file's folder. */
 char *sc_context_index_root(const char *file, const char *editor_root);
 
 /* ---- identifier sets and MinHash (context/workspace.c) ----------------------

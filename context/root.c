@@ -1,45 +1,14 @@
-/* root.c — which folder a file's repository context comes from: the git
- * work tree holding it, found by walking up for a `.git` entry (a folder,
- * or a file in a linked work tree or a submodule) without running git, and
- * the rule the LSP and `sculpt context` share for choosing between the
- * folder the editor names and the file's own work tree. */
+/* root.c — which folder a file's repository context comes from: the rule
+ * the LSP shares for choosing between the folder the editor names and the
+ * file's own git work tree (found with libgit2: sc_workspace_find_root,
+ * context/git.c), or the file's folder when it is in no repository. */
 #define _DEFAULT_SOURCE /* realpath */
 #include "context.h"
 
 #include <limits.h>
-#include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-/* dir (a writable absolute path) cut back to its parent; false at "/". */
-static bool up(char *dir) {
-  char *slash = strrchr(dir, '/');
-  if (!slash || slash == dir) {
-    if (dir[1] == '\0') return false;
-    dir[1] = '\0';
-    return true;
-  }
-  *slash = '\0';
-  return true;
-}
-
-char *sc_context_work_tree(const char *path) {
-  char dir[PATH_MAX];
-  if (!path || !realpath(path, dir)) return NULL;
-  struct stat st;
-  if (stat(dir, &st) != 0) return NULL;
-  if (!S_ISDIR(st.st_mode) && !up(dir)) return NULL;
-  for (;;) {
-    char probe[PATH_MAX + 8];
-    size_t n = strlen(dir);
-    int k = snprintf(probe, sizeof probe, "%s%s.git", dir, dir[n - 1] == '/' ? "" : "/");
-    if (k < 0 || (size_t)k >= sizeof probe) return NULL;
-    if (lstat(probe, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-      return strdup(dir);
-    if (!up(dir)) return NULL;
-  }
-}
 
 /* Whether path is folder or below it (both absolute, no trailing slash). */
 static bool inside(const char *path, const char *folder) {
@@ -51,12 +20,19 @@ static bool inside(const char *path, const char *folder) {
 char *sc_context_index_root(const char *file, const char *editor_root) {
   char real_file[PATH_MAX], real_root[PATH_MAX];
   if (!file || !realpath(file, real_file)) return NULL;
-  char *tree = sc_context_work_tree(real_file);
+  /* The file's folder: where the search for its work tree starts, and the
+   * answer when there is none. */
+  char folder[PATH_MAX];
+  strcpy(folder, real_file); /* both PATH_MAX */
+  char *slash = strrchr(folder, '/');
+  if (slash == folder) slash[1] = '\0';
+  else if (slash) *slash = '\0';
+  char *tree = sc_workspace_find_root(folder);
   if (editor_root && realpath(editor_root, real_root) && inside(real_file, real_root)) {
     /* The editor's folder holds the file: it is the user's choice when it
      * is a repository or lies in one. A folder above several repositories
      * (or none) gives way to the file's own work tree. */
-    char *root_tree = sc_context_work_tree(real_root);
+    char *root_tree = sc_workspace_find_root(real_root);
     bool keep = root_tree != NULL || tree == NULL;
     free(root_tree);
     if (keep) {
@@ -64,10 +40,5 @@ char *sc_context_index_root(const char *file, const char *editor_root) {
       return strdup(real_root);
     }
   }
-  if (tree) return tree;
-  /* No repository: the file's own folder. */
-  char *slash = strrchr(real_file, '/');
-  if (slash == real_file) slash[1] = '\0';
-  else if (slash) *slash = '\0';
-  return strdup(real_file);
+  return tree ? tree : strdup(folder);
 }

@@ -156,7 +156,7 @@ void sc_cpl__set_root(sc_lsp_server *s, const char *root_uri) {
   sc_completer *c = sc_lsp__feature(s);
   free(c->client_root);
   c->client_root = sc_path_from_file_uri(root_uri);
-  char *tree = c->client_root ? sc_context_work_tree(c->client_root) : NULL;
+  char *tree = c->client_root ? sc_workspace_find_root(c->client_root) : NULL;
   free(c->root);
   c->root = tree && c->client_root ? strdup(c->client_root) : NULL;
   free(tree);
@@ -164,8 +164,8 @@ void sc_cpl__set_root(sc_lsp_server *s, const char *root_uri) {
 
 /* A document opened outside the workspace being indexed (or with none: the
  * client gave no folder, or one above the repositories) moves the
- * workspace to the file's git work tree, found by walking up for .git, or
- * its folder (sc_context_index_root): the editor's folder is only a hint. */
+ * workspace to the file's git work tree (libgit2 finds it) or its folder
+ * (sc_context_index_root): the editor's folder is only a hint. */
 void sc_cpl__on_open(sc_lsp_server *s, sc_document *d) {
   sc_completer *c = sc_lsp__feature(s);
   char *path = sc_path_from_file_uri(d->uri);

@@ -75,7 +75,7 @@ try:
                   f"{line}:{col}: the prompt within the budget: {t}")
             if have_git:
                 check(res.get("workspace", {}).get("root") == os.path.realpath(repo),
-                      f"the work tree found by walking up: {res.get('workspace')}")
+                      f"the file's work tree: {res.get('workspace')}")
     # An explicit budget is shown as asked (to study budgets beyond the model).
     rc, out, err = run("context", "%s:%d:1" % (path, mid), "--budget", "2048", "--json")
     check(rc == 0 and json.loads(out)["tokens"]["budget"] == 2048, f"--budget 2048: {err}")

@@ -10,8 +10,8 @@ each copied to a temporary folder that is a git work tree.
   list and items too), and a request the model ran for fitted its prompt
   and canvas into the model's context.
 - The client gives no workspace folder: the server indexes the opened
-  file's git work tree, found by walking up for .git. A folder above
-  several repositories, or an unrelated one, gives way the same way.
+  file's git work tree, or the file's folder when it is in none. A folder
+  above several repositories, or an unrelated one, gives way the same way.
 - $/progress: every token goes begin -> report* -> end, each once, whether
   the client answers window/workDoneProgress/create at once, late (after
   the work is done) or refuses it.
@@ -218,6 +218,26 @@ def test_every_position_no_settings():
                          p["index"]["state"] == "ready", "the index of " + repo)
         check(st["index"]["files"] > 0, "files indexed", st)
     check(ran >= 12, "the model ran for most positions (%d)" % ran)
+    # A file in no repository: the workspace is its folder. (The index
+    # lists files as git does, so a folder in no repository is not indexed:
+    # its state says so, and completions there still answer.)
+    loose = os.path.join(root, "loose")
+    os.makedirs(loose)
+    path = os.path.join(loose, "util.c")
+    shutil.copy(os.path.join(REAL, "jq", "src", "util.c"), path)
+    top = subprocess.run(["git", "-C", loose, "rev-parse", "--show-toplevel"],
+                         capture_output=True, text=True)
+    in_repo = top.returncode == 0  # TMPDIR inside a repository: that one
+    want = top.stdout.strip() if in_repo else os.path.realpath(loose)
+    open_doc(s, path, "c")
+    answer_progress(s, "now", answered)
+    wait_status(s, lambda p: p.get("index", {}).get("root") == want and
+                p["index"]["state"] == ("ready" if in_repo else "failed"),
+                "the loose file's folder as the workspace")
+    r = s.request("textDocument/inlineCompletion",
+                  {"textDocument": {"uri": uri_of(path)}, "position": {"line": 20, "character": 0},
+                   "context": {"triggerKind": 1}}, TIMEOUT)
+    check_answer(r, "inline", "loose util.c 20:0")
     sync2(s)
     answer_progress(s, "now", answered)
     st = statuses(s)[-1]

@@ -7,8 +7,10 @@
  * the planted DreamOn one, infills at the worst places (a prefix and a
  * suffix far longer than the context) that must succeed once fitted and
  * fail without it. The context and frame read from config.json alone, with
- * a sliding window. The root: a .git folder or file found walking up, and
- * the editor folder kept or passed over. */
+ * a sliding window. The root: a repository's work tree (a .git folder, or
+ * the .git file of a separate git dir) found with libgit2, a folder in none
+ * falling back to the file's folder, and the editor folder kept or passed
+ * over. */
 #define _DEFAULT_SOURCE /* mkdtemp, realpath */
 #include "context.h"
 #include "model.h"
@@ -293,32 +295,47 @@ static bool is_at(char *got, const char *want) {
   return ok;
 }
 
+/* Runs a shell command line with tmp as the working folder. */
+static int sh_at(const char *cmd) {
+  char line[1024];
+  snprintf(line, sizeof line, "cd '%s' && %s", tmp, cmd);
+  return system(line);
+}
+
 static void test_roots(void) {
-  /* tmp/repos holds two repositories (a with a .git folder, b a linked
-   * work tree with a .git file) and a folder in none. */
+  /* tmp/repos holds two repositories (a with a .git folder, b with the
+   * .git file a separate git dir, a linked work tree or a submodule has)
+   * and a folder in none, beside a folder that only looks like one. */
+  if (sh_at("git --version >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "  (skipped: no git to make repositories with)\n");
+    return;
+  }
   mkdir_at("repos");
   mkdir_at("repos/a");
-  mkdir_at("repos/a/.git");
+  REQUIRE(sh_at("git init -q repos/a && git init -q --separate-git-dir=b.git repos/b") == 0);
   mkdir_at("repos/a/src");
   write_at("repos/a/src/x.c", "int x;\n");
-  mkdir_at("repos/b");
-  write_at("repos/b/.git", "gitdir: /elsewhere/.git/worktrees/b\n");
   write_at("repos/b/y.py", "y = 1\n");
   mkdir_at("loose");
   write_at("loose/z.go", "package z\n");
+  /* An empty .git folder is no repository (libgit2 checks). */
+  mkdir_at("fake");
+  mkdir_at("fake/.git");
+  write_at("fake/w.c", "int w;\n");
+  /* (A repository above tmp would be found; /tmp is in none on a sane
+   * machine.) */
   char p[512];
-  snprintf(p, sizeof p, "%s/repos/a/src/x.c", tmp);
-  EXPECT(is_at(sc_context_work_tree(p), "repos/a"));
+  snprintf(p, sizeof p, "%s/loose", tmp);
+  char *none = sc_workspace_find_root(p);
+  if (none) {
+    fprintf(stderr, "  (skipped: %s is in the repository %s)\n", tmp, none);
+    free(none);
+    return;
+  }
   snprintf(p, sizeof p, "%s/repos/a/src", tmp);
-  EXPECT(is_at(sc_context_work_tree(p), "repos/a"));
-  snprintf(p, sizeof p, "%s/repos/b/y.py", tmp);
-  EXPECT(is_at(sc_context_work_tree(p), "repos/b"));
-  snprintf(p, sizeof p, "%s/loose/z.go", tmp);
-  char *none = sc_context_work_tree(p);
-  /* (A .git above tmp would be found; /tmp has none on a sane machine.) */
-  EXPECTF(none == NULL, "%s", none);
-  free(none);
-  EXPECT(sc_context_work_tree("/nonexistent/file.c") == NULL);
+  EXPECT(is_at(sc_workspace_find_root(p), "repos/a"));
+  snprintf(p, sizeof p, "%s/repos/b", tmp);
+  EXPECT(is_at(sc_workspace_find_root(p), "repos/b"));
 
   char file_a[512], file_b[512], file_z[512], root[512];
   snprintf(file_a, sizeof file_a, "%s/repos/a/src/x.c", tmp);
@@ -343,6 +360,10 @@ static void test_roots(void) {
   snprintf(root, sizeof root, "%s", tmp);
   EXPECT(is_at(sc_context_index_root(file_z, root), ""));
   EXPECT(sc_context_index_root("/nonexistent/file.c", NULL) == NULL);
+  /* A folder that only looks like a repository: the file's folder. */
+  char file_w[512];
+  snprintf(file_w, sizeof file_w, "%s/fake/w.c", tmp);
+  EXPECT(is_at(sc_context_index_root(file_w, NULL), "fake"));
 }
 
 int main(void) {
