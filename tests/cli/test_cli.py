@@ -6,15 +6,10 @@ import shutil
 import subprocess
 import sys
 
+from clitest import check, failures
+
 BIN = os.environ["SCULPT_BIN"]
 SRC = os.environ["SCULPT_SOURCE_DIR"]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(*args, stdin=b""):

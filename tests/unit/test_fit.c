@@ -238,14 +238,7 @@ static void test_engine_fit_dreamon(void) {
 
 static char tmp[256];
 
-static void write_at(const char *rel, const char *text) {
-  char p[512];
-  snprintf(p, sizeof p, "%s/%s", tmp, rel);
-  FILE *f = fopen(p, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
+static void write_at(const char *rel, const char *text) { sc_test_write_at(tmp, rel, text); }
 
 static void mkdir_at(const char *rel) {
   char p[512];
@@ -378,8 +371,6 @@ int main(void) {
   RUN(test_engine_fit_dreamon);
   RUN(test_context_from_config);
   RUN(test_roots);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+  sc_test_remove_tree(tmp);
   TEST_MAIN_END();
 }
