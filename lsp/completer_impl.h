@@ -22,6 +22,11 @@ typedef struct sc_completer sc_completer;
  * (code averages 3-4 bytes a token; 8 leaves room), never the whole file,
  * since tokenizing what the budget then drops is wasted time. */
 #define WINDOW_BYTES_PER_TOKEN 8
+/* Documents larger than this (setting maxDocumentBytes) are kept in sync
+ * but get no syntax tree and no completions: a tree costs 25-60 times the
+ * text for real code and about 100 times for garbage, and its first parse
+ * seconds per megabyte. */
+#define SC_DEFAULT_MAX_DOCUMENT_BYTES (2 << 20)
 
 typedef struct settings {
   char *model_path; /* NULL: sc_model_default_dir() */
@@ -39,10 +44,16 @@ typedef struct settings {
   char *hole_marker; /* NULL: TODO(sculpt) */
   int length_candidates; /* canvas lengths decoded per completion (batched) */
   bool repair;           /* a candidate that breaks the parse is repaired once */
+  int max_document_bytes; /* larger documents get no tree and no completions */
   /* The remote backend (setting "backend"); url NULL: the local engine. */
   char *backend_url, *backend_model, *backend_key_env, *backend_key;
   int backend_timeout_ms, backend_max_tries;
   int backend_context; /* backend.contextTokens: the server's context; 0: unknown */
+  sc_fim_provider backend_provider; /* "provider"; AUTO: from the URL */
+  sc_fim_template backend_template; /* "fimTemplate" */
+  bool backend_no_stream;           /* "stream": false */
+  bool backend_drop_cut;            /* "cutOff": "drop" (default "mark") */
+  bool backend_drafts;              /* "drafts": sculpt/draft notifications */
 } settings;
 
 typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
@@ -143,6 +154,11 @@ void sc_cpl__check_budget(sc_completer *c);
 /* The remote backend's context in tokens: backend.contextTokens, else what
  * an error of the backend said, else 0 (unknown). */
 int sc_cpl__remote_context(const sc_completer *c);
+/* Why nothing is offered in d, or NULL: "out of sync" (an edit could not
+ * apply) or "too large" (over maxDocumentBytes: its tree is freed and the
+ * user told once, window/showMessage). why gets the sentence for the user. */
+const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     char *why, size_t cap);
 
 /* ======================= the model (model_slot.c) =========================== */
 
@@ -217,7 +233,9 @@ typedef struct complete_arg {
   int debounce_ms;
   char *rest;      /* the remains of a suggestion the typing diverged from (owned) */
   json_t *position; /* the client's position, for ranges (owned) */
-  sc_syntax_tree *tree; /* a copy of the document's tree, for shaping (owned; may be NULL) */
+  sc_syntax_snapshot *syn; /* the document's syntax, parsed by the job (owned; may be NULL) */
+  sc_syntax_tree *tree; /* syn's tree once parsed, for shaping (borrowed; may be NULL) */
+  bool settled;         /* the job's answer is final: nothing to complete here */
   sc_completion_plan plan;
   size_t cursor;        /* byte offset of the cursor in the document */
   char language[16];
@@ -245,6 +263,8 @@ typedef struct complete_arg {
   double ctx_ms;
   sc_lsp_server *s;
   sc_fim_call *call; /* in flight, or NULL */
+  bool r_one_line;   /* the call in flight wants one line: its stream may stop there */
+  double r_draft_ms; /* when the last sculpt/draft went out; 0: none yet; <0: no drafts */
   sc_job *shape;     /* the job shaping the backend's answer, or NULL (loop thread) */
   /* Repair once: the shaped candidate that failed the parse check and its
    * check, while the backend rewrites the broken span (owned). */

@@ -1,12 +1,14 @@
 /* inline.c — the completion requests: textDocument/inlineCompletion (LSP
  * 3.18 ghost text) and textDocument/completion for clients without it. The
  * handler, on the loop, answers at once what needs no model (a language
- * that is off, no model, nothing to complete here by the syntax plan, text
- * the cache serves) and otherwise copies what the job needs: the windows
- * around the cursor, the settings, a copy of the syntax tree, the prompt
- * extras. The job, on the model lane, waits out the debounce of an
- * automatic trigger, builds the prompt and decodes on the local engine (or
- * hands the prompt to the remote backend), and shapes the answer. The
+ * that is off, a document out of sync or too large, no model, text the
+ * cache serves) and otherwise copies what the job needs: the windows around
+ * the cursor, the settings, a syntax snapshot, the prompt extras. The job,
+ * on the model lane, waits out the debounce of an automatic trigger, parses
+ * the snapshot (the loop never parses: in a buffer full of errors a parse
+ * takes up to seconds) and plans by it (nothing inside a comment or a
+ * string), builds the prompt and decodes on the local engine (or hands the
+ * prompt to the remote backend), and shapes the answer. The
  * debounce adapts to the user's typing rhythm, which document changes
  * feed.
  *
@@ -26,7 +28,7 @@ void sc_cpl__complete_arg_free(void *p) {
   free(a->suffix);
   free(a->middle);
   json_decref(a->position);
-  sc_syntax_tree_free(a->tree);
+  sc_syntax_snapshot_free(a->syn); /* a->tree is its tree */
   free(a->rest);
   free(a->rel_path);
   sc_cpl__extras_free(a->extras);
@@ -163,6 +165,12 @@ static json_t *remote_prompt_job(complete_arg *a, double t0, sc_error *err) {
   return json_null();
 }
 
+/* The data of an answer that needed no model: why, and how long it took. */
+static json_t *skipped_data(double t_request, const char *why) {
+  return json_pack("{s:b, s:s, s:f}", "cached", 0, "skipped", why, "totalMs",
+                   sc_now_ms() - t_request);
+}
+
 static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   complete_arg *a = argp;
   sc_completer *c = a->c;
@@ -171,6 +179,31 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   if (!sc_job_wait(job, a->debounce_ms)) {
     sc_error_set(err, SC_ERR_CANCELLED, "cancelled while waiting");
     return NULL;
+  }
+  /* What belongs at the cursor, from the syntax tree: nothing inside a
+   * comment or a string, one line mid-line, a body for an empty block. */
+  if (a->syn) {
+    sc_error perr = {0};
+    sc_syntax_tree *tree = sc_syntax_snapshot_parse(a->syn, job, &perr);
+    if (!tree && sc_job_cancelled(job) != SC_JOB_LIVE) {
+      sc_error_set(err, SC_ERR_CANCELLED, "cancelled while parsing");
+      return NULL;
+    }
+    sc_completion_plan plan;
+    if (!tree) {
+      SC_LOG_WARN("syntax: %s", perr.msg);
+    } else if (sc_completion_plan_at(tree, a->cursor, &plan, &perr) != SC_OK) {
+      SC_LOG_WARN("planning: %s", perr.msg);
+    } else if (plan.kind == SC_COMPLETION_NONE) {
+      a->settled = true;
+      json_t *data = skipped_data(a->t_request, plan.reason ? plan.reason : "");
+      json_object_set_new(data, "kind", json_string("none"));
+      return sc_cpl__build_items(a, "", 0, data);
+    } else {
+      a->tree = tree;
+      a->plan = plan;
+      a->single_line = plan.single_line;
+    }
   }
   if (!c->engine && !a->remote) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
@@ -253,7 +286,9 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
 static void complete_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__feature(s);
   complete_arg *a = job->arg;
-  if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
+  /* The tree the job parsed serves the next request, answered or not. */
+  sc_document_syntax_adopt(sc_lsp__documents(s), job->uri, a->syn);
+  if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE || a->settled) return;
   if (a->remote) {
     sc_cpl__remote_submit(s, c, job);
     return;
@@ -275,12 +310,6 @@ static int debounce_for(const sc_completer *c) {
   if (d < base * 0.5) d = base * 0.5;
   if (d > 400) d = 400;
   return (int)d;
-}
-
-/* The data of an answer that needed no model: why, and how long it took. */
-static json_t *skipped_data(double t_request, const char *why) {
-  return json_pack("{s:b, s:s, s:f}", "cached", 0, "skipped", why, "totalMs",
-                   sc_now_ms() - t_request);
 }
 
 /* The line (0-based) holding byte offset off. */
@@ -321,6 +350,18 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
                                                       skipped_data(t_request, "language")));
     return;
   }
+  char why[512];
+  const char *refused = sc_cpl__document_refused(s, c, d, why, sizeof why);
+  if (refused) {
+    if (automatic) {
+      json_t *data = skipped_data(t_request, refused);
+      json_object_set_new(data, "reason", json_string(why));
+      sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, "", 0, data));
+    } else {
+      sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED, "%s: %s", r->method, why);
+    }
+    return;
+  }
   if (c->state == MS_ERROR || c->state == MS_NONE) {
     if (automatic) {
       sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, "", 0,
@@ -342,14 +383,20 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   /* A newer request on this document supersedes the older ones. */
   sc_lsp__cancel_method(s, r->method, d->uri);
 
-  /* Typing-through: the user typed the start of what we showed. This comes
-   * before the syntax plan: mid-line, the first typed character puts the
-   * cursor inside a word, where the plan would suggest nothing. */
+  /* Typing-through: the user typed the start of what we showed. The cache
+   * is asked before the syntax plan (the job's): mid-line, the first typed
+   * character puts the cursor inside a word, where the plan would suggest
+   * nothing. */
   size_t typed = 0;
   bool diverged = false;
   uint64_t suffix_hash = sc_hash64(d->text + off, d->len - off, 1);
   cache_entry *hit = sc_cpl__cache_find(c, uri_hash, suffix_hash, d->text, off, &typed, &diverged);
-  if (hit && !diverged) {
+  char *rest = NULL; /* what remained of a suggestion the typing left */
+  if (hit && diverged) {
+    rest = strndup(hit->middle + typed, hit->middle_len - typed);
+    hit = NULL;
+  }
+  if (hit) {
     c->cache_hits++;
     json_t *data = json_pack("{s:b, s:i, s:f}", "cached", 1, "typed", (int)typed, "totalMs",
                              sc_now_ms() - t_request);
@@ -357,26 +404,6 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
                                                       hit->middle_len - typed, data));
     return;
   }
-
-  /* What belongs at the cursor, from the syntax tree: nothing inside a
-   * comment or a string, one line mid-line, a body for an empty block. */
-  sc_syntax_tree *tree = sc_document_syntax(d);
-  sc_completion_plan plan;
-  if (tree) {
-    sc_error perr = {0};
-    if (sc_completion_plan_at(tree, off, &plan, &perr) != SC_OK) {
-      SC_LOG_WARN("planning: %s", perr.msg);
-      tree = NULL;
-    } else if (plan.kind == SC_COMPLETION_NONE) {
-      json_t *data = skipped_data(t_request, plan.reason ? plan.reason : "");
-      json_object_set_new(data, "kind", json_string("none"));
-      sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, "", 0, data));
-      return;
-    }
-  }
-  /* What remained of a suggestion the typing left: the model is
-   * re-conditioned on what was typed, with a canvas that size. */
-  char *rest = hit ? strndup(hit->middle + typed, hit->middle_len - typed) : NULL;
 
   complete_arg *a = calloc(1, sizeof *a);
   size_t pw = (size_t)c->set.context_budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
@@ -409,19 +436,16 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   sc_cpl__maybe_refresh_index(s, c, d);
   a->extras = sc_cpl__gather_extras(s, c, d, line_of_offset(idx, p0));
   a->cursor = off;
-  if (tree) {
-    a->plan = plan;
-    a->single_line = plan.single_line;
-    sc_error cerr = {0};
-    if (sc_syntax_tree_copy(tree, &a->tree, &cerr) != SC_OK) a->tree = NULL;
-  } else {
-    /* No grammar: mid-line (code after the cursor) completes that line only. */
-    const char *eol = memchr(d->text + off, '\n', d->len - off);
-    size_t rest_end = eol ? (size_t)(eol - d->text) : d->len;
-    a->single_line = false;
-    for (size_t i = off; i < rest_end; i++)
-      if (d->text[i] != ' ' && d->text[i] != '\t' && d->text[i] != '\r') a->single_line = true;
-  }
+  sc_error serr = {0};
+  if (!(a->syn = sc_document_syntax_snapshot(d, &serr)) && serr.status != SC_OK)
+    SC_LOG_WARN("syntax: %s: %s", d->uri, serr.msg);
+  /* Without a tree (no grammar, or its parse fails): mid-line (code after
+   * the cursor) completes that line only. */
+  const char *eol = memchr(d->text + off, '\n', d->len - off);
+  size_t rest_end = eol ? (size_t)(eol - d->text) : d->len;
+  a->single_line = false;
+  for (size_t i = off; i < rest_end; i++)
+    if (d->text[i] != ' ' && d->text[i] != '\t' && d->text[i] != '\r') a->single_line = true;
   a->debounce_ms = automatic ? debounce_for(c) : 0;
   a->uri_hash = uri_hash;
   a->prefix_hash = sc_hash64(d->text, off, 2);

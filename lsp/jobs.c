@@ -162,10 +162,12 @@ void sc_lsp__answer_deferred(sc_lsp_server *s, sc_job *job) {
 }
 
 void sc_lsp_server_drain(sc_lsp_server *s) {
+  sc_server__loop_enter(s);
   sc_job *job;
   for (int l = 0; l < SC_LANE_COUNT; l++)
     while ((job = sc_worker_take_done(s->workers[l]))) sc_server__answer_job(s, job);
   sc_server__flush_logs(s);
+  sc_server__loop_leave(s);
 }
 
 void sc_server__handle_cancel(sc_lsp_req *r) {

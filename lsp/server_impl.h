@@ -55,6 +55,22 @@ typedef struct log_entry {
 } log_entry;
 #define MAX_QUEUED_LOGS 1000
 
+/* How long each call from the loop into the server (sc_lsp_server_feed,
+ * sc_lsp_server_drain) took: the loop must never block, and a test checks
+ * that it does not through sculpt/test/stats. Wall time says what a client
+ * waits; the thread's CPU time says what the loop itself did, which a
+ * loaded machine does not inflate. */
+#define LOOP_BUCKETS 12
+typedef struct loop_timing {
+  int depth;            /* feed drains: only the outermost call counts */
+  double t0_wall, t0_cpu;
+  long calls;
+  double max_wall_ms, max_cpu_ms;
+  long wall_le[LOOP_BUCKETS]; /* calls of at most k_loop_bucket_ms[i] (wall) */
+  long cpu_le[LOOP_BUCKETS];
+} loop_timing;
+extern const double k_loop_bucket_ms[LOOP_BUCKETS];
+
 struct sc_lsp_server {
   sc_lsp_options opts;
   sc_lsp_write_fn write;
@@ -93,6 +109,7 @@ struct sc_lsp_server {
   /* The method being answered (a handler's or a job's), for last_error. */
   const char *answering;
   last_error last_error;
+  loop_timing timing; /* the loop's calls into the server (sculpt/test/stats) */
 };
 
 /* ======================= rpc.c ============================================= */
@@ -133,6 +150,9 @@ void sc_server__handle_cancel(sc_lsp_req *r); /* $/cancelRequest */
 
 /* params.textDocument.uri, or NULL after reporting the error. */
 const char *sc_server__get_uri(sc_lsp_req *r);
+/* Around each call from the loop into the server. */
+void sc_server__loop_enter(sc_lsp_server *s);
+void sc_server__loop_leave(sc_lsp_server *s);
 
 /* ======================= sync.c ============================================ */
 

@@ -26,6 +26,7 @@ void sc_cpl__settings_defaults(settings *st) {
   st->debounce_ms = 75;
   st->length_candidates = 1;
   st->repair = true;
+  st->max_document_bytes = SC_DEFAULT_MAX_DOCUMENT_BYTES;
 }
 
 /* The decoding parameters the settings choose (completions and code actions). */
@@ -95,12 +96,57 @@ static void set_str(char **dst, const char *src) {
   *dst = src && *src ? strdup(src) : NULL;
 }
 
+/* The backend object's provider, fimTemplate, stream, cutOff and drafts; false
+ * (with a warning) on a bad value, which leaves the whole setting ignored
+ * rather than half applied. */
+static bool backend_shape(json_t *v, sc_fim_provider *prov, sc_fim_template *tmpl, bool *no_stream,
+                          bool *drop_cut, bool *drafts) {
+  json_t *x;
+  if ((x = json_object_get(v, "provider")) && !json_is_null(x) &&
+      !sc_fim_provider_parse(json_string_value(x), prov)) {
+    SC_LOG_WARN("settings: backend.provider must be one of %s; ignored", SC_FIM_PROVIDER_NAMES);
+    return false;
+  }
+  if ((x = json_object_get(v, "fimTemplate")) && !json_is_null(x) &&
+      !sc_fim_template_parse(json_string_value(x), tmpl)) {
+    SC_LOG_WARN("settings: backend.fimTemplate must be one of %s; ignored", SC_FIM_TEMPLATE_NAMES);
+    return false;
+  }
+  if ((x = json_object_get(v, "stream"))) {
+    if (!json_is_boolean(x)) {
+      SC_LOG_WARN("settings: backend.stream must be true or false; ignored");
+      return false;
+    }
+    *no_stream = json_is_false(x);
+  }
+  if ((x = json_object_get(v, "cutOff"))) {
+    const char *m = json_string_value(x);
+    if (!m || (strcmp(m, "mark") != 0 && strcmp(m, "drop") != 0)) {
+      SC_LOG_WARN("settings: backend.cutOff must be \"mark\" or \"drop\"; ignored");
+      return false;
+    }
+    *drop_cut = strcmp(m, "drop") == 0;
+  }
+  if ((x = json_object_get(v, "drafts"))) {
+    if (!json_is_boolean(x)) {
+      SC_LOG_WARN("settings: backend.drafts must be true or false; ignored");
+      return false;
+    }
+    *drafts = json_is_true(x);
+  }
+  return true;
+}
+
 /* The "backend" setting: null or "" (the local engine), a URL, or
- * {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries}. True when it
- * changed. The key itself is never logged. */
+ * {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider, fimTemplate,
+ * stream, cutOff, drafts, contextTokens}. True when it changed. The key
+ * itself is never logged. */
 static bool backend_settings(settings *st, json_t *v) {
   const char *url = NULL, *model = NULL, *env = NULL, *key = NULL;
   int timeout = 0, tries = 0, context = 0;
+  sc_fim_provider prov = SC_FIM_PROVIDER_AUTO;
+  sc_fim_template tmpl = SC_FIM_TEMPLATE_NONE;
+  bool no_stream = false, drop_cut = false, drafts = false;
   if (json_is_string(v)) {
     url = json_string_value(v);
   } else if (json_is_object(v)) {
@@ -111,8 +157,10 @@ static bool backend_settings(settings *st, json_t *v) {
     get_int(v, "timeoutMs", 100, 600000, &timeout);
     get_int(v, "maxTries", 1, 10, &tries);
     get_int(v, "contextTokens", 64, 1 << 22, &context);
+    if (!backend_shape(v, &prov, &tmpl, &no_stream, &drop_cut, &drafts)) return false;
   } else if (!json_is_null(v)) {
-    SC_LOG_WARN("settings: backend must be a URL or {url, model, apiKeyEnv, timeoutMs}; ignored");
+    SC_LOG_WARN("settings: backend must be a URL or {url, model, apiKeyEnv, timeoutMs, provider, "
+                "fimTemplate, ...}; ignored");
     return false;
   }
   if (url && !*url) url = NULL;
@@ -126,7 +174,9 @@ static bool backend_settings(settings *st, json_t *v) {
   if (same_str(url, st->backend_url) && same_str(model, st->backend_model) &&
       same_str(env, st->backend_key_env) && same_str(key, st->backend_key) &&
       timeout == st->backend_timeout_ms && tries == st->backend_max_tries &&
-      context == st->backend_context)
+      prov == st->backend_provider && tmpl == st->backend_template &&
+      no_stream == st->backend_no_stream && drop_cut == st->backend_drop_cut &&
+      drafts == st->backend_drafts && context == st->backend_context)
     return false;
   set_str(&st->backend_url, url);
   set_str(&st->backend_model, model);
@@ -135,6 +185,11 @@ static bool backend_settings(settings *st, json_t *v) {
   st->backend_timeout_ms = timeout;
   st->backend_max_tries = tries;
   st->backend_context = context;
+  st->backend_provider = prov;
+  st->backend_template = tmpl;
+  st->backend_no_stream = no_stream;
+  st->backend_drop_cut = drop_cut;
+  st->backend_drafts = drafts;
   return true;
 }
 
@@ -219,6 +274,7 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
   }
   get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
   get_int(o, "lengthCandidates", 1, SC_INFILL_MAX_CANDIDATES, &st->length_candidates);
+  get_int(o, "maxDocumentBytes", 0, 1 << 30, &st->max_document_bytes);
   if ((v = json_object_get(o, "repair"))) {
     if (json_is_boolean(v)) st->repair = json_is_true(v);
     else SC_LOG_WARN("settings: repair must be true or false; ignored");
