@@ -55,31 +55,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* The length of a valid UTF-8 sequence at s[i], or 0 (RFC 3629 table 3-7). */
-static size_t utf8_seq(const unsigned char *s, size_t n, size_t i) {
-  unsigned char b = s[i];
-  if (b < 0x80) return 1;
-  size_t k;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (b >= 0xC2 && b <= 0xDF) k = 2;
-  else if (b >= 0xE0 && b <= 0xEF) {
-    k = 3;
-    if (b == 0xE0) lo = 0xA0;
-    if (b == 0xED) hi = 0x9F;
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    k = 4;
-    if (b == 0xF0) lo = 0x90;
-    if (b == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + k > n) return 0;
-  if (s[i + 1] < lo || s[i + 1] > hi) return 0;
-  for (size_t j = 2; j < k; j++)
-    if (s[i + j] < 0x80 || s[i + j] > 0xBF) return 0;
-  return k;
-}
-
 /* A JSON string of text; bytes that are not UTF-8 become U+FFFD (a file can
  * hold anything, JSON cannot) and NUL bytes spaces (JSON can carry \u0000,
  * but servers refuse it: sculpt serve answers 400). NULL on OOM. */
@@ -90,7 +65,8 @@ static json_t *json_text(const char *text, size_t len) {
   if (!out) return NULL;
   size_t o = 0;
   for (size_t i = 0; i < len;) {
-    size_t k = utf8_seq((const unsigned char *)text, len, i);
+    int lead = sc_utf8_lead((const unsigned char *)text + i, len - i);
+    size_t k = (size_t)lead <= len - i ? (size_t)lead : 0;
     if (k == 0 || (k == 1 && text[i] == '\0')) {
       memcpy(out + o, k ? " " : "\xEF\xBF\xBD", k ? 1 : 3);
       o += k ? 1 : 3;
