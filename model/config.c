@@ -62,6 +62,9 @@ const char *sc_dtype_name(sc_dtype dtype) {
   case SC_DTYPE_F16: return "f16";
   case SC_DTYPE_BF16: return "bf16";
   case SC_DTYPE_MIXED: return "mixed";
+  case SC_DTYPE_I8: return "int8";
+  case SC_DTYPE_Q8_0: return "q8_0";
+  case SC_DTYPE_Q4_0: return "q4_0";
   }
   return "?";
 }

@@ -115,11 +115,14 @@ unsigned sc_tokenizer_token_flags(const sc_tokenizer *tok, int32_t id);
 
 /* A model is a folder: config.json, tokenizer files (only their special
  * tokens are read here) and model.safetensors, or shards listed by
- * model.safetensors.index.json. Weights are mmapped read-only and never
- * copied; f32 weights are used in place, bf16/f16 weights are converted to
- * f32 one block of rows at a time just before their GEMM (into a scratch
- * buffer in the context's arena), so resident memory stays about the
- * checkpoint's size plus the arenas. */
+ * model.safetensors.index.json. Weights are mmapped read-only. How the CPU
+ * computes with them is the weights kind (sc_weights_kind below): in f32,
+ * f32 weights are used in place and every other dtype is converted to f32
+ * one block of rows at a time just before its GEMM (OpenBLAS), so resident
+ * memory stays about the checkpoint's size plus the arenas; in int8 and
+ * bf16, every matrix is converted once at load into oneDNN's layout for that
+ * type (model/dnnl.c) and the mapping is released, so memory is about one
+ * byte (int8) or two (bf16) per weight. */
 
 typedef enum sc_model_family {
   SC_FAMILY_AUTO = 0, /* detect from config.json (architectures, model_type) */
@@ -140,8 +143,31 @@ typedef enum sc_dtype {
   SC_DTYPE_F16,
   SC_DTYPE_BF16,
   SC_DTYPE_MIXED, /* only in sc_model_info: the weights use several dtypes */
+  SC_DTYPE_I8,    /* int8 rows with one f32 scale per row (sculpt model quantize) */
+  SC_DTYPE_Q8_0,  /* GGUF blocks of 32: f16 scale + 32 int8 */
+  SC_DTYPE_Q4_0,  /* GGUF blocks of 32: f16 scale + 16 bytes of 4-bit values */
 } sc_dtype;
-const char *sc_dtype_name(sc_dtype dtype); /* "f32", "f16", "bf16", "mixed" */
+/* "f32", "f16", "bf16", "mixed", "int8", "q8_0", "q4_0" */
+const char *sc_dtype_name(sc_dtype dtype);
+
+/* What the CPU backend computes the matrix products in (the checkpoint's own
+ * dtype is sc_dtype). Measured on the 2-core CI machine (README,
+ * "Measured"): int8 is the fastest, so AUTO picks it for checkpoints large
+ * enough for the weights to dominate, and f32 (exact, OpenBLAS) below. */
+typedef enum sc_weights_kind {
+  SC_WEIGHTS_AUTO = 0, /* $SCULPT_WEIGHTS when set, else the measured default */
+  SC_WEIGHTS_F32,      /* f32 GEMMs (OpenBLAS), weights converted per block */
+  SC_WEIGHTS_BF16,     /* bf16 weights and activations, f32 accumulation (oneDNN) */
+  SC_WEIGHTS_INT8,     /* int8 weights per output channel, activations
+                          quantized per row at run time, int32 accumulation (oneDNN) */
+} sc_weights_kind;
+/* "auto", "f32", "bf16", "int8" -> kind (case-insensitive). False on anything else. */
+bool sc_weights_kind_parse(const char *s, sc_weights_kind *out);
+const char *sc_weights_kind_name(sc_weights_kind kind); /* static string */
+/* AUTO picks int8 from this many parameters up (where int8 measured faster
+ * than f32 on the CI machine), f32 below it (tiny checkpoints: exact, and
+ * as fast). */
+#define SC_WEIGHTS_INT8_MIN_PARAMS 50000000
 
 typedef struct sc_model_options {
   sc_model_family family; /* SC_FAMILY_AUTO (0) detects; else overrides */
@@ -149,7 +175,10 @@ typedef struct sc_model_options {
                              forward pass yet and falls back to the CPU */
   int max_seq;   /* longest sequence a context accepts; 0 = min(the
                     checkpoint's max positions, 2048) */
-  int n_threads; /* GEMM threads (OpenBLAS, process-wide); 0 = leave as is */
+  int n_threads; /* GEMM threads (OpenBLAS, process-wide; oneDNN's OpenMP
+                    team, per forward context); 0 = leave as is */
+  sc_weights_kind weights; /* CPU compute type; AUTO: see sc_weights_kind.
+                              The LSP setting proposed for it: "weights" */
 } sc_model_options;
 
 typedef struct sc_model_info {
@@ -168,6 +197,8 @@ typedef struct sc_model_info {
   int max_seq;           /* the contexts' default capacity */
   uint64_t weight_bytes; /* tensor bytes mapped from the checkpoint */
   uint64_t context_bytes; /* one context's activation arena at max_seq */
+  sc_weights_kind weights; /* what the CPU computes in (never AUTO) */
+  uint64_t packed_bytes;   /* int8/bf16: bytes of the converted matrices (0 in f32) */
 } sc_model_info;
 
 typedef struct sc_model sc_model;
@@ -184,6 +215,14 @@ void sc_model_free(sc_model *model); /* NULL is fine; free contexts first */
 
 /* Borrowed; lives as long as the model. */
 const sc_model_info *sc_model_get_info(const sc_model *model);
+
+/* Writes out_dir (created if missing) as a copy of the checkpoint in dir
+ * whose matrices are int8 with one f32 scale per row (the same rule as
+ * int8 made at load, so a model loads the same from either), in one
+ * model.safetensors (replaced atomically); every other file of dir comes
+ * along. The result loads like any checkpoint and maps its int8 rows
+ * instead of quantizing them. out_dir must differ from dir. */
+sc_status sc_model_quantize(const char *dir, const char *out_dir, sc_error *err);
 
 /* A forward context: one activation arena (sized up front for max_seq) plus
  * per-layer K and V rows, so that a later caller can recompute a window
