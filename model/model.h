@@ -158,8 +158,9 @@ typedef enum sc_weights_kind {
   SC_WEIGHTS_AUTO = 0, /* $SCULPT_WEIGHTS when set, else the measured default */
   SC_WEIGHTS_F32,      /* f32 GEMMs (OpenBLAS), weights converted per block */
   SC_WEIGHTS_BF16,     /* bf16 weights and activations, f32 accumulation (oneDNN) */
-  SC_WEIGHTS_INT8,     /* int8 weights per output channel, activations
-                          quantized per row at run time, int32 accumulation (oneDNN) */
+  SC_WEIGHTS_INT8,     /* the layers' matrices int8 per output channel,
+                          activations quantized per row at run time (two int8
+                          parts), int32 accumulation; the lm_head bf16 (oneDNN) */
 } sc_weights_kind;
 /* "auto", "f32", "bf16", "int8" -> kind (case-insensitive). False on anything else. */
 bool sc_weights_kind_parse(const char *s, sc_weights_kind *out);

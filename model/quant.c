@@ -11,10 +11,13 @@
  * bytes).
  *
  * The int8 file format (a safetensors file like any other, so every check of
- * safetensors.c applies): each matrix NAME is stored as dtype I8 [rows,
- * cols], with NAME_scale, F32 [rows], beside it: w[r][c] = q[r][c] *
- * scale[r]. Vectors (norms, biases) are F32. The header's __metadata__ says
- * "quantization": "int8-per-row". */
+ * safetensors.c applies): each matrix NAME of the layers is stored as dtype
+ * I8 [rows, cols], with NAME_scale, F32 [rows], beside it: w[r][c] =
+ * q[r][c] * scale[r]. Every other tensor (the embedding, the lm_head, the
+ * norms and biases) is copied byte for byte, since int8 compute reads those
+ * in their own dtype (the lm_head in bf16, see dnnl.c): the file then
+ * computes exactly what int8 made at load computes. The header's
+ * __metadata__ says "quantization": "int8-per-row". */
 #define _DEFAULT_SOURCE /* realpath */
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
@@ -144,18 +147,17 @@ void sc_quantize_rows_i8(const sc_weight *w, int64_t r0, int64_t nr, int8_t *q, 
 /* ---- sculpt model quantize ------------------------------------------------- */
 
 /* One tensor of the output file: a quantized matrix (w), a scale vector
- * (its sibling), or a tensor copied as f32 (src) or byte for byte (raw). */
+ * (its sibling), or a tensor copied byte for byte (src). */
 typedef struct out_tensor {
   char *name;
   const sc_weight *w;  /* quantize this matrix */
   const sc_weight *of; /* the scales of this matrix */
-  const sc_st_tensor *src; /* copy (floats converted to F32, else as is) */
+  const sc_st_tensor *src; /* copied as is */
   uint64_t bytes;
 } out_tensor;
 
-static const sc_weight *bound_matrix(const sc_model *m, const uint8_t *data) {
-  if (m->embed.data == data) return &m->embed;
-  if (m->lm_head.data == data) return &m->lm_head;
+/* The layer matrix whose data is at data, or NULL. */
+static const sc_weight *layer_matrix(const sc_model *m, const uint8_t *data) {
   for (int l = 0; l < m->cfg.n_layers; l++) {
     const sc_layer *y = &m->layers[l];
     const sc_weight *ws[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgate, &y->wup, &y->wdown};
@@ -163,17 +165,6 @@ static const sc_weight *bound_matrix(const sc_model *m, const uint8_t *data) {
       if (ws[i]->data == data) return ws[i];
   }
   return NULL;
-}
-
-static bool float_dtype(const sc_st_tensor *t) {
-  return t->usable && (t->dtype == SC_DTYPE_F32 || t->dtype == SC_DTYPE_F16 ||
-                       t->dtype == SC_DTYPE_BF16);
-}
-
-static uint64_t numel(const sc_st_tensor *t) {
-  uint64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= (uint64_t)t->shape[i];
-  return n;
 }
 
 static sc_status write_all(FILE *f, const void *p, size_t n, const char *path, sc_error *err) {
@@ -201,15 +192,6 @@ static sc_status write_tensor(FILE *f, const out_tensor *t, float *scales, const
     return st;
   }
   if (t->of) return write_all(f, scales, (size_t)t->of->rows * sizeof *scales, path, err);
-  if (float_dtype(t->src) && t->src->dtype != SC_DTYPE_F32) {
-    uint64_t n = numel(t->src);
-    float *buf = malloc((size_t)(n ? n : 1) * sizeof *buf);
-    SC_CHECK(buf, err, SC_ERR_NOMEM, "out of memory");
-    sc_convert_to_f32(t->src->data, t->src->dtype, (size_t)n, buf);
-    sc_status st = write_all(f, buf, (size_t)n * 4, path, err);
-    free(buf);
-    return st;
-  }
   return write_all(f, t->src->data, (size_t)(t->src->end - t->src->begin), path, err);
 }
 
@@ -274,7 +256,7 @@ sc_status sc_model_quantize(const char *dir, const char *out_dir, sc_error *err)
   for (size_t i = 0; st == SC_OK && i < m->n_files; i++) {
     for (size_t j = 0; st == SC_OK && j < m->files[i].n_tensors; j++) {
       const sc_st_tensor *t = &m->files[i].tensors[j];
-      const sc_weight *w = t->rank == 2 ? bound_matrix(m, t->data) : NULL;
+      const sc_weight *w = t->rank == 2 ? layer_matrix(m, t->data) : NULL;
       /* Already int8 (a quantized input): copied as is, scales too. */
       if (w && w->dtype == SC_DTYPE_I8) w = NULL;
       out_tensor *ot = &ts[nt++];
@@ -292,7 +274,7 @@ sc_status sc_model_quantize(const char *dir, const char *out_dir, sc_error *err)
         os->bytes = (uint64_t)w->rows * 4;
       } else {
         ot->src = t;
-        ot->bytes = float_dtype(t) ? numel(t) * 4 : t->end - t->begin;
+        ot->bytes = t->end - t->begin;
       }
     }
   }
@@ -312,7 +294,7 @@ sc_status sc_model_quantize(const char *dir, const char *out_dir, sc_error *err)
       dt = "F32";
       json_array_append_new(shape, json_integer(t->of->rows));
     } else {
-      dt = float_dtype(t->src) ? "F32" : t->src->dtype_str;
+      dt = t->src->dtype_str;
       for (int d = 0; d < t->src->rank; d++)
         json_array_append_new(shape, json_integer(t->src->shape[d]));
     }
