@@ -229,6 +229,7 @@ static int bench_synthetic(const char *shape_name, const char *device, const int
 int sc_cli_bench(int argc, char **argv) {
   const char *model_dir = NULL;
   const char *synthetic = NULL, *device = NULL;
+  sc_weights_kind weights = SC_WEIGHTS_AUTO;
   int canvases[16] = {16, 32, 64, 128}, n_canvas = 4;
   int contexts[16] = {512, 4096}, n_context = 0;
   int context = 512, per_step = 4, repeat = 3, block = 32;
@@ -246,6 +247,12 @@ int sc_cli_bench(int argc, char **argv) {
     if (strcmp(o, "--model") == 0) model_dir = v;
     else if (strcmp(o, "--synthetic") == 0) synthetic = v;
     else if (strcmp(o, "--device") == 0) device = v;
+    else if (strcmp(o, "--weights") == 0) {
+      if (!sc_weights_kind_parse(v, &weights)) {
+        sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8");
+        return 2;
+      }
+    }
     else if (strcmp(o, "--canvas") == 0) {
       if (!parse_list(v, canvases, 16, &n_canvas)) {
         sc_cli_fail(CMD, "--canvas takes sizes like 16,32,64,128");
@@ -293,6 +300,7 @@ int sc_cli_bench(int argc, char **argv) {
   sc_error err = {0};
   sc_model *model = NULL;
   sc_model_options mo = {0};
+  mo.weights = weights;
   sc_device_choice dev;
   sc_device_select(SC_DEVICE_CPU, &dev);
   mo.device = dev.kind;
@@ -328,9 +336,9 @@ int sc_cli_bench(int argc, char **argv) {
   }
   char cpu[256];
   cpu_name(cpu, sizeof cpu);
-  printf("sculpt bench: %s (%s, %d layers, hidden %d, vocab %d, %s)\n", model_dir,
-         sc_model_family_name(info->family), info->n_layers, info->hidden, info->vocab,
-         sc_dtype_name(info->dtype));
+  printf("sculpt bench: %s (%s, %d layers, hidden %d, vocab %d, %s; computing in %s)\n",
+         model_dir, sc_model_family_name(info->family), info->n_layers, info->hidden,
+         info->vocab, sc_dtype_name(info->dtype), sc_weights_kind_name(info->weights));
   printf("machine: %s, %ld threads; device %s\n", cpu, sysconf(_SC_NPROCESSORS_ONLN),
          dev.description);
   printf("schedule: fixed %d tokens per step, blocks of %d, greedy; context %d tokens "

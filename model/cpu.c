@@ -388,6 +388,35 @@ static sc_status cpu_forward_packed(void *p, const int32_t *ids, const int32_t *
   return forward_impl(p, ids, n, 0, n, offsets, n_seqs, rows, n_rows, logits, err);
 }
 
+/* Moves K/V rows [src0, src1) to dst0 in every layer and turns K by the
+ * position change: RoPE rotates pair (a, b) of frequency i by pos * inv_i,
+ * so a row computed at p and moved to p + d needs one more rotation by
+ * d * inv_i (rotations compose), from the same cos/sin tables. */
+static sc_status cpu_shift(void *p, int src0, int src1, int dst0, sc_error *err) {
+  cpu_state *s = p;
+  const sc_config *c = &s->m->cfg;
+  const int KD = c->n_kv_heads * c->head_dim, hd = c->head_dim, half = hd / 2;
+  const int d = dst0 - src0, ad = d < 0 ? -d : d, cnt = src1 - src0;
+  const float *cs = s->cos + (size_t)ad * half, *sn = s->sin + (size_t)ad * half;
+  const float sign = d < 0 ? -1.0f : 1.0f;
+  for (int l = 0; l < c->n_layers; l++) {
+    float *K = s->k + (size_t)l * s->max_seq * KD, *V = s->v + (size_t)l * s->max_seq * KD;
+    memmove(K + (size_t)dst0 * KD, K + (size_t)src0 * KD, (size_t)cnt * KD * sizeof *K);
+    memmove(V + (size_t)dst0 * KD, V + (size_t)src0 * KD, (size_t)cnt * KD * sizeof *V);
+    for (int r = 0; r < cnt; r++)
+      for (int h = 0; h < c->n_kv_heads; h++) {
+        float *v = K + (size_t)(dst0 + r) * KD + (size_t)h * hd;
+        for (int j = 0; j < half; j++) {
+          float a = v[j], b = v[j + half], co = cs[j], si = sign * sn[j];
+          v[j] = a * co - b * si;
+          v[j + half] = b * co + a * si;
+        }
+      }
+  }
+  (void)err;
+  return SC_OK;
+}
+
 const sc_backend_ops sc_cpu_backend = {
     .name = "cpu",
     .ctx_bytes = cpu_ctx_bytes,
@@ -395,4 +424,5 @@ const sc_backend_ops sc_cpu_backend = {
     .ctx_free = cpu_ctx_free,
     .forward = cpu_forward,
     .forward_packed = cpu_forward_packed,
+    .shift = cpu_shift,
 };

@@ -258,6 +258,19 @@ sc_status sc_forward_ctx_run_window(sc_forward_ctx *ctx, const int32_t *ids, int
                                     int w0, int w1, const int32_t *rows, int n_rows,
                                     float *logits, sc_error *err);
 
+/* Moves the K/V the context holds for positions [src0, src1) of its last
+ * run to positions [dst0, dst0 + (src1 - src0)), with K rotated (RoPE) to
+ * the new positions, and makes the cached length n_new: a window run over
+ * n_new positions then reuses them, with every position that neither this
+ * move nor an unmoved row below min(src0, dst0) covers inside the window.
+ * For reusing a request's suffix in the next request when the text before
+ * it grew or shrank (the engine's sessions). 0 <= src0 <= src1 <= the
+ * cached length, dst0 + (src1 - src0) <= n_new <= max_seq; SC_ERR_INVALID
+ * without a cache; SC_ERR_UNSUPPORTED on a backend that cannot (CUDA today:
+ * run in full). */
+sc_status sc_forward_ctx_shift(sc_forward_ctx *ctx, int n_new, int src0, int src1, int dst0,
+                               sc_error *err);
+
 /* Several sequences in one pass (a batch): sequence s is
  * ids[offsets[s] .. offsets[s+1]) at positions 0.., attending only within
  * itself, while every matrix product runs over all of them at once. rows
@@ -418,6 +431,8 @@ typedef struct sc_infill_result {
   int committed;      /* tokens committed, all candidates */
   bool ended;         /* the model wrote an EOS/pad inside the canvas */
   double ms_total, ms_forward, ms_sample;
+  int kv_reused;      /* with a session: positions whose K/V its previous request
+                         left and this one reused (0: its first pass was full) */
 } sc_infill_result;
 
 void sc_infill_result_free(sc_infill_result *r); /* frees the members; r itself is the caller's */
@@ -467,6 +482,51 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const sc_infill_params *params, const _Atomic int *cancel,
                            sc_infill_progress_fn progress, void *user,
                            sc_infill_result *out, sc_error *err);
+
+/* ---- sessions: K/V reused across requests ----------------------------------
+ * Between two keystrokes the prefix and the suffix of a document hardly
+ * change. A session remembers what the engine's K/V cache holds for its
+ * document, so that the next infill with it recomputes only the positions
+ * whose tokens changed (and the canvas's first block), keeping the K/V of
+ * the unchanged text before them in place and moving those of the unchanged
+ * text after them to their new positions (sc_forward_ctx_shift), instead of
+ * a full pass over the whole context. It is the dual cache's approximation
+ * (Fast-dLLM) carried across requests: K/V of unchanged tokens are kept
+ * although tokens near them changed. A full pass refreshes everything on a
+ * session's first infill, after the engine ran anything else (another
+ * session, an infill without one), when the span to recompute besides the
+ * first block is longer than max_edit tokens (the edit moved far), and after
+ * max_reuses reuses in a row. Only the cached single-candidate path reuses
+ * (use_cache, no DreamOn expand, one canvas length or no_batch); a backend
+ * without sc_forward_ctx_shift (CUDA today) always runs in full.
+ *
+ * Intended use (the LSP, later): one session per open document, passed with
+ * every infill for that document (completions, repairs, code actions: a
+ * repair's prompt is the same document, so it reuses too), freed with the
+ * document. The engine holds one cache, so alternating documents costs one
+ * full pass at each switch; sessions hold no K/V of their own (a few bytes
+ * each). A session is used with one engine at a time, by its thread. */
+typedef struct sc_infill_session sc_infill_session;
+
+typedef struct sc_session_options {
+  int max_reuses; /* reuses in a row before a full refresh; default 16 */
+  int max_edit;   /* most positions recomputed besides the first block; default 64 */
+} sc_session_options;
+void sc_session_options_default(sc_session_options *o);
+
+/* o NULL = defaults. *out owned by the caller (sc_infill_session_free). */
+sc_status sc_infill_session_new(const sc_session_options *o, sc_infill_session **out,
+                                sc_error *err);
+void sc_infill_session_free(sc_infill_session *s); /* NULL is fine */
+
+/* sc_engine_infill for the session's document (session NULL: exactly
+ * sc_engine_infill). out->kv_reused says what was reused. */
+sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
+                                   const int32_t *prefix, int n_prefix, const int32_t *suffix,
+                                   int n_suffix, const sc_infill_plan *plan,
+                                   const sc_infill_params *params, const _Atomic int *cancel,
+                                   sc_infill_progress_fn progress, void *user,
+                                   sc_infill_result *out, sc_error *err);
 
 /* ---- stepwise batches (continuous batching) -------------------------------
  * A set of up to SC_INFILL_MAX_BATCH requests decoded in lockstep, one packed

@@ -189,6 +189,9 @@ struct sc_backend_ops {
                     sc_row_pick *out, sc_error *err);
   /* Optional: true when this state's pick runs on its device. */
   bool (*picks_on_device)(const void *state);
+  /* Optional (NULL: sc_forward_ctx_shift answers SC_ERR_UNSUPPORTED): as
+   * sc_forward_ctx_shift, arguments checked. */
+  sc_status (*shift)(void *state, int src0, int src1, int dst0, sc_error *err);
 };
 
 extern const sc_backend_ops sc_cpu_backend;
