@@ -604,6 +604,7 @@ static _Atomic uint64_t g_session_ids;
 void sc_session_options_default(sc_session_options *o) {
   o->max_reuses = 16;
   o->max_edit = 64;
+  o->margin = 16;
 }
 
 sc_status sc_infill_session_new(const sc_session_options *o, sc_infill_session **out,
@@ -613,9 +614,10 @@ sc_status sc_infill_session_new(const sc_session_options *o, sc_infill_session *
   SC_CHECK(s, err, SC_ERR_NOMEM, "session: out of memory");
   if (o) s->o = *o;
   else sc_session_options_default(&s->o);
-  if (s->o.max_reuses < 0 || s->o.max_edit < 0) {
+  if (s->o.max_reuses < 0 || s->o.max_edit < 0 || s->o.margin < 0) {
     free(s);
-    return sc_error_set(err, SC_ERR_INVALID, "session: max_reuses and max_edit must be >= 0");
+    return sc_error_set(err, SC_ERR_INVALID,
+                        "session: max_reuses, max_edit and margin must be >= 0");
   }
   s->id = atomic_fetch_add(&g_session_ids, 1) + 1;
   *out = s;
@@ -651,8 +653,12 @@ static int session_window(sc_engine *e, sc_infill_session *s, const cand_run *ru
   /* The first block (from the row before it on a shifted model) is always
    * recomputed: its rows are this pass's output. */
   const int b0 = e->info->shift_logits && run->bs > 0 ? run->bs - 1 : run->bs;
-  const int a = L < b0 ? L : b0, b = n - T > run->be ? n - T : run->be;
+  int a = L < b0 ? L : b0, b = n - T > run->be ? n - T : run->be;
   if ((b - a) - (run->be - b0) > s->o.max_edit) return 0;
+  /* The neighbours of the change are recomputed too: theirs are the K/V
+   * the change moved most. */
+  a = a > s->o.margin ? a - s->o.margin : 0;
+  b = n - b > s->o.margin ? b + s->o.margin : n;
   const int keep_tail = n - b; /* positions after the window, from the old tail */
   sc_error ignored = {0};
   if (sc_forward_ctx_shift(e->fctx, n, old - keep_tail, old, b, &ignored) != SC_OK) return 0;

@@ -494,9 +494,11 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
  * (Fast-dLLM) carried across requests: K/V of unchanged tokens are kept
  * although tokens near them changed. A full pass refreshes everything on a
  * session's first infill, after the engine ran anything else (another
- * session, an infill without one), when the span to recompute besides the
- * first block is longer than max_edit tokens (the edit moved far), and after
- * max_reuses reuses in a row. Only the cached single-candidate path reuses
+ * session, an infill without one), when the changed span besides the first
+ * block is longer than max_edit tokens (the edit moved far), and after
+ * max_reuses reuses in a row; around the change, margin unchanged positions
+ * on each side are recomputed as well (README, "Measured": what the reuse
+ * costs in agreement with a full recompute, against what it saves). Only the cached single-candidate path reuses
  * (use_cache, no DreamOn expand, one canvas length or no_batch); a backend
  * without sc_forward_ctx_shift (CUDA today) always runs in full.
  *
@@ -510,7 +512,10 @@ typedef struct sc_infill_session sc_infill_session;
 
 typedef struct sc_session_options {
   int max_reuses; /* reuses in a row before a full refresh; default 16 */
-  int max_edit;   /* most positions recomputed besides the first block; default 64 */
+  int max_edit;   /* most changed positions outside the first block; more: a full
+                     pass; default 64 */
+  int margin;     /* unchanged positions on each side of the change recomputed
+                     too (their K/V moved most); default 16 */
 } sc_session_options;
 void sc_session_options_default(sc_session_options *o);
 

@@ -100,8 +100,12 @@ static void test_sessions(void) {
   REQUIRE(m);
   sc_engine *e = NULL;
   REQUIRE(sc_engine_new(m, NULL, 256, &e, NULL) == SC_OK);
+  /* No margin: these sequences are short enough for any margin to cover. */
+  sc_session_options so;
+  sc_session_options_default(&so);
+  so.margin = 0;
   sc_infill_session *s = NULL;
-  REQUIRE(sc_infill_session_new(NULL, &s, NULL) == SC_OK);
+  REQUIRE(sc_infill_session_new(&so, &s, NULL) == SC_OK);
   sc_infill_plan plan = {1, {8}};
   sc_infill_params p;
   sc_infill_params_default(&p);
@@ -139,8 +143,7 @@ static void test_sessions(void) {
   }
 
   /* max_reuses 0: never reuse; max_edit bounds the recomputed span. */
-  sc_session_options o;
-  sc_session_options_default(&o);
+  sc_session_options o = so;
   o.max_reuses = 0;
   sc_infill_session *never = NULL;
   REQUIRE(sc_infill_session_new(&o, &never, NULL) == SC_OK);
@@ -175,10 +178,49 @@ static void test_sessions(void) {
   sc_model_free(m);
 }
 
+/* The same request twice: the reused K/V are exactly what a full pass
+ * computes (the previous request's first pass saw the same tokens and an
+ * all-mask canvas), so the result is the full recompute's, bit for bit. */
+static void test_same_request(void) {
+  sc_model *m = load("dream-bf16");
+  REQUIRE(m);
+  sc_engine *e = NULL, *ref = NULL;
+  REQUIRE(sc_engine_new(m, NULL, 256, &e, NULL) == SC_OK);
+  REQUIRE(sc_engine_new(m, NULL, 256, &ref, NULL) == SC_OK);
+  sc_infill_session *s = NULL;
+  REQUIRE(sc_infill_session_new(NULL, &s, NULL) == SC_OK);
+  int32_t pre[40], suf[20];
+  for (int i = 0; i < 40; i++) pre[i] = (i * 7 + 3) % 300;
+  for (int i = 0; i < 20; i++) suf[i] = (i * 11 + 5) % 300;
+  sc_infill_plan plan = {1, {16}};
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  p.eos_penalty = 50; /* a random model: keep the canvas in play */
+  sc_infill_result a, b, full;
+  REQUIRE(sc_engine_infill_session(e, s, pre, 40, suf, 20, &plan, &p, NULL, NULL, NULL, &a,
+                                   NULL) == SC_OK);
+  REQUIRE(sc_engine_infill_session(e, s, pre, 40, suf, 20, &plan, &p, NULL, NULL, NULL, &b,
+                                   NULL) == SC_OK);
+  REQUIRE(sc_engine_infill(ref, pre, 40, suf, 20, &plan, &p, NULL, NULL, NULL, &full, NULL) ==
+          SC_OK);
+  EXPECTF(b.kv_reused > 0, "the repeat reuses (%d)", b.kv_reused);
+  EXPECT(a.n_ids == full.n_ids && b.n_ids == full.n_ids);
+  EXPECT(a.n_ids > 0 && memcmp(a.ids, full.ids, (size_t)a.n_ids * sizeof *a.ids) == 0);
+  EXPECT(b.n_ids > 0 && memcmp(b.ids, full.ids, (size_t)b.n_ids * sizeof *b.ids) == 0);
+  sc_infill_result_free(&a);
+  sc_infill_result_free(&b);
+  sc_infill_result_free(&full);
+  sc_infill_session_free(s);
+  sc_engine_free(e);
+  sc_engine_free(ref);
+  sc_model_free(m);
+}
+
 int main(void) {
-  if (sc_test_make_models("session-models", "--only qwen3-tied-bf16") != 0) return 1;
+  if (sc_test_make_models("session-models", "--only qwen3-tied-bf16 --only dream-bf16") != 0) return 1;
   RUN(test_shift_exact);
   RUN(test_sessions);
+  RUN(test_same_request);
   fprintf(stderr, "%d checks, %d failures\n", sc_test_checks, sc_test_failures);
   return sc_test_failures != 0;
 }
