@@ -18,6 +18,7 @@
  * family's default decides (tied for Qwen3, else the head is missing). */
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
+#include "tokenizer_impl.h" /* sc_gguf_find */
 
 #include <jansson.h>
 #include <math.h>
@@ -35,6 +36,7 @@ typedef struct loader {
   uint64_t bytes;
   int dtype_seen; /* -1 none yet, else sc_dtype; SC_DTYPE_MIXED once mixed */
   bool dtype_only_vectors; /* dtype_seen came from a vector so far */
+  bool gguf;                /* the weights are one GGUF file */
 } loader;
 
 /* Finds a tensor in whichever shard holds it; NULL when none does. */
@@ -50,6 +52,9 @@ static const sc_st_tensor *find_tensor(const loader *L, const char *name, const 
 }
 
 static sc_status missing(const loader *L, const char *name, sc_error *err) {
+  if (L->gguf)
+    return sc_error_set(err, SC_ERR_FORMAT, "%s: missing tensor '%s'", L->m->files[0].path,
+                        name);
   if (L->weight_map)
     return sc_error_set(err, SC_ERR_FORMAT,
                         "%s/model.safetensors.index.json: missing tensor '%s' (no shard has it)",
@@ -390,8 +395,19 @@ sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model 
   sc_model *m = calloc(1, sizeof *m);
   SC_CHECK(m, err, SC_ERR_NOMEM, "out of memory");
   loader L = {.m = m, .dir = dir, .dtype_seen = -1};
-  sc_status st = sc_config_load(dir, o.family, &m->cfg, err);
-  if (st == SC_OK) st = open_files(&L, err);
+  char gguf[4200];
+  sc_status st;
+  if (sc_gguf_find(dir, gguf, sizeof gguf)) {
+    /* llama.cpp's format: one file, config from its metadata (gguf.c). */
+    m->files = calloc(1, sizeof *m->files);
+    st = m->files ? sc_gguf_open(gguf, o.family, &m->cfg, &m->files[0], err)
+                  : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    if (st == SC_OK) m->n_files = 1;
+    L.gguf = true;
+  } else {
+    st = sc_config_load(dir, o.family, &m->cfg, err);
+    if (st == SC_OK) st = open_files(&L, err);
+  }
   if (st == SC_OK) st = bind_tensors(&L, err);
   json_decref(L.weight_map);
   if (st != SC_OK) {

@@ -34,6 +34,7 @@ typedef struct sc_st_file {
   size_t map_len;
   sc_st_tensor *tensors; /* sorted by name */
   size_t n_tensors;
+  void *owned;           /* rows rewritten at load (GGUF's LLaDA q/k), or NULL */
 } sc_st_file;
 
 /* Maps and validates one file (see the checks in safetensors.c). On error
@@ -67,6 +68,13 @@ typedef struct sc_config {
  * detection unless SC_FAMILY_AUTO. */
 sc_status sc_config_load(const char *dir, sc_model_family family, sc_config *out,
                          sc_error *err);
+
+/* ---- GGUF (gguf.c) ---------------------------------------------------------
+ * A GGUF file of the dream or llada architecture read as one sc_st_file
+ * whose tensors carry the Hugging Face names checkpoint.c binds, and the
+ * sc_config its metadata gives (family AUTO: from general.architecture). */
+sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
+                       sc_st_file *out, sc_error *err);
 
 /* ---- the loaded model (checkpoint.c) ---------------------------------- */
 

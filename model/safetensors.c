@@ -57,6 +57,7 @@ void sc_st_file_close(sc_st_file *f) {
   for (size_t i = 0; i < f->n_tensors; i++) free(f->tensors[i].name);
   free(f->tensors);
   if (f->map) munmap(f->map, f->map_len);
+  free(f->owned);
   free(f->path);
   memset(f, 0, sizeof *f);
 }
