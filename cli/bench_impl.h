@@ -22,6 +22,14 @@ typedef struct sc_bench_replay_args {
 /* Runs the replay; prints its report; returns the exit status. */
 int sc_bench_replay(const sc_bench_replay_args *a);
 
+/* `sculpt bench --step` (bench_step.c): one full pass and one cached
+ * decoding step over context + canvas tokens, against the measured memory
+ * bandwidth; prints its report; returns the exit status. */
+int sc_bench_step(sc_model *model, const char *model_dir, int context, int canvas, int repeat,
+                  int threads);
+/* GB/s reading a 1 GiB buffer with threads threads (best of 5); 0 on OOM. */
+double sc_bench_read_bandwidth(int threads);
+
 /* /proc/cpuinfo's model name, or "unknown cpu". */
 void sc_bench_cpu_name(char *out, size_t n);
 

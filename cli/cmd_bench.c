@@ -234,7 +234,7 @@ int sc_cli_bench(int argc, char **argv) {
   int canvases[16] = {16, 32, 64, 128}, n_canvas = 4;
   int contexts[16] = {512, 4096}, n_context = 0;
   int context = 512, per_step = 4, repeat = 3, block = 32;
-  bool repeat_set = false, context_set = false, canvas_set = false;
+  bool repeat_set = false, context_set = false, canvas_set = false, step_only = false;
   sc_bench_replay_args ra = {0};
   ra.type_chars = 400;
   sc_session_options_default(&ra.session);
@@ -242,8 +242,9 @@ int sc_cli_bench(int argc, char **argv) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     /* Flags without a value (--replay's). */
     if (strcmp(o, "--compare") == 0 || strcmp(o, "--no-session") == 0 ||
-        strcmp(o, "--json") == 0 || strcmp(o, "--verbose") == 0) {
-      if (strcmp(o, "--compare") == 0) ra.compare = true;
+        strcmp(o, "--json") == 0 || strcmp(o, "--verbose") == 0 || strcmp(o, "--step") == 0) {
+      if (strcmp(o, "--step") == 0) step_only = true;
+      else if (strcmp(o, "--compare") == 0) ra.compare = true;
       else if (strcmp(o, "--no-session") == 0) ra.no_session = true;
       else if (strcmp(o, "--json") == 0) ra.json = true;
       else ra.verbose = true;
@@ -345,12 +346,24 @@ int sc_cli_bench(int argc, char **argv) {
   sc_model *model = NULL;
   sc_model_options mo = {0};
   mo.weights = weights;
+  mo.n_threads = ra.threads;
   sc_device_choice dev;
   sc_device_select(SC_DEVICE_CPU, &dev);
   mo.device = dev.kind;
   if (sc_model_load(model_dir, &mo, &model, &err) != SC_OK) {
     sc_cli_fail(CMD, "%s", err.msg);
     return 1;
+  }
+  if (step_only) {
+    int cv = canvas_set ? canvases[0] : 32, ctxn = context_set ? context : 1024;
+    int rc = 2;
+    if (ctxn + cv > sc_model_get_info(model)->max_seq)
+      sc_cli_fail(CMD, "context %d + canvas %d exceed the model's %d positions", ctxn, cv,
+                  sc_model_get_info(model)->max_seq);
+    else
+      rc = sc_bench_step(model, model_dir, ctxn, cv, repeat_set ? repeat : 5, ra.threads);
+    sc_model_free(model);
+    return rc;
   }
   const sc_model_info *info = sc_model_get_info(model);
   int max_canvas = 0;

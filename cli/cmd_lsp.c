@@ -1,6 +1,8 @@
 /* cmd_lsp.c — `sculpt lsp`: the language server over stdio. */
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "lsp.h"
+#include "model.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -41,6 +43,16 @@ int sc_cli_lsp(int argc, char **argv) {
         sc_cli_fail("lsp", "--device takes auto, cpu or cuda, not '%s'", val);
         return 2;
       }
+      i++;
+    } else if (strcmp(a, "--weights") == 0 && val) {
+      /* The loader reads $SCULPT_WEIGHTS when its caller leaves the kind
+       * AUTO (model.h); set before any thread starts. */
+      sc_weights_kind k;
+      if (!sc_weights_kind_parse(val, &k)) {
+        sc_cli_fail("lsp", "--weights takes auto, f32, bf16 or int8, not '%s'", val);
+        return 2;
+      }
+      setenv("SCULPT_WEIGHTS", sc_weights_kind_name(k), 1);
       i++;
     } else {
       sc_cli_fail("lsp", "unknown or incomplete option '%s' (see sculpt help lsp)", a);

@@ -22,6 +22,10 @@ const sc_cli_command sc_cli_commands[] = {
      "                            $SCULPT_LOG sets the same\n"
      "  --max-message-size BYTES  larger messages are skipped (default 67108864)\n"
      "  --device auto|cpu|cuda    where model work runs (default auto)\n"
+     "  --weights KIND            what the CPU computes in: int8 (the layers'\n"
+     "                            matrices int8, the lm_head bf16; oneDNN), bf16, or f32\n"
+     "                            (OpenBLAS); default auto: int8 for checkpoints of 50M\n"
+     "                            parameters and more, f32 below; $SCULPT_WEIGHTS sets it\n"
      "\n"
      "Exit status: 0 after shutdown then exit, 1 when the stream ends or exit\n"
      "arrives without shutdown.\n",
@@ -35,21 +39,32 @@ const sc_cli_command sc_cli_commands[] = {
      sc_cli_tokenize},
     {"logits", "write the raw lm_head outputs for a list of token ids",
      "usage: sculpt logits --model DIR --ids 12,345,6 --out FILE [--device cpu|cuda]\n"
-     "                     [--family NAME] [--threads N] [--repeat N]\n"
+     "                     [--family NAME] [--threads N] [--repeat N] [--weights KIND]\n"
      "\n"
      "Runs one bidirectional forward pass and writes the lm_head outputs for\n"
      "every position, before any logit shift, as little-endian float32,\n"
      "row-major [n_ids][vocab]. On error, exits non-zero with a one-line reason.\n"
      "--family overrides the detected family; --threads sets the GEMM threads;\n"
-     "--repeat N runs the pass N times and logs the mean and best times.\n",
+     "--repeat N runs the pass N times and logs the mean and best times.\n"
+     "--weights int8|bf16|f32|auto: what the CPU computes in (see sculpt help lsp).\n"
+     "DIR is a Hugging Face checkpoint folder, or a llama.cpp GGUF file (dream or\n"
+     "llada architecture; F32, F16, BF16, Q8_0, Q4_0 tensors) or a folder holding one.\n",
      sc_cli_logits},
     {"model", "inspect a checkpoint",
      "usage: sculpt model info --model DIR [--family NAME] [--json] [--max-seq N]\n"
+     "                         [--weights KIND]\n"
+     "       sculpt model quantize DIR --out DIR2\n"
      "\n"
-     "Prints the family, the sizes, the dtype, the mask and EOS ids, the\n"
+     "info prints the family, the sizes, the dtype, the mask and EOS ids, the\n"
      "default EOS penalty (generation_config.json \"eos_penalty\"), whether\n"
-     "logits are shifted, and the memory needed (weights plus one context of\n"
-     "--max-seq tokens), one `key: value` per line or, with --json, an object.\n",
+     "logits are shifted, what the CPU computes in (weights) and the memory needed\n"
+     "(weights, or their int8/bf16 copy, plus one context of --max-seq tokens), one\n"
+     "`key: value` per line or, with --json, an object.\n"
+     "quantize writes DIR2 (created if missing) as DIR with the layers' matrices in\n"
+     "int8, one f32 scale per row, in one model.safetensors replaced atomically; the\n"
+     "embedding, lm_head, norms and every other file are copied as they are. It\n"
+     "loads with the int8 rows mapped, computing exactly what --weights int8 on DIR\n"
+     "computes, without quantizing at load.\n",
      sc_cli_model},
     {"complete", "fill in the middle at FILE:LINE:COL",
      "usage: sculpt complete FILE:LINE:COL [--model DIR] [--max-tokens N] [--steps N]\n"
@@ -71,6 +86,8 @@ const sc_cli_command sc_cli_commands[] = {
      "  --top-p P --top-k K --seed S\n"
      "  --no-cache          recompute the whole sequence every step\n"
      "  --device auto|cpu|cuda, --family NAME\n"
+     "  --weights KIND      int8, bf16, f32 or auto: what the CPU computes in\n"
+     "                      (see sculpt help lsp)\n"
      "  --json              the middle with ids, confidences, steps and timings\n"
      "\n"
      "Remote: --backend URL sends the prompt (built here, with repository context)\n"
@@ -133,7 +150,11 @@ const sc_cli_command sc_cli_commands[] = {
      sc_cli_context},
     {"bench", "time the infill engine on a checkpoint",
      "usage: sculpt bench [--model DIR] [--canvas 16,32,64,128] [--context N]\n"
-     "                    [--tokens-per-step K] [--block-len N] [--repeat N]\n"
+     "                    [--tokens-per-step K] [--block-len N] [--repeat N] [--weights KIND]\n"
+     "       sculpt bench --replay FILE[:LINE:COL] [--model DIR] [--weights KIND]\n"
+     "                    [--type N] [--context N] [--canvas M] [--compare] [--no-session]\n"
+     "                    [--max-reuses N] [--max-edit N] [--margin N] [--threads N]\n"
+     "                    [--json] [--verbose]\n"
      "       sculpt bench --synthetic open-dcoder-0.5b|coda-1.7b|dream-7b --device cuda\n"
      "                    [--context 512,4096] [--canvas 16,32,64,128] [--repeat N]\n"
      "\n"
@@ -141,7 +162,16 @@ const sc_cli_command sc_cli_commands[] = {
      "under a fixed schedule of K tokens committed per step (default 4), between\n"
      "N context tokens (default 512, half before and half after). Prints steps,\n"
      "ms per infill and per step, tokens/s and the cache's speedup, with the\n"
-     "machine. Runs on the CPU backend.\n"
+     "machine. Runs on the CPU backend; --weights as in sculpt help lsp.\n"
+     "\n"
+     "With --replay, the N characters (--type, default 400) before LINE:COL (default:\n"
+     "the start of the file's middle line plus N) are removed and typed back one at\n"
+     "a time; at every pause (after a space, newline or punctuation) one infill is\n"
+     "asked at the cursor, with --context tokens (default 1024, three quarters before\n"
+     "the cursor) and a --canvas (default 32), through one session that reuses the\n"
+     "previous request's K/V (model.h; --no-session: every request in full). Prints\n"
+     "the first request's time and the p50/p90/max of the rest, the reuse, and with\n"
+     "--compare how many texts a full recompute (a second engine) also gives.\n"
      "\n"
      "With --synthetic, weights at a real model's shapes are generated on the GPU\n"
      "and each denoising step is timed against the HBM roofline (needs a GPU).\n",
@@ -150,7 +180,7 @@ const sc_cli_command sc_cli_commands[] = {
      "usage: sculpt serve [--model DIR] [--listen HOST:PORT] [--batch N] [--queue N]\n"
      "                    [--api-key-env VAR] [--device auto|cpu|cuda] [--context N]\n"
      "                    [--max-tokens N] [--max-connections N] [--max-body BYTES]\n"
-     "                    [--header-timeout S] [--idle-timeout S]\n"
+     "                    [--header-timeout S] [--idle-timeout S] [--weights KIND]\n"
      "\n"
      "HTTP/1.1 on HOST:PORT (default 127.0.0.1:8080; port 0 picks a free one). Prints\n"
      "`sculpt serve: listening on HOST:PORT` on stderr once ready.\n"
@@ -171,6 +201,7 @@ const sc_cli_command sc_cli_commands[] = {
      "tail and the suffix's head are kept. Limits: headers 16 KiB (431), body\n"
      "--max-body (4 MiB, 413), a request complete within --header-timeout (10 s, 408),\n"
      "idle keep-alive --idle-timeout (60 s), --max-connections (256, then 503).\n"
+     "--weights int8|bf16|f32|auto: what the CPU computes in (see sculpt help lsp).\n"
      "SIGINT/SIGTERM stop it cleanly.\n",
      sc_cli_serve},
     {"help", "show help for a subcommand", "usage: sculpt help [SUBCOMMAND]\n", cmd_help},

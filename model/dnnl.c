@@ -157,6 +157,8 @@ struct sc_dnnl_ctx {
   size_t act_cap;   /* bytes */
   float *act_scale; /* [act_rows] int8 row scales */
   size_t act_rows;
+  float *resid;     /* [resid_cap] one row's rounding error */
+  size_t resid_cap;
 };
 
 static sc_status dnnl_fail(sc_error *err, dnnl_status_t s, const char *what) {
@@ -442,6 +444,7 @@ void sc_dnnl_ctx_free(sc_dnnl_ctx *c) {
   if (c->eng) D.dnnl_engine_destroy(c->eng);
   free(c->act);
   free(c->act_scale);
+  free(c->resid);
   free(c);
 }
 
@@ -527,25 +530,30 @@ static sc_status ensure_act(sc_dnnl_ctx *c, size_t bytes, size_t rows, sc_error 
   return SC_OK;
 }
 
+/* The rounding error x - s_hi * q_hi into e. */
+SC_VECTOR_CLONES
+static void residual(const float *x, const int8_t *q, float s, int64_t K, float *e) {
+  for (int64_t j = 0; j < K; j++) e[j] = x[j] - s * (float)q[j];
+}
+
 /* int8 activations in two parts (why: see the file comment): x ~= s_hi *
  * q_hi + s_lo * q_lo, q_hi by the int8 rule, q_lo the same rule over the
- * rounding error x - s_hi * q_hi (s_lo ~ s_hi / 254). */
+ * rounding error x - s_hi * q_hi (s_lo ~ s_hi / 254). e is [K] scratch. */
 static void quantize_split(const float *x, int64_t K, int8_t *q_hi, int8_t *q_lo, float *s_hi,
-                           float *s_lo) {
-  const float sh = sc_quantize_row_i8(x, K, q_hi);
-  float amax = 0.0f;
-  for (int64_t j = 0; j < K; j++) {
-    float e = fabsf(x[j] - sh * (float)q_hi[j]);
-    amax = e > amax ? e : amax;
-  }
-  const float sl = amax > 0.0f && isfinite(amax) ? amax / 127.0f : 1.0f, inv = 1.0f / sl;
-  for (int64_t j = 0; j < K; j++) {
-    float v = (x[j] - sh * (float)q_hi[j]) * inv;
-    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-    q_lo[j] = (int8_t)(int)(v + (v >= 0.0f ? 0.5f : -0.5f));
-  }
-  *s_hi = sh;
-  *s_lo = sl;
+                           float *s_lo, float *e) {
+  *s_hi = sc_quantize_row_i8(x, K, q_hi);
+  residual(x, q_hi, *s_hi, K, e);
+  *s_lo = sc_quantize_row_i8(e, K, q_lo);
+}
+
+/* y[j] = (hi[j] * sh + lo[j] * sl) * ws[j] (+ bias[j]). */
+SC_VECTOR_CLONES
+static void dequant_row(const int32_t *hi, const int32_t *lo, float sh, float sl,
+                        const float *ws, const float *bias, int64_t N, float *y) {
+  if (bias)
+    for (int64_t j = 0; j < N; j++) y[j] = ((float)hi[j] * sh + (float)lo[j] * sl) * ws[j] + bias[j];
+  else
+    for (int64_t j = 0; j < N; j++) y[j] = ((float)hi[j] * sh + (float)lo[j] * sl) * ws[j];
 }
 
 /* The primitive for kind at (N, K) with M source rows, from the cache. */
@@ -595,6 +603,12 @@ sc_status sc_dnnl_linear(sc_dnnl_ctx *c, const sc_weight *w, const float *x, int
   int64_t C = ACC_BYTES / (2 * N * 4);
   C = C < 1 ? 1 : C > n ? n : C;
   SC_TRY(ensure_act(c, (size_t)(2 * C * K) + (size_t)(2 * C * N) * 4 + 64, (size_t)(2 * C), err));
+  if ((size_t)K > c->resid_cap) {
+    float *r = realloc(c->resid, (size_t)K * sizeof *r);
+    SC_CHECK(r, err, SC_ERR_NOMEM, "out of memory");
+    c->resid = r;
+    c->resid_cap = (size_t)K;
+  }
   int8_t *q = c->act;
   int32_t *acc = (int32_t *)(void *)((uint8_t *)c->act + (((size_t)(2 * C * K) + 63) & ~(size_t)63));
   float *sx = c->act_scale;
@@ -604,21 +618,14 @@ sc_status sc_dnnl_linear(sc_dnnl_ctx *c, const sc_weight *w, const float *x, int
     SC_TRY(linear_prim(c, p, 2 * m, &sl, err));
     for (int64_t i = 0; i < m; i++)
       quantize_split(x + (size_t)(r0 + i) * (size_t)K, K, q + (size_t)i * (size_t)K,
-                     q + (size_t)(m + i) * (size_t)K, &sx[i], &sx[m + i]);
+                     q + (size_t)(m + i) * (size_t)K, &sx[i], &sx[m + i], c->resid);
     static const int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
     const dnnl_memory_desc_t *mds[3] = {&sl->md[0], &sl->md[1], &sl->md[2]};
     void *ptrs[3] = {q, p->data, acc};
     SC_TRY(run(c, sl->prim, 3, args, mds, ptrs, "an int8 matrix product", err));
-    const float *ws = p->scales;
-    for (int64_t i = 0; i < m; i++) {
-      const int32_t *hi = acc + (size_t)i * (size_t)N, *lo = acc + (size_t)(m + i) * (size_t)N;
-      const float sh = sx[i], sl2 = sx[m + i];
-      float *yr = y + (size_t)(r0 + i) * (size_t)N;
-      for (int64_t j = 0; j < N; j++) {
-        float v = ((float)hi[j] * sh + (float)lo[j] * sl2) * ws[j];
-        yr[j] = bias ? v + bias[j] : v;
-      }
-    }
+    for (int64_t i = 0; i < m; i++)
+      dequant_row(acc + (size_t)i * (size_t)N, acc + (size_t)(m + i) * (size_t)N, sx[i],
+                  sx[m + i], p->scales, bias, N, y + (size_t)(r0 + i) * (size_t)N);
   }
   return SC_OK;
 }

@@ -130,6 +130,17 @@ sc_status sc_model_own(sc_model *m, void *p, sc_error *err);
  * F16, BF16) to f32. */
 void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst);
 
+/* Hot elementwise loops (quantizing activations, scaling int8 sums) are
+ * written so that the compiler vectorizes them (model/deps.cmake builds
+ * their files with -O3) and compiled for AVX-512, AVX2 and plain x86-64,
+ * picked at load time (GCC/clang function multiversioning): no SIMD by
+ * hand. Elementwise only, so every clone gives the same bits. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SCULPT_NO_CLONES)
+#define SC_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SC_VECTOR_CLONES
+#endif
+
 /* ---- quantization (quant.c) ----------------------------------------------
  * int8 per output channel, symmetric: scale[r] = max|w[r][:]| / 127 (1 for
  * an all-zero row), q = round-half-away(w / scale) in [-127, 127]. The one

@@ -118,21 +118,40 @@ void sc_weight_rows_to_f32(const sc_weight *w, int64_t r0, int64_t nr, float *ds
   }
 }
 
-float sc_quantize_row_i8(const float *x, int64_t n, int8_t *q) {
-  float amax = 0.0f;
+/* max |x[i]| through the bit patterns (clearing the sign, the order of
+ * finite floats is that of their bits as integers), so that the reduction
+ * vectorizes without -ffast-math; a NaN compares above every finite value
+ * and makes the row's scale 1 (see below). */
+SC_VECTOR_CLONES
+static float absmax(const float *x, int64_t n) {
+  uint32_t m = 0;
   for (int64_t i = 0; i < n; i++) {
-    float a = fabsf(x[i]);
-    amax = a > amax ? a : amax;
+    uint32_t b;
+    memcpy(&b, &x[i], 4);
+    b &= 0x7fffffffu;
+    m = b > m ? b : m;
   }
-  /* An all-zero (or non-finite) row keeps scale 1 and quantizes to 0s. */
-  const float scale = amax > 0.0f && isfinite(amax) ? amax / 127.0f : 1.0f;
-  const float inv = 1.0f / scale;
+  float f;
+  memcpy(&f, &m, 4);
+  return f;
+}
+
+/* q[i] = round-half-away(x[i] * inv) clamped to [-127, 127]. */
+SC_VECTOR_CLONES
+static void quantize_scaled(const float *x, int64_t n, float inv, int8_t *q) {
   for (int64_t i = 0; i < n; i++) {
     float v = x[i] * inv;
-    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-    /* Round half away from zero, written so that it vectorizes. */
-    q[i] = (int8_t)(int)(v + (v >= 0.0f ? 0.5f : -0.5f));
+    v = v > 127.0f ? 127.0f : v;
+    v = v < -127.0f ? -127.0f : v;
+    q[i] = (int8_t)(int32_t)(v + (v >= 0.0f ? 0.5f : -0.5f));
   }
+}
+
+float sc_quantize_row_i8(const float *x, int64_t n, int8_t *q) {
+  const float amax = absmax(x, n);
+  /* An all-zero (or non-finite) row keeps scale 1 and quantizes to 0s. */
+  const float scale = amax > 0.0f && isfinite(amax) ? amax / 127.0f : 1.0f;
+  quantize_scaled(x, n, 1.0f / scale, q);
   return scale;
 }
 
