@@ -15,6 +15,8 @@ typedef struct sc_bench_replay_args {
   int threads;           /* 0: as is */
   int context, canvas;   /* prompt tokens (3/4 before the cursor), canvas tokens */
   int type_chars;        /* characters removed before the position and typed back */
+  int steps;             /* > 0: fixed-k decoding in this many steps (else threshold) */
+  double eos_penalty;    /* NAN: the model's */
   bool compare, no_session, json, verbose;
   sc_session_options session;
 } sc_bench_replay_args;

@@ -27,6 +27,7 @@
 
 #include <ctype.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,11 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
   const sc_model_info *info = sc_model_get_info(model);
   sc_infill_params p;
   sc_infill_params_default(&p);
+  if (a->steps > 0) {
+    p.schedule = SC_SCHEDULE_FIXED_K;
+    p.steps = a->steps;
+  }
+  if (!isnan(a->eos_penalty)) p.eos_penalty = (float)a->eos_penalty;
   sc_infill_plan plan = {1, {m}};
   /* The document being typed: text without [start, offset), then grows. */
   char *doc = malloc(len + 1);
@@ -233,6 +239,7 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
            a->model_dir, info->n_layers, info->hidden, sc_dtype_name(info->dtype),
            sc_weights_kind_name(info->weights), budget, m,
            p.schedule == SC_SCHEDULE_THRESHOLD ? "threshold 0.9" : "fixed-k");
+    if (a->steps > 0) printf("schedule: fixed-k, %d steps for the canvas\n", a->steps);
     printf("machine: %s; %s\n", cpu,
            a->no_session ? "no session: every request in full"
                          : "one session: K/V reused across requests");

@@ -15,6 +15,7 @@
 #include "model.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,7 @@ int sc_cli_bench(int argc, char **argv) {
   bool repeat_set = false, context_set = false, canvas_set = false, step_only = false;
   sc_bench_replay_args ra = {0};
   ra.type_chars = 400;
+  ra.eos_penalty = NAN;
   sc_session_options_default(&ra.session);
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -266,6 +268,16 @@ int sc_cli_bench(int argc, char **argv) {
     else if (strcmp(o, "--max-reuses") == 0 && num && x <= 1000000) ra.session.max_reuses = (int)x;
     else if (strcmp(o, "--max-edit") == 0 && num && x <= 1000000) ra.session.max_edit = (int)x;
     else if (strcmp(o, "--margin") == 0 && num && x <= 1000000) ra.session.margin = (int)x;
+    else if (strcmp(o, "--steps") == 0 && num && x >= 1 && x <= 4096) ra.steps = (int)x;
+    else if (strcmp(o, "--eos-penalty") == 0) {
+      char *e2 = NULL;
+      double ep = strtod(v, &e2);
+      if (!e2 || *e2 || !(ep >= -SC_EOS_PENALTY_MAX && ep <= SC_EOS_PENALTY_MAX)) {
+        sc_cli_fail(CMD, "--eos-penalty takes -%g to %g", SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
+        return 2;
+      }
+      ra.eos_penalty = ep;
+    }
     else if (strcmp(o, "--device") == 0) device = v;
     else if (strcmp(o, "--weights") == 0) {
       if (!sc_weights_kind_parse(v, &weights)) {
