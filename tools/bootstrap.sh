@@ -15,7 +15,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # Build and runtime libraries, then what the tests need.
 BUILD_PKGS=(build-essential cmake ninja-build pkg-config git ca-certificates
             libjansson-dev libev-dev libtree-sitter-dev libpcre2-dev libutf8proc-dev
-            libopenblas-dev libhttp-parser-dev libcurl4-openssl-dev python3)
+            libopenblas-dev libhttp-parser-dev libcurl4-openssl-dev libdnnl-dev python3)
 TEST_PKGS=(python3-numpy python3-torch clang libclang-rt-14-dev neovim emacs-nox elpa-eglot tmux wrk)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
