@@ -87,8 +87,21 @@ static struct {
 } D;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SC_ASAN 1
+#endif
+#endif
+
 static void load_once(void) {
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+#ifdef SC_ASAN
+  /* LeakSanitizer's exit-time thread tracer crashes (signal 11) on a live
+   * libgomp worker thread: sanitizer builds run oneDNN on one thread. */
+  setenv("OMP_NUM_THREADS", "1", 0);
+#endif
   void *lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     snprintf(D.error, sizeof D.error, "oneDNN is not installed (libdnnl.so.2: %s)", dlerror());
