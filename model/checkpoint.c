@@ -70,7 +70,7 @@ static sc_status take(loader *L, const char *name, int rank, int64_t d0, int64_t
   if (!t) return missing(L, name, err);
   SC_CHECK(t->usable && (rank == 2 || t->dtype != SC_DTYPE_I8), err, SC_ERR_UNSUPPORTED,
            "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16 are; I8 for the "
-           "matrices of `sculpt model quantize`)",
+           "matrices of `sculpt model quantize`; Q8_0 and Q4_0 in GGUF files)",
            file, name, t->dtype_str);
   bool ok = t->rank == rank && t->shape[0] == d0 && (rank == 1 || t->shape[1] == d1);
   if (!ok) {

@@ -21,6 +21,7 @@
 #define _DEFAULT_SOURCE /* realpath */
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
+#include "tokenizer_impl.h" /* sc_gguf_find */
 
 #include <dirent.h>
 #include <errno.h>
@@ -256,6 +257,10 @@ sc_status sc_model_quantize(const char *dir, const char *out_dir, sc_error *err)
   if (realpath(dir, rin) && realpath(out_dir, rout))
     SC_CHECK(strcmp(rin, rout) != 0, err, SC_ERR_INVALID,
              "quantize: --out must be another folder than the checkpoint");
+  char gguf[4200];
+  SC_CHECK(!sc_gguf_find(dir, gguf, sizeof gguf), err, SC_ERR_UNSUPPORTED,
+           "quantize: %s is a GGUF file, already quantized its own way; quantize reads "
+           "Hugging Face checkpoint folders (it loads as it is, with --weights int8)", gguf);
   sc_model_options o = {.device = SC_DEVICE_CPU, .weights = SC_WEIGHTS_F32};
   sc_model *m = NULL;
   SC_TRY(sc_model_load(dir, &o, &m, err));

@@ -123,6 +123,9 @@ with tempdir() as tmp:
               f"shipped model: complete gives the same text from {os.path.relpath(m, tmp)} "
               f"({rb.stderr.strip()})")
 
+    r = run("model", "quantize", g, "--out", os.path.join(tmp, "q-of-gguf"))
+    check(r.returncode == 1 and "GGUF" in r.stderr, f"quantize refuses a GGUF file ({r.stderr.strip()})")
+
     # Broken files fail clearly.
     good = open(os.path.join(tmp, "dream-bf16-Q8_0.gguf"), "rb").read()
 
