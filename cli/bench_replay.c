@@ -5,16 +5,19 @@
  * file's middle line) are removed from the file and typed back one at a
  * time; at every pause (after a character that ends a word: a space, a
  * newline, punctuation) and at the end, one infill is asked at the cursor,
- * as the LSP's automatic trigger does: the prompt is the tokens before the
- * cursor (three quarters of --context) and after it (the rest), the canvas
- * --canvas tokens, the engine's default decoding. Requests go through one
+ * as the LSP's automatic trigger does: the prompt is fitted to --context
+ * tokens as `sculpt complete` fits it (sc_infill_fit: the prefix cut from
+ * the left first, down to half the room, then the suffix from its end, a
+ * cut suffix framed without its EOS), the canvas --canvas tokens, the
+ * family's default preset (sc_infill_params_for; the upstream preset
+ * recomputes in full, so its requests reuse nothing). Requests go through one
  * session (model.h, "sessions"), so each reuses the K/V of the one before;
  * --no-session runs each in full instead. With --compare, a second engine
  * runs every request in full too, and the texts are compared.
  *
  * The prompt window's start is kept where it was while the prefix still
- * fits (with room for --context / 8 more tokens), and moved in one jump
- * when it does not: a window that slides by a token at every keystroke
+ * fits (with --context / 8 positions of slack beyond the fit), and moved in
+ * one jump to the fit's start when it does not: a window that slides by a token at every keystroke
  * would move every cached position (the LSP's context assembly should do
  * the same for sessions to pay off).
  *
@@ -94,6 +97,8 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
   sc_infill_session *session = NULL;
   replay_req *reqs = NULL;
   int32_t *pre = NULL, *suf = NULL;
+  char *doc = NULL; /* the document being typed */
+  double *lat = NULL, *latf = NULL;
   sc_model_options mo = {0};
   mo.weights = a->weights;
   mo.n_threads = a->threads;
@@ -104,14 +109,24 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
     sc_cli_fail(CMD, "%s", err.msg);
     goto done;
   }
-  /* Within the model's positions, with the slack and the canvas. */
+  /* The family's own decoding (its default preset), then the flags. */
+  sc_infill_params p;
+  sc_infill_params_for(model, SC_PRESET_AUTO, &p);
+  if (a->steps > 0) {
+    p.schedule = SC_SCHEDULE_FIXED_K;
+    p.steps = a->steps;
+  }
+  if (!isnan(a->eos_penalty)) p.eos_penalty = (float)a->eos_penalty;
+  /* Within the model's positions: the prompt, its slack, and what the frame
+   * and the canvas take (the family's BOS/EOS, padding, DreamOn's growth). */
   const int cap = sc_model_get_info(model)->max_seq;
-  if (budget + budget / 8 + m + 8 > cap) budget = (cap - m - 8) * 8 / 9;
+  const int fixed = sc_infill_positions(model, &p, m, 0, 0);
+  if (budget + budget / 8 + fixed > cap) budget = (cap - fixed) * 8 / 9;
   if (budget < 16) {
     sc_cli_fail(CMD, "a %d-token canvas leaves no room in the model's %d positions", m, cap);
     goto done;
   }
-  const int max_seq = budget + budget / 8 + m + 8;
+  const int slack = budget / 8, max_seq = budget + slack + fixed;
   if (sc_tokenizer_load_dir(a->model_dir, &tok, &err) != SC_OK ||
       sc_engine_new(model, tok, max_seq, &e, &err) != SC_OK ||
       (a->compare && sc_engine_new(model, tok, max_seq, &ref, &err) != SC_OK) ||
@@ -120,19 +135,11 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
     goto done;
   }
   const sc_model_info *info = sc_model_get_info(model);
-  sc_infill_params p;
-  sc_infill_params_default(&p);
-  if (a->steps > 0) {
-    p.schedule = SC_SCHEDULE_FIXED_K;
-    p.steps = a->steps;
-  }
-  if (!isnan(a->eos_penalty)) p.eos_penalty = (float)a->eos_penalty;
   sc_infill_plan plan = {1, {m}};
   /* The document being typed: text without [start, offset), then grows. */
-  char *doc = malloc(len + 1);
+  doc = malloc(len + 1);
   reqs = calloc(offset - start + 1, sizeof *reqs);
   if (!doc || !reqs) {
-    free(doc);
     sc_cli_fail(CMD, "out of memory");
     goto done;
   }
@@ -156,12 +163,17 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
       sc_cli_fail(CMD, "%s", err.msg);
       goto done;
     }
-    size_t keep_suf = n_suf < (size_t)budget / 4 ? n_suf : (size_t)budget / 4;
-    size_t room = (size_t)budget - keep_suf;
-    /* The window's left edge moves only when the prefix outgrows the room
-     * plus the slack, and then to leave the slack free again. */
-    if (!anchored || n_pre - anchor > room + (size_t)budget / 8 || anchor > n_pre) {
-      anchor = n_pre > room ? n_pre - room : 0;
+    size_t keep_pre = 0, keep_suf = 0;
+    bool cut = false;
+    if (!sc_infill_fit(model, &p, budget + fixed, m, n_pre, n_suf, &keep_pre, &keep_suf, &cut)) {
+      sc_cli_fail(CMD, "a %d-token canvas does not fit a %d-token context", m, budget);
+      goto done;
+    }
+    p.suffix_cut = cut;
+    /* The window's left edge moves only when the prefix outgrows the fit
+     * plus the slack, and then to the fit's start (the slack free again). */
+    if (!anchored || n_pre - anchor > keep_pre + (size_t)slack || anchor > n_pre) {
+      anchor = n_pre - keep_pre;
       anchored = true;
     }
     const int np = (int)(n_pre - anchor);
@@ -196,9 +208,12 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
     sc_infill_result_free(&full);
     nreq++;
   }
-  free(doc);
-
-  double *lat = malloc((size_t)nreq * sizeof *lat), *latf = malloc((size_t)nreq * sizeof *latf);
+  lat = malloc((size_t)nreq * sizeof *lat);
+  latf = malloc((size_t)nreq * sizeof *latf);
+  if (!lat || !latf) {
+    sc_cli_fail(CMD, "out of memory");
+    goto done;
+  }
   int reused = 0, same = 0, steps = 0, rest = nreq - 1;
   for (int i = 1; i < nreq; i++) {
     lat[i - 1] = reqs[i].ms;
@@ -235,9 +250,10 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
     printf("sculpt bench --replay %s: %d characters typed, %d requests (one per pause)\n",
            a->target, (int)(offset - start), nreq);
     printf("model %s (%d layers, hidden %d, %s weights computing in %s), context %d tokens "
-           "(3/4 before the cursor), canvas %d, %s decoding\n",
+           "(fitted as sculpt complete fits it), canvas %d, %s preset (%s), %s decoding\n",
            a->model_dir, info->n_layers, info->hidden, sc_dtype_name(info->dtype),
-           sc_weights_kind_name(info->weights), budget, m,
+           sc_weights_kind_name(info->weights), budget, m, sc_preset_name(p.preset),
+           sc_model_get_profile(model)->name,
            p.schedule == SC_SCHEDULE_THRESHOLD ? "threshold 0.9" : "fixed-k");
     if (a->steps > 0) printf("schedule: fixed-k, %d steps for the canvas\n", a->steps);
     printf("machine: %s; %s\n", cpu,
@@ -256,10 +272,11 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
              "p50 %.1f ms\n",
              same, nreq, nreq ? 100.0 * same / nreq : 0.0, f50);
   }
-  free(lat);
-  free(latf);
   rc = 0;
 done:
+  free(lat);
+  free(latf);
+  free(doc);
   free(pre);
   free(suf);
   free(reqs);

@@ -32,12 +32,15 @@ int sc_cli_serve(int argc, char **argv);
 bool sc_cli_parse_long(const char *s, long lo, long hi, long *out);
 
 /* The remote backend's options, shared by complete and batch: --backend URL,
- * --backend-model NAME, --api-key-env VAR, --timeout MS, --max-tries N (option o with its
+ * --backend-model NAME, --api-key-env VAR, --timeout MS, --max-tries N,
+ * --provider NAME, --fim-template NAME, --stream on|off (option o with its
  * value v) into r. 1: parsed; 0: o is not one of them; -1: a bad value,
  * reported as `sculpt CMD: ...`. */
 struct sc_fim_client_options;
 int sc_cli_backend_option(const char *cmd, const char *o, const char *v,
                           struct sc_fim_client_options *r);
+/* True (and reported) when backend options came without --backend. */
+bool sc_cli_backend_orphan(const char *cmd, const struct sc_fim_client_options *r);
 
 /* Reads a whole file; *data (NUL-terminated) owned by the caller. On
  * failure errno says why. */

@@ -17,6 +17,21 @@
 
 #define CMD "complete"
 
+/* Decoding flags given on the command line: they override the preset's
+ * values (which need the model's family profile, known after loading). */
+enum {
+  SET_STEPS = 1u << 0,
+  SET_RANK = 1u << 1, /* --algorithm: rank and schedule */
+  SET_THRESHOLD = 1u << 2,
+  SET_SEED = 1u << 3,
+  SET_TEMPERATURE = 1u << 4,
+  SET_TOP_P = 1u << 5,
+  SET_TOP_K = 1u << 6,
+  SET_BLOCK = 1u << 7,
+  SET_EOS_PENALTY = 1u << 8,
+  SET_NO_CACHE = 1u << 9,
+};
+
 typedef struct args {
   const char *target;
   const char *model_dir;
@@ -24,7 +39,9 @@ typedef struct args {
   sc_device_kind device;
   sc_weights_kind weights;
   sc_infill_plan plan;
-  sc_infill_params params;
+  sc_infill_params params; /* the flags' values (see set) */
+  unsigned set;            /* SET_*: which flags were given */
+  sc_preset preset;        /* --preset; AUTO: the family's default */
   bool json;
   /* the remote backend */
   sc_fim_client_options remote; /* --backend and its options; url NULL: local */
@@ -51,7 +68,7 @@ static int parse_args(int argc, char **argv, args *a) {
     int br;
     double d;
     if (strcmp(o, "--json") == 0) { a->json = true; continue; }
-    if (strcmp(o, "--no-cache") == 0) { a->params.use_cache = false; continue; }
+    if (strcmp(o, "--no-cache") == 0) { a->params.use_cache = false; a->set |= SET_NO_CACHE; continue; }
     if (o[0] != '-' || strcmp(o, "-") == 0) {
       if (a->target) { sc_cli_fail(CMD, "one FILE:LINE:COL only"); return 2; }
       a->target = o;
@@ -69,6 +86,9 @@ static int parse_args(int argc, char **argv, args *a) {
         sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8");
         return 2;
       }
+    }
+    else if (strcmp(o, "--preset") == 0) {
+      if (!sc_preset_parse(v, &a->preset)) { sc_cli_fail(CMD, "--preset takes fast, upstream or auto"); return 2; }
     }
     else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
@@ -94,6 +114,7 @@ static int parse_args(int argc, char **argv, args *a) {
       if (!sc_cli_parse_long(v, 1, 1 << 20, &n)) { sc_cli_fail(CMD, "--steps takes a positive number"); return 2; }
       a->params.steps = (int)n;
       a->params.schedule = SC_SCHEDULE_FIXED_K;
+      a->set |= SET_STEPS;
     } else if (strcmp(o, "--algorithm") == 0) {
       int steps = a->params.steps;
       if (!sc_infill_algorithm_parse(v, &a->params)) {
@@ -101,45 +122,66 @@ static int parse_args(int argc, char **argv, args *a) {
         return 2;
       }
       a->params.steps = steps;
+      a->set |= SET_RANK;
     } else if (strcmp(o, "--threshold") == 0) {
       if (!parse_double(v, 0, 1, &d)) { sc_cli_fail(CMD, "--threshold takes a number in [0, 1]"); return 2; }
       a->params.threshold = (float)d;
       a->params.schedule = SC_SCHEDULE_THRESHOLD;
+      a->set |= SET_THRESHOLD;
     } else if (strcmp(o, "--seed") == 0) {
       char *end;
       errno = 0;
       unsigned long long s = strtoull(v, &end, 10);
       if (errno || *end || v[0] == '-') { sc_cli_fail(CMD, "--seed takes a non-negative number"); return 2; }
       a->params.seed = s;
+      a->set |= SET_SEED;
     } else if (strcmp(o, "--temperature") == 0) {
       if (!parse_double(v, 0, 100, &a->params.temperature)) { sc_cli_fail(CMD, "--temperature takes 0 to 100"); return 2; }
+      a->set |= SET_TEMPERATURE;
     } else if (strcmp(o, "--top-p") == 0) {
       if (!parse_double(v, 0, 1, &a->params.top_p)) { sc_cli_fail(CMD, "--top-p takes (0, 1]"); return 2; }
+      a->set |= SET_TOP_P;
     } else if (strcmp(o, "--top-k") == 0) {
       if (!sc_cli_parse_long(v, 0, 1 << 24, &n)) { sc_cli_fail(CMD, "--top-k takes a number"); return 2; }
       a->params.top_k = (int)n;
+      a->set |= SET_TOP_K;
     } else if (strcmp(o, "--block-len") == 0) {
       if (!sc_cli_parse_long(v, 0, 4096, &n)) { sc_cli_fail(CMD, "--block-len takes 0 to 4096"); return 2; }
       a->params.block_len = (int)n;
+      a->set |= SET_BLOCK;
     } else if (strcmp(o, "--eos-penalty") == 0) {
       if (!parse_double(v, -SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX, &d)) {
         sc_cli_fail(CMD, "--eos-penalty takes -%g to %g", SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
         return 2;
       }
       a->params.eos_penalty = (float)d;
+      a->set |= SET_EOS_PENALTY;
     } else {
       sc_cli_fail(CMD, "unknown option '%s' (see sculpt help complete)", o);
       return 2;
     }
   }
   if (!a->target) { sc_cli_fail(CMD, "needs FILE:LINE:COL (see sculpt help complete)"); return 2; }
-  if (!a->remote.url &&
-      (a->remote.model || a->remote.api_key_env || a->remote.timeout_ms || a->remote.max_tries)) {
-    sc_cli_fail(CMD, "--backend-model, --api-key-env, --timeout and --max-tries go "
-                     "with --backend");
-    return 2;
-  }
+  if (sc_cli_backend_orphan(CMD, &a->remote)) return 2;
   return 0;
+}
+
+/* The preset's parameters for the loaded model, with the flags given on top. */
+static sc_infill_params decoding_params(const args *a, const sc_model *model) {
+  sc_infill_params p;
+  sc_infill_params_for(model, a->preset, &p);
+  const sc_infill_params *u = &a->params;
+  if (a->set & SET_RANK) p.rank = u->rank, p.schedule = u->schedule;
+  if (a->set & SET_STEPS) p.steps = u->steps, p.schedule = u->schedule;
+  if (a->set & SET_THRESHOLD) p.threshold = u->threshold, p.schedule = u->schedule;
+  if (a->set & SET_SEED) p.seed = u->seed;
+  if (a->set & SET_TEMPERATURE) p.temperature = u->temperature;
+  if (a->set & SET_TOP_P) p.top_p = u->top_p;
+  if (a->set & SET_TOP_K) p.top_k = u->top_k;
+  if (a->set & SET_BLOCK) p.block_len = u->block_len;
+  if (a->set & SET_EOS_PENALTY) p.eos_penalty = u->eos_penalty;
+  if (a->set & SET_NO_CACHE) p.use_cache = false;
+  return p;
 }
 
 static int fail_err(const sc_error *err) {
@@ -181,8 +223,10 @@ static sc_status remote_fill(void *user, const char *head, size_t head_len, cons
     static const char *const nl_stop[] = {"\n"};
     bool one = f->one_line || !memchr(span, '\n', span_len);
     /* About four bytes a token, with room to write it differently. */
-    sc_fim_request req = {before, f->prompt_len + head_len, after, tail_len + f->suffix_len,
-                          (int)(span_len / 2 + 8), 0.0, one ? nl_stop : NULL, one ? 1 : 0};
+    sc_fim_request req = {.prompt = before, .prompt_len = f->prompt_len + head_len,
+                          .suffix = after, .suffix_len = tail_len + f->suffix_len,
+                          .max_tokens = (int)(span_len / 2 + 8), .stop = one ? nl_stop : NULL,
+                          .n_stop = one ? 1 : 0};
     sc_fim_result res = {0};
     st = sc_fim_complete_sync(f->o, &req, NULL, out, out_len, &res, err);
     f->tries += res.tries;
@@ -219,6 +263,8 @@ static int complete_remote(const args *a, const char *path, const char *text, si
   const char *suffix = text + offset;
   size_t suffix_len = len - offset > REMOTE_BYTES_AFTER ? REMOTE_BYTES_AFTER : len - offset;
   sc_prompt pr = {0};
+  sc_fim_chunk *chunks = NULL; /* the snippets, for providers that take them apart */
+  int n_chunks = 0;
   bool have_prompt = tok && lang &&
                      sc_prompt_build(NULL, path, lang, text, len, offset, tok, REMOTE_BUDGET,
                                      &pr, NULL) == SC_OK;
@@ -228,6 +274,10 @@ static int complete_remote(const args *a, const char *path, const char *text, si
       n_snippets = pr.n_snippets;
       suffix = pr.suffix;
       suffix_len = strlen(pr.suffix);
+      chunks = pr.n_snippets ? calloc(pr.n_snippets, sizeof *chunks) : NULL;
+      for (size_t i = 0; chunks && i < pr.n_snippets; i++)
+        chunks[n_chunks++] = (sc_fim_chunk){pr.snippets[i].path, strlen(pr.snippets[i].path),
+                                            pr.snippets[i].text, pr.snippets[i].len};
     }
   } else {
     size_t p0 = offset > REMOTE_BYTES_BEFORE ? offset - REMOTE_BYTES_BEFORE : 0;
@@ -252,8 +302,15 @@ static int complete_remote(const args *a, const char *path, const char *text, si
     static const char *const nl_stop[] = {"\n"};
     bool one_line = planned && plan.single_line;
     sc_fim_client_options o = a->remote;
-    sc_fim_request req = {prompt, prompt_len, suffix, suffix_len, a->plan.lengths[0],
-                          a->params.temperature, one_line ? nl_stop : NULL, one_line ? 1 : 0};
+    /* The prompt is the snippets then the window (sc_prompt_text): with the
+     * snippets apart, the window alone follows them. */
+    size_t window = chunks ? strlen(pr.prefix) : prompt_len;
+    sc_fim_request req = {.prompt = prompt + (prompt_len - window), .prompt_len = window,
+                          .suffix = suffix, .suffix_len = suffix_len,
+                          .max_tokens = a->plan.lengths[0],
+                          .temperature = a->params.temperature,
+                          .stop = one_line ? nl_stop : NULL, .n_stop = one_line ? 1 : 0,
+                          .extra = chunks, .n_extra = chunks ? n_chunks : 0};
     if (sc_fim_complete_sync(&o, &req, NULL, &raw, &raw_len, &res, &err) != SC_OK) {
       exit_code = fail_err(&err);
       goto done;
@@ -293,6 +350,12 @@ static int complete_remote(const args *a, const char *path, const char *text, si
                           res.http_status, "ms", res.ms, "kind",
                           planned ? sc_completion_kind_name(plan.kind) : "unplanned");
     if (o && discarded) json_object_set_new(o, "discarded", json_string(discarded));
+    if (o) {
+      json_object_set_new(o, "provider", json_string(sc_fim_provider_name(res.provider)));
+      json_object_set_new(o, "streamed", json_boolean(res.streamed));
+      json_object_set_new(o, "finish_reason", json_string(res.finish_reason));
+      json_object_set_new(o, "truncated", json_boolean(res.truncated));
+    }
     if (o && repaired) json_object_set_new(o, "repaired", json_true());
     char *out = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     json_decref(o);
@@ -304,6 +367,9 @@ static int complete_remote(const args *a, const char *path, const char *text, si
     free(out);
   } else {
     if (discarded) fprintf(stderr, "sculpt %s: nothing kept: %s\n", CMD, discarded);
+    if (res.truncated)
+      fprintf(stderr, "sculpt %s: the backend stopped at the token limit (--max-tokens): the "
+                      "answer may be cut off\n", CMD);
     fwrite(shown, 1, kept, stdout);
     putchar('\n');
   }
@@ -312,6 +378,7 @@ done:
   free(raw);
   free(repaired);
   free(prompt);
+  free(chunks);
   if (have_prompt) sc_prompt_free(&pr);
   sc_syntax_tree_free(tree);
   sc_tokenizer_free(tok);
@@ -390,52 +457,51 @@ int sc_cli_complete(int argc, char **argv) {
     goto done;
   }
   double t_tok = sc_now_ms();
-  /* Keep the tokens nearest the cursor when the file is longer than the
-   * context: the suffix gets at most a quarter of the room. */
+  /* The file cut to the context, as the family's harness would: the
+   * prefix is cut from the left first; a cut suffix ends without EOS. */
   const sc_model_info *info = sc_model_get_info(model);
+  sc_infill_params params = decoding_params(&a, model);
   int max_len = 0;
   for (int i = 0; i < a.plan.n_lengths; i++)
     if (a.plan.lengths[i] > max_len) max_len = a.plan.lengths[i];
-  int room = info->max_seq - max_len - 2;
-  if (room < 0) {
+  size_t keep_pre = 0, keep_suf = 0;
+  if (!sc_infill_fit(model, &params, info->max_seq, max_len, n_pre, n_suf, &keep_pre, &keep_suf,
+                     &params.suffix_cut)) {
     sc_cli_fail(CMD, "a %d-token canvas does not fit the model's %d-token context", max_len,
                 info->max_seq);
     exit_code = 2;
     goto done;
   }
-  size_t keep_suf = n_suf, keep_pre = n_pre;
-  if (n_pre + n_suf > (size_t)room) {
-    keep_suf = n_suf < (size_t)room / 4 ? n_suf : (size_t)room / 4;
-    keep_pre = n_pre < (size_t)room - keep_suf ? n_pre : (size_t)room - keep_suf;
-    keep_suf = (size_t)room - keep_pre < n_suf ? (size_t)room - keep_pre : n_suf;
-  }
-  /* Room for a DreamOn canvas to grow to its default limit (4x) too. */
-  int need = (int)(keep_pre + keep_suf) + 4 * max_len + 2;
+  int need = sc_infill_positions(model, &params, max_len, keep_pre, keep_suf);
   if (need > info->max_seq) need = info->max_seq;
   if (sc_engine_new(model, tok, need, &engine, &err) != SC_OK ||
       sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                       &a.plan, &a.params, NULL, NULL, NULL, &res, &err) != SC_OK) {
+                       &a.plan, &params, NULL, NULL, NULL, &res, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
   }
   if (a.json) {
-    json_t *ids = json_array(), *conf = json_array();
+    json_t *ids = json_array(), *conf = json_array(), *canvas = json_array();
     for (int i = 0; i < res.n_ids; i++) {
       json_array_append_new(ids, json_integer(res.ids[i]));
       json_array_append_new(conf, json_real((double)res.confidence[i]));
     }
+    for (int i = 0; i < res.canvas_len; i++)
+      json_array_append_new(canvas, json_integer(res.canvas_ids[i]));
     json_t *text_j = json_stringn(res.text ? res.text : "", res.text_len);
     json_t *o = json_pack(
-        "{s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:{s:s, s:s, s:s}, "
-        "s:{s:I, s:I}, s:{s:f, s:f, s:f, s:f, s:f}, s:s}",
+        "{s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:s, s:s, s:{s:s, s:s, s:s, s:s}, "
+        "s:{s:I, s:I, s:b}, s:{s:f, s:f, s:f, s:f, s:f}, s:s}",
         "text", text_j ? text_j : json_string(""), "ids", ids, "confidence", conf,
-        "steps", res.steps, "committed", res.committed, "canvas", res.canvas_len, "ended",
-        res.ended, "mean_logp", res.mean_logp, "model", "dir", model_dir, "family",
-        sc_model_family_name(info->family), "device", dev.description, "context",
+        "canvas_ids", canvas, "steps", res.steps, "committed", res.committed, "canvas",
+        res.canvas_len, "ended", res.ended, "mean_logp", res.mean_logp, "preset",
+        sc_preset_name(params.preset), "loop", sc_decode_loop_name(params.loop), "model", "dir",
+        model_dir, "family", sc_model_family_name(info->family), "profile",
+        sc_model_get_profile(model)->name, "device", dev.description, "context",
         "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
-        "timings", "load_ms", t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms",
-        res.ms_total, "forward_ms", res.ms_forward, "sample_ms", res.ms_sample, "weights",
-        sc_weights_kind_name(info->weights));
+        "suffix_cut", params.suffix_cut, "timings", "load_ms", t_load - t0, "tokenize_ms",
+        t_tok - t_load, "model_ms", res.ms_total, "forward_ms", res.ms_forward, "sample_ms",
+        res.ms_sample, "weights", sc_weights_kind_name(info->weights));
     char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     if (!s) {
       sc_cli_fail(CMD, "cannot format the result");

@@ -1,10 +1,13 @@
 /* cmd_context.c — `sculpt context FILE:LINE:COL`: the prompt sculpt would
  * build at a position, as JSON: the windows, and each snippet with its
- * source, the reason it was chosen, its token count and, for similar
- * chunks, its Jaccard score. --open PATH treats a file as an open editor
- * buffer (repeatable; the first is the most recently used); --edited
- * PATH:LINE[-LINE] is a recently edited range (1-based, repeatable; the
- * first is the most recent). */
+ * source, the reason it was chosen, what it defines, its token count and,
+ * for similar chunks, its Jaccard score. --open PATH treats a file as an
+ * open editor buffer (repeatable; the first is the most recently used);
+ * --edited PATH:LINE[-LINE] is a recently edited range (1-based,
+ * repeatable; the first is the most recent). --positions FILE builds the
+ * prompt at every FILE:LINE:COL listed there, one JSON object a line, on
+ * one index; --cut builds it as if the rest of the cursor's line were not
+ * typed yet (both evaluation aids: tools/eval/context_recall.py). */
 #define _DEFAULT_SOURCE /* realpath */
 #include "cli.h"
 #include "context.h"
@@ -16,22 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CMD "context"
-
-/* The git work tree holding dir, or NULL. */
-static char *git_toplevel(const char *dir) {
-  if (strchr(dir, '\'')) return NULL;
-  char cmd[PATH_MAX + 64];
-  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --show-toplevel 2>/dev/null", dir);
-  FILE *p = popen(cmd, "r");
-  if (!p) return NULL;
-  char buf[PATH_MAX];
-  char *r = fgets(buf, sizeof buf, p) ? strdup(buf) : NULL;
-  pclose(p);
-  if (r) r[strcspn(r, "\n")] = '\0';
-  return r;
-}
 
 /* path as the prompt names it: relative to root when inside it, else
  * absolute (owned by the caller). */
@@ -65,16 +55,229 @@ static bool parse_edited(const char *v, char **path, uint32_t *a, uint32_t *b) {
   return *path != NULL;
 }
 
+/* The prompt as JSON (a new reference). */
+static json_t *prompt_json(const sc_prompt *p, const char *rel, const char *lang, long line,
+                           long col, size_t offset, long budget) {
+  json_t *snips = json_array();
+  for (size_t i = 0; i < p->n_snippets; i++) {
+    const sc_context_snippet *s = &p->snippets[i];
+    json_t *js = json_pack("{s:s, s:{s:i, s:i}, s:s, s:s, s:s, s:b, s:I, s:s%}", "path", s->path,
+                           "range", "start_line", (int)s->start_line + 1, "end_line",
+                           (int)s->end_line + 1, "reason", s->reason, "name", s->name, "kind",
+                           s->kind, "body", s->body, "tokens", (json_int_t)s->tokens, "text",
+                           s->text, s->len);
+    if (js && strcmp(s->reason, "similar chunk") == 0)
+      json_object_set_new(js, "score", json_real((double)s->score));
+    json_array_append_new(snips, js);
+  }
+  return json_pack(
+      "{s:s, s:{s:i, s:i, s:I}, s:s?, s:s%, s:s%, s:o, s:{s:I, s:I, s:I, s:I}, s:b}", "file", rel,
+      "cursor", "line", (int)line, "column", (int)col, "offset", (json_int_t)offset, "language",
+      lang, "prefix", p->prefix, strlen(p->prefix), "suffix", p->suffix, strlen(p->suffix),
+      "snippets", snips, "tokens", "prefix", (json_int_t)p->prefix_tokens, "suffix",
+      (json_int_t)p->suffix_tokens, "snippets", (json_int_t)p->snippet_tokens, "budget",
+      (json_int_t)budget, "partial_index", p->partial_index);
+}
+
+static json_t *workspace_json(const sc_workspace *ws) {
+  sc_workspace_stats st = sc_workspace_get_stats(ws);
+  return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:{s:I, s:I, s:I, s:I}, s:f}", "root",
+                   sc_workspace_root(ws), "files", (json_int_t)st.files, "definitions",
+                   (json_int_t)st.definitions, "lines", (json_int_t)st.lines, "chunks",
+                   (json_int_t)st.chunks, "cached", (json_int_t)st.cached, "partial", st.partial,
+                   "skipped", "binary", (json_int_t)st.skipped_binary, "huge",
+                   (json_int_t)st.skipped_huge, "generated", (json_int_t)st.skipped_generated,
+                   "outside", (json_int_t)st.skipped_outside, "index_ms", st.ms);
+}
+
+static double thread_cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void sort_ms(double *v, long n) {
+  for (long i = 1; i < n; i++) /* insertion sort: small n */
+    for (long k = i; k > 0 && v[k - 1] > v[k]; k--) {
+      double tmp = v[k];
+      v[k] = v[k - 1];
+      v[k - 1] = tmp;
+    }
+}
+
+/* Cuts text's line at offset (the rest of the line goes, its newline
+ * stays): the text as it is while that line is being typed. */
+static void cut_line(char *text, size_t *len, size_t offset) {
+  char *nl = memchr(text + offset, '\n', *len - offset);
+  size_t end = nl ? (size_t)(nl - text) : *len;
+  memmove(text + offset, text + end, *len - end + 1);
+  *len -= end - offset;
+}
+
+#define TREE_CACHE 8
+
+typedef struct ctx_run {
+  const sc_tokenizer *tok;
+  sc_workspace *ws;
+  long budget;
+  bool cut;
+  const sc_prompt_inputs *inputs;
+  /* --positions: the last files' trees, so that one parse serves every
+   * position in a file (a cut line is an incremental edit of a copy). */
+  struct {
+    char *path;
+    uint64_t hash;
+    size_t len;
+    sc_syntax_tree *tree;
+  } trees[TREE_CACHE];
+  size_t next_tree;
+} ctx_run;
+
+/* The tree of text (path, lang), parsed once per run; owned by run. */
+static const sc_syntax_tree *cached_tree(ctx_run *run, const char *path, const char *lang,
+                                         const char *text, size_t len) {
+  uint64_t h = sc_hash64(text, len, 0);
+  for (size_t i = 0; i < TREE_CACHE; i++)
+    if (run->trees[i].path && run->trees[i].hash == h && run->trees[i].len == len &&
+        strcmp(run->trees[i].path, path) == 0)
+      return run->trees[i].tree;
+  sc_syntax_tree *t = NULL;
+  if (!lang || !sc_context_ts_language(lang) ||
+      sc_syntax_tree_new(lang, text, len, &t, NULL) != SC_OK)
+    return NULL;
+  size_t k = run->next_tree++ % TREE_CACHE;
+  free(run->trees[k].path);
+  sc_syntax_tree_free(run->trees[k].tree);
+  run->trees[k].path = strdup(path);
+  run->trees[k].hash = h;
+  run->trees[k].len = len;
+  run->trees[k].tree = t;
+  return t;
+}
+
+static void ctx_run_clear(ctx_run *run) {
+  for (size_t i = 0; i < TREE_CACHE; i++) {
+    free(run->trees[i].path);
+    sc_syntax_tree_free(run->trees[i].tree);
+  }
+}
+
+/* The prompt at target (FILE:LINE:COL) as JSON, or NULL with *msg (static
+ * or in msgbuf) saying why. With repeat > 0, the retrieval again at that
+ * many cursors spread over the file, timed. */
+static json_t *context_at(ctx_run *run, const char *target, long repeat, char *msgbuf,
+                          size_t msgcap) {
+  char *path = NULL, *text = NULL;
+  long line = 0, col = 0;
+  size_t len = 0, offset = 0;
+  json_t *out = NULL;
+  sc_syntax_tree *tree = NULL;
+  sc_prompt prompt = {0};
+  sc_error err = {0};
+  if (sc_cli_locate(target, &path, NULL, 0, NULL, true, &line, &col) != 0 || !path) {
+    snprintf(msgbuf, msgcap, "'%s' is not FILE:LINE:COL with 1-based numbers", target);
+    goto done;
+  }
+  if (!sc_cli_read_file(path, &text, &len)) {
+    snprintf(msgbuf, msgcap, "cannot read %s: %s", path, strerror(errno));
+    goto done;
+  }
+  int where = sc_cli_locate(target, NULL, text, len, &offset, false, &line, &col);
+  if (where != 0) {
+    snprintf(msgbuf, msgcap, "%s has no %s %ld", path, where == -2 ? "line" : "column",
+             where == -2 ? line : col);
+    goto done;
+  }
+  char abs_path[PATH_MAX];
+  if (!realpath(path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", path);
+  const char *rel = abs_path;
+  if (run->ws) {
+    const char *r = sc_workspace_root(run->ws);
+    size_t rl = strlen(r);
+    if (strncmp(abs_path, r, rl) == 0 && abs_path[rl] == '/') rel = abs_path + rl + 1;
+  }
+  const char *lang = sc_context_language_for(NULL, path);
+  /* One parse serves every retrieval in this file, as an editor's tree does. */
+  const sc_syntax_tree *whole = cached_tree(run, abs_path, lang, text, len);
+  if (run->cut) {
+    size_t before = len;
+    cut_line(text, &len, offset);
+    if (whole && sc_syntax_tree_copy(whole, &tree, NULL) == SC_OK &&
+        sc_syntax_tree_edit(tree, offset, offset + (before - len), "", 0, NULL) != SC_OK) {
+      sc_syntax_tree_free(tree);
+      tree = NULL;
+    }
+  }
+  sc_prompt_inputs in = *run->inputs;
+  in.tree = run->cut ? tree : whole;
+  if (sc_prompt_build_with(run->ws, rel, lang, text, len, offset, run->tok, (size_t)run->budget,
+                           &in, &prompt, &err) != SC_OK) {
+    snprintf(msgbuf, msgcap, "%s", err.msg);
+    goto done;
+  }
+  out = prompt_json(&prompt, rel, lang, line, col, offset, run->budget);
+  if (out && repeat > 0) {
+    /* Wall time, and the thread's CPU time: on a shared machine the wall
+     * time also counts the waits for a core. */
+    double *ms = malloc((size_t)repeat * sizeof *ms), *cpu = malloc((size_t)repeat * sizeof *cpu);
+    for (long i = 0; ms && cpu && i < repeat; i++) {
+      size_t cur = (size_t)((double)len * (double)(i + 1) / (double)(repeat + 1));
+      sc_prompt pr;
+      double t = sc_now_ms(), c = thread_cpu_ms();
+      if (sc_prompt_build_with(run->ws, rel, lang, text, len, cur, run->tok, (size_t)run->budget,
+                               &in, &pr, NULL) == SC_OK)
+        sc_prompt_free(&pr);
+      ms[i] = sc_now_ms() - t;
+      cpu[i] = thread_cpu_ms() - c;
+    }
+    if (ms && cpu) {
+      json_t *samples = json_array(), *cpu_samples = json_array();
+      for (long i = 0; i < repeat; i++) {
+        json_array_append_new(samples, json_real(ms[i]));
+        json_array_append_new(cpu_samples, json_real(cpu[i]));
+      }
+      sort_ms(ms, repeat);
+      sort_ms(cpu, repeat);
+      long kb = 0;
+      FILE *st = fopen("/proc/self/status", "r");
+      char row[256];
+      while (st && fgets(row, sizeof row, st))
+        if (strncmp(row, "VmHWM:", 6) == 0) kb = strtol(row + 6, NULL, 10);
+      if (st) fclose(st);
+      long p99 = (long)((double)(repeat - 1) * 0.99);
+      json_object_set_new(
+          out, "bench",
+          json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:I, s:o, s:o}", "retrievals", (int)repeat,
+                    "p50_ms", ms[repeat / 2], "p99_ms", ms[p99], "max_ms", ms[repeat - 1],
+                    "cpu_p50_ms", cpu[repeat / 2], "cpu_p99_ms", cpu[p99], "peak_rss_kb",
+                    (json_int_t)kb, "ms", samples, "cpu_ms", cpu_samples));
+    }
+    free(ms);
+    free(cpu);
+  }
+done:
+  sc_prompt_free(&prompt);
+  sc_syntax_tree_free(tree);
+  free(path);
+  free(text);
+  return out;
+}
+
 #define MAX_EXTRAS 64
 
 int sc_cli_context(int argc, char **argv) {
-  const char *target = NULL, *root_arg = NULL, *model_dir = NULL;
+  const char *target = NULL, *root_arg = NULL, *model_dir = NULL, *positions = NULL;
   const char *open_args[MAX_EXTRAS], *edited_args[MAX_EXTRAS];
   size_t n_open = 0, n_edited = 0;
   long budget = 1024, repeat = 0;
+  bool cut = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(o, "--json") == 0) continue; /* the only output form */
+    if (strcmp(o, "--cut") == 0) {
+      cut = true;
+      continue;
+    }
     if (o[0] != '-') {
       if (target) { sc_cli_fail(CMD, "one FILE:LINE:COL only"); return 2; }
       target = o;
@@ -83,6 +286,7 @@ int sc_cli_context(int argc, char **argv) {
     if (!v) { sc_cli_fail(CMD, "%s needs a value", o); return 2; }
     i++;
     if (strcmp(o, "--root") == 0) root_arg = v;
+    else if (strcmp(o, "--positions") == 0) positions = v;
     else if (strcmp(o, "--repeat") == 0) {
       /* A benchmark aid: the retrieval again at N cursors spread over the
        * file, with its latency percentiles in "bench". */
@@ -117,38 +321,43 @@ int sc_cli_context(int argc, char **argv) {
       return 2;
     }
   }
-  if (!target) { sc_cli_fail(CMD, "needs FILE:LINE:COL"); return 2; }
-  char *path = NULL, *text = NULL;
-  long line = 0, col = 0;
-  size_t len = 0, offset = 0;
-  if (sc_cli_locate(target, &path, NULL, 0, NULL, true, &line, &col) != 0 || !path) {
-    sc_cli_fail(CMD, "'%s' is not FILE:LINE:COL with 1-based numbers", target);
-    free(path);
+  if (!target == !positions) {
+    sc_cli_fail(CMD, positions ? "FILE:LINE:COL or --positions, not both"
+                               : "needs FILE:LINE:COL (or --positions FILE)");
     return 2;
   }
-  if (!sc_cli_read_file(path, &text, &len)) {
-    sc_cli_fail(CMD, "cannot read %s: %s", path, strerror(errno));
-    free(path);
-    return 2;
-  }
-  int where = sc_cli_locate(target, NULL, text, len, &offset, false, &line, &col);
   int rc = 1;
   sc_tokenizer *tok = NULL;
   sc_workspace *ws = NULL;
-  sc_prompt prompt = {0};
   sc_error err = {0};
-  char *root = NULL;
-  char abs_path[PATH_MAX];
+  char *root = NULL, *list = NULL, *first = NULL;
+  size_t list_len = 0;
   sc_open_document docs[MAX_EXTRAS];
   char *doc_paths[MAX_EXTRAS] = {0}, *doc_texts[MAX_EXTRAS] = {0};
   sc_edited_range edits[MAX_EXTRAS];
   char *edit_paths[MAX_EXTRAS] = {0};
   sc_prompt_inputs inputs = {0};
-  if (where != 0) {
-    sc_cli_fail(CMD, "%s has no %s %ld", path, where == -2 ? "line" : "column",
-                where == -2 ? line : col);
-    rc = 2;
-    goto done;
+  ctx_run run = {0}; /* cleared at done: set before any jump there */
+  if (positions && !sc_cli_read_file(positions, &list, &list_len)) {
+    sc_cli_fail(CMD, "cannot read %s: %s", positions, strerror(errno));
+    return 2;
+  }
+  /* The file that decides the work tree: the target, or the first position. */
+  char *anchor_path = NULL;
+  {
+    const char *t = target;
+    if (positions) {
+      size_t n = strcspn(list, "\n");
+      first = strndup(list, n);
+      t = first;
+    }
+    long l, c;
+    if (!t || !*t || sc_cli_locate(t, &anchor_path, NULL, 0, NULL, true, &l, &c) != 0 ||
+        !anchor_path) {
+      sc_cli_fail(CMD, "'%s' is not FILE:LINE:COL with 1-based numbers", t ? t : "");
+      rc = 2;
+      goto done;
+    }
   }
   if (!model_dir) model_dir = sc_model_default_dir();
   if (!model_dir) {
@@ -160,24 +369,18 @@ int sc_cli_context(int argc, char **argv) {
     sc_cli_fail(CMD, "%s", err.msg);
     goto done;
   }
-  if (!realpath(path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", path);
   if (root_arg) {
     root = strdup(root_arg);
   } else {
-    char dir[PATH_MAX];
+    char abs_path[PATH_MAX], dir[PATH_MAX];
+    if (!realpath(anchor_path, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", anchor_path);
     snprintf(dir, sizeof dir, "%s", abs_path);
-    root = git_toplevel(dirname(dir));
+    root = sc_workspace_find_root(dirname(dir));
   }
-  const char *rel = abs_path;
-  if (root) {
-    if (sc_workspace_index(root, NULL, &ws, &err) != SC_OK) {
-      sc_cli_fail(CMD, "%s", err.msg);
-      rc = 2;
-      goto done;
-    }
-    const char *r = sc_workspace_root(ws);
-    size_t rl = strlen(r);
-    if (strncmp(abs_path, r, rl) == 0 && abs_path[rl] == '/') rel = abs_path + rl + 1;
+  if (root && sc_workspace_index(root, NULL, &ws, &err) != SC_OK) {
+    sc_cli_fail(CMD, "%s", err.msg);
+    rc = 2;
+    goto done;
   }
   const char *ws_root = ws ? sc_workspace_root(ws) : NULL;
   for (size_t i = 0; i < n_open; i++) {
@@ -205,95 +408,67 @@ int sc_cli_context(int argc, char **argv) {
   }
   inputs = (sc_prompt_inputs){.docs = docs, .n_docs = n_open, .edits = edits,
                               .n_edits = n_edited};
-  const char *lang = sc_context_language_for(NULL, path);
-  if (sc_prompt_build_with(ws, rel, lang, text, len, offset, tok, (size_t)budget, &inputs,
-                           &prompt, &err) != SC_OK) {
-    sc_cli_fail(CMD, "%s", err.msg);
+  run = (ctx_run){.tok = tok, .ws = ws, .budget = budget, .cut = cut, .inputs = &inputs};
+  char msg[PATH_MAX + 128];
+  if (!positions) {
+    json_t *out = context_at(&run, target, repeat, msg, sizeof msg);
+    if (!out) {
+      sc_cli_fail(CMD, "%s", msg);
+      rc = 2;
+      goto done;
+    }
+    if (ws) json_object_set_new(out, "workspace", workspace_json(ws));
+    char *s = json_dumps(out, JSON_INDENT(2));
+    json_decref(out);
+    if (!s) {
+      sc_cli_fail(CMD, "cannot format the result (is the file valid UTF-8?)");
+      goto done;
+    }
+    puts(s);
+    free(s);
+    rc = 0;
     goto done;
   }
-  json_t *snips = json_array();
-  for (size_t i = 0; i < prompt.n_snippets; i++) {
-    sc_context_snippet *s = &prompt.snippets[i];
-    json_t *js =
-        json_pack("{s:s, s:{s:i, s:i}, s:s, s:s, s:I, s:s%}", "path", s->path, "range",
-                  "start_line", (int)s->start_line + 1, "end_line", (int)s->end_line + 1,
-                  "reason", s->reason, "name", s->name, "tokens", (json_int_t)s->tokens,
-                  "text", s->text, s->len);
-    if (js && strcmp(s->reason, "similar chunk") == 0)
-      json_object_set_new(js, "score", json_real((double)s->score));
-    json_array_append_new(snips, js);
-  }
-  json_t *out = json_pack(
-      "{s:s, s:{s:i, s:i, s:I}, s:s?, s:s%, s:s%, s:o, s:{s:I, s:I, s:I, s:I}}", "file", rel,
-      "cursor", "line", (int)line, "column", (int)col, "offset", (json_int_t)offset, "language",
-      lang, "prefix", prompt.prefix, strlen(prompt.prefix), "suffix", prompt.suffix,
-      strlen(prompt.suffix), "snippets", snips, "tokens", "prefix",
-      (json_int_t)prompt.prefix_tokens, "suffix", (json_int_t)prompt.suffix_tokens, "snippets",
-      (json_int_t)prompt.snippet_tokens, "budget", (json_int_t)budget);
-  if (out && ws) {
-    sc_workspace_stats st = sc_workspace_get_stats(ws);
-    json_object_set_new(
-        out, "workspace",
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:f}", "root",
-                  sc_workspace_root(ws), "files", (json_int_t)st.files, "definitions",
-                  (json_int_t)st.definitions, "lines", (json_int_t)st.lines, "chunks",
-                  (json_int_t)st.chunks, "skipped", "binary", (json_int_t)st.skipped_binary,
-                  "huge", (json_int_t)st.skipped_huge, "generated",
-                  (json_int_t)st.skipped_generated, "outside", (json_int_t)st.skipped_outside,
-                  "index_ms", st.ms));
-  }
-  if (out && repeat > 0) {
-    double *ms = malloc((size_t)repeat * sizeof *ms);
-    for (long i = 0; ms && i < repeat; i++) {
-      size_t cur = (size_t)((double)len * (double)(i + 1) / (double)(repeat + 1));
-      sc_prompt pr;
-      double t = sc_now_ms();
-      if (sc_prompt_build_with(ws, rel, lang, text, len, cur, tok, (size_t)budget, &inputs, &pr,
-                               NULL) == SC_OK)
-        sc_prompt_free(&pr);
-      ms[i] = sc_now_ms() - t;
-    }
-    if (ms) {
-      for (long i = 1; i < repeat; i++) /* insertion sort: small n */
-        for (long k = i; k > 0 && ms[k - 1] > ms[k]; k--) {
-          double tmp = ms[k];
-          ms[k] = ms[k - 1];
-          ms[k - 1] = tmp;
-        }
-      long kb = 0;
-      FILE *st = fopen("/proc/self/status", "r");
-      char row[256];
-      while (st && fgets(row, sizeof row, st))
-        if (strncmp(row, "VmHWM:", 6) == 0) kb = strtol(row + 6, NULL, 10);
-      if (st) fclose(st);
-      json_object_set_new(out, "bench",
-                          json_pack("{s:i, s:f, s:f, s:f, s:I}", "retrievals", (int)repeat,
-                                    "p50_ms", ms[repeat / 2], "p99_ms",
-                                    ms[(long)((double)(repeat - 1) * 0.99)], "max_ms",
-                                    ms[repeat - 1], "peak_rss_kb", (json_int_t)kb));
-      free(ms);
-    }
-  }
-  char *s = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
-  json_decref(out);
-  if (!s) {
-    sc_cli_fail(CMD, "cannot format the result (is the file valid UTF-8?)");
-    goto done;
-  }
-  puts(s);
-  free(s);
+  /* --positions: one compact JSON object a line; a position that fails is
+   * {"target", "error"} in its place, and the exit status is 1. */
   rc = 0;
+  for (char *p = list, *end = list + list_len; p < end;) {
+    char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    char *t = strndup(p, n);
+    p += n + 1;
+    if (!t) break;
+    if (!*t) {
+      free(t);
+      continue;
+    }
+    json_t *out = context_at(&run, t, 0, msg, sizeof msg);
+    if (!out) {
+      out = json_pack("{s:s, s:s}", "target", t, "error", msg);
+      rc = 1;
+    }
+    char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
+    json_decref(out);
+    if (!s) {
+      s = strdup("{\"error\": \"cannot format the result\"}");
+      rc = 1;
+    }
+    if (s) puts(s);
+    free(s);
+    free(t);
+  }
 done:
+  ctx_run_clear(&run);
   for (size_t i = 0; i < MAX_EXTRAS; i++) {
     free(doc_paths[i]);
     free(doc_texts[i]);
     free(edit_paths[i]);
   }
-  sc_prompt_free(&prompt);
   sc_workspace_free(ws);
   sc_tokenizer_free(tok);
   free(root);
-  free(path);
-  free(text);
+  free(anchor_path);
+  free(first);
+  free(list);
   return rc;
 }

@@ -47,6 +47,65 @@ static json_t *info_json(const sc_model_info *i) {
   return o;
 }
 
+/* The family profile (model/family.c): framing, ending, presets. */
+static json_t *profile_json(const sc_family_profile *p) {
+  static const char *const ranks[] = {"confidence", "margin", "entropy"};
+  json_t *o = json_object();
+  char framing[96];
+  snprintf(framing, sizeof framing, "%sprefix [MASK]*m suffix%s%s",
+           p->bos_id >= 0 ? "[BOS] " : "", p->eos_after_suffix && p->eos_id >= 0 ? " [EOS]" : "",
+           p->pad_after > 0 ? " (upstream: + EOS padding)" : "");
+  json_object_set_new(o, "name", json_string(p->name));
+  json_object_set_new(o, "framing", json_string(framing));
+  json_object_set_new(o, "bos_from", json_string(sc_bos_rule_name(p->bos_rule)));
+  json_object_set_new(o, "bos_id", json_integer(p->bos_id));
+  json_object_set_new(o, "eos_after_suffix", json_boolean(p->eos_after_suffix));
+  json_object_set_new(o, "eos_id", json_integer(p->eos_id));
+  json_t *ends = json_array();
+  for (int k = 0; k < p->n_end; k++) json_array_append_new(ends, json_integer(p->end_ids[k]));
+  json_object_set_new(o, "end_ids", ends);
+  json_object_set_new(o, "eos_fill", json_boolean(p->eos_fill));
+  json_object_set_new(o, "expand_id", json_integer(p->expand_id));
+  json_object_set_new(o, "max_infill", json_integer(p->max_infill));
+  json_object_set_new(o, "preset", json_string(sc_preset_name(p->preset)));
+  json_object_set_new(o, "upstream_loop", json_string(sc_decode_loop_name(p->loop)));
+  json_object_set_new(o, "upstream_rank", json_string(ranks[p->rank]));
+  json_object_set_new(o, "upstream_temperature", json_real(p->temperature));
+  json_object_set_new(o, "upstream_top_p", json_real(p->top_p));
+  json_object_set_new(o, "upstream_steps", json_integer(p->steps));
+  json_object_set_new(o, "upstream_block_len", json_integer(p->block_len));
+  json_object_set_new(o, "upstream_pad_after", json_integer(p->pad_after));
+  json_object_set_new(o, "upstream_plain_confidence", json_boolean(p->plain_confidence));
+  json_object_set_new(o, "overridden", json_boolean(p->overridden));
+  json_object_set_new(o, "source", json_string(p->source ? p->source : ""));
+  return o;
+}
+
+/* One `key: value` line per field; a nested object's fields as
+ * "object.key", a list as comma-separated values. */
+static void print_text(const char *prefix, json_t *o) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(o, key, v) {
+    if (json_is_object(v)) {
+      char p[128];
+      snprintf(p, sizeof p, "%s%s.", prefix, key);
+      print_text(p, v);
+      continue;
+    }
+    printf("%s%s: ", prefix, key);
+    if (json_is_array(v)) {
+      size_t i;
+      json_t *x;
+      json_array_foreach(v, i, x) printf("%s%lld", i ? "," : "", (long long)json_integer_value(x));
+      putchar('\n');
+    } else if (json_is_string(v)) printf("%s\n", json_string_value(v));
+    else if (json_is_integer(v)) printf("%lld\n", (long long)json_integer_value(v));
+    else if (json_is_real(v)) printf("%g\n", json_real_value(v));
+    else printf("%s\n", json_is_true(v) ? "true" : "false");
+  }
+}
+
 static int model_quantize(int argc, char **argv) {
   const char *dir = NULL, *out = NULL;
   for (int i = 2; i < argc; i++) {
@@ -120,20 +179,14 @@ int sc_cli_model(int argc, char **argv) {
     return err.status == SC_ERR_INVALID ? 2 : 1;
   }
   json_t *o = info_json(sc_model_get_info(model));
+  json_object_set_new(o, "profile", profile_json(sc_model_get_profile(model)));
   sc_model_free(model);
   if (as_json) {
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
     if (s) puts(s);
     free(s);
   } else {
-    const char *key;
-    json_t *v;
-    json_object_foreach(o, key, v) {
-      if (json_is_string(v)) printf("%s: %s\n", key, json_string_value(v));
-      else if (json_is_integer(v)) printf("%s: %lld\n", key, (long long)json_integer_value(v));
-      else if (json_is_real(v)) printf("%s: %g\n", key, json_real_value(v));
-      else printf("%s: %s\n", key, json_is_true(v) ? "true" : "false");
-    }
+    print_text("", o);
   }
   json_decref(o);
   return 0;

@@ -60,6 +60,9 @@ int sc_cli_serve(int argc, char **argv) {
     } else if (strcmp(a, "--max-connections") == 0) {
       if (!sc_cli_parse_long(v, 1, 1 << 16, &n)) { sc_cli_fail(CMD, "--max-connections takes 1 to 65536"); return 2; }
       o.max_connections = (int)n;
+    } else if (strcmp(a, "--max-client-connections") == 0) {
+      if (!sc_cli_parse_long(v, 1, 1 << 16, &n)) { sc_cli_fail(CMD, "--max-client-connections takes 1 to 65536"); return 2; }
+      o.max_client_connections = (int)n;
     } else if (strcmp(a, "--max-body") == 0) {
       if (!sc_cli_parse_long(v, 1024, 1L << 30, &n)) { sc_cli_fail(CMD, "--max-body takes 1024 to 1073741824 bytes"); return 2; }
       o.max_body = (size_t)n;

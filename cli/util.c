@@ -108,8 +108,33 @@ int sc_cli_backend_option(const char *cmd, const char *o, const char *v,
       return -1;
     }
     r->max_tries = (int)n;
+  } else if (strcmp(o, "--provider") == 0) {
+    if (!sc_fim_provider_parse(v, &r->provider)) {
+      sc_cli_fail(cmd, "--provider takes %s", SC_FIM_PROVIDER_NAMES);
+      return -1;
+    }
+  } else if (strcmp(o, "--fim-template") == 0) {
+    if (!sc_fim_template_parse(v, &r->fim_template)) {
+      sc_cli_fail(cmd, "--fim-template takes %s", SC_FIM_TEMPLATE_NAMES);
+      return -1;
+    }
+  } else if (strcmp(o, "--stream") == 0) {
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+      sc_cli_fail(cmd, "--stream takes on or off");
+      return -1;
+    }
+    r->no_stream = strcmp(v, "off") == 0;
   } else {
     return 0;
   }
   return 1;
+}
+
+bool sc_cli_backend_orphan(const char *cmd, const struct sc_fim_client_options *r) {
+  if (r->url || !(r->model || r->api_key_env || r->timeout_ms || r->max_tries || r->provider ||
+                  r->fim_template || r->no_stream))
+    return false;
+  sc_cli_fail(cmd, "--backend-model, --api-key-env, --timeout, --max-tries, --provider, "
+                   "--fim-template and --stream go with --backend");
+  return true;
 }

@@ -124,6 +124,17 @@ bool sc_queue_append(char **buf, size_t *start, size_t *len, size_t *cap, size_t
 bool sc_buf_append(char **buf, size_t *len, size_t *cap, size_t first_cap, const char *data,
                    size_t n);
 
+/* Opens path read-only when it is a regular file (following symlinks):
+ * a FIFO, device, socket or directory is an SC_ERR_IO naming the path and
+ * what it is, checked before any blocking open, so none can hang the
+ * caller. *fd is the caller's to close. (common/file.c) */
+sc_status sc_file_open_regular(const char *path, int *fd, sc_error *err);
+/* Reads a whole regular file (as above) of at most max bytes into *out
+ * (NUL-terminated, *len bytes without it; owned by the caller). Larger:
+ * SC_ERR_FORMAT. */
+sc_status sc_file_read_regular(const char *path, size_t max, char **out, size_t *len,
+                               sc_error *err);
+
 /* 64-bit FNV-1a; for hash tables and cache keys, not security. */
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);
 

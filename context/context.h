@@ -89,6 +89,31 @@ sc_status sc_syntax_tree_edit(sc_syntax_tree *tree, size_t start, size_t old_end
  * long such a difference can last. Costs a full parse (~75 ms for 170 KB of C). */
 sc_status sc_syntax_tree_reparse(sc_syntax_tree *tree, sc_error *err);
 
+/* Parsing off the caller's thread (the language server's loop never
+ * parses): a tree is made or edited without parsing, copied to a worker
+ * (sc_syntax_tree_copy), and parsed there. Until it is parsed such a tree
+ * is pending: its text is current but its nodes are not, and only
+ * sc_syntax_tree_text, _copy, _edit_unparsed, _parse and _free may be
+ * called on it. */
+
+/* A tree for text (len bytes, copied) in lang, not parsed yet. */
+sc_status sc_syntax_tree_new_unparsed(const char *lang, const char *text, size_t len,
+                                      sc_syntax_tree **out, sc_error *err);
+/* sc_syntax_tree_edit without the parse: many edits then cost one
+ * (incremental) parse instead of one each. */
+sc_status sc_syntax_tree_edit_unparsed(sc_syntax_tree *tree, size_t start, size_t old_end,
+                                       const char *new_text, size_t new_len, sc_error *err);
+/* True: asked to stop (the parse is abandoned). */
+typedef bool (*sc_syntax_stop_fn)(void *user);
+/* Brings a pending tree up to its text: incrementally from its old nodes
+ * when it has them, else from scratch; nothing to do when it is not pending.
+ * With stop, the parse runs in slices of a few milliseconds (tree-sitter's
+ * timeout, resumed) and stop(user) is asked between them: true abandons it
+ * with SC_ERR_CANCELLED and the tree stays pending, unchanged. */
+sc_status sc_syntax_tree_parse(sc_syntax_tree *tree, sc_syntax_stop_fn stop, void *user,
+                               sc_error *err);
+bool sc_syntax_tree_pending(const sc_syntax_tree *tree);
+
 /* Replaces the whole text and parses it from scratch (LSP full sync). */
 sc_status sc_syntax_tree_set_text(sc_syntax_tree *tree, const char *text, size_t len,
                                   sc_error *err);
@@ -236,13 +261,19 @@ sc_status sc_completion_repair(const sc_syntax_tree *tree, size_t offset, const 
 void sc_statement_span(const sc_syntax_tree *tree, size_t offset, size_t *start, size_t *end);
 
 /* ---- the workspace index and prompt assembly ---------------------------------
- * (context/workspace.c, context/retrieve.c) The files of a repository as git
- * lists them (so .gitignore holds), with binary, generated and huge files and
- * symlinks out of the root skipped; per file its definitions, imports and a
- * MinHash sketch of the identifier set of each chunk (24-line windows, step
- * 12). A name -> definitions map makes lookups independent of the tree's
- * size. The index is updated file by file; a pthread rwlock lets one thread
- * update it while others build prompts from it. */
+ * (context/workspace.c, definitions.c, index_store.c, retrieve.c) The files of
+ * a repository as git lists them (so .gitignore holds), with binary,
+ * generated and huge files and symlinks out of the root skipped; per file its
+ * definitions (functions and their prototypes, types, fields, methods,
+ * macros, constants, module-level variables; each with its kind, container
+ * and compact form), imports and a MinHash sketch of the identifier set of
+ * each chunk (24-line windows, step 12). Name -> definitions and container
+ * -> members maps make lookups independent of the tree's size. The index is
+ * updated file by file; a pthread rwlock lets one thread update it while
+ * others build prompts from it. It is kept on disk between runs (one file
+ * per work tree in the user's cache directory, replaced atomically): a file
+ * whose mtime and size, or else content hash, match is not parsed again, so
+ * a second run on an unchanged tree starts warm. */
 typedef struct sc_workspace sc_workspace;
 
 typedef struct sc_workspace_options {
@@ -251,29 +282,48 @@ typedef struct sc_workspace_options {
   size_t max_chunks;     /* 0: 2,000,000 sketched chunks (~80 MB); later files get none */
   const _Atomic int *cancel; /* may be NULL; when it becomes non-zero the index
                                 stops between files: SC_ERR_CANCELLED */
+  /* Where the index is kept between runs: NULL is $XDG_CACHE_HOME/sculpt/index
+   * (else ~/.cache/sculpt/index); "" keeps none. The folder is bounded (64
+   * work trees, 512 MiB; the least recently used go first). */
+  const char *cache_dir;
 } sc_workspace_options;
 
 typedef struct sc_workspace_stats {
   size_t files, definitions, lines, chunks;
   size_t skipped_binary, skipped_huge, skipped_generated, skipped_outside, skipped_limit;
   size_t updates, removals; /* per-file updates applied since the index was built */
+  size_t cached;  /* files taken unchanged from the index kept on disk */
+  bool partial;   /* a bound (max_files, max_chunks) left files or chunks out */
   double ms;
 } sc_workspace_stats;
 
-/* Indexes root (a git work tree). *out owned by the caller. */
+/* Indexes root (a git work tree), starting from the index kept on disk
+ * for it when there is one (a kept index that does not load is one log
+ * line and a build from scratch), and writes it back when it changed.
+ * *out owned by the caller. */
 sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
                              sc_workspace **out, sc_error *err);
+/* Writes the index to its place on disk now (after per-file updates, e.g.
+ * when the server exits), so that the next start is warm. Entries built
+ * from editor buffers are left out (they may differ from the disk). A
+ * no-op when the workspace keeps no index on disk. Thread-safe. */
+sc_status sc_workspace_save(sc_workspace *ws, sc_error *err);
 void sc_workspace_free(sc_workspace *ws);
 /* A snapshot of the counters, taken under the lock (safe during updates). */
 sc_workspace_stats sc_workspace_get_stats(const sc_workspace *ws);
 const char *sc_workspace_root(const sc_workspace *ws); /* borrowed; never changes */
+/* The top of the git work tree holding path (a file or a folder), resolved;
+ * owned by the caller. NULL when path is in none. Read with libgit2
+ * (context/git.c): no git subprocess, nothing the repository configures
+ * runs. */
+char *sc_workspace_find_root(const char *path);
 
 /* Re-indexes one file, rel_path relative to the root. text (len bytes,
  * borrowed) is its content, e.g. an editor buffer; NULL reads it from disk,
  * and when rel_path is a folder there, indexes the files git lists under it
  * (a folder created or moved in; *indexed: any was).
- * A file the index did not have is first checked with `git check-ignore`
- * (so .gitignore holds for new files) and the same skips as the full index
+ * A file the index did not have is first checked against git's ignore
+ * rules (so .gitignore holds for new files) and the same skips as the full index
  * (language, binary, generated, huge, outside the root, max_files). A file
  * that is now skipped or gone from disk is removed. *indexed (may be NULL)
  * says whether the file is in the index afterwards. Thread-safe: parsing
@@ -312,6 +362,8 @@ typedef struct sc_context_snippet {
   const char *reason; /* static: "enclosing scope", "same file", "recent edit",
                          "similar chunk", "imported file", "workspace" */
   char *name;        /* the identifier it defines ("" for chunks and edits) */
+  const char *kind;  /* static: what it defines ("function", "field", ...; "" for others) */
+  bool body;         /* a definition given whole, not only its signature or declaration */
   char *text;        /* headed by the path in the language's comment syntax */
   size_t len, tokens;
   float score;       /* "similar chunk": Jaccard similarity to the cursor's window; else 0 */
@@ -323,6 +375,11 @@ typedef struct sc_prompt {
   sc_context_snippet *snippets;
   size_t n_snippets;
   size_t prefix_tokens, suffix_tokens, snippet_tokens;
+  /* The prompt was built while the workspace index was incomplete (the
+   * caller said it is still being built, or a bound left files out): a
+   * definition may be missing for that reason. For the LSP's sculpt/status
+   * and each result's data. */
+  bool partial_index;
 } sc_prompt;
 
 /* Another document the editor has open (or one recently edited), e.g. an
@@ -351,6 +408,12 @@ typedef struct sc_prompt_inputs {
   float similar_threshold; /* 0: 0.2; the least Jaccard similarity for a chunk */
   size_t max_similar;      /* 0: 3 similar chunks at most */
   size_t max_recent_edits; /* 0: 3 recent edits at most */
+  /* The workspace index is still being built (or none yet): the prompt
+   * says so in partial_index. */
+  bool index_pending;
+  /* The syntax tree of exactly text (borrowed), when the caller has one (an
+   * editor's document): it saves parsing the file again. NULL: parsed here. */
+  const sc_syntax_tree *tree;
 } sc_prompt_inputs;
 
 /* The prompt for a cursor (byte offset) in text, counted with tok within

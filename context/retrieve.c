@@ -1,23 +1,44 @@
 /* retrieve.c — prompt assembly: the windows around the cursor and the
  * snippets retrieved for them.
  *
- * Retrieval for a cursor, in priority order (the order the snippets appear
- * in, and the order the snippet budget is spent in):
- *   1. the headers of the enclosing scopes the prefix window cut off;
- *   2. definitions of identifiers used around the cursor, in the same file;
- *   3. recently edited ranges, most recent first (a few lines around each);
- *   4. chunks of the other open and recently edited documents whose
- *      identifier sets are most similar (exact Jaccard) to the lines around
- *      the cursor: Copilot's "neighbouring tabs" (see
- *      ../shared/notes/completion-servers.md: Jaccard over identifier sets
- *      in sliding windows);
- *   5. definitions in the files this one imports, 6. in the workspace;
- *   7. similar workspace chunks: candidates by MinHash estimate over the
- *      index's sketches, re-scored exactly from the file before use.
- * Each snippet is headed by its path in the language's comment syntax. None
- * overlaps another from the same file or repeats the windows' text. */
+ * What the cursor is about to use matters most, so definitions come first
+ * and come compact. The snippet budget (a quarter of the prompt) is spent
+ * in two phases:
+ *
+ *   1. definitions, in the priority order of the names they define
+ *      (resolve.c): the member access at the cursor (its member, found
+ *      through the receiver's type where the index knows it, then that
+ *      type with its fields or methods), the names on the cursor's line,
+ *      then the lines around it nearest first (a line after the cursor
+ *      before the line before it at the same distance; the enclosing
+ *      function's lines before the rest), then the names the rest of the
+ *      file uses most. Each is
+ *      offered in its compact form: a prototype, a signature, a field or
+ *      constant line, a struct with its fields, a class with its members'
+ *      signatures, a Go type with its method set. The headers of the
+ *      enclosing scopes the prefix window cut off come before them.
+ *      A definition is looked up in the file itself (its text now), then
+ *      in the files it imports (resolved by path), then in the workspace.
+ *   2. with what is left, in order: recently edited ranges (most recent
+ *      first), chunks of the open and recently edited documents most
+ *      similar to the cursor's lines (Copilot's "neighbouring tabs", exact
+ *      Jaccard over identifier sets; see ../shared/notes/completion-servers.md),
+ *      the bodies of the functions phase 1 gave as signatures, and similar
+ *      workspace chunks (MinHash candidates re-scored exactly).
+ *
+ * More budget never drops a definition that less budget included. Phase 1
+ * takes definitions in priority order while they fit and stops at the
+ * first that does not (skipping it and taking a later, smaller one would
+ * let a larger budget, which takes the skipped one, drop the later one);
+ * every compact form is bounded (a container's members stop at
+ * CONTAINER_TOKENS), so what this leaves unused is small. Costs do not
+ * depend on the budget, and the names are read from a region fixed in
+ * lines, not in tokens, so the candidate list does not grow with the
+ * budget; a definition that a larger window shows is dropped as a snippet,
+ * but it is then in the prompt anyway, and what it cost goes to the next.
+ * Nothing repeats the windows' text. */
 #define _DEFAULT_SOURCE /* strndup */
-#include "workspace_impl.h"
+#include "retrieve_impl.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -32,12 +53,38 @@
 #define EDIT_CONTEXT_LINES 2  /* lines shown around a recent edit */
 #define EDIT_MAX_LINES 16
 #define SET_CAP 2048
+#define MAX_CANDS 96          /* names looked up */
+#define MAX_DEF_ITEMS 48      /* definitions offered */
+#define MAX_IMPORTED 512      /* files an import resolves to */
+#define AMBIGUOUS 6           /* more definitions than this, none preferred: skip the name */
+#define MEMBER_LINES 16       /* member lines in a container's compact form ... */
+#define CONTAINER_TOKENS 128  /* ... and tokens, with its head and closing line */
+#define CURSOR_MEMBER_LINES 48 /* the type of the member access at the cursor, its member */
+#define CURSOR_TYPE_TOKENS 192 /* not typed yet: more of its members */
+#define BODY_MAX_LINES 40     /* a definition given whole: at most this many lines */
+
+/* Token counts of recent texts (window lines, compact forms), per thread:
+ * consecutive prompts share most of them, and encoding each again was
+ * most of a retrieval's time. Keyed by the tokenizer and a 64-bit hash of
+ * the text (with its length: a collision would only misjudge a budget). */
+#define TOKEN_CACHE 4096
+typedef struct token_memo {
+  const sc_tokenizer *tok;
+  uint64_t hash;
+  uint32_t len, tokens;
+} token_memo;
+static _Thread_local token_memo t_memo[TOKEN_CACHE];
 
 static size_t count_tokens(const sc_tokenizer *tok, const char *s, size_t n) {
+  if (n == 0) return 0;
+  uint64_t h = sc_hash64(s, n, 0x70c);
+  token_memo *m = &t_memo[h & (TOKEN_CACHE - 1)];
+  if (m->tok == tok && m->hash == h && m->len == (uint32_t)n) return m->tokens;
   int32_t *ids = NULL;
   size_t k = 0;
-  if (n == 0 || sc_tokenizer_encode(tok, s, n, &ids, &k, NULL) != SC_OK) k = n ? n / 3 + 1 : 0;
+  if (sc_tokenizer_encode(tok, s, n, &ids, &k, NULL) != SC_OK) k = n / 3 + 1;
   free(ids);
+  *m = (token_memo){tok, h, (uint32_t)n, (uint32_t)k};
   return k;
 }
 
@@ -63,8 +110,8 @@ static bool lines_build(const char *text, size_t len, lines *L) {
   L->len = len;
   if (!L->starts) return false;
   L->starts[L->n++] = 0;
-  for (size_t i = 0; i + 1 < len; i++) {
-    if (text[i] != '\n') continue;
+  for (const char *p = text, *end = text + (len ? len - 1 : 0);
+       len && (p = memchr(p, '\n', (size_t)(end - p))); p++) {
     if (L->n == cap) {
       size_t *ns = realloc(L->starts, cap * 2 * sizeof *ns);
       if (!ns) {
@@ -75,7 +122,7 @@ static bool lines_build(const char *text, size_t len, lines *L) {
       L->starts = ns;
       cap *= 2;
     }
-    L->starts[L->n++] = i + 1;
+    L->starts[L->n++] = (size_t)(p - text) + 1;
   }
   return true;
 }
@@ -94,74 +141,57 @@ static size_t line_of(const lines *L, size_t off) {
 
 /* ---- snippets ------------------------------------------------------------------- */
 
-/* Appends text[a, b) as a snippet headed by "<comment> path:line". */
-static bool push_snippet(sc_prompt *out, const char *path, const char *lang, const char *text,
-                         size_t a, size_t b, uint32_t start_line, uint32_t end_line,
-                         const char *reason, const char *name, float score) {
-  if (b <= a) return false;
+/* Appends a snippet: body[0, n) headed by "<comment> path:line". */
+static sc_context_snippet *push_text(sc_prompt *out, const char *path, const char *lang,
+                                     const char *body, size_t n, uint32_t start_line,
+                                     uint32_t end_line, const char *reason, const char *name,
+                                     const char *kind, float score) {
+  if (n == 0) return NULL;
   const char *cp = comment_prefix(lang);
   size_t hl = strlen(path) + 32;
-  char *s = malloc(hl + (b - a) + 2);
-  if (!s) return false;
-  int n = cp ? snprintf(s, hl, "%s %s:%u\n", cp, path, start_line + 1) : 0;
-  memcpy(s + n, text + a, b - a);
-  size_t e = (size_t)n + (b - a);
-  if (text[b - 1] != '\n') s[e++] = '\n';
+  char *s = malloc(hl + n + 2);
+  if (!s) return NULL;
+  int h = cp ? snprintf(s, hl, "%s %s:%u\n", cp, path, start_line + 1) : 0;
+  memcpy(s + h, body, n);
+  size_t e = (size_t)h + n;
+  if (body[n - 1] != '\n') s[e++] = '\n';
   s[e] = '\0';
   sc_context_snippet *ns = realloc(out->snippets, (out->n_snippets + 1) * sizeof *ns);
   char *p = strdup(path), *nm = strdup(name ? name : "");
   if (!ns || !p || !nm) {
     if (ns) out->snippets = ns;
     free(s), free(p), free(nm);
-    return false;
+    return NULL;
   }
   out->snippets = ns;
-  out->snippets[out->n_snippets++] =
-      (sc_context_snippet){p, start_line, end_line, reason, nm, s, e, 0, score};
-  return true;
+  sc_context_snippet *x = &out->snippets[out->n_snippets++];
+  *x = (sc_context_snippet){p, start_line, end_line, reason, nm, kind ? kind : "", false, s, e,
+                            0, score};
+  return x;
 }
 
-/* Whether text[0, n) contains the NUL-terminated s. */
-static bool holds(const char *text, size_t n, const char *s) {
-  size_t k = strlen(s);
-  for (size_t i = 0; k <= n && i <= n - k; i++)
-    if (text[i] == s[0] && memcmp(text + i, s, k) == 0) return true;
-  return false;
+static void snippet_free(sc_context_snippet *s) {
+  free(s->path);
+  free(s->name);
+  free(s->text);
 }
 
-static bool add_def_snippet(sc_prompt *out, const char *path, const ws_def *d, const char *text,
-                            size_t len, const char *reason, const char *lang) {
-  if (d->end_byte > len || d->start_byte >= d->end_byte) return false;
-  /* The entry may lag the text (a buffer refreshed every 2 s, a file
-   * changed without an event): offsets that no longer hold the name would
-   * cut an unrelated snippet. */
-  if (d->name[0] && !holds(text + d->start_byte, d->end_byte - d->start_byte, d->name))
-    return false;
-  /* At most 40 lines of the definition. */
-  size_t a = d->start_byte, b = d->end_byte, lines_seen = 0;
-  for (size_t i = a; i < b; i++)
-    if (text[i] == '\n' && ++lines_seen == 40) {
-      b = i;
-      break;
-    }
-  return push_snippet(out, path, lang, text, a, b, d->start_line, d->end_line, reason, d->name,
-                      0.0f);
-}
-
-static bool already_have(const sc_prompt *out, const char *path, const ws_def *d) {
-  for (size_t i = 0; i < out->n_snippets; i++)
-    if (strcmp(out->snippets[i].path, path) == 0 && out->snippets[i].start_line == d->start_line)
-      return true;
-  return false;
-}
-
-/* Whether lines [s, e] of path overlap a snippet already taken. */
-static bool overlaps(const sc_prompt *out, const char *path, uint32_t s, uint32_t e) {
-  for (size_t i = 0; i < out->n_snippets; i++) {
+/* Whether lines [s, e] of path overlap a snippet already taken (from
+ * index first on). */
+static bool overlaps(const sc_prompt *out, size_t first, const char *path, uint32_t s,
+                     uint32_t e) {
+  for (size_t i = first; i < out->n_snippets; i++) {
     const sc_context_snippet *x = &out->snippets[i];
     if (strcmp(x->path, path) == 0 && x->start_line <= e && s <= x->end_line) return true;
   }
   return false;
+}
+
+/* Whether a snippet's text (past its header line) is already in a window. */
+static bool repeats_window(const sc_prompt *out, const sc_context_snippet *s) {
+  const char *body = strchr(s->text, '\n');
+  body = body && body[1] ? body + 1 : s->text;
+  return *body && (strstr(out->prefix, body) || strstr(out->suffix, body));
 }
 
 /* ---- documents searched for similar chunks and recent edits ------------------------ */
@@ -224,20 +254,43 @@ static void scan_doc(const src_doc *d, size_t src, const uint64_t *q, size_t nq,
   free(L.starts);
 }
 
-/* Takes the best candidates (by score) that overlap nothing taken, as
- * "similar chunk" snippets; returns how many. */
-static size_t take_chunks(sc_prompt *out, cand *cs, size_t n, const src_doc *docs, size_t want) {
+/* Phase 2 spends what phase 1 left. */
+typedef struct spend {
+  const sc_tokenizer *tok;
+  size_t left;
+  size_t first; /* snippets from here on were added in phase 2 */
+} spend;
+
+/* Keeps the snippet just pushed when it fits what is left and repeats no
+ * window; else drops it. */
+static bool afford(sc_prompt *out, spend *sp) {
+  sc_context_snippet *s = &out->snippets[out->n_snippets - 1];
+  s->tokens = count_tokens(sp->tok, s->text, s->len);
+  if (s->tokens > sp->left || repeats_window(out, s)) {
+    snippet_free(s);
+    out->n_snippets--;
+    return false;
+  }
+  sp->left -= s->tokens;
+  return true;
+}
+
+/* Takes the best candidates (by score) that overlap nothing taken and fit,
+ * as "similar chunk" snippets; returns how many. */
+static size_t take_chunks(sc_prompt *out, spend *sp, cand *cs, size_t n, const src_doc *docs,
+                          size_t want) {
   if (n > 1) qsort(cs, n, sizeof *cs, cmp_cand);
   size_t taken = 0;
   for (size_t i = 0; i < n && taken < want; i++) {
     const src_doc *d = &docs[cs[i].src];
-    if (overlaps(out, d->path, cs[i].start_line, cs[i].end_line)) continue;
+    if (overlaps(out, sp->first, d->path, cs[i].start_line, cs[i].end_line)) continue;
     lines L;
     if (!lines_build(d->text, d->len, &L)) continue;
     size_t a = line_start(&L, cs[i].start_line), b = line_start(&L, cs[i].end_line + 1);
     free(L.starts);
-    if (push_snippet(out, d->path, d->lang, d->text, a, b, cs[i].start_line, cs[i].end_line,
-                     "similar chunk", "", cs[i].score))
+    if (push_text(out, d->path, d->lang, d->text + a, b - a, cs[i].start_line, cs[i].end_line,
+                  "similar chunk", "", "", cs[i].score) &&
+        afford(out, sp))
       taken++;
   }
   return taken;
@@ -249,12 +302,653 @@ static int cmp_edit_recent(const void *a, const void *b) {
   return x > y ? -1 : x < y;
 }
 
+/* ---- definitions ----------------------------------------------------------------- */
+
+/* A definition: in the file being edited (fid SELF) or in the workspace. */
+#define SELF UINT32_MAX
+
+typedef struct defref {
+  uint32_t fid, k;
+} defref;
+
+typedef struct retrieval {
+  const sc_workspace *ws;
+  const sc_tokenizer *tok;
+  const ws_file *self; /* the current file's definitions (from its text now) */
+  const char *self_path, *lang, *text;
+  size_t len;
+  uint32_t win_first, win_last; /* the windows' lines */
+  const uint32_t *imported;
+  size_t n_imported;
+  const rv_cand *cands;
+  size_t n_cands;
+  defref chosen[MAX_DEF_ITEMS * 2];
+  size_t n_chosen;
+} retrieval;
+
+static const ws_file *file_of(const retrieval *r, uint32_t fid) {
+  if (fid == SELF) return r->self;
+  return r->ws && fid < r->ws->n_slots ? r->ws->files[fid] : NULL;
+}
+
+static const char *def_name(const ws_file *f, const ws_def *d) { return ws_str(f, d->name); }
+
+static bool is_type(const ws_def *d) {
+  return d->kind == WK_CLASS || d->kind == WK_TYPE || d->kind == WK_INTERFACE;
+}
+
+static bool was_chosen(const retrieval *r, uint32_t fid, uint32_t k) {
+  for (size_t i = 0; i < r->n_chosen; i++)
+    if (r->chosen[i].fid == fid && r->chosen[i].k == k) return true;
+  return false;
+}
+
+static void choose(retrieval *r, uint32_t fid, uint32_t k) {
+  if (r->n_chosen < sizeof r->chosen / sizeof r->chosen[0]) r->chosen[r->n_chosen++] = (defref){fid, k};
+}
+
+static bool imported(const retrieval *r, uint32_t fid) {
+  for (size_t i = 0; i < r->n_imported; i++)
+    if (r->imported[i] == fid) return true;
+  return false;
+}
+
+static size_t dir_len(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? (size_t)(s - p) : 0;
+}
+
+static bool is_header(const char *p) {
+  const char *dot = strrchr(p, '.');
+  return dot && (strcmp(dot, ".h") == 0 || strcmp(dot, ".hpp") == 0 || strcmp(dot, ".hh") == 0);
+}
+
+/* How much a workspace definition is preferred for the file being edited:
+ * in a file it imports, in its folder, a header's declaration; then the
+ * nearer the path, the better. */
+static int rank(const retrieval *r, uint32_t fid, const ws_def *d) {
+  const ws_file *f = file_of(r, fid);
+  int s = 0;
+  if (imported(r, fid)) s += 16;
+  size_t dl = dir_len(r->self_path);
+  if (dir_len(f->path) == dl && strncmp(f->path, r->self_path, dl) == 0) s += 8;
+  if (is_header(f->path)) s += 4;
+  if (d->flags & WD_DECL) s += 1;
+  /* Shared leading path components. */
+  int shared = 0;
+  for (size_t i = 0; f->path[i] && f->path[i] == r->self_path[i]; i++)
+    if (f->path[i] == '/') shared++;
+  return s * 16 + (shared < 15 ? shared : 15);
+}
+
+typedef bool (*def_filter)(const ws_file *f, const ws_def *d, const void *arg);
+
+/* The preferred definition named name (or, with by_scope, a member of
+ * that container) among the workspace's, or false. Ambiguous names (more
+ * than AMBIGUOUS definitions, none in an imported file or the folder)
+ * give nothing. */
+static bool pick_workspace(const retrieval *r, const ws_map *map, const char *key,
+                           def_filter ok, const void *arg, defref *out) {
+  if (!r->ws) return false;
+  const ws_map_entry *e = ws_map_get(map, key);
+  int best = -1;
+  size_t n_ok = 0;
+  /* A name defined hundreds of times is looked at in its first 256. */
+  for (uint32_t v = 0; e && v < e->n && v < 256; v++) {
+    uint32_t fid = (uint32_t)(e->vals[v] >> 32), k = (uint32_t)e->vals[v];
+    const ws_file *f = fid < r->ws->n_slots ? r->ws->files[fid] : NULL;
+    if (!f || k >= f->n_defs || strcmp(f->path, r->self_path) == 0) continue;
+    const ws_def *d = &f->defs[k];
+    if (!ok(f, d, arg)) continue;
+    n_ok++;
+    int s = rank(r, fid, d);
+    if (s > best) {
+      best = s;
+      *out = (defref){fid, k};
+    }
+  }
+  if (best < 0) return false;
+  return n_ok <= AMBIGUOUS || best >= 8 * 16;
+}
+
+typedef struct name_kind {
+  const char *name;
+  int want; /* 0: any; 1: not a member; 2: a type; 3: a member of scope */
+  const char *scope;
+} name_kind;
+
+static bool filter(const ws_file *f, const ws_def *d, const void *arg) {
+  const name_kind *nk = arg;
+  if (nk->name && strcmp(def_name(f, d), nk->name) != 0) return false;
+  if (nk->want == 1) return d->kind != WK_FIELD && d->kind != WK_METHOD; /* enum constants are bare */
+  if (nk->want == 2) return is_type(d);
+  if (nk->want == 3) {
+    const char *sc = ws_str(f, d->scope);
+    return sc && strcmp(sc, nk->scope) == 0;
+  }
+  return true;
+}
+
+/* A definition of the current file: not when the windows show its head,
+ * nor when it encloses the cursor (its header is an "enclosing scope"). */
+static bool pick_self(const retrieval *r, const name_kind *nk, size_t cursor, defref *out) {
+  const ws_file *f = r->self;
+  for (size_t k = 0; f && k < f->n_defs; k++) {
+    const ws_def *d = &f->defs[k];
+    if (!filter(f, d, nk)) continue;
+    uint32_t head_last = d->start_line + (d->head_lines ? d->head_lines - 1 : 0);
+    bool visible = d->start_line >= r->win_first && head_last <= r->win_last;
+    bool encloses = d->start_byte <= cursor && cursor < d->end_byte;
+    if (visible || encloses) return false; /* in the prompt already */
+    *out = (defref){SELF, (uint32_t)k};
+    return true;
+  }
+  return false;
+}
+
+/* The bases a type names in its head ("class A(B):", "interface A extends
+ * B", "type A = Required<B> & C"), into out (owned); how many. */
+static size_t bases_of(const retrieval *r, const char *type, char **out, size_t max) {
+  name_kind nk = {type, 2, NULL};
+  const ws_file *f = NULL;
+  const ws_def *d = NULL;
+  for (size_t k = 0; r->self && k < r->self->n_defs && !d; k++)
+    if (filter(r->self, &r->self->defs[k], &nk)) f = r->self, d = &r->self->defs[k];
+  defref w;
+  if (!d && r->ws && pick_workspace(r, &r->ws->by_name, type, filter, &nk, &w)) {
+    f = file_of(r, w.fid);
+    d = &f->defs[w.k];
+  }
+  const char *h = d ? ws_str(f, d->head) : NULL;
+  if (!h) return 0;
+  const char *at = strstr(h, type);
+  if (!at) return 0;
+  at += strlen(type);
+  const char *nl = strchr(at, '\n');
+  return rv_type_names(at, nl && d->flags & WD_CONTAINER ? (size_t)(nl - at) : strlen(at), out,
+                       max);
+}
+
+/* A member named name of type, or of its bases (three levels up). For a
+ * snippet (cursor != SIZE_MAX) a member the windows show does not count. */
+static bool find_member(const retrieval *r, const char *type, const char *name, size_t cursor,
+                        int depth, defref *out) {
+  name_kind nk = {name, 3, type};
+  if (cursor != SIZE_MAX) {
+    if (pick_self(r, &nk, cursor, out)) return true;
+  } else {
+    for (size_t k = 0; r->self && k < r->self->n_defs; k++)
+      if (filter(r->self, &r->self->defs[k], &nk)) {
+        *out = (defref){SELF, (uint32_t)k};
+        return true;
+      }
+  }
+  if (r->ws && pick_workspace(r, &r->ws->by_scope, type, filter, &nk, out)) return true;
+  if (depth >= 3) return false;
+  char *bases[4];
+  size_t nb = bases_of(r, type, bases, 4);
+  bool found = false;
+  for (size_t i = 0; i < nb; i++) {
+    if (!found && strcmp(bases[i], type) != 0)
+      found = find_member(r, bases[i], name, cursor, depth + 1, out);
+    free(bases[i]);
+  }
+  return found;
+}
+
+/* The definition a name stands for, or false. */
+static bool resolve_cand(const retrieval *r, const rv_cand *c, size_t cursor, defref *out) {
+  const sc_workspace *ws = r->ws;
+  if (c->type_only) {
+    name_kind nk = {c->name, 2, NULL};
+    return pick_self(r, &nk, cursor, out) ||
+           (ws && pick_workspace(r, &ws->by_name, c->name, filter, &nk, out));
+  }
+  if (c->recv_type && find_member(r, c->recv_type, c->name, cursor, 0, out)) return true;
+  name_kind nk = {c->name, c->member ? 0 : 1, NULL};
+  if (pick_self(r, &nk, cursor, out)) return true;
+  return ws && pick_workspace(r, &ws->by_name, c->name, filter, &nk, out);
+}
+
+/* The longest start name shares with a name around the cursor, when it is
+ * at least 5 bytes (GenZshCompletion beside GenZshCompletionNoDesc: names
+ * of one family), else 0. */
+static uint32_t kinship(const retrieval *r, const char *name) {
+  uint32_t best = 0;
+  for (size_t i = 0; i < r->n_cands; i++) {
+    const char *c = r->cands[i].name;
+    uint32_t k = 0;
+    while (c[k] && c[k] == name[k]) k++;
+    if (!c[k] && !name[k]) continue; /* the same name: "near" says it */
+    if (k >= 5 && k > best) best = k;
+  }
+  return best;
+}
+
+/* Whether name is one of the names around the cursor. */
+static bool near_cursor(const retrieval *r, const char *name) {
+  for (size_t i = 0; i < r->n_cands; i++)
+    if (strcmp(r->cands[i].name, name) == 0) return true;
+  return false;
+}
+
+typedef struct sbuf {
+  char *p;
+  size_t n, cap;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+  if (b->n + n + 2 > b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 512;
+    while (cap < b->n + n + 2) cap *= 2;
+    char *np = realloc(b->p, cap);
+    if (!np) return;
+    b->p = np;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+}
+
+static void sb_line(sbuf *b, const char *s) {
+  sb_put(b, s, strlen(s));
+  sb_put(b, "\n", 1);
+}
+
+/* The first line of a head. */
+static void sb_first_line(sbuf *b, const char *s) {
+  const char *nl = strchr(s, '\n');
+  sb_put(b, s, nl ? (size_t)(nl - s) : strlen(s));
+  sb_put(b, "\n", 1);
+}
+
+/* A member's line in its container's listing: from its head, the line
+ * holding its name (not a decorator above it) with the signature's
+ * continuation lines joined on (whitespace collapsed), at most
+ * MEMBER_LINE_BYTES; the indentation kept. Into out (cap bytes). */
+#define MEMBER_LINE_BYTES 120
+static size_t member_line(const char *head, const char *name, char *out, size_t cap) {
+  const char *line = head;
+  size_t nl = strlen(name);
+  for (const char *p = head; p && *p;) {
+    const char *e = strchr(p, '\n');
+    size_t ll = e ? (size_t)(e - p) : strlen(p);
+    for (size_t i = 0; i + nl <= ll; i++)
+      if (memcmp(p + i, name, nl) == 0 && (i == 0 || !(isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_'))) {
+        line = p;
+        goto found;
+      }
+    p = e ? e + 1 : NULL;
+  }
+found:;
+  size_t o = 0;
+  const char *p = line;
+  while ((*p == ' ' || *p == '\t') && o + 1 < cap) out[o++] = *p++;
+  bool space = false;
+  size_t limit = cap - 1 < MEMBER_LINE_BYTES ? cap - 1 : MEMBER_LINE_BYTES;
+  for (; *p && o < limit; p++) {
+    bool ws = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r';
+    if (ws) {
+      space = o > 0;
+      continue;
+    }
+    if (space && o + 1 < limit && out[o - 1] != '(' && *p != ')') out[o++] = ' ';
+    space = false;
+    out[o++] = *p;
+  }
+  out[o] = '\0';
+  return o;
+}
+
+typedef struct member {
+  uint32_t fid, k;
+  const char *head;
+  bool typed; /* starts with what is typed of the member at the cursor */
+  bool near;
+  uint32_t kin;  /* the longest start it shares with a name near the cursor (>= 5) */
+  uint32_t uses; /* across the workspace, as a member */
+  uint32_t order;
+} member;
+
+/* Those used near the cursor, then the most used in the workspace, then
+ * in source order. */
+static int cmp_member_pick(const void *a, const void *b) {
+  const member *x = a, *y = b;
+  if (x->typed != y->typed) return x->typed ? -1 : 1;
+  if (x->near != y->near) return x->near ? -1 : 1;
+  if (x->kin != y->kin) return x->kin > y->kin ? -1 : 1;
+  if (x->uses != y->uses) return x->uses > y->uses ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int cmp_member_order(const void *a, const void *b) {
+  const member *x = a, *y = b;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void sb_member(const retrieval *r, sbuf *b, const member *m) {
+  const ws_file *g = file_of(r, m->fid);
+  char line[MEMBER_LINE_BYTES + 64];
+  size_t n = member_line(m->head, def_name(g, &g->defs[m->k]), line, sizeof line);
+  sb_put(b, line, n);
+  sb_put(b, "\n", 1);
+}
+
+/* Whether a member is a name code rarely writes after a dot (__init__). */
+static bool dunder(const char *name) {
+  size_t n = strlen(name);
+  return n > 4 && name[0] == '_' && name[1] == '_' && name[n - 1] == '_' && name[n - 2] == '_';
+}
+
+/* A Go method: declared outside its type's braces. */
+static bool outside(const retrieval *r, const member *m) {
+  const ws_file *g = file_of(r, m->fid);
+  return g->defs[m->k].parent == UINT16_MAX;
+}
+
+/* The compact form of a container: its opening lines, its members (those
+ * used near the cursor first, at most MEMBER_LINES, shown in source order;
+ * for Go, the methods declared on the type anywhere in its package) and
+ * its closing line. Members chosen on their own are left out. */
+static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size_t max_lines,
+                           size_t max_tokens, const char *typed, bool wide) {
+  const ws_file *f = file_of(r, fid);
+  const ws_def *d = &f->defs[k];
+  sb_line(b, ws_str(f, d->head));
+  member ms[256];
+  size_t n = 0;
+  for (size_t i = k + 1; i < f->n_defs && f->defs[i].start_byte < d->end_byte && n < 256; i++) {
+    const ws_def *m = &f->defs[i];
+    if (m->parent != k || was_chosen(r, fid, (uint32_t)i) || !ws_str(f, m->head) ||
+        dunder(def_name(f, m)))
+      continue;
+    bool dup = false; /* "x: int" in the class and "self.x = x" in __init__: once */
+    for (size_t j = 0; j < n && !dup; j++)
+      dup = strcmp(def_name(file_of(r, ms[j].fid), &file_of(r, ms[j].fid)->defs[ms[j].k]),
+                   def_name(f, m)) == 0;
+    if (dup) continue;
+    ms[n] = (member){fid, (uint32_t)i, ws_str(f, m->head), false, near_cursor(r, def_name(f, m)),
+                       0, 0, (uint32_t)n};
+    n++;
+  }
+  /* Go: methods declared outside the type, in the same package (folder):
+   * the current file's from its text now, the others' from the index. */
+  const sc_workspace *ws = r->ws;
+  const char *name = def_name(f, d);
+  const char *fpath = fid == SELF ? r->self_path : f->path;
+  if (f->lang && strcmp(f->lang, "go") == 0) {
+    size_t dl = dir_len(fpath);
+    bool same_dir = dir_len(r->self_path) == dl && strncmp(r->self_path, fpath, dl) == 0;
+    for (size_t i = 0; same_dir && r->self && i < r->self->n_defs && n < 256; i++) {
+      const ws_def *m = &r->self->defs[i];
+      const char *sc = ws_str(r->self, m->scope);
+      if (m->kind != WK_METHOD || m->parent != UINT16_MAX || !sc || strcmp(sc, name) != 0 ||
+          was_chosen(r, SELF, (uint32_t)i) || !ws_str(r->self, m->head))
+        continue;
+      ms[n] = (member){SELF, (uint32_t)i, ws_str(r->self, m->head), false,
+                         near_cursor(r, def_name(r->self, m)), 0, 0, (uint32_t)n};
+      n++;
+    }
+    const ws_map_entry *e = ws ? ws_map_get(&ws->by_scope, name) : NULL;
+    for (uint32_t v = 0; e && v < e->n && n < 256; v++) {
+      uint32_t mf = (uint32_t)(e->vals[v] >> 32), mk = (uint32_t)e->vals[v];
+      const ws_file *g = file_of(r, mf);
+      if (!g || mk >= g->n_defs || g->defs[mk].kind != WK_METHOD || g->defs[mk].parent != UINT16_MAX)
+        continue;
+      if (strcmp(g->path, r->self_path) == 0) continue; /* taken from the text above */
+      if (dir_len(g->path) != dl || strncmp(g->path, fpath, dl) != 0) continue;
+      if (was_chosen(r, mf, mk) || !ws_str(g, g->defs[mk].head)) continue;
+      ms[n] = (member){mf, mk, ws_str(g, g->defs[mk].head), false,
+                         near_cursor(r, def_name(g, &g->defs[mk])), 0, 0, (uint32_t)n};
+      n++;
+    }
+  }
+  size_t tl = typed ? strlen(typed) : 0;
+  for (size_t m = 0; m < n; m++) {
+    const ws_file *g = file_of(r, ms[m].fid);
+    const char *mn = def_name(g, &g->defs[ms[m].k]);
+    if (ws) ms[m].uses = ws_member_uses(ws, mn);
+    ms[m].typed = tl && strncmp(mn, typed, tl) == 0;
+    ms[m].kin = ms[m].near ? 0 : kinship(r, mn);
+
+  }
+  qsort(ms, n, sizeof *ms, cmp_member_pick);
+  if (n > max_lines) n = max_lines;
+  /* Within CONTAINER_TOKENS: the most relevant members first. */
+  size_t used = count_tokens(r->tok, ws_str(f, d->head), strlen(ws_str(f, d->head))) +
+                (ws_str(f, d->tail) ? 2 : 0) + 12 /* the path line */;
+  size_t fit = 0;
+  for (; fit < n; fit++) {
+    char line[MEMBER_LINE_BYTES + 64];
+    const ws_file *g = file_of(r, ms[fit].fid);
+    size_t hl = member_line(ms[fit].head, def_name(g, &g->defs[ms[fit].k]), line, sizeof line);
+    size_t t = count_tokens(r->tok, line, hl) + 1;
+    if (used + t > max_tokens) break;
+    used += t;
+  }
+  n = fit;
+  qsort(ms, n, sizeof *ms, cmp_member_order);
+  for (size_t m = 0; m < n; m++) choose(r, ms[m].fid, ms[m].k); /* listed: not again */
+  bool tail_after_fields = ws_str(f, d->tail) != NULL;
+  size_t i = 0;
+  for (; i < n; i++) {
+    if (outside(r, &ms[i]) && tail_after_fields) break; /* Go methods go after the closing brace */
+    sb_member(r, b, &ms[i]);
+  }
+  if (tail_after_fields) sb_line(b, ws_str(f, d->tail));
+  for (; i < n; i++) sb_member(r, b, &ms[i]);
+}
+
+/* Constants, macros and variables declared together (a const block, a
+ * run of #defines, an enum without a name): consecutive definitions of the
+ * same kind, each within two lines of the last. The one looked up, those
+ * used near the cursor and then the nearest are shown, in source order,
+ * within MEMBER_LINES and CONTAINER_TOKENS; its first and last lines go
+ * to *lo_line, *hi_line. */
+static bool same_run(const ws_file *f, size_t a, size_t b) {
+  const ws_def *x = &f->defs[a], *y = &f->defs[b];
+  return x->kind == y->kind && y->parent == UINT16_MAX && x->parent == UINT16_MAX &&
+         y->start_line <= x->end_line + 2 && y->start_line >= x->start_line;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void group_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, uint32_t *lo_line,
+                       uint32_t *hi_line) {
+  const ws_file *f = file_of(r, fid);
+  size_t lo = k, hi = k;
+  while (lo > 0 && k - lo < 64 && same_run(f, lo - 1, lo)) lo--;
+  while (hi + 1 < f->n_defs && hi - k < 64 && same_run(f, hi, hi + 1)) hi++;
+  uint32_t pick[MEMBER_LINES];
+  size_t n = 0;
+  pick[n++] = k;
+  size_t used = count_tokens(r->tok, ws_str(f, f->defs[k].head),
+                             strlen(ws_str(f, f->defs[k].head))) + 12;
+  /* Near the cursor first, then outward from k. */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t dist = 1; dist <= hi - lo && n < MEMBER_LINES; dist++)
+      for (int side = 0; side < 2 && n < MEMBER_LINES; side++) {
+        size_t i = side ? k + dist : k - dist;
+        if ((side && i > hi) || (!side && (dist > k || i < lo))) continue;
+        const ws_def *m = &f->defs[i];
+        const char *h = ws_str(f, m->head);
+        if (!h || was_chosen(r, fid, (uint32_t)i)) continue;
+        bool near = near_cursor(r, def_name(f, m));
+        if ((pass == 0) != near) continue;
+        const char *nl = strchr(h, '\n');
+        size_t t = count_tokens(r->tok, h, nl ? (size_t)(nl - h) : strlen(h)) + 1;
+        if (used + t > CONTAINER_TOKENS) continue;
+        used += t;
+        pick[n++] = (uint32_t)i;
+      }
+  qsort(pick, n, sizeof *pick, cmp_u32);
+  for (size_t i = 0; i < n; i++) {
+    choose(r, fid, pick[i]);
+    if (n == 1) sb_line(b, ws_str(f, f->defs[pick[i]].head));
+    else sb_first_line(b, ws_str(f, f->defs[pick[i]].head));
+  }
+  *lo_line = f->defs[pick[0]].start_line;
+  *hi_line = f->defs[pick[n - 1]].end_line;
+}
+
+/* ---- the field-type oracle for resolve.c ----------------------------------------- */
+
+static char *type_from_head(const ws_file *f, const ws_def *d, const char *lang) {
+  const char *h = ws_str(f, d->head), *name = def_name(f, d);
+  if (!h || !name) return NULL;
+  size_t hl = strlen(h), nl = strlen(name);
+  for (const char *p = h; (p = strstr(p, name)); p++) {
+    size_t at = (size_t)(p - h);
+    bool word = (at == 0 || !(isalnum((unsigned char)h[at - 1]) || h[at - 1] == '_')) &&
+                !(isalnum((unsigned char)h[at + nl]) || h[at + nl] == '_');
+    if (!word) continue;
+    char *t = rv_decl_type(h, hl, at, nl, lang);
+    if (t) return t;
+  }
+  return NULL;
+}
+
+/* The position of name as a whole word in s, or NULL. */
+static const char *word_in(const char *s, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = s; (p = strstr(p, name)); p++) {
+    bool before = p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    bool after = !(isalnum((unsigned char)p[nl]) || p[nl] == '_');
+    if (before && after) return p;
+  }
+  return NULL;
+}
+
+static char *field_type(void *user, const char *type, const char *field) {
+  retrieval *r = user;
+  defref d;
+  if (type) {
+    if (!find_member(r, type, field, SIZE_MAX, 0, &d)) return NULL;
+    const ws_file *f = file_of(r, d.fid);
+    return type_from_head(f, &f->defs[d.k], d.fid == SELF ? r->lang : f->lang);
+  }
+  /* A variable at file scope. */
+  name_kind nk = {field, 0, NULL};
+  for (size_t k = 0; r->self && k < r->self->n_defs; k++) {
+    const ws_def *x = &r->self->defs[k];
+    if (x->kind == WK_VARIABLE && filter(r->self, x, &nk))
+      return type_from_head(r->self, x, r->lang);
+  }
+  if (!r->ws) return NULL;
+  const ws_map_entry *e = ws_map_get(&r->ws->by_name, field);
+  for (uint32_t v = 0; e && v < e->n && v < 32; v++) {
+    uint32_t fid = (uint32_t)(e->vals[v] >> 32), k = (uint32_t)e->vals[v];
+    const ws_file *g = fid < r->ws->n_slots ? r->ws->files[fid] : NULL;
+    if (!g || k >= g->n_defs || g->defs[k].kind != WK_VARIABLE) continue;
+    char *t = type_from_head(g, &g->defs[k], g->lang);
+    if (t) return t;
+  }
+  return NULL;
+}
+
+/* What a function (type NULL) or a method of type returns, from its head. */
+static char *return_type(void *user, const char *type, const char *name) {
+  retrieval *r = user;
+  defref d;
+  if (type) {
+    if (!find_member(r, type, name, SIZE_MAX, 0, &d)) return NULL;
+  } else {
+    name_kind nk = {name, 1, NULL};
+    bool found = false;
+    for (size_t k = 0; r->self && k < r->self->n_defs && !found; k++)
+      if (filter(r->self, &r->self->defs[k], &nk)) d = (defref){SELF, (uint32_t)k}, found = true;
+    if (!found && !(r->ws && pick_workspace(r, &r->ws->by_name, name, filter, &nk, &d)))
+      return NULL;
+  }
+  const ws_file *f = file_of(r, d.fid);
+  const ws_def *x = &f->defs[d.k];
+  if (x->kind == WK_CLASS) return strdup(name); /* a constructor call */
+  if (x->kind != WK_FUNCTION && x->kind != WK_METHOD) return NULL;
+  const char *h = ws_str(f, x->head);
+  const char *at = h ? word_in(h, name) : NULL;
+  if (!at) return NULL;
+  /* A class's constructor call gives the class (Python, TS `new` handled by the caller). */
+  return rv_return_type(h, strlen(h), (size_t)(at - h), strlen(name),
+                        d.fid == SELF ? r->lang : f->lang);
+}
+
 /* ---- the prompt ------------------------------------------------------------------- */
 
 sc_status sc_prompt_build(const sc_workspace *ws, const char *path, const char *lang,
                           const char *text, size_t len, size_t cursor, const sc_tokenizer *tok,
                           size_t budget, sc_prompt *out, sc_error *err) {
   return sc_prompt_build_with(ws, path, lang, text, len, cursor, tok, budget, NULL, out, err);
+}
+
+/* The text of a workspace file now: an open document's buffer (the index
+ * follows it there), else the disk. *owned is what to free. */
+static const char *file_text(const sc_workspace *ws, const src_doc *open, size_t n_open,
+                             const char *path, size_t *len, char **owned) {
+  *owned = NULL;
+  for (size_t i = 0; i < n_open; i++)
+    if (strcmp(open[i].path, path) == 0) {
+      *len = open[i].len;
+      return open[i].text;
+    }
+  *owned = read_source(ws, path, len);
+  return *owned;
+}
+
+/* Phase 2: the whole of a definition phase 1 gave in compact form, when
+ * what is left allows; the snippet's text is replaced. */
+static void upgrade_body(sc_prompt *out, spend *sp, size_t si, const ws_file *f, const ws_def *d,
+                         const char *ftext, size_t flen, const char *lang) {
+  sc_context_snippet *s = &out->snippets[si];
+  if (d->end_byte > flen || d->start_byte >= d->end_byte) return;
+  /* The entry may lag the text (a buffer refreshed every 2 s, a file
+   * changed without an event): the head's first line must still be there. */
+  const char *head = ws_str(f, d->head);
+  const char *nl = head ? strchr(head, '\n') : NULL;
+  size_t fl = head ? (nl ? (size_t)(nl - head) : strlen(head)) : 0;
+  size_t a = d->start_byte;
+  while (a > 0 && ftext[a - 1] != '\n') a--;
+  if (!head || flen - a < fl || memcmp(ftext + a, head, fl) != 0) return;
+  size_t b = a, seen = 0;
+  while (b < d->end_byte && seen < BODY_MAX_LINES) {
+    const char *e = memchr(ftext + b, '\n', flen - b);
+    b = e ? (size_t)(e - ftext) + 1 : flen;
+    seen++;
+  }
+  if (b > d->end_byte) {
+    b = d->end_byte;
+    while (b < flen && ftext[b] != '\n') b++;
+  }
+  /* With its path line unless it is grouped under another's. */
+  const char *cp = comment_prefix(lang);
+  size_t hl = strlen(s->path) + 32;
+  char *t = malloc(hl + (b - a) + 2);
+  if (!t) return;
+  char path_line[PATH_MAX + 8];
+  int hn = cp ? snprintf(path_line, sizeof path_line, "%s %s:", cp, s->path) : 0;
+  bool headed = hn > 0 && (size_t)hn < sizeof path_line &&
+                strncmp(s->text, path_line, (size_t)hn) == 0;
+  int h = cp && headed ? snprintf(t, hl, "%s %s:%u\n", cp, s->path, d->start_line + 1) : 0;
+  memcpy(t + h, ftext + a, b - a);
+  size_t e = (size_t)h + (b - a);
+  if (e == 0 || t[e - 1] != '\n') t[e++] = '\n';
+  t[e] = '\0';
+  size_t tokens = count_tokens(sp->tok, t, e);
+  if (tokens <= s->tokens || tokens - s->tokens > sp->left || strstr(out->prefix, t + h) ||
+      strstr(out->suffix, t + h)) {
+    free(t);
+    return;
+  }
+  sp->left -= tokens - s->tokens;
+  free(s->text);
+  s->text = t;
+  s->len = e;
+  s->tokens = tokens;
+  s->end_line = d->start_line + (uint32_t)seen - 1;
+  s->body = true;
 }
 
 sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const char *lang,
@@ -311,14 +1005,16 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
   }
   size_t win_first = line_of(&self_lines, a), win_last = line_of(&self_lines, b ? b - 1 : 0);
 
-  /* 1. The enclosing scopes whose headers the prefix window cut off: the
-   * path of functions and classes down to the cursor, outermost first, one
-   * header line each. One parse of the text serves them and the file's own
-   * index. */
-  sc_syntax_tree *tree = NULL;
-  if (lang && sc_context_ts_language(lang) &&
-      sc_syntax_tree_new(lang, text, len, &tree, NULL) != SC_OK)
-    tree = NULL;
+  /* The syntax tree: the caller's, or one parse of the text here. */
+  sc_syntax_tree *own_tree = NULL;
+  const sc_syntax_tree *tree = in->tree;
+  if (!tree && lang && sc_context_ts_language(lang) &&
+      sc_syntax_tree_new(lang, text, len, &own_tree, NULL) == SC_OK)
+    tree = own_tree;
+
+  /* Enclosing scopes whose headers the prefix window cut off: the path of
+   * functions and classes down to the cursor, outermost first, one header
+   * line each. */
   if (tree) {
     TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)cursor,
                                                  (uint32_t)cursor);
@@ -328,7 +1024,11 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       const char *t = ts_node_type(n);
       bool scope = strstr(t, "function") || strstr(t, "class") || strstr(t, "method") ||
                    strstr(t, "impl_item") || strstr(t, "struct_specifier");
-      if (scope && strstr(t, "call") == NULL && ts_node_start_byte(n) < a)
+      if (!scope || strstr(t, "call") || ts_node_start_byte(n) >= a) continue;
+      /* A class and its body start on the same line: one header. */
+      if (ns > 0 && ts_node_start_point(scopes[ns - 1]).row == ts_node_start_point(n).row)
+        scopes[ns - 1] = n;
+      else
         scopes[ns++] = n;
     }
     for (int k = ns - 1; k >= 0; k--) {
@@ -337,65 +1037,143 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       while (y < len && text[y] != '\n') y++;
       uint32_t row = ts_node_start_point(scopes[k]).row;
       char *name = strndup(text + x, y - x);
-      if (name) push_snippet(out, self_path, lang, text, x, y, row, row, "enclosing scope", name,
-                             0.0f);
+      if (name) push_text(out, self_path, lang, text + x, y - x, row, row, "enclosing scope", name,
+                          "", 0.0f);
       free(name);
     }
   }
+  size_t n_scopes = out->n_snippets;
 
-  /* Identifiers around the cursor, nearest first. */
-  char *words[64];
-  size_t n_words = 0;
-  size_t lo = cursor > 2000 ? cursor - 2000 : 0, hi = cursor + 400 < len ? cursor + 400 : len;
-  for (size_t i = cursor; i > lo && n_words < 64;) {
-    size_t e = i;
-    while (e > lo && !(isalnum((unsigned char)text[e - 1]) || text[e - 1] == '_')) e--;
-    size_t s = e;
-    while (s > lo && (isalnum((unsigned char)text[s - 1]) || text[s - 1] == '_')) s--;
-    if (s == e) break;
-    i = s;
-    if (e - s < 3 || isdigit((unsigned char)text[s]) || ws_is_keyword(text + s, e - s)) continue;
-    char *w = strndup(text + s, e - s);
-    bool dup = !w;
-    for (size_t k = 0; k < n_words && !dup; k++) dup = strcmp(words[k], w) == 0;
-    if (dup) free(w);
-    else words[n_words++] = w;
+  /* The read lock is held from here to the end: updates parse outside it
+   * and only wait for the swap. */
+  pthread_rwlock_t *lock = ws ? (pthread_rwlock_t *)&ws->lock : NULL; /* readers do not change ws */
+  if (lock) pthread_rwlock_rdlock(lock);
+  if (ws && !in->index_pending) {
+    /* (stats.partial is computed on demand; the same test here) */
+    out->partial_index = ws->stats.skipped_limit > 0 || ws->n_chunks >= ws->max_chunks;
   }
-  for (size_t i = cursor; i < hi && n_words < 64;) {
-    while (i < hi && !(isalnum((unsigned char)text[i]) || text[i] == '_')) i++;
-    size_t s = i;
-    while (i < hi && (isalnum((unsigned char)text[i]) || text[i] == '_')) i++;
-    if (i - s < 3 || isdigit((unsigned char)text[s]) || ws_is_keyword(text + s, i - s)) continue;
-    char *w = strndup(text + s, i - s);
-    bool dup = !w;
-    for (size_t k = 0; k < n_words && !dup; k++) dup = strcmp(words[k], w) == 0;
-    if (dup) free(w);
-    else words[n_words++] = w;
-  }
+  if (in->index_pending) out->partial_index = true;
 
-  /* 2. The current file's own definitions (from its text now). */
-  ws_file self = {0};
-  self.lang = lang;
-  if (tree) ws_index_tree(&self, tree, text);
-  sc_syntax_tree_free(tree);
-  bool *word_done = calloc(n_words ? n_words : 1, sizeof *word_done);
-  for (size_t w = 0; w < n_words && word_done; w++) {
-    bool found = false;
-    for (size_t k = 0; k < self.n_defs && !found; k++) {
-      ws_def *d = &self.defs[k];
-      if (strcmp(d->name, words[w]) != 0) continue;
-      if (d->end_byte > a && d->start_byte < b) {
-        found = true; /* already in the window */
+  /* The current file's definitions and imports: the index's entry when it
+   * was built from this very text, else from the tree. */
+  ws_file self_own = {0};
+  const ws_file *self = &self_own;
+  self_own.lang = lang;
+  if (ws && path) {
+    const ws_map_entry *e = ws_map_get(&ws->by_path, path);
+    uint32_t id = e && e->n ? (uint32_t)(e->vals[0] >> 32) : UINT32_MAX;
+    const ws_file *f = id < ws->n_slots ? ws->files[id] : NULL;
+    if (f && f->size == len && f->hash == sc_hash64(text, len, 0)) self = f;
+  }
+  if (self == &self_own && tree) ws_index_tree(&self_own, tree, text, len);
+
+  retrieval r = {.ws = ws, .tok = tok, .self = self, .self_path = self_path, .lang = lang, .text = text,
+                 .len = len, .win_first = (uint32_t)win_first, .win_last = (uint32_t)win_last};
+  uint32_t *imp = ws ? malloc(MAX_IMPORTED * sizeof *imp) : NULL;
+  if (imp && path) r.n_imported = rv_resolve_imports(ws, path, lang, self, imp, MAX_IMPORTED);
+  r.imported = imp;
+
+  /* Phase 1: the definitions of the names around the cursor, compact. */
+  rv_cand cands[MAX_CANDS];
+  rv_scan scan = {text, len, cursor, lang, tree, field_type, return_type, &r, 0};
+  size_t n_cands = rv_candidates(&scan, cands, MAX_CANDS);
+  r.cands = cands;
+  r.n_cands = n_cands;
+  defref def_of[MAX_DEF_ITEMS];
+  size_t n_defs = 0;
+  for (size_t i = 0; i < n_cands && n_defs < MAX_DEF_ITEMS; i++) {
+    defref d;
+    if (!resolve_cand(&r, &cands[i], cursor, &d) || was_chosen(&r, d.fid, d.k)) continue;
+    const ws_file *f = file_of(&r, d.fid);
+    const ws_def *def = &f->defs[d.k];
+    /* An enum member comes with its enum (its siblings are the likely
+     * alternatives). */
+    if (def->kind == WK_CONSTANT && def->parent != UINT16_MAX) {
+      d.k = def->parent;
+      def = &f->defs[d.k];
+      if (was_chosen(&r, d.fid, d.k)) continue;
+    }
+    choose(&r, d.fid, d.k);
+    sbuf sb = {0};
+    uint32_t first_line = def->start_line, last_line = def->end_line;
+    const rv_cand *c = &cands[i];
+    bool wide = c->type_only && c->at_cursor && !c->known; /* a member is about to be typed */
+    if (def->flags & WD_CONTAINER || (is_type(def) && f->lang && strcmp(f->lang, "go") == 0))
+      container_text(&r, d.fid, d.k, &sb, wide ? CURSOR_MEMBER_LINES : MEMBER_LINES,
+                     wide ? CURSOR_TYPE_TOKENS : CONTAINER_TOKENS, c->typed, wide);
+    else if (def->kind == WK_CONSTANT || def->kind == WK_MACRO || def->kind == WK_VARIABLE)
+      group_text(&r, d.fid, d.k, &sb, &first_line, &last_line);
+    else if (ws_str(f, def->head))
+      sb_line(&sb, ws_str(f, def->head));
+    const char *reason = d.fid == SELF ? "same file" : imported(&r, d.fid) ? "imported file"
+                                                                            : "workspace";
+    sc_context_snippet *s =
+        sb.n ? push_text(out, d.fid == SELF ? self_path : f->path, d.fid == SELF ? lang : f->lang,
+                         sb.p, sb.n, first_line, last_line, reason,
+                         def_name(f, def), ws_kind_name(def->kind), 0.0f)
+             : NULL;
+    free(sb.p);
+    if (!s) continue;
+    if (repeats_window(out, s)) {
+      snippet_free(s);
+      out->n_snippets--;
+      continue;
+    }
+    def_of[n_defs++] = d;
+  }
+  /* Costs, thresholds, and what the snippet budget takes. */
+  size_t n1 = out->n_snippets;
+  size_t spent = 0, kept = 0;
+  bool full = false;
+  defref kept_defs[MAX_DEF_ITEMS];
+  size_t n_kept_defs = 0;
+  for (size_t i = 0; i < n1; i++) {
+    sc_context_snippet *s = &out->snippets[i];
+    /* Definitions from a file already shown go under its path line: they
+     * are grouped below, so the header is not repeated. */
+    bool grouped = false;
+    for (size_t j = n_scopes; i >= n_scopes && j < kept && !grouped; j++)
+      grouped = strcmp(out->snippets[j].path, s->path) == 0;
+    if (!full && grouped) {
+      char *nl = strchr(s->text, '\n');
+      if (nl && nl[1]) {
+        size_t hl = (size_t)(nl + 1 - s->text);
+        memmove(s->text, nl + 1, s->len - hl + 1);
+        s->len -= hl;
+      }
+    }
+    if (!full) s->tokens = count_tokens(tok, s->text, s->len);
+    full = full || spent + s->tokens > snippet_budget; /* the first that does not fit ends it */
+    if (full) {
+      snippet_free(s);
+      continue;
+    }
+    spent += s->tokens;
+    if (i >= n_scopes) kept_defs[n_kept_defs++] = def_of[i - n_scopes];
+    out->snippets[kept++] = *s;
+  }
+  out->n_snippets = kept;
+  /* Group the definitions by file, files in order of their first one. */
+  for (size_t i = n_scopes + 1; i < kept; i++) {
+    size_t g = i; /* where snippet i goes: after the last earlier one of its file */
+    for (size_t j = i; j > n_scopes; j--)
+      if (strcmp(out->snippets[j - 1].path, out->snippets[i].path) == 0) {
+        g = j;
         break;
       }
-      found = !already_have(out, self_path, d) &&
-              add_def_snippet(out, self_path, d, text, len, "same file", lang);
-    }
-    word_done[w] = found;
+    if (g == i) continue;
+    sc_context_snippet tmp = out->snippets[i];
+    defref td = kept_defs[i - n_scopes];
+    memmove(&out->snippets[g + 1], &out->snippets[g], (i - g) * sizeof tmp);
+    memmove(&kept_defs[g + 1 - n_scopes], &kept_defs[g - n_scopes], (i - g) * sizeof td);
+    out->snippets[g] = tmp;
+    kept_defs[g - n_scopes] = td;
   }
+  spend sp = {tok, snippet_budget > spent ? snippet_budget - spent : 0, kept};
 
-  /* The documents searched for recent edits and similar chunks: the open
-   * ones the caller passed, then recently edited files read from disk. */
+  /* Phase 2. The documents searched for recent edits and similar chunks:
+   * the open ones the caller passed, then recently edited files read from
+   * disk. */
   size_t n_src = 0;
   src_doc *src = calloc(in->n_docs + MAX_EXTRA_DOCS + 1, sizeof *src);
   for (size_t i = 0; src && i < in->n_docs; i++) {
@@ -419,7 +1197,7 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       src[n_src++] = (src_doc){ep, sc_context_language_for(NULL, ep), ftext, flen, ftext};
   }
 
-  /* 3. Recent edits, most recent first, outside the windows. */
+  /* Recent edits, most recent first, outside the windows. */
   size_t n_taken_edits = 0;
   for (size_t i = 0; edits && i < in->n_edits && n_taken_edits < max_edits; i++) {
     const sc_edited_range *e = edits[i];
@@ -440,9 +1218,11 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     if (t >= L.n) t = L.n ? (uint32_t)L.n - 1 : 0;
     if (t - s + 1 > EDIT_MAX_LINES) t = s + EDIT_MAX_LINES - 1;
     bool ok = s < L.n && !(is_self && s <= win_last && win_first <= t) &&
-              !overlaps(out, d->path, s, t);
-    if (ok && push_snippet(out, d->path, d->lang, d->text, line_start(&L, s),
-                           line_start(&L, (size_t)t + 1), s, t, "recent edit", "", 0.0f))
+              !overlaps(out, sp.first, d->path, s, t);
+    size_t x = line_start(&L, s), y = line_start(&L, (size_t)t + 1);
+    if (ok && push_text(out, d->path, d->lang, d->text + x, y - x, s, t, "recent edit", "", "",
+                        0.0f) &&
+        afford(out, &sp))
       n_taken_edits++;
     if (!is_self) free(L.starts);
   }
@@ -460,143 +1240,99 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
   }
   free(self_lines.starts);
 
-  /* 4. Similar chunks of the open and recently edited documents. */
+  /* Similar chunks of the open and recently edited documents. */
   size_t n_similar = 0;
-  if (nq >= 3 && src) {
+  if (nq >= 3 && src && sp.left > 0) {
     cand *cs = NULL;
     size_t nc = 0, cc = 0;
     for (size_t i = 0; i < n_src; i++) scan_doc(&src[i], i, q, nq, threshold, &cs, &nc, &cc, buf);
-    n_similar = take_chunks(out, cs, nc, src, max_similar);
+    n_similar = take_chunks(out, &sp, cs, nc, src, max_similar);
     free(cs);
   }
 
-  /* 5. Files this one imports, 6. the rest of the workspace; 7. similar
-   * workspace chunks. The read lock is held throughout: updates parse
-   * outside it and only wait for the swap. */
-  if (ws) {
-    pthread_rwlock_t *lock = (pthread_rwlock_t *)&ws->lock; /* readers do not change ws */
-    pthread_rwlock_rdlock(lock);
-    for (int pass = 0; pass < 2; pass++) {
-      for (size_t w = 0; w < n_words && word_done; w++) {
-        if (word_done[w]) continue;
-        const ws_map_entry *e = ws_map_get(&ws->by_name, words[w]);
-        for (uint32_t v = 0; e && v < e->n && !word_done[w]; v++) {
-          uint32_t fid = (uint32_t)(e->vals[v] >> 32), k = (uint32_t)e->vals[v];
-          const ws_file *f = fid < ws->n_slots ? ws->files[fid] : NULL;
-          if (!f || k >= f->n_defs || (path && strcmp(f->path, path) == 0)) continue;
-          bool imported = false;
-          const char *base = strrchr(f->path, '/');
-          base = base ? base + 1 : f->path;
-          const char *dot = strrchr(base, '.');
-          size_t bl = dot ? (size_t)(dot - base) : strlen(base);
-          for (size_t m = 0; m < self.n_imports && !imported; m++)
-            imported = strlen(self.imports[m]) == bl && strncmp(self.imports[m], base, bl) == 0;
-          if ((pass == 0) != imported || already_have(out, f->path, &f->defs[k])) continue;
-          /* An open document's entry follows its buffer (the LSP refreshes
-           * it from there), so its definitions' bytes are the buffer's: cut
-           * the snippet from the buffer, not from the file on disk. */
-          const src_doc *open = NULL;
-          for (size_t i = 0; src && i < n_open && !open; i++)
-            if (strcmp(src[i].path, f->path) == 0) open = &src[i];
-          size_t flen = 0;
-          char *ftext = open ? NULL : read_source(ws, f->path, &flen);
-          if (open)
-            word_done[w] = add_def_snippet(out, f->path, &f->defs[k], open->text, open->len,
-                                           pass == 0 ? "imported file" : "workspace", f->lang);
-          else if (ftext)
-            word_done[w] = add_def_snippet(out, f->path, &f->defs[k], ftext, flen,
-                                           pass == 0 ? "imported file" : "workspace", f->lang);
-          free(ftext);
-        }
-      }
-    }
-    if (nq >= 3 && n_similar < max_similar && q && buf) {
-      /* The estimate's standard error is up to 0.125 (K = 16): candidates
-       * are kept from well below the threshold and re-scored exactly. */
-      uint16_t qsig[SC_MINHASH_K];
-      sc_minhash_sketch(q, nq, qsig);
-      float floor_est = threshold > 0.2f ? threshold - 0.15f : 0.05f;
-      cand top[WS_CANDIDATES];
-      size_t nt = 0;
-      for (size_t fid = 0; fid < ws->n_slots; fid++) {
-        const ws_file *f = ws->files[fid];
-        if (!f || !f->n_chunks || (path && strcmp(f->path, path) == 0)) continue;
-        bool open = false;
-        for (size_t i = 0; i < n_src && !open; i++) open = strcmp(src[i].path, f->path) == 0;
-        if (open) continue; /* searched above, in its newer text */
-        for (size_t c = 0; c < f->n_chunks; c++) {
-          if (f->chunks[c].n_idents < 3) continue;
-          float est = sc_minhash_estimate(qsig, f->chunks[c].sig);
-          if (est < floor_est || (nt == WS_CANDIDATES && est <= top[nt - 1].score)) continue;
-          size_t at = nt < WS_CANDIDATES ? nt++ : nt - 1;
-          while (at > 0 && top[at - 1].score < est) {
-            top[at] = top[at - 1];
-            at--;
-          }
-          top[at] = (cand){fid, f->chunks[c].start_line, 0, est};
-        }
-      }
-      /* Exact scores from the files as they are on disk now. */
-      src_doc wdocs[WS_CANDIDATES] = {{0}};
-      cand exact[WS_CANDIDATES] = {{0}};
-      size_t nw = 0;
-      for (size_t i = 0; i < nt; i++) {
-        const ws_file *f = ws->files[top[i].src];
-        size_t flen = 0;
-        char *ftext = read_source(ws, f->path, &flen);
-        lines L;
-        if (!ftext || !lines_build(ftext, flen, &L)) {
-          free(ftext);
-          continue;
-        }
-        size_t s = top[i].start_line;
-        size_t t = s + WS_CHUNK_LINES < L.n ? s + WS_CHUNK_LINES : L.n;
-        float sc = s < L.n ? window_score(ftext, &L, s, t, q, nq, buf) : 0.0f;
-        free(L.starts);
-        if (sc < threshold) {
-          free(ftext);
-          continue;
-        }
-        wdocs[nw] = (src_doc){f->path, f->lang, ftext, flen, ftext};
-        exact[nw] = (cand){nw, (uint32_t)s, (uint32_t)(t - 1), sc};
-        nw++;
-      }
-      take_chunks(out, exact, nw, wdocs, max_similar - n_similar);
-      for (size_t i = 0; i < nw; i++) free(wdocs[i].owned);
-    }
-    pthread_rwlock_unlock(lock);
-  }
-  free(q);
-  free(buf);
-  free(word_done);
-  for (size_t i = 0; src && i < n_src; i++) free(src[i].owned);
-  free(src);
-  for (size_t w = 0; w < n_words; w++) free(words[w]);
-  for (size_t k = 0; k < self.n_defs; k++) free(self.defs[k].name);
-  for (size_t k = 0; k < self.n_imports; k++) free(self.imports[k]);
-  free(self.defs);
-  free(self.imports);
-
-  /* Within the snippet budget, in retrieval order; none that repeats the
-   * windows' text. */
-  size_t kept = 0, total = 0;
-  for (size_t i = 0; i < out->n_snippets; i++) {
-    sc_context_snippet *s = &out->snippets[i];
-    const char *body = strchr(s->text, '\n');
-    body = body && body[1] ? body + 1 : s->text;
-    bool repeated = *body && (strstr(out->prefix, body) || strstr(out->suffix, body));
-    s->tokens = count_tokens(tok, s->text, s->len);
-    if (repeated || total + s->tokens > snippet_budget) {
-      free(s->path);
-      free(s->name);
-      free(s->text);
+  /* The bodies of the definitions phase 1 gave compact (functions and
+   * methods), in priority order. */
+  for (size_t i = 0, si = n_scopes; i < n_kept_defs && sp.left > 0; i++, si++) {
+    const ws_file *f = file_of(&r, kept_defs[i].fid);
+    const ws_def *d = &f->defs[kept_defs[i].k];
+    if ((d->kind != WK_FUNCTION && d->kind != WK_METHOD) || (d->flags & WD_DECL)) continue;
+    if (kept_defs[i].fid == SELF) {
+      upgrade_body(out, &sp, si, f, d, text, len, lang);
       continue;
     }
-    total += s->tokens;
-    out->snippets[kept++] = *s;
+    size_t flen = 0;
+    char *owned = NULL;
+    const char *ftext = file_text(ws, src, n_open, f->path, &flen, &owned);
+    if (ftext) upgrade_body(out, &sp, si, f, d, ftext, flen, f->lang);
+    free(owned);
   }
-  out->n_snippets = kept;
-  out->snippet_tokens = total;
+
+  /* Similar workspace chunks (24 lines: not worth the search when less
+   * than a few lines' worth of budget is left). */
+  if (ws && nq >= 3 && n_similar < max_similar && q && buf && sp.left >= 64) {
+    /* The estimate's standard error is up to 0.125 (K = 16): candidates
+     * are kept from well below the threshold and re-scored exactly. */
+    uint16_t qsig[SC_MINHASH_K];
+    sc_minhash_sketch(q, nq, qsig);
+    float floor_est = threshold > 0.2f ? threshold - 0.15f : 0.05f;
+    cand top[WS_CANDIDATES];
+    size_t nt = 0;
+    for (size_t fid = 0; fid < ws->n_slots; fid++) {
+      const ws_file *f = ws->files[fid];
+      if (!f || !f->n_chunks || (path && strcmp(f->path, path) == 0)) continue;
+      bool open = false;
+      for (size_t i = 0; i < n_src && !open; i++) open = strcmp(src[i].path, f->path) == 0;
+      if (open) continue; /* searched above, in its newer text */
+      for (size_t c = 0; c < f->n_chunks; c++) {
+        if (f->chunks[c].n_idents < 3) continue;
+        float est = sc_minhash_estimate(qsig, f->chunks[c].sig);
+        if (est < floor_est || (nt == WS_CANDIDATES && est <= top[nt - 1].score)) continue;
+        size_t at = nt < WS_CANDIDATES ? nt++ : nt - 1;
+        while (at > 0 && top[at - 1].score < est) {
+          top[at] = top[at - 1];
+          at--;
+        }
+        top[at] = (cand){fid, f->chunks[c].start_line, 0, est};
+      }
+    }
+    /* Exact scores from the files as they are on disk now. */
+    src_doc wdocs[WS_CANDIDATES] = {{0}};
+    cand exact[WS_CANDIDATES] = {{0}};
+    size_t nw = 0;
+    for (size_t i = 0; i < nt; i++) {
+      const ws_file *f = ws->files[top[i].src];
+      size_t flen = 0;
+      char *ftext = read_source(ws, f->path, &flen);
+      lines L;
+      if (!ftext || !lines_build(ftext, flen, &L)) {
+        free(ftext);
+        continue;
+      }
+      size_t s = top[i].start_line;
+      size_t t = s + WS_CHUNK_LINES < L.n ? s + WS_CHUNK_LINES : L.n;
+      float sc = s < L.n ? window_score(ftext, &L, s, t, q, nq, buf) : 0.0f;
+      free(L.starts);
+      if (sc < threshold) {
+        free(ftext);
+        continue;
+      }
+      wdocs[nw] = (src_doc){f->path, f->lang, ftext, flen, ftext};
+      exact[nw] = (cand){nw, (uint32_t)s, (uint32_t)(t - 1), sc};
+      nw++;
+    }
+    take_chunks(out, &sp, exact, nw, wdocs, max_similar - n_similar);
+    for (size_t i = 0; i < nw; i++) free(wdocs[i].owned);
+  }
+  if (lock) pthread_rwlock_unlock(lock);
+  free(q);
+  free(buf);
+  free(imp);
+  rv_cands_free(cands, n_cands);
+  for (size_t i = 0; src && i < n_src; i++) free(src[i].owned);
+  free(src);
+  ws_file_clear(&self_own);
+  sc_syntax_tree_free(own_tree);
+  out->snippet_tokens = snippet_budget - sp.left;
   return SC_OK;
 }
 
@@ -618,11 +1354,7 @@ char *sc_prompt_text(const sc_prompt *p, size_t *len) {
 
 void sc_prompt_free(sc_prompt *p) {
   if (!p) return;
-  for (size_t i = 0; i < p->n_snippets; i++) {
-    free(p->snippets[i].path);
-    free(p->snippets[i].name);
-    free(p->snippets[i].text);
-  }
+  for (size_t i = 0; i < p->n_snippets; i++) snippet_free(&p->snippets[i]);
   free(p->snippets);
   free(p->prefix);
   free(p->suffix);

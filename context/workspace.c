@@ -1,12 +1,15 @@
 /* workspace.c — the workspace index: listing, per-file indexing, the
- * name and path maps, MinHash sketches of chunks, and per-file updates.
+ * name, scope and path maps, MinHash sketches of chunks, per-file updates,
+ * and the on-disk copy that makes a second run start warm.
  *
- * The index lists the repository's files through git itself (so .gitignore
- * is honoured exactly as git does), skips binary, generated and huge files
- * and symlinks that lead out of the root, and keeps each file's definitions
- * (from our tree-sitter queries), imports and chunk sketches. Snippet text
- * is read back from disk when a prompt needs it, so memory stays at the
- * definitions' and sketches' size.
+ * The index lists the repository's files as git does (git.c, with libgit2,
+ * so .gitignore is honoured and nothing the repository configures runs),
+ * skips binary, generated and huge files and symlinks that lead out of the
+ * root, and keeps each file's definitions with their compact forms (definitions.c, from our tree-sitter queries),
+ * imports and chunk sketches. Bodies are read back from disk when a prompt
+ * has room for them, so memory stays at the definitions' and sketches' size.
+ * A file whose mtime and size (or, when only its mtime moved, its hash)
+ * match the entry kept on disk (index_store.c) is not read or parsed again.
  *
  * Memory for chunks: a sketch is SC_MINHASH_K = 16 minima of 16 bits (the
  * low bits of each 64-bit minimum: the high bits of a minimum are biased
@@ -20,6 +23,7 @@
  * Koenig, "b-Bit Minwise Hashing" (WWW 2010) for keeping low bits only. */
 #define _DEFAULT_SOURCE /* realpath, strndup */
 #include "workspace_impl.h"
+#include "git_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -29,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 /* ---- listing ------------------------------------------------------------ */
 
@@ -53,104 +56,13 @@ static bool looks_generated(const char *path, const char *data, size_t n) {
 }
 
 char *ws_read_all(const char *path, size_t max, size_t *len, bool *too_big) {
-  *too_big = false;
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return NULL;
-  }
-  if ((size_t)st.st_size > max) {
-    *too_big = true;
-    fclose(f);
-    return NULL;
-  }
-  char *buf = malloc((size_t)st.st_size + 1);
-  size_t got = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-  fclose(f);
-  if (!buf || got != (size_t)st.st_size) {
-    free(buf);
-    return NULL;
-  }
-  buf[got] = '\0';
-  *len = got;
-  return buf;
+  /* A FIFO or device in a tracked file's place is refused, not opened: a
+   * FIFO's open would block the indexing for good. */
+  char *buf = NULL;
+  sc_status st = sc_file_read_regular(path, max, &buf, len, NULL);
+  *too_big = st == SC_ERR_FORMAT;
+  return st == SC_OK ? buf : NULL;
 }
-
-/* The module an import names, as a file stem: "pkg.calc" -> "calc",
- * "./util/strings.js" -> "strings", <stdio.h> -> "stdio", "fmt" -> "fmt". */
-char *ws_stem_of(const char *s, size_t n) {
-  static const char *const exts[] = {".h", ".hpp", ".hh", ".c", ".cc", ".cpp", ".py",
-                                     ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go",
-                                     ".rs", ".java", ".json", ".sh"};
-  size_t a = 0;
-  while (a < n && strchr("\"'<> ", s[a])) a++;
-  while (n > a && strchr("\"'<> ;", s[n - 1])) n--;
-  for (size_t i = a; i < n; i++)
-    if (s[i] == '/') a = i + 1;
-  for (size_t k = 0; k < sizeof exts / sizeof exts[0]; k++) {
-    size_t el = strlen(exts[k]);
-    if (n - a > el && memcmp(s + n - el, exts[k], el) == 0) {
-      n -= el;
-      break;
-    }
-  }
-  for (size_t i = a; i < n; i++)
-    if (s[i] == '.' || s[i] == ':') a = i + 1; /* dotted modules, Rust paths */
-  return strndup(s + a, n - a);
-}
-
-/* Definitions and imports of a parsed file (tree's text is text). */
-void ws_index_tree(ws_file *f, const sc_syntax_tree *tree, const char *text) {
-  TSNode root = sc_syntax_tree_root(tree);
-  const TSQuery *q = NULL;
-  TSQueryCursor *qc = ts_query_cursor_new();
-  if (sc_query_get(f->lang, SC_QUERY_DEFINITIONS, &q, NULL) == SC_OK) {
-    ts_query_cursor_exec(qc, q, root);
-    TSQueryMatch m;
-    while (ts_query_cursor_next_match(qc, &m)) {
-      TSNode def, name;
-      memset(&def, 0, sizeof def);
-      memset(&name, 0, sizeof name);
-      bool have_def = false, have_name = false;
-      for (uint16_t i = 0; i < m.capture_count; i++) {
-        uint32_t cl;
-        const char *cn = ts_query_capture_name_for_id(q, m.captures[i].index, &cl);
-        if (cl == 4 && strncmp(cn, "name", 4) == 0) name = m.captures[i].node, have_name = true;
-        else if (cl > 10 && strncmp(cn, "definition", 10) == 0)
-          def = m.captures[i].node, have_def = true;
-      }
-      if (!have_def || !have_name) continue;
-      ws_def *nd = realloc(f->defs, (f->n_defs + 1) * sizeof *nd);
-      if (!nd) break;
-      f->defs = nd;
-      uint32_t a = ts_node_start_byte(name), b = ts_node_end_byte(name);
-      f->defs[f->n_defs++] = (ws_def){strndup(text + a, b - a), ts_node_start_byte(def),
-                                      ts_node_end_byte(def), ts_node_start_point(def).row,
-                                      ts_node_end_point(def).row};
-    }
-  }
-  if (sc_query_get(f->lang, SC_QUERY_IMPORTS, &q, NULL) == SC_OK) {
-    ts_query_cursor_exec(qc, q, root);
-    TSQueryMatch m;
-    while (ts_query_cursor_next_match(qc, &m)) {
-      for (uint16_t i = 0; i < m.capture_count; i++) {
-        uint32_t cl;
-        const char *cn = ts_query_capture_name_for_id(q, m.captures[i].index, &cl);
-        if (!(cl == 11 && strncmp(cn, "import.path", 11) == 0)) continue;
-        TSNode n = m.captures[i].node;
-        uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
-        char **ni = realloc(f->imports, (f->n_imports + 1) * sizeof *ni);
-        if (!ni) break;
-        f->imports = ni;
-        f->imports[f->n_imports++] = ws_stem_of(text + a, b - a);
-      }
-    }
-  }
-  ts_query_cursor_delete(qc);
-}
-
 
 /* ---- identifier sets and MinHash ------------------------------------------------ */
 
@@ -162,8 +74,28 @@ bool ws_is_keyword(const char *w, size_t n) {
       "self", "fn", "pub", "use", "mut", "func", "package", "public", "private", "print",
       "include", "define", "typedef", "enum", "switch", "case", "break", "continue", "do",
       "try", "catch", "with", "as", "pass", "lambda", "yield", "async", "await", "export"};
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-    if (strlen(k[i]) == n && memcmp(w, k[i], n) == 0) return true;
+  /* Called for every identifier retrieval scans: the words are bucketed by
+   * length once, so a word is compared with the few of its length only. */
+  enum { MAXLEN = 9, PER = 24 };
+  static unsigned char by_len[MAXLEN][PER], n_by_len[MAXLEN];
+  static _Atomic int ready;
+  if (!atomic_load_explicit(&ready, memory_order_acquire)) {
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&once);
+    if (!atomic_load_explicit(&ready, memory_order_relaxed)) {
+      for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        size_t l = strlen(k[i]);
+        if (l < MAXLEN && n_by_len[l] < PER) by_len[l][n_by_len[l]++] = (unsigned char)i;
+      }
+      atomic_store_explicit(&ready, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&once);
+  }
+  if (n >= MAXLEN) return false;
+  for (size_t j = 0; j < n_by_len[n]; j++) {
+    const char *x = k[by_len[n][j]];
+    if (x[0] == w[0] && memcmp(w, x, n) == 0) return true;
+  }
   return false;
 }
 
@@ -337,6 +269,23 @@ static void map_remove_id(ws_map *m, const char *key, uint32_t id) {
   }
 }
 
+/* Adds delta to key's single value (a count), creating it at 0. */
+static void map_bump(ws_map *m, const char *key, int64_t delta) {
+  const ws_map_entry *e = ws_map_get(m, key);
+  if (!e || e->n == 0) {
+    if (delta > 0) map_add(m, key, (uint64_t)delta);
+    return;
+  }
+  ws_map_entry *w = (ws_map_entry *)e;
+  int64_t v = (int64_t)w->vals[0] + delta;
+  w->vals[0] = v > 0 ? (uint64_t)v : 0;
+}
+
+uint32_t ws_member_uses(const sc_workspace *ws, const char *name) {
+  const ws_map_entry *e = ws_map_get(&ws->uses, name);
+  return e && e->n ? (uint32_t)(e->vals[0] > UINT32_MAX ? UINT32_MAX : e->vals[0]) : 0;
+}
+
 static void map_free(ws_map *m) {
   for (size_t i = 0; i < m->cap; i++) {
     free(m->slots[i].key);
@@ -349,16 +298,16 @@ static void map_free(ws_map *m) {
 /* ---- files ---------------------------------------------------------------------- */
 
 void ws_file_clear(ws_file *f) {
-  for (size_t k = 0; k < f->n_defs; k++) free(f->defs[k].name);
-  for (size_t k = 0; k < f->n_imports; k++) free(f->imports[k]);
   free(f->defs);
+  free(f->uses);
   free(f->imports);
+  free(f->pool);
   free(f->chunks);
   free(f->path);
   memset(f, 0, sizeof *f);
 }
 
-static void file_free(ws_file *f) {
+void ws_file_free(ws_file *f) {
   if (!f) return;
   ws_file_clear(f);
   free(f);
@@ -366,9 +315,29 @@ static void file_free(ws_file *f) {
 
 typedef enum skip_kind { SK_NONE, SK_LANG, SK_OUTSIDE, SK_UNREADABLE, SK_HUGE, SK_BINARY, SK_GENERATED } skip_kind;
 
+/* The entry the on-disk index kept for rel, when the file has not changed
+ * since (mtime and size, else its hash: text, may be NULL until read). */
+static ws_file *from_store(const sc_workspace *ws, const char *rel, const char *lang,
+                           int64_t mtime, uint64_t size, const char *text, size_t len,
+                           size_t room, bool *need_text) {
+  *need_text = false;
+  if (!ws->store) return NULL;
+  ws_file *c = ws_store_take(ws->store, rel, mtime, size, text, len, need_text);
+  if (c && c->n_chunks > room) { /* the chunk budget shrank meanwhile */
+    ws_file_free(c);
+    c = NULL;
+  }
+  if (c) {
+    c->lang = lang;
+    c->mtime_ns = mtime;
+  }
+  return c;
+}
+
 /* Builds the index entry for rel (text given, or read from disk). Runs
- * without the lock: it only reads ws's constant fields. *out NULL when the
- * file is skipped (*why says why). room: chunks it may sketch. */
+ * without the lock: it only reads ws's constant fields (and, during
+ * sc_workspace_index only, the on-disk index it takes entries from). *out
+ * NULL when the file is skipped (*why says why). room: chunks it may sketch. */
 static sc_status build_file(const sc_workspace *ws, const char *rel, const char *given,
                             size_t given_len, size_t room, ws_file **out, skip_kind *why) {
   *out = NULL;
@@ -383,6 +352,7 @@ static sc_status build_file(const sc_workspace *ws, const char *rel, const char 
   const char *text = given;
   size_t len = given_len;
   char *owned = NULL;
+  int64_t mtime = 0;
   if (!text) {
     /* A symlink may lead out of the root: follow it and check. */
     char target[PATH_MAX];
@@ -395,6 +365,26 @@ static sc_status build_file(const sc_workspace *ws, const char *rel, const char 
       *why = SK_OUTSIDE;
       return SC_OK;
     }
+    struct stat sb;
+    if (stat(full, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+      *why = SK_UNREADABLE;
+      return SC_OK;
+    }
+    if ((uint64_t)sb.st_size > ws->max_bytes) {
+      *why = SK_HUGE;
+      return SC_OK;
+    }
+    mtime = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    if (ws->store) {
+      int sk = ws_store_skipped(ws->store, rel, mtime, (uint64_t)sb.st_size);
+      if (sk == SK_BINARY || sk == SK_GENERATED) {
+        *why = (skip_kind)sk;
+        return SC_OK;
+      }
+    }
+    bool need_text = false;
+    *out = from_store(ws, rel, lang, mtime, (uint64_t)sb.st_size, NULL, 0, room, &need_text);
+    if (*out) return SC_OK;
     bool too_big = false;
     owned = ws_read_all(full, ws->max_bytes, &len, &too_big);
     if (!owned) {
@@ -402,6 +392,13 @@ static sc_status build_file(const sc_workspace *ws, const char *rel, const char 
       return SC_OK;
     }
     text = owned;
+    if (need_text) {
+      *out = from_store(ws, rel, lang, mtime, len, text, len, room, &need_text);
+      if (*out) {
+        free(owned);
+        return SC_OK;
+      }
+    }
   } else if (len > ws->max_bytes) {
     *why = SK_HUGE;
     return SC_OK;
@@ -409,6 +406,7 @@ static sc_status build_file(const sc_workspace *ws, const char *rel, const char 
   if (looks_binary(text, len)) *why = SK_BINARY;
   else if (looks_generated(rel, text, len)) *why = SK_GENERATED;
   if (*why != SK_NONE) {
+    if (ws->store && !given) ws_store_note_skip(ws->store, rel, mtime, len, (int)*why);
     free(owned);
     return SC_OK;
   }
@@ -419,9 +417,13 @@ static sc_status build_file(const sc_workspace *ws, const char *rel, const char 
     return SC_ERR_NOMEM;
   }
   f->lang = lang;
+  f->mtime_ns = mtime;
+  f->size = len;
+  f->hash = sc_hash64(text, len, 0);
+  f->from_buffer = given != NULL;
   sc_syntax_tree *tree = NULL;
   if (sc_syntax_tree_new(lang, text, len, &tree, NULL) == SC_OK) {
-    ws_index_tree(f, tree, text);
+    ws_index_tree(f, tree, text, len);
     sc_syntax_tree_free(tree);
   }
   index_chunks(f, text, len, room);
@@ -438,12 +440,18 @@ static bool insert_file(sc_workspace *ws, ws_file *f);
 static void drop_file(sc_workspace *ws, uint32_t id) {
   ws_file *f = ws->files[id];
   if (!f) return;
-  for (size_t k = 0; k < f->n_defs; k++) map_remove_id(&ws->by_name, f->defs[k].name, id);
+  for (size_t k = 0; k < f->n_defs; k++) {
+    if (!*ws_str(f, f->defs[k].name)) continue; /* an unnamed group of constants */
+    map_remove_id(&ws->by_name, ws_str(f, f->defs[k].name), id);
+    if (f->defs[k].scope != WS_NONE) map_remove_id(&ws->by_scope, ws_str(f, f->defs[k].scope), id);
+  }
+  for (size_t k = 0; k < f->n_uses; k++)
+    map_bump(&ws->uses, ws_str(f, f->uses[k].name), -(int64_t)f->uses[k].count);
   map_remove_id(&ws->by_path, f->path, id);
   ws->stats.definitions -= f->n_defs;
   ws->stats.lines -= f->lines;
   ws->n_chunks -= f->n_chunks;
-  file_free(f);
+  ws_file_free(f);
   ws->files[id] = NULL;
   ws->n_live--;
 }
@@ -471,7 +479,7 @@ static bool insert_file(sc_workspace *ws, ws_file *f) {
       size_t cap = ws->cap_slots ? ws->cap_slots * 2 : 64;
       ws_file **nf = realloc(ws->files, cap * sizeof *nf);
       if (!nf) {
-        file_free(f);
+        ws_file_free(f);
         return false;
       }
       ws->files = nf;
@@ -481,11 +489,18 @@ static bool insert_file(sc_workspace *ws, ws_file *f) {
   }
   id = (uint32_t)slot;
   if (!map_add(&ws->by_path, f->path, (uint64_t)id << 32)) {
-    file_free(f);
+    ws_file_free(f);
     return false;
   }
-  for (size_t k = 0; k < f->n_defs; k++)
-    map_add(&ws->by_name, f->defs[k].name, (uint64_t)id << 32 | (uint32_t)k);
+  for (size_t k = 0; k < f->n_defs; k++) {
+    const ws_def *d = &f->defs[k];
+    if (!*ws_str(f, d->name)) continue; /* an unnamed group of constants: found through them */
+    map_add(&ws->by_name, ws_str(f, d->name), (uint64_t)id << 32 | (uint32_t)k);
+    if (d->scope != WS_NONE)
+      map_add(&ws->by_scope, ws_str(f, d->scope), (uint64_t)id << 32 | (uint32_t)k);
+  }
+  for (size_t k = 0; k < f->n_uses; k++)
+    map_bump(&ws->uses, ws_str(f, f->uses[k].name), (int64_t)f->uses[k].count);
   ws->files[id] = f;
   ws->n_live++;
   ws->stats.definitions += f->n_defs;
@@ -502,34 +517,20 @@ static void count_skip(sc_workspace_stats *st, skip_kind why) {
 }
 
 /* Indexes the files git lists under folder (relative; NULL: the whole
- * root), honouring .gitignore: -z keeps odd names intact. Each file is
- * parsed outside the lock and inserted under the write lock, so readers may
- * run meanwhile (a folder that appears while serving). *added counts the
- * files indexed. An error when git cannot list anything at all. */
+ * root), honouring .gitignore (git.c, libgit2: no git subprocess). Each
+ * file is parsed outside the lock and inserted under the write lock, so
+ * readers may run meanwhile (a folder that appears while serving). *added
+ * counts the files indexed. An error when git cannot list anything at all. */
 static sc_status index_listed(sc_workspace *ws, const char *folder, const _Atomic int *cancel,
                               size_t *added, sc_error *err) {
-  char cmd[PATH_MAX * 2 + 128];
-  bool quotable = !strchr(ws->root, '\'') && (!folder || !strchr(folder, '\''));
-  snprintf(cmd, sizeof cmd,
-           "git -C '%s' ls-files -z --cached --others --exclude-standard%s%s%s 2>/dev/null",
-           ws->root, folder ? " -- '" : "", folder ? folder : "", folder ? "'" : "");
-  FILE *p = quotable ? popen(cmd, "r") : NULL;
-  SC_CHECK(p, err, SC_ERR_IO, "workspace %s: cannot run git ls-files", ws->root);
-  char name[PATH_MAX];
-  size_t nl = 0;
-  int ch;
-  bool any = false;
-  sc_status st = SC_OK;
-  while ((ch = fgetc(p)) != EOF) {
-    if (ch != '\0') {
-      if (nl + 1 < sizeof name) name[nl++] = (char)ch;
-      continue;
-    }
-    name[nl] = '\0';
-    nl = 0;
-    any = true;
+  ws_names names;
+  sc_status st = ws_git_list(ws->root, folder, &names, err);
+  /* A folder that is in no work tree any more lists nothing, as git did. */
+  if (st != SC_OK) return folder ? SC_OK : st;
+  for (size_t i = 0; i < names.n; i++) {
+    const char *name = names.v[i];
     if (cancel && atomic_load(cancel)) {
-      pclose(p);
+      ws_names_free(&names);
       return sc_error_set(err, SC_ERR_CANCELLED, "workspace %s: indexing cancelled", ws->root);
     }
     pthread_rwlock_rdlock(&ws->lock);
@@ -555,11 +556,35 @@ static sc_status index_listed(sc_workspace *ws, const char *folder, const _Atomi
     }
     if (f) (*added)++;
   }
-  int rc = pclose(p);
-  if (st == SC_OK && !any && rc != 0 && !folder)
-    st = sc_error_set(err, SC_ERR_IO, "workspace %s: not a git repository (git ls-files failed)",
-                      ws->root);
+  ws_names_free(&names);
   return st;
+}
+
+/* Reads the on-disk index kept for ws (when there is one) into ws->store;
+ * a file that does not hold up is one log line and a full build. */
+static void store_open(sc_workspace *ws, const sc_workspace_options *opts) {
+  const char *dir = opts ? opts->cache_dir : NULL;
+  if (dir && !*dir) return; /* "" keeps no index on disk */
+  ws->cache_path = ws_store_path(dir, ws->root);
+  if (!ws->cache_path) return;
+  sc_error e = {0};
+  ws->store = ws_store_load(ws->cache_path, ws->root, &e);
+  if (!ws->store && e.status != SC_OK)
+    SC_LOG_WARN("workspace %s: the index kept in %s was not used (%s); indexing from scratch",
+                ws->root, ws->cache_path, e.msg);
+}
+
+/* After a full build: writes the index back when it differs from the kept
+ * one, and lets the kept entries go. */
+static void store_close(sc_workspace *ws) {
+  if (ws->cache_path && !ws_store_unchanged(ws->store, ws->n_live)) {
+    sc_error e = {0};
+    if (ws_store_save(ws, ws->store, ws->cache_path, &e) != SC_OK)
+      SC_LOG_WARN("workspace %s: %s", ws->root, e.msg);
+  }
+  ws->stats.cached = ws_store_reused(ws->store);
+  ws_store_free(ws->store);
+  ws->store = NULL;
 }
 
 sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
@@ -579,12 +604,14 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
     return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
   }
   double t0 = sc_now_ms();
+  store_open(ws, opts);
   size_t added = 0;
   sc_status st = index_listed(ws, NULL, opts ? opts->cancel : NULL, &added, err);
   if (st != SC_OK) {
     sc_workspace_free(ws);
     return st;
   }
+  store_close(ws);
   ws->stats.files = ws->n_live;
   ws->stats.chunks = ws->n_chunks;
   ws->stats.ms = sc_now_ms() - t0;
@@ -592,14 +619,13 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
   return SC_OK;
 }
 
-/* Whether git ignores rel (a new file must honour .gitignore as the full
- * listing does). Outside a git work tree nothing is ignored. */
-static bool git_ignores(const sc_workspace *ws, const char *rel) {
-  if (strchr(ws->root, '\'') || strchr(rel, '\'')) return true; /* cannot quote: be safe */
-  char cmd[PATH_MAX * 2 + 96];
-  snprintf(cmd, sizeof cmd, "git -C '%s' check-ignore -q -- '%s' >/dev/null 2>&1", ws->root, rel);
-  int rc = system(cmd);
-  return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+sc_status sc_workspace_save(sc_workspace *ws, sc_error *err) {
+  SC_CHECK(ws, err, SC_ERR_INVALID, "workspace save: no workspace");
+  if (!ws->cache_path) return SC_OK;
+  pthread_rwlock_rdlock(&ws->lock);
+  sc_status st = ws_store_save(ws, NULL, ws->cache_path, err);
+  pthread_rwlock_unlock(&ws->lock);
+  return st;
 }
 
 /* A ".." path component would lead out of the root; "a..b.py" is a name. */
@@ -639,7 +665,7 @@ sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const
   size_t room = ws->max_chunks - ws->n_chunks + (known ? ws->files[id]->n_chunks : 0);
   bool full = !known && ws->n_live >= ws->max_files;
   pthread_rwlock_unlock(&ws->lock);
-  if (full || (!known && git_ignores(ws, rel_path))) {
+  if (full || (!known && ws_git_ignores(ws->root, rel_path))) {
     if (full) {
       pthread_rwlock_wrlock(&ws->lock);
       ws->stats.skipped_limit++;
@@ -710,10 +736,14 @@ size_t sc_workspace_count_definitions(const sc_workspace *ws, const char *name) 
 
 void sc_workspace_free(sc_workspace *ws) {
   if (!ws) return;
-  for (size_t i = 0; i < ws->n_slots; i++) file_free(ws->files[i]);
+  for (size_t i = 0; i < ws->n_slots; i++) ws_file_free(ws->files[i]);
   free(ws->files);
   map_free(&ws->by_path);
   map_free(&ws->by_name);
+  map_free(&ws->by_scope);
+  map_free(&ws->uses);
+  ws_store_free(ws->store);
+  free(ws->cache_path);
   pthread_rwlock_destroy(&ws->lock);
   free(ws->root);
   free(ws);
@@ -723,6 +753,8 @@ sc_workspace_stats sc_workspace_get_stats(const sc_workspace *ws) {
   pthread_rwlock_t *lock = (pthread_rwlock_t *)&ws->lock;
   pthread_rwlock_rdlock(lock);
   sc_workspace_stats st = ws->stats;
+  /* Some files or chunks are missing when a bound was reached. */
+  st.partial = st.skipped_limit > 0 || ws->n_chunks >= ws->max_chunks;
   pthread_rwlock_unlock(lock);
   return st;
 }

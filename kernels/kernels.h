@@ -147,6 +147,7 @@ sc_status sc_kernels_forward(sc_kernels_ctx *c, const sc_kernels_pass *p, float 
  *   p     = softmax(z); max_prob, margin (p1 - p2) and entropy of p
  *   token = argmax z (lowest index on ties) when T <= 0, else the Gumbel-max
  *           sample argmax (z[t] - log(-log(u(key, t)))), u below
+ *   nonfinite = some l[t] (banned or not) is NaN or infinite
  * Only these records cross to the host, never the [rows x vocab] logits. */
 
 #if defined(__CUDACC__)
@@ -204,6 +205,8 @@ typedef struct sc_kernels_row_stats {
   float sample_prob; /* p(sample) */
   int32_t argmax;    /* lowest index among equal maxima */
   int32_t sample;    /* the picked token: argmax when T <= 0 */
+  int32_t nonfinite; /* 1: a logit of the row was NaN or infinite (the rest
+                        is then 0), as model/pick.c flags it */
 } sc_kernels_row_stats;
 
 sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernels_pass *p,

@@ -474,7 +474,9 @@ __global__ void __launch_bounds__(1024)
   const float pen = pr.eos_penalty * inv_t;
   // Indices start at 0, never past the row: a row with no finite z keeps them.
   top2 t = {-INFINITY, -INFINITY, -INFINITY, 0, 0};
+  int bad = 0;  // this thread saw a NaN or infinite logit (banned ids too)
   for (int j = threadIdx.x; j < V; j += blockDim.x) {
+    bad |= !isfinite(row[j]);
     const float z = pick_z(row, j, inv_t, pen, banned, eos_id, pad_id);
     if (better(z, j, t.v1, t.i1)) {
       t.v2 = t.v1;  // the old best becomes second (index irrelevant)
@@ -488,6 +490,8 @@ __global__ void __launch_bounds__(1024)
       if (better(gk, j, t.gv, t.gi)) t.gv = gk, t.gi = j;
     }
   }
+  // Any thread's flag, for the whole block (and a barrier every thread reaches).
+  const int nonfinite = __syncthreads_or(bad);
   // Warp then block reduction of the top-2 records.
   const int lane = threadIdx.x % WARP, w = threadIdx.x / WARP;
   for (int o = WARP / 2; o > 0; o /= 2) {
@@ -529,8 +533,9 @@ __global__ void __launch_bounds__(1024)
     for (int k = 0; k < (int)(blockDim.x / WARP); k++) s1 += redf[k];
     const int pick = sample ? best.gi : best.i1;
     sc_kernels_row_stats r;
-    if (!(m > -INFINITY) || !isfinite(z) || !isfinite(s1)) {
-      // Every id banned, or NaN logits: nothing to pick; as model/pick.c.
+    r.nonfinite = nonfinite ? 1 : 0;
+    if (nonfinite || !(m > -INFINITY) || !isfinite(z) || !isfinite(s1)) {
+      // Every id banned, or non-finite logits: nothing to pick; as model/pick.c.
       r.max_prob = r.margin = r.entropy = r.sample_prob = 0.0f;
       r.argmax = r.sample = 0;
     } else {

@@ -1,6 +1,10 @@
 /*
- * lsp_impl.h — the daemon's private parts: framing, positions, documents and
- * the worker. Only lsp/ sources and the unit tests include this.
+ * lsp_impl.h — the daemon's private parts: framing, positions, documents,
+ * the worker, and the server as its handlers see it (the sc_lsp__
+ * functions, the dispatch table's rows and the feature's hooks). Only lsp/
+ * sources and the unit tests include this. The server core's own state is
+ * in server_impl.h, the completion feature's in completer_impl.h; neither
+ * includes the other.
  */
 #ifndef SCULPT_LSP_IMPL_H
 #define SCULPT_LSP_IMPL_H
@@ -93,14 +97,22 @@ typedef struct sc_document {
   sc_line_index lines;
   bool lines_valid;
   uint64_t edit_seq; /* bumps on every change; jobs compare it */
-  /* The syntax tree follows the text lazily: edits are queued as they come
-   * (a keystroke costs a copy, not a reparse) and applied when a request
-   * needs the tree (sc_document_syntax). */
+  /* The syntax tree follows the text lazily and is parsed only off the
+   * loop: edits are queued as they come (a keystroke costs a copy, not a
+   * reparse); a request copies the tree and the queue (a syntax snapshot),
+   * its job parses on its worker, and the loop keeps the result for the
+   * next request (sc_document_syntax_adopt). */
   const char *lang;              /* sculpt's language name, NULL = no grammar */
-  struct sc_syntax_tree *tree;   /* NULL until first needed */
-  bool tree_stale;               /* reparse from the text instead of the queue */
-  struct sc_pending_edit *edits; /* queued edits, in order */
+  struct sc_syntax_tree *tree;   /* the last parsed tree, NULL: parse the text afresh */
+  struct sc_pending_edit *edits; /* queued edits since tree (or since a snapshot of the
+                                    text, without one), in order */
   size_t n_edits, cap_edits;
+  uint64_t tree_gen;             /* changes whenever tree or the queue's start does */
+  /* An incremental change that cannot apply (a reversed range, a line past
+   * the end) leaves the text out of step with the client's: until a full
+   * text arrives, changes are not applied and nothing is offered in it. */
+  bool unsynced;
+  bool size_warned; /* the feature told the user this document is too large */
   /* For repository context (issue #6). */
   struct sc_document_store *store; /* the store it is open in (borrowed) */
   double last_used_ms;  /* sc_now_ms() of the last open, edit or request */
@@ -125,9 +137,31 @@ typedef struct sc_pending_edit {
   size_t len;
 } sc_pending_edit;
 
-/* The document's syntax tree, brought up to date; NULL when the language
- * has no grammar or parsing failed (logged). Owned by the document. */
-struct sc_syntax_tree *sc_document_syntax(sc_document *doc);
+/* A request's view of its document's syntax: made on the loop (a copy of
+ * the last tree and copies of the edits queued since, or the text when
+ * there is no tree), parsed on the request's worker, and handed back to the
+ * document on the loop, so that the loop never runs the parser. */
+typedef struct sc_syntax_snapshot sc_syntax_snapshot;
+typedef struct sc_job sc_job; /* below, with the worker */
+
+/* Loop thread. NULL when the document has no grammar (err untouched), or
+ * with err set when memory ran out or the grammar cannot load (the document
+ * is then treated as having none). Costs a copy of the text. */
+sc_syntax_snapshot *sc_document_syntax_snapshot(sc_document *doc, sc_error *err);
+/* The job's thread: the tree at the snapshot's text, parsed (incrementally
+ * when the snapshot has an old tree) in slices that stop as soon as job is
+ * cancelled (job may be NULL: never stopped). Owned by the snapshot; NULL
+ * with err set when stopped (SC_ERR_CANCELLED) or failed. */
+struct sc_syntax_tree *sc_syntax_snapshot_parse(sc_syntax_snapshot *snap, sc_job *job,
+                                                sc_error *err);
+/* Loop thread: the document uri names keeps a copy of the snapshot's parsed
+ * tree, and drops the edits it covers, unless the document's tree changed
+ * meanwhile (closed, replaced, adopted from another request). */
+void sc_document_syntax_adopt(struct sc_document_store *store, const char *uri,
+                              const sc_syntax_snapshot *snap);
+void sc_syntax_snapshot_free(sc_syntax_snapshot *snap);
+/* Frees the document's tree and queue: the next snapshot parses afresh. */
+void sc_document_drop_syntax(sc_document *doc);
 
 typedef struct sc_document_store sc_document_store;
 
@@ -161,8 +195,12 @@ sc_document_store *sc_lsp__documents(sc_lsp_server *s);
 /* Replaces the whole text. */
 sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
                                sc_error *err);
-/* Replaces the range [start, end) given as LSP positions. *clamped reports
- * whether either position had to be clamped. */
+/* Replaces the range [start, end) given as LSP positions. A character past
+ * the end of its line counts as the line's end (LSP says so); *clamped
+ * reports whether that happened. SC_ERR_INVALID, with nothing changed, for
+ * a range that cannot be meant: reversed (start after end), or a line past
+ * the end of the document (the line just after the last one, at character
+ * 0, is its end, as clients write it). */
 sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
                                  uint32_t start_char, uint32_t end_line,
                                  uint32_t end_char, sc_pos_encoding enc,
@@ -254,8 +292,9 @@ void sc_job_free(sc_job *job);
  * cancel takes effect at once. False (after less than ms) when cancelled. */
 bool sc_job_wait(sc_job *job, double ms);
 
-/* ======================= server internals for lsp/ files ================== */
-/* Loop thread only. Double underscores: private to lsp/, shared by files. */
+/* ======================= the server, for handlers ========================= */
+/* What a handler (the feature's, or the core's own) may ask of the server.
+ * Loop thread only. Double underscores: private to lsp/, shared by files. */
 
 enum {
   SC_RPC_PARSE_ERROR = -32700,
@@ -328,38 +367,58 @@ struct ev_loop;
 void sc_lsp__set_loop(sc_lsp_server *s, struct ev_loop *loop);
 struct ev_loop *sc_lsp__loop(sc_lsp_server *s);
 
-/* ======================= completion (complete.c) =========================== */
+/* ======================= the dispatch table and the feature ================ */
+/* The server core (server.c and the files that share server_impl.h) answers
+ * the lifecycle, text synchronisation and $/ methods itself. Everything else
+ * a client asks for (completions, code actions, commands) belongs to the
+ * feature: the server looks its methods up in the feature's table and tells
+ * it of the session's events through its hooks. The feature reaches the
+ * server only through the sc_lsp__ functions above, the server reaches the
+ * feature only through this table, so neither includes the other's
+ * internals. */
 
-typedef struct sc_completer sc_completer;
+enum {
+  SC_METHOD_REQUEST = 1u << 0,   /* has an id and gets a response; else a notification */
+  SC_METHOD_TEST_HOOK = 1u << 1, /* answered only with opts.test_hooks */
+};
 
-sc_completer *sc_completer_new(void);
-void sc_completer_free(sc_completer *c);
-/* Applies a "sculpt" settings object (initializationOptions, configuration). */
-void sc_completer_settings(sc_lsp_server *s, sc_completer *c, json_t *settings);
-/* The client is initialized: load the model in the background. */
-void sc_completer_start(sc_lsp_server *s, sc_completer *c);
-/* The workspace folder (a file:// URI) from initialize; indexed at start. */
-void sc_completer_set_root(sc_completer *c, const char *root_uri);
-/* A document was saved: its index entry is re-read from disk. */
-void sc_completer_on_save(sc_lsp_server *s, sc_completer *c, const char *uri);
-/* workspace/didChangeWatchedFiles: type is LSP's FileChangeType (1 created,
- * 2 changed, 3 deleted); the file's index entry is updated or removed. */
-void sc_completer_on_file_changed(sc_lsp_server *s, sc_completer *c, const char *uri, int type);
-/* A document changed: typing speed for the adaptive debounce, and its index
- * entry follows the buffer (rate-limited). */
-void sc_completer_on_change(sc_lsp_server *s, sc_completer *c, sc_document *d);
-/* Fills the capabilities the completer implements. */
-void sc_completer_capabilities(json_t *caps);
-/* Counters for sculpt/test/stats. */
-json_t *sc_completer_stats(const sc_completer *c);
-sc_completer *sc_lsp__completer(sc_lsp_server *s);
+/* A row of a dispatch table: the method's name, its handler and flags. */
+typedef struct sc_lsp_method {
+  const char *name;
+  void (*fn)(sc_lsp_req *r);
+  unsigned flags; /* SC_METHOD_* */
+} sc_lsp_method;
 
-void sc_completer_handle_inline(sc_lsp_req *r);
-void sc_completer_handle_completion(sc_lsp_req *r);
-void sc_completer_handle_execute(sc_lsp_req *r);
-void sc_completer_handle_action(sc_lsp_req *r);
-void sc_completer_handle_action_resolve(sc_lsp_req *r);
-/* sculpt/test/prompt (test hook): the assembled prompt at a position. */
-void sc_completer_handle_test_prompt(sc_lsp_req *r);
+typedef struct sc_lsp_feature {
+  const sc_lsp_method *methods; /* the requests and notifications it answers */
+  size_t n_methods;
+  /* Its state, made with the server and freed with it, after the workers
+   * have stopped; sc_lsp__feature() returns it. create: NULL on OOM. */
+  void *(*create)(void);
+  void (*destroy)(void *state);
+  /* Adds the capabilities it implements to initialize's answer. */
+  void (*capabilities)(json_t *caps);
+  /* initialize: the workspace folder (a file:// URI). */
+  void (*set_root)(sc_lsp_server *s, const char *root_uri);
+  /* A "sculpt" settings object (initializationOptions, configuration). */
+  void (*settings)(sc_lsp_server *s, json_t *settings);
+  /* initialized: the session runs. */
+  void (*start)(sc_lsp_server *s);
+  /* A document changed (its edits applied, its jobs cancelled). */
+  void (*on_change)(sc_lsp_server *s, sc_document *d);
+  /* A document was saved. */
+  void (*on_save)(sc_lsp_server *s, const char *uri);
+  /* workspace/didChangeWatchedFiles: type is LSP's FileChangeType (1
+   * created, 2 changed, 3 deleted). */
+  void (*on_file_changed)(sc_lsp_server *s, const char *uri, int type);
+  /* Counters merged into sculpt/test/stats (owned by the caller). */
+  json_t *(*stats)(sc_lsp_server *s);
+} sc_lsp_feature;
+
+/* The completion feature (lsp/completer.c), the one the server runs. */
+extern const sc_lsp_feature sc_completion_feature;
+
+/* The feature's state (borrowed). */
+void *sc_lsp__feature(sc_lsp_server *s);
 
 #endif /* SCULPT_LSP_IMPL_H */

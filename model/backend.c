@@ -145,6 +145,16 @@ sc_status sc_forward_ctx_run_packed(sc_forward_ctx *c, const int32_t *ids,
   return c->ops->forward_packed(c->state, ids, offsets, n_seqs, rows, n_rows, logits, err);
 }
 
+/* A pass whose picked rows saw a NaN or infinite logit is an error naming
+ * the checkpoint: completing from it would give blank or garbage text
+ * with every sign of success. */
+static sc_status check_finite(const sc_forward_ctx *c, const sc_row_pick *out, int n_rows,
+                              sc_error *err) {
+  for (int k = 0; k < n_rows; k++)
+    if (out[k].nonfinite) return sc_model_nonfinite_error(c->model, err);
+  return SC_OK;
+}
+
 bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *c) {
   return c && c->ops->pick && c->ops->picks_on_device && c->ops->picks_on_device(c->state);
 }
@@ -173,7 +183,7 @@ sc_status sc_forward_ctx_pick(sc_forward_ctx *c, const int32_t *ids, int n, int 
     SC_TRY(c->ops->pick(c->state, ids, n, w0, w1, offsets, n_seqs, rows, n_rows, pick,
                         keep_logits ? logits : NULL, out, err));
     if (!window) c->cached_n = offsets ? 0 : n;
-    return SC_OK;
+    return check_finite(c, out, n_rows, err);
   }
   /* The host picks: the logits of the rows, then model/pick.c. */
   SC_CHECK(logits || n_rows == 0, err, SC_ERR_INVALID, "no logits buffer for the host's picking");
@@ -191,5 +201,5 @@ sc_status sc_forward_ctx_pick(sc_forward_ctx *c, const int32_t *ids, int n, int 
     SC_CHECK(c->pick_z, err, SC_ERR_NOMEM, "out of memory");
   }
   sc_pick_rows(logits, n_rows, V, pick, c->pick_z, out);
-  return SC_OK;
+  return check_finite(c, out, n_rows, err);
 }

@@ -176,10 +176,8 @@ static sc_status open_files(loader *L, sc_error *err) {
   char path[4096];
   snprintf(path, sizeof path, "%s/model.safetensors.index.json", L->dir);
   if (access(path, F_OK) == 0) {
-    json_error_t jerr;
-    json_t *idx = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    SC_CHECK(idx, err, SC_ERR_FORMAT, "%s: invalid JSON at line %d: %s", path, jerr.line,
-             jerr.text);
+    json_t *idx = NULL;
+    SC_TRY(sc_json_file_load(path, JSON_REJECT_DUPLICATES, &idx, err));
     json_t *wm = json_object_get(idx, "weight_map");
     if (!json_is_object(wm) || json_object_size(wm) == 0) {
       json_decref(idx);
@@ -394,6 +392,10 @@ sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model 
            "max_seq and n_threads must not be negative");
   sc_model *m = calloc(1, sizeof *m);
   SC_CHECK(m, err, SC_ERR_NOMEM, "out of memory");
+  if (!(m->dir = strdup(dir))) {
+    free(m);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
   loader L = {.m = m, .dir = dir, .dtype_seen = -1};
   char gguf[4200];
   sc_status st;
@@ -467,7 +469,17 @@ void sc_model_free(sc_model *m) {
   free(m->vectors);
   for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
   free(m->owned);
+  free(m->dir);
   free(m);
+}
+
+sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err) {
+  /* Loading does not scan the weights (a 7B checkpoint is gigabytes, mapped
+   * lazily); the logits say it at the first pass instead. */
+  return sc_error_set(err, SC_ERR_FORMAT,
+                      "checkpoint %s: the model's logits are NaN or infinite (its weights hold "
+                      "NaN/Inf values, or its activations overflow); no completion from it",
+                      m->dir);
 }
 
 const sc_model_info *sc_model_get_info(const sc_model *m) { return &m->info; }

@@ -16,10 +16,13 @@
  *  - Shift: Dream/Open-dCoder/CoDA generation utilities shift, LLaDA does not
  *    (../shared/notes/diffusion-models.md, section A). */
 #define _POSIX_C_SOURCE 200809L
+#include "infill_impl.h"
 #include "model_impl.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,28 +72,36 @@ const char *sc_dtype_name(sc_dtype dtype) {
   return "?";
 }
 
+sc_status sc_json_file_load(const char *path, size_t flags, json_t **out, sc_error *err) {
+  *out = NULL;
+  char *buf = NULL;
+  size_t len = 0;
+  SC_TRY(sc_file_read_regular(path, SC_JSON_FILE_MAX, &buf, &len, err));
+  json_error_t jerr;
+  json_t *j = json_loadb(buf, len, flags, &jerr);
+  free(buf);
+  SC_CHECK(j, err, SC_ERR_FORMAT, "%s: invalid JSON at line %d, column %d: %s", path, jerr.line,
+           jerr.column, jerr.text);
+  *out = j;
+  return SC_OK;
+}
+
+/* dir/name as a JSON object. An optional file that does not exist is NULL
+ * with *st SC_OK; one that exists must be a readable regular file holding
+ * an object (a broken tokenizer file is as wrong as a broken config). */
 static json_t *load_json(const char *dir, const char *name, bool required,
                          sc_status *st, sc_error *err) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  json_error_t jerr;
-  json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+  struct stat sb;
   *st = SC_OK;
+  if (!required && stat(path, &sb) != 0 && errno == ENOENT) return NULL;
+  json_t *j = NULL;
+  *st = sc_json_file_load(path, JSON_REJECT_DUPLICATES, &j, err);
   if (j && !json_is_object(j)) {
     json_decref(j);
+    j = NULL;
     *st = sc_error_set(err, SC_ERR_FORMAT, "%s: not a JSON object", path);
-    return NULL;
-  }
-  if (!j) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-      if (required) *st = sc_error_set(err, SC_ERR_IO, "%s: cannot open", path);
-      return NULL;
-    }
-    fclose(f);
-    /* A present but broken tokenizer file is as wrong as a broken config. */
-    *st = sc_error_set(err, SC_ERR_FORMAT, "%s: invalid JSON at line %d: %s", path,
-                       jerr.line, jerr.text);
   }
   return j;
 }
@@ -160,14 +171,9 @@ static sc_model_family detect_family(const char *arch, const char *model_type) {
 
 /* ---- special tokens ------------------------------------------------------ */
 
-typedef struct token_files {
-  json_t *tokenizer;        /* tokenizer.json */
-  json_t *tokenizer_config; /* tokenizer_config.json */
-  json_t *special_map;      /* special_tokens_map.json */
-} token_files;
+typedef sc_token_files token_files;
 
-/* The id of an added token by its text, or -1. */
-static int32_t added_token_id(const token_files *tf, const char *content) {
+int32_t sc_token_files_added_id(const sc_token_files *tf, const char *content) {
   json_t *list = json_object_get(tf->tokenizer, "added_tokens");
   size_t i;
   json_t *t;
@@ -190,11 +196,36 @@ static int32_t added_token_id(const token_files *tf, const char *content) {
   return -1;
 }
 
+const char *sc_token_files_added_text(const sc_token_files *tf, int32_t id) {
+  json_t *list = json_object_get(tf->tokenizer, "added_tokens");
+  size_t i;
+  json_t *t;
+  json_array_foreach(list, i, t) {
+    json_t *c = json_object_get(t, "content"), *tid = json_object_get(t, "id");
+    if (json_is_string(c) && json_is_integer(tid) && json_integer_value(tid) == id)
+      return json_string_value(c);
+  }
+  char key[16];
+  snprintf(key, sizeof key, "%d", (int)id);
+  json_t *c = json_object_get(json_object_get(json_object_get(tf->tokenizer_config,
+                                                              "added_tokens_decoder"),
+                                              key),
+                              "content");
+  return json_is_string(c) ? json_string_value(c) : NULL;
+}
+
 /* "<x>_token" in a tokenizer file is a string or {"content": string}. */
 static const char *token_text(json_t *file, const char *key) {
   json_t *v = json_object_get(file, key);
   if (json_is_object(v)) v = json_object_get(v, "content");
   return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+const char *sc_token_files_named(const sc_token_files *tf, const char *what) {
+  char key[64];
+  snprintf(key, sizeof key, "%s_token", what);
+  const char *text = token_text(tf->tokenizer_config, key);
+  return text ? text : token_text(tf->special_map, key);
 }
 
 /* config.json "<x>_token_id" (an int, or a list whose first int counts),
@@ -207,10 +238,8 @@ static int32_t special_id(const json_t *cfg, const token_files *tf, const char *
   if (json_is_array(v)) v = json_array_get(v, 0);
   if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= INT32_MAX)
     return (int32_t)json_integer_value(v);
-  snprintf(key, sizeof key, "%s_token", what);
-  const char *text = token_text(tf->tokenizer_config, key);
-  if (!text) text = token_text(tf->special_map, key);
-  return text ? added_token_id(tf, text) : -1;
+  const char *text = sc_token_files_named(tf, what);
+  return text ? sc_token_files_added_id(tf, text) : -1;
 }
 
 static sc_status read_special_ids(const char *dir, const json_t *cfg, sc_config *c,
@@ -230,12 +259,9 @@ static sc_status read_special_ids(const char *dir, const json_t *cfg, sc_config 
      * (pengzhangzhi/Open-dLLM, see the shared notes). */
     static const char *const mask_texts[] = {"<|mask|>", "<M>", "[MASK]", "<mask>"};
     for (size_t i = 0; c->mask_id < 0 && i < sizeof mask_texts / sizeof mask_texts[0]; i++)
-      c->mask_id = added_token_id(&tf, mask_texts[i]);
+      c->mask_id = sc_token_files_added_id(&tf, mask_texts[i]);
   }
-  json_decref(tf.tokenizer);
-  json_decref(tf.tokenizer_config);
-  json_decref(tf.special_map);
-  if (st != SC_OK) return st;
+  if (st != SC_OK) goto out;
 
   /* Family defaults, the last resort (shared notes, Table 1). */
   int32_t dmask = -1, deos = -1, dpad = -1, dbos = -1;
@@ -250,7 +276,13 @@ static sc_status read_special_ids(const char *dir, const json_t *cfg, sc_config 
   if (c->eos_id < 0) c->eos_id = deos;
   if (c->pad_id < 0) c->pad_id = dpad;
   if (c->bos_id < 0) c->bos_id = dbos;
-  return SC_OK;
+  /* How this family frames, ends and decodes an infill (family.c). */
+  st = sc_family_profile_resolve(dir, cfg, &tf, c, err);
+out:
+  json_decref(tf.tokenizer);
+  json_decref(tf.tokenizer_config);
+  json_decref(tf.special_map);
+  return st;
 }
 
 /* ---- sizes ------------------------------------------------------------------ */

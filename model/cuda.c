@@ -212,7 +212,8 @@ static sc_status cuda_pick(void *p, const int32_t *ids, int n, int w0, int w1,
   SC_TRY(sc_kernels_forward_stats(s->kc, &pass, &smp, s->stats, err));
   for (int k = 0; k < n_rows; k++) {
     const sc_kernels_row_stats *r = &s->stats[k];
-    out[k] = (sc_row_pick){r->sample, r->sample_prob, r->max_prob, r->margin, r->entropy};
+    out[k] = (sc_row_pick){r->sample, r->sample_prob, r->max_prob, r->margin, r->entropy,
+                           r->nonfinite != 0};
   }
   return SC_OK;
 }

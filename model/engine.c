@@ -16,8 +16,8 @@
  * what shares its pass.
  * Sources: ../shared/notes/diffusion-models.md, section B. */
 #define _POSIX_C_SOURCE 200809L
-#include "kernels.h"
-#include "model.h"
+#include "infill_impl.h"
+#include "model_impl.h" /* sc_model_nonfinite_error: the checkpoint's name */
 
 #include <limits.h>
 #include <math.h>
@@ -29,9 +29,10 @@ struct sc_engine {
   sc_model *model;         /* borrowed */
   const sc_tokenizer *tok; /* borrowed, may be NULL */
   const sc_model_info *info;
+  const sc_family_profile *prof; /* how the family frames and ends (family.c) */
   sc_forward_ctx *fctx;
   int max_seq, vocab;
-  int32_t expand_id;  /* DreamOn's <|expand|>, or -1 */
+  int32_t expand_id;  /* DreamOn's expand token (the profile's), or -1 */
   /* [vocab] 1 = never picked: the mask, ids the tokenizer has no token for
    * (padding rows of the embedding) and the expand token; banned_dreamon
    * allows the expand token (a DreamOn canvas that may still grow). */
@@ -101,6 +102,7 @@ void sc_infill_result_free(sc_infill_result *r) {
   free(r->ids);
   free(r->confidence);
   free(r->text);
+  free(r->canvas_ids);
   memset(r, 0, sizeof *r);
 }
 
@@ -115,12 +117,11 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
   e->model = model;
   e->tok = tok;
   e->info = sc_model_get_info(model);
+  e->prof = sc_model_get_profile(model);
   e->max_seq = max_seq > 0 ? max_seq : e->info->max_seq;
   e->vocab = e->info->vocab;
-  /* DreamOn names its expand token <|expand|> (id 151667 there); it is read
-   * from the tokenizer, so any checkpoint that ships one gets the behaviour. */
-  e->expand_id = tok ? sc_tokenizer_token_to_id(tok, "<|expand|>") : -1;
-  if (e->expand_id >= e->vocab) e->expand_id = -1;
+  /* DreamOn's expand token comes with the family profile (family.c). */
+  e->expand_id = e->prof->expand_id < e->vocab ? e->prof->expand_id : -1;
   e->banned = calloc((size_t)e->vocab, 1);
   e->banned_dreamon = calloc((size_t)e->vocab, 1);
   if (!e->banned || !e->banned_dreamon) {
@@ -188,25 +189,13 @@ void sc_engine_free(sc_engine *e) {
   free(e);
 }
 
-/* ---- the noise's keys ---------------------------------------------------------- */
-
-/* A candidate's key: the request's seed and the candidate's number. */
-static uint64_t run_key(uint64_t seed, int index) {
-  return sc_kernels_mix64(seed ^ (0xA24BAED4963EE407ULL * (uint64_t)(index + 1)));
-}
-
-/* A row's key: its candidate's key, the step and the canvas position. */
-static uint64_t row_key(uint64_t key, int step, int pos) {
-  return sc_kernels_mix64(key ^ sc_kernels_mix64(((uint64_t)(uint32_t)step << 32) |
-                                                 (uint64_t)(uint32_t)pos));
-}
-
 /* ---- one row: filter, sample, score --------------------------------------- */
 
 typedef struct row_pick {
   int32_t token;
   double p;     /* probability of token under the filtered distribution */
   double score; /* ranking score in [0, 1]-comparable form, see sc_infill_params */
+  bool nonfinite; /* a logit of the row was NaN or infinite: nothing was picked */
 } row_pick;
 
 /* qsort has no context argument in C17; the row being sorted is a global of
@@ -229,14 +218,19 @@ static double pick_score(const sc_row_pick *rp, const sc_infill_params *p) {
   return rp->p;
 }
 
-/* True when rows of p are picked by model.h's rules alone (no top-k/top-p
- * that removes anything), which a GPU applies on the device. */
-static bool unfiltered(const sc_engine *e, const sc_infill_params *p) {
-  return !(p->top_k > 0 && p->top_k < e->vocab) && !(p->top_p > 0 && p->top_p < 1.0);
-}
-
 static float eos_penalty(const sc_engine *e, const sc_infill_params *p) {
   return isnan(p->eos_penalty) ? e->info->eos_penalty : p->eos_penalty;
+}
+
+/* True when rows of p are picked by model.h's rules alone (no top-k/top-p
+ * that removes anything), which a GPU applies on the device; a GPU's
+ * epilogue penalises two end ids, so a family with more (and a penalty)
+ * has its rows picked on the host. */
+static bool unfiltered(const sc_engine *e, const sc_infill_params *p) {
+  if (e->prof->n_end > 2 && eos_penalty(e, p) != 0.0f &&
+      sc_forward_ctx_picks_on_device(e->fctx))
+    return false;
+  return !(p->top_k > 0 && p->top_k < e->vocab) && !(p->top_p > 0 && p->top_p < 1.0);
 }
 
 static sc_pick_row_params row_params(const sc_engine *e, const sc_infill_params *p,
@@ -246,9 +240,13 @@ static sc_pick_row_params row_params(const sc_engine *e, const sc_infill_params 
   return r;
 }
 
+/* The EOS penalty falls on every end token of the family. */
 static sc_pick_params pick_params(const sc_engine *e, const uint8_t *banned,
                                   const sc_pick_row_params *rows) {
-  sc_pick_params pp = {rows, banned, e->info->eos_id, e->info->pad_id};
+  const sc_family_profile *pf = e->prof;
+  sc_pick_params pp = {rows, banned, pf->n_end > 0 ? pf->end_ids[0] : -1,
+                       pf->n_end > 1 ? pf->end_ids[1] : -1, pf->end_ids + 2,
+                       pf->n_end > 2 ? pf->n_end - 2 : 0};
   return pp;
 }
 
@@ -257,7 +255,6 @@ static sc_pick_params pick_params(const sc_engine *e, const uint8_t *banned,
 static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_params *p,
                            bool allow_expand, uint64_t key) {
   const int V = e->vocab;
-  const sc_model_info *info = e->info;
   const uint8_t *banned = allow_expand ? e->banned_dreamon : e->banned;
   row_pick out;
   if (unfiltered(e, p)) {
@@ -268,17 +265,21 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
     out.token = r.token;
     out.p = r.p;
     out.score = pick_score(&r, p);
+    out.nonfinite = r.nonfinite;
     return out;
   }
   double *z = e->z;
   double inv_t = p->temperature > 0 ? 1.0 / p->temperature : 1.0;
-  for (int i = 0; i < V; i++) z[i] = banned[i] ? -INFINITY : (double)logits[i] * inv_t;
-  const float pen = eos_penalty(e, p);
-  if (pen != 0.0f) {
-    if (info->eos_id >= 0 && info->eos_id < V) z[info->eos_id] -= pen * inv_t;
-    if (info->pad_id >= 0 && info->pad_id < V && info->pad_id != info->eos_id)
-      z[info->pad_id] -= pen * inv_t;
+  bool nonfinite = false;
+  for (int i = 0; i < V; i++) {
+    nonfinite |= !isfinite(logits[i]); /* as model/pick.c's pass does */
+    z[i] = banned[i] ? -INFINITY : (double)logits[i] * inv_t;
   }
+  if (nonfinite) return (row_pick){0, 0.0, 0.0, true};
+  out.nonfinite = false;
+  const float pen = eos_penalty(e, p);
+  for (int k = 0; pen != 0.0f && k < e->prof->n_end; k++)
+    if (e->prof->end_ids[k] < V) z[e->prof->end_ids[k]] -= pen * inv_t;
 
   /* The kept set: the top-k, then the top-p nucleus. Sort only what can
    * matter: candidates within 30 nats of the maximum hold all but e^-30 of
@@ -341,20 +342,7 @@ static row_pick sample_row(sc_engine *e, const float *logits, const sc_infill_pa
 
 /* ---- one candidate --------------------------------------------------------- */
 
-typedef struct cand_state {
-  int m;           /* canvas length */
-  int c0;          /* canvas start in seq */
-  int n;           /* sequence length */
-  int32_t *canvas; /* [m] final tokens (owned) */
-  float *conf;     /* [m] */
-  double mean_logp;
-  int steps, committed;
-  bool ended;
-} cand_state;
-
-static bool is_end_token(const sc_model_info *info, int32_t t) {
-  return (info->eos_id >= 0 && t == info->eos_id) || (info->pad_id >= 0 && t == info->pad_id);
-}
+typedef sc_cand cand_state; /* infill_impl.h */
 
 /* Sorts order[0..k) by score descending, position ascending on ties. */
 static _Thread_local const double *g_sort_score;
@@ -378,7 +366,7 @@ typedef struct cand_run {
   int b, bs, be, masks_left, block_steps, step_in_block;
   bool done, ended;
   int steps, committed;
-  uint64_t key; /* run_key(seed, index): the root of this run's noise */
+  uint64_t key; /* sc_infill_run_key(seed, index): the root of this run's noise */
   int row0, nr; /* this step's rows in the engine's shared buffers */
 } cand_run;
 
@@ -416,24 +404,18 @@ static sc_status run_init(sc_engine *e, cand_run *run, const int32_t *prefix, in
   SC_CHECK(info->mask_id >= 0, err, SC_ERR_UNSUPPORTED,
            "the checkpoint has no mask token: it is not a diffusion model");
   run->index = index;
-  run->seq = malloc((size_t)(n_prefix + m + n_suffix + 2) * sizeof *run->seq);
+  int extra = sc_family_frame_extra(e->prof, p->suffix_cut, 0);
+  run->seq = malloc((size_t)(n_prefix + m + n_suffix + extra) * sizeof *run->seq);
   run->conf = calloc((size_t)m, sizeof *run->conf);
   if (!run->seq || !run->conf) {
     run_free(run);
     return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
   }
-  int n = 0;
-  if (info->bos_id >= 0) run->seq[n++] = info->bos_id;
-  if (n_prefix) memcpy(run->seq + n, prefix, (size_t)n_prefix * sizeof *run->seq);
-  n += n_prefix;
-  run->c0 = n;
-  for (int i = 0; i < m; i++) run->seq[n++] = info->mask_id;
-  if (n_suffix) memcpy(run->seq + n, suffix, (size_t)n_suffix * sizeof *run->seq);
-  n += n_suffix;
-  if (info->eos_id >= 0) run->seq[n++] = info->eos_id;
-  run->n = n;
+  /* The family's frame (family.c); a cut suffix gets no EOS. */
+  run->n = sc_family_frame(e->prof, p->suffix_cut, 0, prefix, n_prefix, info->mask_id, m, suffix,
+                           n_suffix, run->seq, &run->c0);
   run->m = m;
-  run->key = run_key(seed, index);
+  run->key = sc_infill_run_key(seed, index);
   run->block = p->block_len > 0 && p->block_len < m ? p->block_len : m;
   run->n_blocks = (m + run->block - 1) / run->block;
   /* Fixed-k: the canvas's steps shared evenly by the blocks (at least one
@@ -462,13 +444,13 @@ static void run_rows(sc_engine *e, cand_run *run, int row0, int base) {
 /* This step's pick parameters for the run's rows (run_rows listed them). */
 static void run_pick_params(sc_engine *e, const cand_run *run, const sc_infill_params *p) {
   for (int k = run->row0; k < run->row0 + run->nr; k++)
-    e->prow[k] = row_params(e, p, row_key(run->key, run->steps, e->positions[k]));
+    e->prow[k] = row_params(e, p, sc_infill_row_key(run->key, run->steps, e->positions[k]));
 }
 
 /* The run's rows picked: from e->rpick when the pass picked them (on the
  * device or by model/pick.c), else from their logits here. */
-static void run_take_picks(sc_engine *e, cand_run *run, const sc_infill_params *p,
-                           bool picked) {
+static sc_status run_take_picks(sc_engine *e, cand_run *run, const sc_infill_params *p,
+                                bool picked, sc_error *err) {
   for (int k = run->row0; k < run->row0 + run->nr; k++) {
     if (picked) {
       e->pick[k] = e->rpick[k].token;
@@ -477,12 +459,44 @@ static void run_take_picks(sc_engine *e, cand_run *run, const sc_infill_params *
     } else {
       row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, false,
                                e->prow[k].key);
+      /* (Picked rows were checked by sc_forward_ctx_pick.) */
+      if (rp.nonfinite) return sc_model_nonfinite_error(e->model, err);
       e->pick[k] = rp.token;
       e->pprob[k] = (float)rp.p;
       e->score[k] = rp.score;
     }
     e->order[k] = k;
   }
+  return SC_OK;
+}
+
+/* The family's ending rule after a step. The middle ends at the first end
+ * token in the canvas: once no mask is left before it, nothing after it can
+ * change the middle, so the run stops there. Before that, the masks after
+ * it are decoded like any other (they shape what the masks before it
+ * condition on), except for a family trained with EOS to the right of the
+ * middle (profile eos_fill: DreamOn, sculpt's own), whose masks there
+ * become EOS at once. */
+static void run_end(sc_engine *e, cand_run *run) {
+  const sc_family_profile *pf = e->prof;
+  const int32_t mask = e->info->mask_id;
+  int first_end = -1;
+  bool mask_before = false;
+  for (int i = run->c0; i < run->c0 + run->m && first_end < 0; i++) {
+    if (run->seq[i] == mask) mask_before = true;
+    else if (sc_family_is_end(pf, run->seq[i])) first_end = i;
+  }
+  if (first_end < 0) return;
+  if (pf->eos_fill) {
+    int32_t fill = pf->eos_id >= 0 ? pf->eos_id : pf->end_ids[0];
+    for (int i = first_end + 1; i < run->c0 + run->m; i++)
+      if (run->seq[i] == mask) {
+        run->seq[i] = fill;
+        run->conf[i - run->c0] = 1.0f;
+        if (i >= run->bs && i < run->be) run->masks_left--;
+      }
+  }
+  if (!mask_before) run->ended = run->done = true;
 }
 
 /* Commits the run's picked rows by the schedule, and moves on to the next
@@ -506,7 +520,6 @@ static void run_apply(sc_engine *e, cand_run *run, const sc_infill_params *p,
     if (take < 1) take = 1;
     if (take > nr) take = nr;
   }
-  int end_at = -1;
   for (int t = 0; t < take; t++) {
     int j = e->order[k0 + t];
     int pos = e->positions[j];
@@ -514,29 +527,16 @@ static void run_apply(sc_engine *e, cand_run *run, const sc_infill_params *p,
     run->conf[pos - run->c0] = e->pprob[j];
     run->committed++;
     run->masks_left--;
-    if (is_end_token(info, e->pick[j]) && (end_at < 0 || pos < end_at)) end_at = pos;
   }
-  /* The middle ends at the first EOS/pad: what follows it in the canvas is
-   * discarded, so it is filled with EOS now rather than decoded. */
-  if (end_at >= 0) {
-    int32_t fill = info->eos_id >= 0 ? info->eos_id : info->pad_id;
-    for (int i = end_at + 1; i < run->c0 + run->m; i++)
-      if (run->seq[i] == info->mask_id) {
-        run->seq[i] = fill;
-        run->conf[i - run->c0] = 1.0f;
-        if (i < run->be) run->masks_left--;
-      }
-    run->ended = true;
-  }
+  run_end(e, run);
   run->step_in_block++;
   if (progress)
     progress(user, run->index, run->seq + run->c0, run->m, run->steps, run->committed);
-  if (run->masks_left <= 0) run_next_block(run, info);
+  if (!run->done && run->masks_left <= 0) run_next_block(run, info);
 }
 
 /* Hands the finished canvas to cs (ownership moves) and scores it. */
 static void run_finish(sc_engine *e, cand_run *run, cand_state *cs) {
-  const sc_model_info *info = e->info;
   cs->m = run->m;
   cs->c0 = run->c0;
   cs->n = run->n;
@@ -548,19 +548,8 @@ static void run_finish(sc_engine *e, cand_run *run, cand_state *cs) {
   cs->conf = run->conf;
   run->seq = NULL;
   run->conf = NULL;
-  /* Mean log-confidence over the middle and the EOS that ends it. */
-  double sum = 0;
-  int count = 0;
-  for (int i = 0; i < cs->m; i++) {
-    double c = cs->conf[i] > 1e-30f ? cs->conf[i] : 1e-30;
-    sum += log(c);
-    count++;
-    if (is_end_token(info, cs->canvas[i])) {
-      cs->ended = true;
-      break;
-    }
-  }
-  cs->mean_logp = count ? sum / count : 0;
+  /* Mean log-confidence over the middle and the end token that ends it. */
+  sc_family_score(e->prof, cs);
 }
 
 /* Makes the per-step buffers hold n rows. */
@@ -717,7 +706,7 @@ static sc_status decode_candidate(sc_engine *e, sc_infill_session *session, cons
     kv_note(e, run.seq, run.n, w0, w1, session);
     double t1 = sc_now_ms();
     *ms_fwd += t1 - t0;
-    run_take_picks(e, &run, p, pick);
+    if ((st = run_take_picks(e, &run, p, pick, err)) != SC_OK) break;
     run_apply(e, &run, p, progress, user);
     *ms_smp += sc_now_ms() - t1;
   }
@@ -772,6 +761,9 @@ static sc_status batch_add_indexed(sc_engine_batch *b, const sc_infill_request *
                                    const sc_infill_params *p, int index, int *slot,
                                    sc_error *err) {
   SC_TRY(check_request(b->e, q, err));
+  SC_CHECK(!p || p->loop == SC_LOOP_BLOCKS, err, SC_ERR_UNSUPPORTED,
+           "batch: the %s loop decodes one request at a time (sc_engine_infill)",
+           sc_decode_loop_name(p ? p->loop : SC_LOOP_BLOCKS));
   int s = 0;
   while (s < SC_INFILL_MAX_BATCH && b->slots[s].used) s++;
   SC_CHECK(s < SC_INFILL_MAX_BATCH, err, SC_ERR_UNSUPPORTED, "batch: every slot is taken");
@@ -896,7 +888,7 @@ sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progres
   b->passes++;
   for (int a = 0; a < na; a++) {
     batch_slot *bs = &b->slots[active[a]];
-    run_take_picks(e, &bs->run, &bs->p, unfiltered(e, &bs->p));
+    SC_TRY(run_take_picks(e, &bs->run, &bs->p, unfiltered(e, &bs->p), err));
     run_apply(e, &bs->run, &bs->p, NULL, NULL);
     if (progress)
       progress(user, active[a], bs->run.seq + bs->run.c0, bs->run.m, bs->run.steps,
@@ -972,133 +964,23 @@ static sc_status decode_batch(sc_engine *e, const sc_infill_request *reqs, int n
 static sc_status finish_result(sc_engine *e, cand_state *bestp, int best_index,
                                sc_infill_result *out, sc_error *err);
 
-/* DreamOn-style variable length: one block, a full pass every step, and the
- * canvas edited after each step (expand -> two masks, EOS -> deleted with
- * the masks after it). Source: DreamLM/DreamOn eval/generator.py, as
- * summarised in ../shared/notes/diffusion-models.md B5. */
-static sc_status decode_candidate_dreamon(sc_engine *e, const int32_t *prefix, int n_prefix,
-                                          const int32_t *suffix, int n_suffix, int m0,
-                                          int cand_index, const sc_infill_params *p,
-                                          const _Atomic int *cancel,
-                                          sc_infill_progress_fn progress, void *user,
-                                          cand_state *cs, double *ms_fwd, double *ms_smp,
-                                          sc_error *err) {
-  const sc_model_info *info = e->info;
-  const int32_t mask = info->mask_id;
-  SC_CHECK(mask >= 0, err, SC_ERR_UNSUPPORTED,
-           "the checkpoint has no mask token: it is not a diffusion model");
-  int room = e->max_seq - n_prefix - n_suffix - 2;
-  int max_m = p->max_canvas > 0 ? p->max_canvas : 4 * m0;
-  if (max_m > room) max_m = room;
-  if (max_m < m0) max_m = m0;
-  int32_t *cv = malloc((size_t)max_m * sizeof *cv);
-  float *cf = malloc((size_t)max_m * sizeof *cf);
-  if (!cv || !cf) {
-    free(cv);
-    free(cf);
-    return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
-  }
-  int m = m0;
-  for (int i = 0; i < m; i++) cv[i] = mask, cf[i] = 0;
-  const uint64_t key = run_key(p->seed, cand_index);
-  int32_t *seq = e->seq;
-  sc_status st = SC_OK;
-  for (;;) {
-    int masks = 0;
-    for (int i = 0; i < m; i++) masks += cv[i] == mask;
-    if (masks == 0) break;
-    if (cancel && atomic_load(cancel)) {
-      st = sc_error_set(err, SC_ERR_CANCELLED, "infill cancelled");
-      break;
-    }
-    int n = 0;
-    if (info->bos_id >= 0) seq[n++] = info->bos_id;
-    if (n_prefix) memcpy(seq + n, prefix, (size_t)n_prefix * sizeof *seq);
-    n += n_prefix;
-    int c0 = n;
-    memcpy(seq + n, cv, (size_t)m * sizeof *seq);
-    n += m;
-    if (n_suffix) memcpy(seq + n, suffix, (size_t)n_suffix * sizeof *seq);
-    n += n_suffix;
-    if (info->eos_id >= 0) seq[n++] = info->eos_id;
-    int nr = 0;
-    for (int i = 0; i < m; i++) {
-      if (cv[i] != mask) continue;
-      int pos = c0 + i;
-      e->positions[nr] = i;
-      e->rows[nr] = info->shift_logits ? (pos > 0 ? pos - 1 : 0) : pos;
-      nr++;
-    }
-    double t0 = sc_now_ms();
-    e->kv_session = 0; /* positions move every step: nothing for a session */
-    st = sc_forward_ctx_run(e->fctx, seq, n, e->rows, nr, e->logits, err);
-    if (st != SC_OK) break;
-    double t1 = sc_now_ms();
-    *ms_fwd += t1 - t0;
-    cs->steps++;
-    for (int k = 0; k < nr; k++) {
-      row_pick rp = sample_row(e, e->logits + (size_t)k * (size_t)e->vocab, p, m < max_m,
-                               row_key(key, cs->steps, e->positions[k]));
-      e->pick[k] = rp.token;
-      e->pprob[k] = (float)rp.p;
-      e->score[k] = rp.score;
-      e->order[k] = k;
-    }
-    g_sort_score = e->score;
-    qsort(e->order, (size_t)nr, sizeof *e->order, cmp_order);
-    int take = 1;
-    if (p->schedule == SC_SCHEDULE_THRESHOLD) {
-      while (take < nr && e->score[e->order[take]] >= p->threshold) take++;
-    } else if (p->steps > 0) {
-      int left = p->steps - cs->steps + 1;
-      take = left > 1 ? (masks + left - 1) / left : masks;
-    }
-    if (take > nr) take = nr;
-    for (int k = 0; k < take; k++) {
-      int j = e->order[k];
-      cv[e->positions[j]] = e->pick[j];
-      cf[e->positions[j]] = e->pprob[j];
-      cs->committed++;
-    }
-    /* Delete: the first EOS/pad goes, with every mask after it. */
-    int pe = -1;
-    for (int i = 0; i < m && pe < 0; i++)
-      if (is_end_token(info, cv[i])) pe = i;
-    if (pe >= 0) {
-      int w = pe;
-      for (int i = pe + 1; i < m; i++)
-        if (cv[i] != mask && !is_end_token(info, cv[i])) cv[w] = cv[i], cf[w++] = cf[i];
-      m = w;
-      cs->ended = true;
-    }
-    /* Expand: each expand becomes two masks, right to left so indices hold. */
-    for (int i = m - 1; i >= 0; i--) {
-      if (cv[i] != e->expand_id) continue;
-      cv[i] = mask;
-      cf[i] = 0;
-      if (m < max_m) {
-        memmove(cv + i + 2, cv + i + 1, (size_t)(m - i - 1) * sizeof *cv);
-        memmove(cf + i + 2, cf + i + 1, (size_t)(m - i - 1) * sizeof *cf);
-        cv[i + 1] = mask;
-        cf[i + 1] = 0;
-        m++;
-      }
-    }
-    *ms_smp += sc_now_ms() - t1;
-    if (progress) progress(user, cand_index, cv, m, cs->steps, cs->committed);
-  }
-  if (st != SC_OK) {
-    free(cv);
-    free(cf);
-    return st;
-  }
-  cs->m = m;
-  cs->canvas = cv;
-  cs->conf = cf;
-  double sum = 0;
-  for (int i = 0; i < m; i++) sum += log(cf[i] > 1e-30f ? cf[i] : 1e-30);
-  cs->mean_logp = m ? sum / m : 0;
-  return SC_OK;
+/* One candidate through a loop of model/upstream.c: an upstream preset's
+ * loop, or DreamOn's expand/delete loop under sculpt's schedule. */
+static sc_status decode_candidate_loop(sc_engine *e, const int32_t *prefix, int n_prefix,
+                                       const int32_t *suffix, int n_suffix, int m,
+                                       int cand_index, const sc_infill_params *p,
+                                       const _Atomic int *cancel,
+                                       sc_infill_progress_fn progress, void *user,
+                                       cand_state *cs, double *ms_fwd, double *ms_smp,
+                                       sc_error *err) {
+  e->kv_session = 0; /* full passes (positions move): nothing left for a session */
+  sc_loop_io io = {e->model,  e->fctx, e->info, e->prof, e->max_seq, e->vocab, e->logits, e->rows,
+                   e->seq,    e->z,    e->cand,
+                   /* sculpt's schedule keeps its bans; the authors' loops have none */
+                   p->loop == SC_LOOP_BLOCKS ? e->banned_dreamon : NULL,
+                   progress,  user,    cancel};
+  return sc_loop_decode(&io, prefix, n_prefix, suffix, n_suffix, m, cand_index, p, cs, ms_fwd,
+                        ms_smp, err);
 }
 
 sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
@@ -1132,10 +1014,11 @@ sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
            err, SC_ERR_INVALID, "infill: bad prefix or suffix");
   SC_CHECK(params->threshold >= 0 && params->threshold <= 1, err, SC_ERR_INVALID,
            "infill: threshold must be in [0, 1]");
+  const int extra = sc_family_frame_extra(e->prof, params->suffix_cut, params->pad_after);
   for (int c = 0; c < plan->n_lengths; c++) {
     int m = plan->lengths[c];
     SC_CHECK(m >= 1, err, SC_ERR_INVALID, "infill: canvas length %d must be at least 1", m);
-    SC_CHECK(n_prefix + m + n_suffix + 2 <= e->max_seq, err, SC_ERR_INVALID,
+    SC_CHECK(n_prefix + m + n_suffix + extra <= e->max_seq, err, SC_ERR_INVALID,
              "infill: %d prefix + %d canvas + %d suffix tokens exceed the %d-token context",
              n_prefix, m, n_suffix, e->max_seq);
   }
@@ -1151,8 +1034,10 @@ sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
   double ms_fwd = 0, ms_smp = 0;
   int steps = 0, committed = 0;
   sc_status st = SC_OK;
-  bool dreamon = e->expand_id >= 0 && !params->no_expand;
-  if (!dreamon && plan->n_lengths > 1 && !params->no_batch) {
+  /* sculpt's block loop (batched over several lengths, or alone with the
+   * cache), else a loop of upstream.c: an upstream preset, or DreamOn. */
+  bool loop = params->loop != SC_LOOP_BLOCKS || (e->expand_id >= 0 && !params->no_expand);
+  if (!loop && plan->n_lengths > 1 && !params->no_batch) {
     sc_infill_request reqs[SC_INFILL_MAX_CANDIDATES];
     for (int c = 0; c < plan->n_lengths; c++)
       reqs[c] = (sc_infill_request){prefix, n_prefix, suffix, n_suffix, plan->lengths[c],
@@ -1163,12 +1048,12 @@ sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
   } else {
     for (int c = 0; c < plan->n_lengths && st == SC_OK; c++) {
       cand_state *cs = &cands[c];
-      st = dreamon ? decode_candidate_dreamon(e, prefix, n_prefix, suffix, n_suffix,
-                                              plan->lengths[c], c, params, cancel, progress,
-                                              user, cs, &ms_fwd, &ms_smp, err)
-                   : decode_candidate(e, session, prefix, n_prefix, suffix, n_suffix,
-                                      plan->lengths[c], c, params, cancel, progress, user, cs,
-                                      &ms_fwd, &ms_smp, &kv_reused, err);
+      st = loop ? decode_candidate_loop(e, prefix, n_prefix, suffix, n_suffix,
+                                        plan->lengths[c], c, params, cancel, progress, user, cs,
+                                        &ms_fwd, &ms_smp, err)
+                : decode_candidate(e, session, prefix, n_prefix, suffix, n_suffix,
+                                   plan->lengths[c], c, params, cancel, progress, user, cs,
+                                   &ms_fwd, &ms_smp, &kv_reused, err);
       steps += cs->steps;
       committed += cs->committed;
     }
@@ -1209,26 +1094,25 @@ sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
 }
 
 /* The result from a finished candidate (whose buffers it frees): the middle
- * up to the first EOS/pad, trailing mask/EOS/pad stripped, decoded. */
+ * by the family's ending and cleaning rules (family.c), decoded, and the
+ * canvas as it was decoded. */
 static sc_status finish_result(sc_engine *e, cand_state *bestp, int best_index,
                                sc_infill_result *out, sc_error *err) {
   cand_state best = *bestp;
   sc_status st;
-  const sc_model_info *info = e->info;
-  int len = 0;
-  while (len < best.m && !is_end_token(info, best.canvas[len])) len++;
-  while (len > 0 && (best.canvas[len - 1] == info->mask_id || is_end_token(info, best.canvas[len - 1])))
-    len--;
-  out->ids = malloc((size_t)(len ? len : 1) * sizeof *out->ids);
-  out->confidence = malloc((size_t)(len ? len : 1) * sizeof *out->confidence);
-  if (!out->ids || !out->confidence) {
+  size_t cap = (size_t)(best.m ? best.m : 1);
+  out->ids = malloc(cap * sizeof *out->ids);
+  out->confidence = malloc(cap * sizeof *out->confidence);
+  out->canvas_ids = malloc(cap * sizeof *out->canvas_ids);
+  if (!out->ids || !out->confidence || !out->canvas_ids) {
     free(best.canvas);
     free(best.conf);
     sc_infill_result_free(out);
     return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
   }
-  memcpy(out->ids, best.canvas, (size_t)len * sizeof *out->ids);
-  memcpy(out->confidence, best.conf, (size_t)len * sizeof *out->confidence);
+  int len = sc_family_middle(e->prof, e->tok, e->info->mask_id, best.canvas, best.conf, best.m,
+                             out->ids, out->confidence);
+  if (best.m) memcpy(out->canvas_ids, best.canvas, (size_t)best.m * sizeof *out->canvas_ids);
   out->n_ids = len;
   out->canvas_len = best.m;
   out->candidate = best_index;
@@ -1252,7 +1136,9 @@ static sc_status check_request(const sc_engine *e, const sc_infill_request *q, s
   SC_CHECK(q->n_prefix >= 0 && q->n_suffix >= 0 && (q->n_prefix == 0 || q->prefix) &&
                (q->n_suffix == 0 || q->suffix) && q->canvas >= 1,
            err, SC_ERR_INVALID, "infill: bad request");
-  SC_CHECK(q->n_prefix + q->canvas + q->n_suffix + 2 <= e->max_seq, err, SC_ERR_INVALID,
+  SC_CHECK(q->n_prefix + q->canvas + q->n_suffix + sc_family_frame_extra(e->prof, false, 0) <=
+               e->max_seq,
+           err, SC_ERR_INVALID,
            "infill: %d prefix + %d canvas + %d suffix tokens exceed the %d-token context",
            q->n_prefix, q->canvas, q->n_suffix, e->max_seq);
   for (int i = 0; i < q->n_prefix; i++)

@@ -27,12 +27,14 @@
  * head's rows reshaped (2, hd/2) and transposed); they are put back here
  * into the rotate-half order cpu.c computes with. */
 #define _POSIX_C_SOURCE 200809L
+#include "infill_impl.h"
 #include "model_impl.h"
 #include "tokenizer_impl.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,10 +234,12 @@ static int cmp_offset(const void *a, const void *b) {
 static sc_status gguf_parse(const char *path, gguf *g, sc_error *err) {
   memset(g, 0, sizeof *g);
   g->path = path;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  SC_CHECK(fd >= 0, err, SC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  /* Regular files only: a FIFO or a device named .gguf is an error naming
+   * it, never an open or a mapping that blocks (common/file.c). */
+  int fd;
+  SC_TRY(sc_file_open_regular(path, &fd, err));
   struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 24) {
+  if (fstat(fd, &sb) != 0 || sb.st_size < 24) {
     close(fd);
     return sc_error_set(err, SC_ERR_FORMAT, "%s: not a GGUF file (too short)", path);
   }
@@ -345,8 +349,10 @@ fail:
 const char *sc_gguf_find(const char *dir, char *buf, size_t n) {
   size_t len = strlen(dir);
   struct stat sb;
+  /* Any .gguf that is not a folder: gguf_parse refuses what is not a
+   * regular file by name. */
   if (len > 5 && strcmp(dir + len - 5, ".gguf") == 0 && stat(dir, &sb) == 0 &&
-      S_ISREG(sb.st_mode)) {
+      !S_ISDIR(sb.st_mode)) {
     snprintf(buf, n, "%s", dir);
     return buf;
   }
@@ -431,6 +437,62 @@ static void unpermute_rows(const uint8_t *src, uint8_t *dst, uint64_t rows, size
                row_bytes);
 }
 
+/* The family profile (family.c) from the metadata, as the other loaders
+ * resolve it from a checkpoint's tokenizer files: the added tokens are the
+ * tokens of type 3 (control) and 4 (user-defined), as the converter writes
+ * a tokenizer.json's added tokens; bos/eos/pad by their ids; the BOS the
+ * tokenizer adds from tokenizer.ggml.add_bos_token. A GGUF file has no
+ * config.json, so no sculpt_* override applies. */
+static sc_status resolve_profile(const gguf *g, sc_config *cfg, sc_error *err) {
+  json_t *added = json_array(), *tok = json_object(), *tcfg = json_object();
+  sc_status st = SC_OK;
+  if (!added || !tok || !tcfg || json_object_set(tok, "added_tokens", added) != 0) {
+    st = sc_error_set(err, SC_ERR_NOMEM, "%s: out of memory", g->path);
+    goto out;
+  }
+  const gkv *toks = kv_find(g, "tokenizer.ggml.tokens");
+  const gkv *typ = kv_find(g, "tokenizer.ggml.token_type");
+  if (toks && toks->type == GT_ARR && toks->arr_type == GT_STR) {
+    const bool typed = typ && typ->type == GT_ARR && typ->arr_type == GT_I32 &&
+                       typ->count == toks->count;
+    static const char *const named[] = {"bos", "eos", "padding"};
+    int64_t ids[3] = {-1, -1, -1};
+    for (int k = 0; k < 3; k++) {
+      char key[64];
+      snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", named[k]);
+      if (!kv_int(g, key, &ids[k])) ids[k] = -1;
+    }
+    cursor c = {toks->val + 12, g->map + g->len};
+    for (uint64_t i = 0; i < toks->count; i++) {
+      const char *text;
+      size_t len;
+      if (!str_at(&c, &text, &len)) break; /* the tokenizer's load names it */
+      int32_t ty = 1;
+      if (typed) memcpy(&ty, typ->val + 12 + 4 * i, 4);
+      json_t *str = NULL;
+      if (ty == 3 || ty == 4 || (int64_t)i == ids[0] || (int64_t)i == ids[1] ||
+          (int64_t)i == ids[2])
+        str = json_stringn_nocheck(text, len);
+      if ((ty == 3 || ty == 4) && str)
+        json_array_append_new(added, json_pack("{s:I, s:O}", "id", (json_int_t)i, "content", str));
+      static const char *const as[] = {"bos_token", "eos_token", "pad_token"};
+      for (int k = 0; k < 3 && str; k++)
+        if ((int64_t)i == ids[k]) json_object_set(tcfg, as[k], str);
+      json_decref(str);
+    }
+  }
+  bool add_bos;
+  if (kv_bool(g, "tokenizer.ggml.add_bos_token", &add_bos))
+    json_object_set_new(tcfg, "add_bos_token", json_boolean(add_bos));
+  sc_token_files tf = {tok, tcfg, NULL};
+  st = sc_family_profile_resolve(g->path, NULL, &tf, cfg, err);
+out:
+  json_decref(added);
+  json_decref(tok);
+  json_decref(tcfg);
+  return st;
+}
+
 sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
                        sc_st_file *out, sc_error *err) {
   memset(out, 0, sizeof *out);
@@ -501,6 +563,7 @@ sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
   cfg->qk_norm = false;
   cfg->tie = tensor_find(&g, "output.weight") ? 0 : 1;
   cfg->tie_default = true;
+  if ((st = resolve_profile(&g, cfg, err)) != SC_OK) goto out;
 
   /* The tensors, renamed; LLaDA's q/k rows put back in order. */
   out->path = strdup(path);

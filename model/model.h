@@ -309,6 +309,12 @@ typedef struct sc_pick_params {
    * uploads it again only when its contents change. */
   const uint8_t *banned;
   int32_t eos_id, pad_id; /* -1: none */
+  /* More ids the EOS penalty applies to (a family's other end tokens, e.g.
+   * DiffuCoder-Instruct's <|dlm_pad|>), borrowed; applied by model/pick.c
+   * only: a GPU picks rows with extra ids only when the penalty is 0 (the
+   * engine sees to it). */
+  const int32_t *more_end_ids;
+  int n_more_end_ids;
 } sc_pick_params;
 
 /* Double, though a GPU computes in f32: near 1 the ranking of the host's
@@ -319,6 +325,10 @@ typedef struct sc_row_pick {
   double max_prob; /* p1 */
   double margin;   /* p1 - p2 */
   double entropy;  /* nats */
+  /* A logit of the row is NaN or infinite (broken weights or an overflow):
+   * the other fields mean nothing. sc_forward_ctx_pick refuses such a pass
+   * with an error naming the checkpoint. */
+  bool nonfinite;
 } sc_row_pick;
 
 /* The uniform in (0, 1) behind the noise (23 bits plus a half step; never
@@ -348,10 +358,11 @@ void sc_pick_rows(const float *logits, int n_rows, int vocab, const sc_pick_para
 /* ======================= the diffusion infill engine ===================== */
 /* (model/engine.c) Fills a canvas of mask tokens between a prefix and a
  * suffix in a few forward passes, committing several tokens per pass.
- * Layout, as these families were trained (no FIM sentinels):
+ * Layout, as each family's harness builds it (no FIM sentinels):
  *   [BOS] prefix [MASK] x m suffix [EOS]
- * with BOS and EOS left out when the checkpoint has none. Algorithms and
- * their sources: ../shared/notes/diffusion-models.md section B. */
+ * with BOS and EOS as the family profile says (below). Algorithms and
+ * their sources: ../shared/notes/diffusion-models.md section B; the
+ * upstream loops are in model/upstream.c. */
 
 /* How masked positions are ranked for committing. */
 typedef enum sc_rank {
@@ -371,6 +382,87 @@ typedef enum sc_schedule {
  * generation_config.json, the CLI, the LSP settings): far past any useful
  * value, short of overflowing the logits. */
 #define SC_EOS_PENALTY_MAX 100.0
+
+/* ---- family profiles (model/family.c) ---------------------------------------
+ * How each model family frames, ends and decodes an infill, as its authors'
+ * code does (sources per row in family.c; summary in the README's "Models").
+ * One table of data, detected from the checkpoint (architectures,
+ * model_type, the tokenizer's known added tokens) and overridable by
+ * config.json keys:
+ *   "sculpt_profile"          a row by name (dream, diffucoder-instruct,
+ *                             dreamon, open-dcoder, coda, llada, sculpt)
+ *   "sculpt_bos_token_id"     int, or -1 for no BOS
+ *   "sculpt_eos_after_suffix" bool
+ *   "sculpt_end_token_ids"    [int...] (replaces the detected list)
+ *   "sculpt_eos_fill"         bool
+ *   "sculpt_expand_token_id"  int, or -1 for none
+ *   "sculpt_max_infill"       int (DreamOn's max_gen_len)
+ *   "sculpt_preset"           "fast" or "upstream" */
+
+/* The decoding loop of a preset. */
+typedef enum sc_decode_loop {
+  SC_LOOP_BLOCKS = 0,     /* sculpt's: semi-AR blocks, threshold or fixed-k
+                             schedule, optional dual cache (DreamOn: its
+                             expand/delete loop under the same schedule) */
+  SC_LOOP_ONE_PER_STEP,   /* DreamOn's harness on a fixed canvas: the best-ranked
+                             masked position each step, full recompute */
+  SC_LOOP_DREAM_SCHEDULE, /* Dream/CoDA diffusion_generate: int(n (1 - s/t))
+                             positions per step on the linspace(1, 1e-3) grid */
+  SC_LOOP_P2,             /* Open-dLLM p2: every step re-masks the canvas's
+                             least confident positions, (1 - (i+1)/steps) of it */
+  SC_LOOP_LLADA,          /* LLaDA generate(): blocks, low-confidence commits
+                             split evenly over the block's steps */
+  SC_LOOP_DREAMON,        /* DreamOn variable length: one token per step,
+                             expand -> two masks, EOS deletes */
+} sc_decode_loop;
+const char *sc_decode_loop_name(sc_decode_loop loop); /* static string */
+
+typedef enum sc_preset {
+  SC_PRESET_AUTO = 0, /* the family's default */
+  SC_PRESET_FAST,     /* sculpt's: threshold 0.9 + dual cache, blocks of 32 */
+  SC_PRESET_UPSTREAM, /* the authors' evaluation loop and sampling settings */
+} sc_preset;
+/* "auto", "fast", "upstream" -> preset; false on anything else. */
+bool sc_preset_parse(const char *s, sc_preset *out);
+const char *sc_preset_name(sc_preset preset); /* static string */
+
+/* Where a family's BOS comes from. */
+typedef enum sc_bos_rule {
+  SC_BOS_NONE = 0,          /* no BOS (Open-dCoder, CoDA) */
+  SC_BOS_TOKENIZER,         /* the tokenizer's bos_token, else config.json's */
+  SC_BOS_TOKENIZER_ADDS,    /* only when the tokenizer adds one itself
+                               (add_bos_token, or its post_processor template) */
+} sc_bos_rule;
+const char *sc_bos_rule_name(sc_bos_rule rule); /* static string */
+
+#define SC_PROFILE_MAX_END 8
+
+typedef struct sc_family_profile {
+  char name[32];          /* the table row: "dream", "dreamon", ... */
+  const char *source;     /* static: the upstream files the row follows */
+  bool overridden;        /* a sculpt_* key in config.json changed something */
+  /* framing: [BOS] prefix [MASK] x m suffix [EOS] */
+  sc_bos_rule bos_rule;
+  int32_t bos_id;         /* resolved; -1: none */
+  bool eos_after_suffix;  /* an EOS follows a whole suffix (never a cut one) */
+  int32_t eos_id;         /* that EOS, also DreamOn's delete and the fill */
+  /* ending */
+  int32_t end_ids[SC_PROFILE_MAX_END]; /* the middle ends at the first of these */
+  int n_end;
+  bool eos_fill;          /* masks after a committed end token become EOS
+                             (DreamOn's pad_eos_to_right; sculpt's training) */
+  int32_t expand_id;      /* DreamOn's expand token; -1: fixed-length canvas */
+  int max_infill;         /* DreamOn: the longest middle (max_gen_len); 0 = none */
+  sc_preset preset;       /* the default preset (FAST or UPSTREAM) */
+  /* the upstream preset */
+  sc_decode_loop loop;
+  sc_rank rank;
+  float temperature, top_p;
+  int steps;              /* 0 = one token per step / steps = canvas */
+  int block_len;          /* LLaDA / sculpt blocks; 0 = one block */
+  int pad_after;          /* EOS tokens the harness pads after the frame */
+  bool plain_confidence;  /* rank by softmax of the untempered logits (LLaDA) */
+} sc_family_profile;
 
 typedef struct sc_infill_params {
   sc_rank rank;
@@ -394,18 +486,53 @@ typedef struct sc_infill_params {
   bool no_batch;      /* decode several candidate lengths one after another
                          (each with the cache) instead of as one batch of
                          packed forward passes (without it) */
-  int max_canvas;     /* DreamOn: the canvas may grow to this; 0 = 4 x the plan's */
+  int max_canvas;     /* DreamOn: the canvas may grow to this; 0 = the
+                         profile's max_infill (64 for DreamOn) */
+  /* What sc_infill_params_for fills from the family profile; the defaults
+   * (all 0) are sculpt's block loop. */
+  sc_preset preset;      /* for the record (results, logs) */
+  sc_decode_loop loop;   /* SC_LOOP_BLOCKS, or an upstream loop (model/upstream.c) */
+  int pad_after;         /* EOS tokens after the frame (DreamOn's harness) */
+  bool plain_confidence; /* LLaDA: rank by softmax of the untempered logits */
+  /* The suffix was cut to fit a budget: no EOS after it (an EOS says the
+   * file ends there). sc_infill_fit says when. */
+  bool suffix_cut;
 } sc_infill_params;
 
-/* Variable length (DreamOn, ../shared/notes B5): when the checkpoint has an
- * expand token (<|expand|>), a committed expand becomes two masks (the canvas
- * grows, up to max_canvas; at the limit expand is never predicted), and a
- * committed EOS deletes itself and the masks after it (the canvas shrinks and
- * the suffix moves up). The canvas is then one block, recomputed in full
- * every step, since positions move.
+/* Variable length (DreamOn, ../shared/notes B5): when the profile has an
+ * expand token (DreamOn's id 151667), a committed expand becomes two masks
+ * (the canvas grows, up to max_canvas; at the limit expand is never
+ * predicted), and a committed EOS deletes itself and the masks after it (the
+ * canvas shrinks and the suffix moves up). The canvas is then one block,
+ * recomputed in full every step, since positions move.
  *
  * Defaults: threshold 0.9 on confidence, blocks of 32, greedy, cache on. */
 void sc_infill_params_default(sc_infill_params *p);
+
+/* The profile of a loaded model (borrowed; lives as long as the model). */
+const sc_family_profile *sc_model_get_profile(const sc_model *model);
+
+/* Parameters for a preset of the model's family: FAST is
+ * sc_infill_params_default (with the profile's max_infill); UPSTREAM the
+ * profile's loop, ranking, temperature, top-p, steps, blocks and padding,
+ * full recompute, nothing banned; AUTO the profile's default. Callers may
+ * then override single fields (the CLI's flags, the LSP's settings). */
+void sc_infill_params_for(const sc_model *model, sc_preset preset, sc_infill_params *p);
+
+/* Fits a prompt to a context of max_seq tokens for a canvas of m (the
+ * largest of a plan): the frame's own tokens and DreamOn's growth room are
+ * reserved; then, as upstream harnesses truncate (from the left), the
+ * prefix is cut first, down to half of what is left, before the suffix is
+ * cut from its end. *keep_pre counts the prefix's last tokens, *keep_suf the
+ * suffix's first ones; *suffix_cut says the suffix was cut (set
+ * params.suffix_cut). False when not even the canvas fits. */
+bool sc_infill_fit(const sc_model *model, const sc_infill_params *p, int max_seq, int m,
+                   size_t n_pre, size_t n_suf, size_t *keep_pre, size_t *keep_suf,
+                   bool *suffix_cut);
+/* Context positions an infill of that fit needs (prefix + canvas + suffix,
+ * the frame and DreamOn's growth): what to give sc_engine_new. */
+int sc_infill_positions(const sc_model *model, const sc_infill_params *p, int m,
+                        size_t keep_pre, size_t keep_suf);
 
 /* "confidence", "margin", "entropy" -> rank with the fixed-k schedule;
  * "threshold" -> confidence with the threshold schedule. */
@@ -421,7 +548,9 @@ typedef struct sc_infill_plan {
 } sc_infill_plan;
 
 typedef struct sc_infill_result {
-  int32_t *ids;       /* the middle, EOS/pad/mask stripped (owned) */
+  int32_t *ids;       /* the middle: the canvas up to the family's first end
+                         token, with every special token (mask, end, expand,
+                         ids marked special, ids with no token) left out (owned) */
   int n_ids;
   float *confidence;  /* p of each middle token when it was committed (owned) */
   char *text;         /* decoded middle, NUL-terminated (owned; NULL without a tokenizer) */
@@ -431,10 +560,12 @@ typedef struct sc_infill_result {
   double mean_logp;   /* its mean log-confidence */
   int steps;          /* forward passes used, all candidates */
   int committed;      /* tokens committed, all candidates */
-  bool ended;         /* the model wrote an EOS/pad inside the canvas */
+  bool ended;         /* the model wrote an end token inside the canvas */
   double ms_total, ms_forward, ms_sample;
   int kv_reused;      /* with a session: positions whose K/V its previous request
                          left and this one reused (0: its first pass was full) */
+  int32_t *canvas_ids; /* the chosen canvas as decoded, before ending and
+                          cleaning (owned; canvas_len of them) */
 } sc_infill_result;
 
 void sc_infill_result_free(sc_infill_result *r); /* frees the members; r itself is the caller's */

@@ -49,6 +49,16 @@ size_t sc_dtype_size(sc_dtype dtype);
 
 /* ---- config.json and the tokenizer's special tokens (config.c) ------------ */
 
+/* The largest JSON file of a checkpoint read (tokenizer.json runs to ~10 MB). */
+#define SC_JSON_FILE_MAX ((size_t)1 << 30)
+
+/* Parses the JSON file at path (jansson flags, e.g. JSON_REJECT_DUPLICATES)
+ * into *out (a new reference). The file must be a regular file (a FIFO,
+ * device or directory is an error, never a blocking open); every error
+ * names path. Shared by every JSON part of a checkpoint. */
+struct json_t;
+sc_status sc_json_file_load(const char *path, size_t flags, struct json_t **out, sc_error *err);
+
 typedef struct sc_config {
   sc_model_family family;
   char architecture[64];
@@ -61,6 +71,7 @@ typedef struct sc_config {
   bool shift_logits;
   int max_positions;  /* 0 when unknown */
   float eos_penalty;  /* generation_config.json "eos_penalty", else 0 */
+  sc_family_profile profile; /* how the family frames, ends and decodes (family.c) */
 } sc_config;
 
 /* Reads dir/config.json, the tokenizer files and generation_config.json
@@ -108,6 +119,7 @@ typedef struct sc_backend_ops sc_backend_ops;
 
 struct sc_model {
   sc_model_info info;
+  char *dir; /* owned: the checkpoint folder, for messages */
   sc_config cfg;
   sc_st_file *files;
   size_t n_files;
@@ -125,6 +137,10 @@ struct sc_model {
 
 /* Hands p to the model (freed with it); on failure frees p and says so. */
 sc_status sc_model_own(sc_model *m, void *p, sc_error *err);
+
+/* The error for a pass whose logits are NaN or infinite, naming m's
+ * checkpoint (checkpoint.c). Returns SC_ERR_FORMAT. */
+sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err);
 
 /* Converts n elements of a row (possibly unaligned) of a plain dtype (F32,
  * F16, BF16) to f32. */

@@ -9,18 +9,31 @@
 
 float sc_pick_uniform(uint64_t key, uint64_t t) { return sc_kernels_pick_uniform(key, t); }
 
+/* One of a family's end tokens beyond eos_id and pad_id (the penalty falls
+ * on all of them). */
+static bool is_more_end(const sc_pick_params *pp, int t) {
+  for (int i = 0; i < pp->n_more_end_ids; i++)
+    if (pp->more_end_ids[i] == t) return true;
+  return false;
+}
+
 static void pick_row(const float *l, int V, const sc_pick_row_params *rp,
                      const sc_pick_params *pp, double *z, sc_row_pick *out) {
   const bool sample = rp->temperature > 0;
   const double inv_t = sample ? 1.0 / (double)rp->temperature : 1.0;
   const double pen = (double)rp->eos_penalty * inv_t;
   int best = -1, pick = -1;
+  bool nonfinite = false;
   double m = -INFINITY, second = -INFINITY, g_best = -INFINITY;
   for (int t = 0; t < V; t++) {
+    /* Every logit, banned or not: one that is NaN or infinite means the
+     * model is broken, whatever this row would pick. */
+    nonfinite |= !isfinite(l[t]);
     double v = -INFINITY;
     if (!(pp->banned && pp->banned[t])) {
       v = (double)l[t] * inv_t;
       if (t == pp->eos_id || t == pp->pad_id) v -= pen;
+      else if (pen != 0.0 && pp->n_more_end_ids > 0 && is_more_end(pp, t)) v -= pen;
     }
     z[t] = v;
     if (v > m) {
@@ -46,11 +59,13 @@ static void pick_row(const float *l, int V, const sc_pick_row_params *rp,
     zs += e;
     s1 += e * d;
   }
-  if (best < 0 || pick < 0 || !isfinite(zs) || !isfinite(s1)) {
-    /* Every id banned, or NaN logits: nothing to pick; say so with p = 0. */
-    *out = (sc_row_pick){0, 0.0, 0.0, 0.0, 0.0};
+  if (nonfinite || best < 0 || pick < 0 || !isfinite(zs) || !isfinite(s1)) {
+    /* Every id banned, or non-finite logits: nothing to pick; say so with
+     * p = 0 (and the flag, for the caller to refuse the pass). */
+    *out = (sc_row_pick){0, 0.0, 0.0, 0.0, 0.0, nonfinite};
     return;
   }
+  out->nonfinite = false;
   out->token = pick;
   out->p = exp(z[pick] - m) / zs;
   out->max_prob = 1.0 / zs;

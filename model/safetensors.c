@@ -228,17 +228,18 @@ sc_status sc_st_file_open(const char *path, sc_st_file *out, sc_error *err) {
   memset(out, 0, sizeof *out);
   out->path = strdup(path);
   SC_CHECK(out->path, err, SC_ERR_NOMEM, "%s: out of memory", path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
+  int fd;
+  sc_status ost = sc_file_open_regular(path, &fd, err);
+  if (ost != SC_OK) {
     sc_st_file_close(out);
-    return sc_error_set(err, SC_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+    return ost;
   }
   struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+  if (fstat(fd, &sb) != 0) {
+    int e = errno;
     close(fd);
     sc_st_file_close(out);
-    return sc_error_set(err, SC_ERR_IO, "%s: not a regular file", path);
+    return sc_error_set(err, SC_ERR_IO, "%s: %s", path, strerror(e));
   }
   size_t len = (size_t)sb.st_size;
   sc_status st = SC_OK;

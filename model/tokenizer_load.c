@@ -17,58 +17,24 @@
 #include <jansson.h>
 
 #include "tokenizer_impl.h"
+#include "model_impl.h"
 
+/* Present in any form: a FIFO or a directory in a tokenizer file's place
+ * is then refused by name when it is read, not taken for absent. */
 static bool file_exists(const char *path) {
   struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+  return stat(path, &st) == 0;
 }
 
 static sc_status read_file(const char *path, char **out, size_t *len, sc_error *err) {
-  FILE *f = fopen(path, "rb");
-  SC_CHECK(f, err, SC_ERR_IO, "%s: %s", path, strerror(errno));
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n + 65536 > cap) {
-      size_t c = cap ? cap * 2 : 1 << 20;
-      char *b = realloc(buf, c + 1);
-      if (!b) {
-        free(buf);
-        fclose(f);
-        return sc_error_set(err, SC_ERR_NOMEM, "%s: out of memory", path);
-      }
-      buf = b;
-      cap = c;
-    }
-    size_t k = fread(buf + n, 1, cap - n, f);
-    n += k;
-    if (k == 0) break;
-  }
-  bool bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return sc_error_set(err, SC_ERR_IO, "%s: read error", path);
-  }
-  buf[n] = '\0';
-  *out = buf;
-  *len = n;
-  return SC_OK;
+  return sc_file_read_regular(path, SC_JSON_FILE_MAX, out, len, err);
 }
 
-/* Reads the whole file first: json_loadf reads a character at a time, which
- * is most of the load time for a 10 MB tokenizer.json. */
+/* sc_json_file_load reads the whole file first: json_loadf reads a
+ * character at a time, which was most of the load time for a 10 MB
+ * tokenizer.json. */
 static sc_status load_json(const char *path, json_t **out, sc_error *err) {
-  char *buf = NULL;
-  size_t len = 0;
-  SC_TRY(read_file(path, &buf, &len, err));
-  json_error_t jerr;
-  json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
-  free(buf);
-  SC_CHECK(root, err, SC_ERR_FORMAT, "%s:%d:%d: bad JSON: %s", path, jerr.line,
-           jerr.column, jerr.text);
-  *out = root;
-  return SC_OK;
+  return sc_json_file_load(path, JSON_ALLOW_NUL, out, err);
 }
 
 static bool get_bool(const json_t *obj, const char *key, bool dflt) {

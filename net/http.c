@@ -43,6 +43,11 @@ struct sc_http_reader {
                       trailers, which must not authorize anything */
   bool complete;
   bool has_auth;
+  /* The request line, watched as it arrives (see the top): started once
+   * its first byte is in, done at its LF; tail keeps its last bytes. */
+  bool line_started, line_done;
+  unsigned char line_tail_len;
+  char line_tail[16];
   int error_status;
   const char *error_why;
   sc_http_request req;
@@ -126,8 +131,8 @@ static int on_headers_complete(http_parser *p) {
   r->trailers = true;
   /* From this callback 1 and 2 mean "no body" to http-parser, not an error:
    * an error must be another non-zero value. */
-  if (p->http_major != 1) {
-    fail(r, 505, "only HTTP/1.x is spoken here");
+  if (p->http_major != 1 || p->http_minor > 1) {
+    fail(r, 505, "only HTTP/1.0 and HTTP/1.1 are spoken here");
     return -1;
   }
   /* content_length is ULLONG_MAX when absent (chunked or no body). */
@@ -195,7 +200,8 @@ void sc_http_reader_next(sc_http_reader *r) {
   buf_clear(&r->body);
   r->header_bytes = 0;
   r->in_value = r->want_value = r->want_expect = r->field_long = r->trailers = r->complete =
-      r->has_auth = false;
+      r->has_auth = r->line_started = r->line_done = false;
+  r->line_tail_len = 0;
   memset(&r->req, 0, sizeof r->req);
   if (HTTP_PARSER_ERRNO(&r->parser) == HPE_PAUSED) http_parser_pause(&r->parser, 0);
 }
@@ -218,6 +224,39 @@ static void fill_request(sc_http_reader *r) {
   q->http10 = r->parser.http_major == 1 && r->parser.http_minor == 0;
 }
 
+/* Watches the request line in data[0..len) (bytes http-parser accepted);
+ * at its end, fails the request unless it names HTTP/1.0 or 1.1. Empty
+ * lines before a request are skipped, as http-parser skips them. */
+static void watch_request_line(sc_http_reader *r, const char *data, size_t len) {
+  for (size_t i = 0; i < len && !r->line_done; i++) {
+    char ch = data[i];
+    if (!r->line_started) {
+      if (ch == '\r' || ch == '\n') continue;
+      r->line_started = true;
+    }
+    if (ch != '\n') {
+      if (r->line_tail_len == sizeof r->line_tail) {
+        memmove(r->line_tail, r->line_tail + 1, sizeof r->line_tail - 1);
+        r->line_tail_len--;
+      }
+      r->line_tail[r->line_tail_len++] = ch;
+      continue;
+    }
+    r->line_done = true;
+    const char *t = r->line_tail;
+    size_t n = r->line_tail_len;
+    if (n && t[n - 1] == '\r') n--;
+    /* " HTTP/d.d" ends the line of every version there is. */
+    bool versioned = n >= 9 && memcmp(t + n - 9, " HTTP/", 6) == 0 &&
+                     t[n - 3] >= '0' && t[n - 3] <= '9' && t[n - 2] == '.' &&
+                     t[n - 1] >= '0' && t[n - 1] <= '9';
+    if (!versioned)
+      fail(r, 400, "the request line has no HTTP version (HTTP/0.9 is not spoken here)");
+    else if (t[n - 3] != '1' || (t[n - 1] != '0' && t[n - 1] != '1'))
+      fail(r, 505, "only HTTP/1.0 and HTTP/1.1 are spoken here");
+  }
+}
+
 sc_http_feed sc_http_reader_feed(sc_http_reader *r, const char *data, size_t len,
                                  size_t *used) {
   *used = 0;
@@ -227,6 +266,10 @@ sc_http_feed sc_http_reader_feed(sc_http_reader *r, const char *data, size_t len
   enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
   *used = n > len ? len : n;
   if (r->error_status) return SC_HTTP_ERROR;
+  if (e == HPE_OK || e == HPE_PAUSED) {
+    watch_request_line(r, data, *used);
+    if (r->error_status) return SC_HTTP_ERROR;
+  }
   if (r->complete) {
     fill_request(r);
     return SC_HTTP_REQUEST;

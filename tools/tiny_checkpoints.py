@@ -79,6 +79,130 @@ SPECS = {
         expect=dict(mask_id=255, eos_id=254, pad_id=254, bos_id=-1, shift_logits=False)),
 }
 
+# One checkpoint per family profile (model/family.c), each laid out and
+# tokenized as the real release: a byte-level tokenizer (id = byte value, so
+# `sculpt complete` can run on text) with the family's added tokens at the
+# family's ids relative to it, and the tokenizer files naming them as the
+# release does. "boost" scales lm_head rows so that a random model still
+# writes those tokens now and then (end tokens, DreamOn's expand), and the
+# parity test (tests/model/test_upstream_parity.py) sees every rule act.
+# "profile" is what `sculpt model info` must report.
+_BYTES = dict(dtype="F32", hidden=64, layers=2, heads=4, kv_heads=2, inter=128, vocab=320,
+              theta=1e6, eps=1e-6, shards=1, tokenizer="bytes")
+FAMILY_SPECS = {
+    # Dream-Coder: config.json's bos (300) is not the tokenizer's (301):
+    # the trainer overwrites it with the tokenizer's, so 301 frames.
+    "dream-bytes": dict(
+        _BYTES, family="dream", tie=False,
+        config_ids=dict(mask_token_id=302, eos_token_id=300, pad_token_id=300,
+                        bos_token_id=300),
+        added={"<|endoftext|>": 300, "<|beginoftext|>": 301, "<|mask|>": 302},
+        tokenizer_config_extra={"bos_token": "<|beginoftext|>", "eos_token": "<|endoftext|>",
+                                "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"},
+        boost={300: 2.0}, seed=3,
+        expect=dict(mask_id=302, eos_id=300, pad_id=300, bos_id=300, shift_logits=True),
+        profile=dict(name="dream", bos_id=301, eos_after_suffix=True, eos_id=300,
+                     end_ids=[300], eos_fill=False, expand_id=-1, upstream_loop="one-per-step",
+                     upstream_pad_after=64)),
+    # DiffuCoder-Instruct: <|dlm_pad|> pads its answers and ends the middle.
+    "diffucoder-instruct-bytes": dict(
+        _BYTES, family="dream", tie=False,
+        config_ids=dict(mask_token_id=302, eos_token_id=300, pad_token_id=300,
+                        bos_token_id=300),
+        added={"<|endoftext|>": 300, "<|beginoftext|>": 301, "<|mask|>": 302,
+               "<|dlm_pad|>": 303, "<|im_start|>": 304, "<|im_end|>": 305},
+        tokenizer_config_extra={"bos_token": "<|beginoftext|>", "eos_token": "<|im_end|>",
+                                "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"},
+        boost={303: 2.5},
+        expect=dict(mask_id=302, eos_id=300, pad_id=300, bos_id=300, shift_logits=True),
+        profile=dict(name="diffucoder-instruct", bos_id=301, eos_after_suffix=True, eos_id=305,
+                     end_ids=[305, 300, 303], eos_fill=False, expand_id=-1)),
+    # DreamOn: the expand token; max_gen_len lowered to 16 (the harness's
+    # own parameter) to keep the parity test short.
+    "dreamon-bytes": dict(
+        _BYTES, family="dream", tie=False,
+        config_ids=dict(mask_token_id=302, eos_token_id=300, pad_token_id=300,
+                        bos_token_id=301),
+        added={"<|endoftext|>": 300, "<|beginoftext|>": 301, "<|mask|>": 302,
+               "<|expand|>": 303},
+        tokenizer_config_extra={"bos_token": "<|beginoftext|>", "eos_token": "<|endoftext|>",
+                                "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"},
+        config_extra={"sculpt_max_infill": 16},
+        boost={300: 2.5, 303: 3.5},
+        expect=dict(mask_id=302, eos_id=300, pad_id=300, bos_id=301, shift_logits=True),
+        profile=dict(name="dreamon", bos_id=301, eos_after_suffix=True, eos_id=300,
+                     end_ids=[300], eos_fill=True, expand_id=303, max_infill=16,
+                     upstream_loop="dreamon", overridden=True)),
+    # Open-dCoder: Qwen2, tied; configs carry a bos_token_id but the
+    # tokenizer has no BOS; the eval adds the mask as [MASK].
+    "opendcoder-bytes": dict(
+        _BYTES, family="qwen2", tie=True,
+        config_ids=dict(eos_token_id=300, bos_token_id=300),
+        added={"<|endoftext|>": 300, "[MASK]": 301},
+        tokenizer_config_extra={"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>",
+                                "mask_token": "[MASK]"},
+        # (and this seed's random weights favour " " and the mask itself:
+        # turned down, so that the middle is not all blanks)
+        boost={300: 4.0, 301: 0.0, 32: 0.3},
+        expect=dict(mask_id=301, eos_id=300, pad_id=300, bos_id=300, shift_logits=True),
+        profile=dict(name="open-dcoder", bos_id=-1, eos_after_suffix=False, end_ids=[300],
+                     eos_fill=False, upstream_loop="p2", upstream_steps=64)),
+    # CoDA: bos = eos = <|im_end|> in tokenizer_config (add_bos_token false),
+    # pad <|endoftext|>; config.json names neither bos nor eos.
+    "coda-bytes": dict(
+        _BYTES, family="qwen3", head_dim=16, tie=None, save_head=True,
+        config_ids=dict(mask_token_id=303, pad_token_id=300),
+        added={"<|endoftext|>": 300, "<|im_start|>": 301, "<|im_end|>": 302, "<|mask|>": 303},
+        tokenizer_config_extra={"add_bos_token": False, "bos_token": "<|im_end|>",
+                                "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+                                "mask_token": "<|mask|>"},
+        boost={302: 4.0},
+        expect=dict(mask_id=303, eos_id=302, pad_id=300, bos_id=302, shift_logits=True),
+        profile=dict(name="coda", bos_id=-1, eos_after_suffix=False, eos_id=302,
+                     end_ids=[302, 300], upstream_loop="dream-schedule")),
+    # LLaDA: its tokenizer adds <|startoftext|> by a template post-processor.
+    "llada-bytes": dict(
+        _BYTES, family="llada", kv_heads=None, tie=False, theta=5e5, eps=1e-5,
+        config_ids=dict(mask_token_id=303, eos_token_id=301, pad_token_id=301),
+        added={"<|startoftext|>": 300, "<|endoftext|>": 301, "<|eot_id|>": 302,
+               "<|mdm_mask|>": 303},
+        tokenizer_config_extra={"bos_token": "<|startoftext|>", "eos_token": "<|endoftext|>"},
+        post_processor={"type": "TemplateProcessing",
+                        "single": [{"SpecialToken": {"id": "<|startoftext|>", "type_id": 0}},
+                                   {"Sequence": {"id": "A", "type_id": 0}}],
+                        "pair": [], "special_tokens": {
+                            "<|startoftext|>": {"id": "<|startoftext|>", "ids": [300],
+                                                "tokens": ["<|startoftext|>"]}}},
+        boost={301: 1.7},
+        expect=dict(mask_id=303, eos_id=301, pad_id=301, bos_id=300, shift_logits=False),
+        profile=dict(name="llada", bos_id=300, eos_after_suffix=False, end_ids=[301],
+                     upstream_loop="llada", upstream_plain_confidence=True)),
+    # LLaDA at its real vocabulary size, so that the real ids apply: EoT
+    # 126348 is an end token (generate.py L98); no template: no BOS.
+    "llada-vocab": dict(
+        family="llada", dtype="BF16", hidden=16, layers=1, heads=2, kv_heads=None, inter=32,
+        vocab=126464, theta=5e5, eps=1e-5, tie=False, shards=1,
+        config_ids=dict(eos_token_id=126081, pad_token_id=126081),
+        added={"<|endoftext|>": 126081, "<|eot_id|>": 126348, "<|mdm_mask|>": 126336},
+        expect=dict(mask_id=126336, eos_id=126081, pad_id=126081, bos_id=-1,
+                    shift_logits=False),
+        profile=dict(name="llada", bos_id=-1, end_ids=[126081, 126348])),
+    # sculpt's own layout, by the key its export writes.
+    "sculpt-bytes": dict(
+        _BYTES, family="qwen2", tie=True,
+        config_ids=dict(mask_token_id=302, eos_token_id=300, pad_token_id=300,
+                        bos_token_id=301),
+        config_extra={"sculpt_profile": "sculpt"},
+        added={"<|endoftext|>": 300, "<|beginoftext|>": 301, "<|mask|>": 302},
+        tokenizer_config_extra={"bos_token": "<|beginoftext|>", "eos_token": "<|endoftext|>",
+                                "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"},
+        boost={300: 3.0},
+        expect=dict(mask_id=302, eos_id=300, pad_id=300, bos_id=301, shift_logits=True),
+        profile=dict(name="sculpt", bos_id=301, eos_after_suffix=True, end_ids=[300],
+                     eos_fill=True, upstream_loop="blocks")),
+}
+SPECS.update(FAMILY_SPECS)
+
 # The benchmark checkpoint: Dream-shaped, f32, about 22M parameters.
 BENCH = {
     "bench-20m": dict(
@@ -176,7 +300,7 @@ def tensor_list(spec, rng):
                     (f"{b}.ff_out.weight", mat(H, F))]
         out.append((f"{p}.ln_f.weight", norm(H)))
         out.append((f"{p}.ff_out.weight", mat(V, H)))
-        return out
+        return boost(spec, out)
     out.append(("model.embed_tokens.weight", rng.standard_normal((V, H)).astype(np.float32)))
     for l in range(L):
         b = f"model.layers.{l}"
@@ -199,6 +323,24 @@ def tensor_list(spec, rng):
     out.append(("model.norm.weight", norm(H)))
     if spec.get("save_head", spec["tie"] is False):
         out.append(("lm_head.weight", mat(V, H)))
+    return boost(spec, out)
+
+
+def boost(spec, tensors):
+    """Scales the output rows of spec["boost"]'s ids (lm_head, or the
+    embedding when tied) so that those tokens win at some positions."""
+    b = spec.get("boost")
+    if not b:
+        return tensors
+    names = ("lm_head.weight", "model.transformer.ff_out.weight")
+    head = [n for n, _ in tensors if n in names] or ["model.embed_tokens.weight"]
+    out = []
+    for n, a in tensors:
+        if n == head[0]:
+            a = a.copy()
+            for i, f in b.items():
+                a[i] *= f
+        out.append((n, a))
     return out
 
 
@@ -235,7 +377,17 @@ def config_json(spec):
         if spec["tie"] is not None:
             c["tie_word_embeddings"] = spec["tie"]
     c.update(spec["config_ids"])
+    c.update(spec.get("config_extra", {}))
     return c
+
+
+def byte_vocab():
+    """GPT-2's byte-level alphabet: the 256 bytes as ids 0..255."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "model", "train"))
+    from bpe import bytes_to_unicode
+    b2u = bytes_to_unicode()
+    return {b2u[b]: b for b in range(256)}
 
 
 def write_tokenizer(spec, out):
@@ -247,6 +399,14 @@ def write_tokenizer(spec, out):
            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
                              "trim_offsets": True, "use_regex": True},
            "model": {"type": "BPE", "vocab": {}, "merges": []}}
+    if spec.get("tokenizer") == "bytes":
+        tok["model"] = {"type": "BPE", "dropout": None, "unk_token": None,
+                        "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                        "fuse_unk": False, "byte_fallback": False, "vocab": byte_vocab(),
+                        "merges": []}
+        tok["decoder"] = {"type": "ByteLevel", "add_prefix_space": True,
+                          "trim_offsets": True, "use_regex": True}
+        tok["post_processor"] = spec.get("post_processor")
     with open(os.path.join(out, "tokenizer.json"), "w") as f:
         json.dump(tok, f, indent=1)
     tc = {"added_tokens_decoder": {str(a["id"]): {k: v for k, v in a.items() if k != "id"}
@@ -263,7 +423,7 @@ def generate(name, spec, outdir, seed=None):
     out = os.path.join(outdir, name)
     os.makedirs(out, exist_ok=True)
     if seed is None:
-        seed = sum(name.encode()) * 7919
+        seed = spec.get("seed", sum(name.encode()) * 7919)
     rng = np.random.default_rng(seed)
     tensors = tensor_list(spec, rng)
     with open(os.path.join(out, "config.json"), "w") as f:

@@ -75,6 +75,10 @@ def config_json(c, tok_ids):
         "attention_dropout": 0.0, "torch_dtype": "bfloat16",
         "bos_token_id": tok_ids["bos"], "eos_token_id": tok_ids["eos"],
         "pad_token_id": tok_ids["eos"], "mask_token_id": tok_ids["mask"],
+        # sculpt's family profile for its own layout (model/family.c): BOS,
+        # EOS after the suffix, and masks after an end token become EOS, as
+        # train.py pads the middle.
+        "sculpt_profile": "sculpt",
     }
 
 

@@ -3,6 +3,7 @@ whose right middle is known: after the letters "...abc" it writes
 "defghijklmnopqrstuvwxyz" and then ends (tools/planted_checkpoints.py)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,21 +66,69 @@ for extra in (["--algorithm", "confidence", "--steps", "40"], ["--no-cache"],
 
 # DreamOn variable length, with a checkpoint that has <|expand|>: an EOS
 # deletes the rest of the canvas (it shrinks to the middle), and an expand
-# grows the canvas, by one mask each time, up to 4x the plan.
+# grows the canvas, by one mask each time, up to the profile's max_infill
+# (DreamOn's max_gen_len, 64; here also lowered to 8 by config.json's
+# sculpt_max_infill).
 xmodel = os.path.join(tmp, "planted-successor-shifted-bytes-expand")
 with open(src, "w") as f:
     f.write("rst|XY\nmnop|XY\n")
 rc, out, err = run(f"{src}:1:4", "--model", xmodel, "--max-tokens", "20", "--json")
 res = json.loads(out)
 check(res["text"] == "uvwxyz" and res["canvas"] == 6 and res["ended"], f"delete: {res}")
-rc, out, err = run(f"{src}:2:5", "--model", xmodel, "--max-tokens", "2", "--json")
+x8 = os.path.join(tmp, "expand-max8")
+shutil.copytree(xmodel, x8)
+with open(os.path.join(x8, "config.json")) as f:
+    cfg = json.load(f)
+cfg["sculpt_max_infill"] = 8
+with open(os.path.join(x8, "config.json"), "w") as f:
+    json.dump(cfg, f)
+rc, out, err = run(f"{src}:2:5", "--model", x8, "--max-tokens", "2", "--json")
 res = json.loads(out)
 check(res["ids"][0] == ord("q") and res["canvas"] == 8, f"expand to the limit: {res}")
 check(min(res["confidence"][1:]) < 0.1, "after the limit the model has nothing confident")
+rc, out, err = run(f"{src}:2:5", "--model", xmodel, "--max-tokens", "2", "--json")
+res = json.loads(out)
+# From 2 masks to 64 takes 62 committed expands (each grows the canvas by one).
+check(res["model"]["profile"] == "dreamon" and
+      res["committed"] >= 62 and res["ids"][0] == ord("q"), f"expand to 64: {res}")
+check(259 not in res["ids"] and 256 not in res["ids"], "no expand or EOS in the middle")
 # The same checkpoint without the expand token behaves as a fixed canvas.
 rc, out, err = run(f"{src}:1:4", "--model", model, "--max-tokens", "20", "--json")
 res = json.loads(out)
 check(res["text"] == "uvwxyz" and res["canvas"] == 20, f"fixed canvas: {res}")
+
+# Ending by the family's rule. A Dream-family canvas is not EOS-filled: the
+# run stops once no mask is left before the EOS, and the positions after it
+# are never decoded; with sculpt_eos_fill (DreamOn's and sculpt's own rule)
+# they become EOS at once. The middle is the same either way, without EOS.
+res = json.loads(run(f"{src}:1:4", "--model", model, "--max-tokens", "10", "--json")[1])
+check(res["model"]["profile"] == "dream" and res["text"] == "uvwxyz" and
+      res["canvas_ids"][6] == 256 and res["canvas_ids"][7:] == [258] * 3,
+      f"dream: no EOS fill: {res['canvas_ids']}")
+filled = os.path.join(tmp, "eos-fill")
+shutil.copytree(model, filled)
+with open(os.path.join(filled, "config.json")) as f:
+    cfg = json.load(f)
+cfg["sculpt_eos_fill"] = True
+with open(os.path.join(filled, "config.json"), "w") as f:
+    json.dump(cfg, f)
+res = json.loads(run(f"{src}:1:4", "--model", filled, "--max-tokens", "10", "--json")[1])
+check(res["text"] == "uvwxyz" and res["canvas_ids"][6:] == [256] * 4,
+      f"sculpt_eos_fill: EOS to the right: {res['canvas_ids']}")
+
+# Presets: the authors' loop (here DreamOn's harness: one token per step,
+# entropy, top_p 0.9, the canvas padded with 64 EOS) finds the same middle on
+# this model; the JSON says which loop ran. A bad preset is a usage error.
+res = json.loads(run(f"{src}:1:4", "--model", model, "--max-tokens", "10", "--preset",
+                     "upstream", "--json")[1])
+check(res["preset"] == "upstream" and res["loop"] == "one-per-step" and
+      res["text"] == "uvwxyz" and res["steps"] == 10, f"upstream preset: {res}")
+res = json.loads(run(f"{src}:1:4", "--model", model, "--max-tokens", "10", "--preset", "fast",
+                     "--json")[1])
+check(res["preset"] == "fast" and res["loop"] == "blocks" and res["text"] == "uvwxyz",
+      f"fast preset: {res}")
+rc, out, err = run(f"{src}:1:4", "--model", model, "--preset", "slow")
+check(rc == 2 and "--preset" in err, f"bad preset: {rc} {err}")
 
 # Usage and input errors: exit 2, one line on stderr.
 for args in ([f"{src}:9:1", "--model", model], [f"{src}:1:99", "--model", model],

@@ -2,7 +2,9 @@
 finds the definition of a function used at the cursor when it lives in
 another file (Python import, C include, JS workspace), in the same file
 outside the windows, and never from gitignored, binary or out-of-root
-files; budgets are respected and no snippet repeats the windows."""
+files; budgets are respected and no snippet repeats the windows. The index
+kept on disk makes the second call warm, and a corrupt one costs one log
+line and a rebuild; --positions and --cut."""
 import json
 import os
 import shutil
@@ -27,9 +29,13 @@ def write(root, rel, text, mode="w"):
         f.write(text)
 
 
+CACHE = tempfile.mkdtemp(prefix="sculpt-context-cache-")
+ENV = dict(os.environ, XDG_CACHE_HOME=CACHE)
+
+
 def context(root, target, *extra):
     p = subprocess.run([BIN, "context", target, "--json", *extra], cwd=root,
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=60, env=ENV)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
@@ -203,8 +209,44 @@ for args in (["app.py:999:1"], ["nope.py:1:1"], ["app.py"], ["app.py:1:1", "--bu
     rc, out, err = context(root, *args)
     check(rc == 2 and out == "" and err.count("sculpt context:") == 1, "%s: exit 2" % args)
 
+# The index kept on disk: the calls above left it warm; a corrupt one is one
+# log line and a rebuild, then warm again.
+rc, out, err = context(root, "app.py:1:1")
+ws = json.loads(out)["workspace"] if rc == 0 else {}
+check(ws.get("files", 0) > 0 and ws.get("cached") == ws.get("files") and err == "",
+      "a second call starts warm: %s %s" % (ws, err))
+idx = [os.path.join(CACHE, "sculpt", "index", f)
+       for f in os.listdir(os.path.join(CACHE, "sculpt", "index")) if f.endswith(".idx")]
+check(len(idx) == 1, "one index file in the cache folder: %s" % idx)
+for f in idx:
+    with open(f, "r+b") as h:
+        h.seek(100)
+        h.write(b"\xff\xfe\xfd")
+rc, out, err = context(root, "app.py:1:1")
+ws = json.loads(out)["workspace"] if rc == 0 else {}
+check(rc == 0 and ws.get("cached") == 0 and ws.get("files", 0) > 0 and
+      err.count("\n") == 1 and "not used" in err, "corrupt: rebuilt, one log line: %r" % err)
+rc, out, err = context(root, "app.py:1:1")
+check(rc == 0 and json.loads(out)["workspace"]["cached"] > 0, "rewritten after the rebuild")
+check(json.loads(out).get("partial_index") is False, "a complete index: not partial")
+
+# --positions: one JSON line per position, a bad one reported in place;
+# --cut drops the rest of the cursor's line.
+lst = os.path.join(CACHE, "positions.txt")
+with open(lst, "w") as f:
+    f.write("src/main.c:4:10\napp.py:999:1\nweb/cart.js:2:13\n")
+p = subprocess.run([BIN, "context", "--json", "--positions", lst, "--cut"], cwd=root,
+                   capture_output=True, text=True, timeout=60, env=ENV)
+rows = [json.loads(x) for x in p.stdout.splitlines()]
+check(p.returncode == 1 and len(rows) == 3 and "error" in rows[1] and
+      rows[0]["file"] == "src/main.c" and rows[2]["file"] == "web/cart.js",
+      "--positions: %d rows, rc %d" % (len(rows), p.returncode))
+check(rows and rows[0].get("suffix", "x").startswith("\n"),
+      "--cut: nothing after the cursor on its line: %r" % rows[0].get("suffix", "")[:20])
+
 shutil.rmtree(root, ignore_errors=True)
 shutil.rmtree(outside, ignore_errors=True)
+shutil.rmtree(CACHE, ignore_errors=True)
 if failures:
     sys.exit(1)
 print("ok")

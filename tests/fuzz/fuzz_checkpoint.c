@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 enum { M_CONFIG, M_WEIGHTS, M_INDEX, M_TOKENIZER, M_GENERATION, M_COUNT };
 
-static char g_dir[M_COUNT][64];
+static char g_dir[M_COUNT][256];
 static bool g_verbose;
 
 static void say(const char *what, const sc_error *err) {

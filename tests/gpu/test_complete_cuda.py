@@ -10,7 +10,8 @@ penalty (given, or the checkpoint's own), over a canvas wider than one
 lm_head chunk, and for holes decoded
 together in packed passes (`sculpt batch`). The CPU middle is checked
 against the known answer first, so the comparison cannot pass on two empty
-strings. Skips (77) when the binary has
+strings. Checkpoints with NaN or Inf weights are refused on both with
+the same error. Skips (77) when the binary has
 no CUDA backend or no device answers."""
 import json
 import os
@@ -23,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "model"))
 
-from common import sculpt_bin, skip_unless_cuda  # noqa: E402
+from common import all_nan, inf_in_head, poison_safetensors, sculpt_bin, skip_unless_cuda  # noqa: E402,E501
 
 failures = []
 
@@ -107,7 +108,7 @@ with tempfile.TemporaryDirectory() as tmp:
     os.makedirs(repo)
     for i, lead in enumerate(("abc", "ghi", "mno")):
         with open(os.path.join(repo, f"h{i}.py"), "w") as f:
-            f.write(f'S{i} = "{lead}TODO(sculpt)"\n')
+            f.write(f'S{i} = {lead}TODO(sculpt)\n')  # a hole in code, not in a string
     subprocess.run(["git", "init", "-q", repo], check=True)
     subprocess.run(["git", "-C", repo, "add", "."], check=True)
     texts = {}
@@ -125,6 +126,26 @@ with tempfile.TemporaryDirectory() as tmp:
     check(len(texts["cpu"]) == 3 and texts["cpu"][0][1] == want,
           f"batch on the CPU fills the planted middles: {texts['cpu']}")
     check(texts["cuda"] == texts["cpu"], f"batch: cuda {texts['cuda']} == cpu {texts['cpu']}")
+
+    # NaN or infinite logits (broken weights): the lm_head epilogue flags
+    # them as model/pick.c does, so the GPU refuses with the CPU's error
+    # (naming the checkpoint), greedy and sampled, never a blank middle.
+    with open(os.path.join(model, "config.json")) as f:
+        vocab = json.load(f)["vocab_size"]
+    for what, fn in (("NaN weights", all_nan), ("an Inf in lm_head", inf_in_head(vocab))):
+        bad = os.path.join(tmp, what.replace(" ", "-"))
+        shutil.copytree(model, bad)
+        poison_safetensors(os.path.join(bad, "model.safetensors"), fn)
+        for extra in ([], ["--temperature", "0.8", "--seed", "4"]):
+            errs = {}
+            for dev in ("cpu", "cuda"):
+                p, _ = complete(bad, src, pos, "--device", dev, *extra)
+                check(p.returncode != 0 and bad in p.stderr and "NaN or infinite" in p.stderr
+                      and "falling back" not in p.stderr,
+                      f"{what} {extra}, {dev}: refused naming the checkpoint "
+                      f"({p.returncode}: {p.stderr.strip()[-200:]})")
+                errs[dev] = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+            check(errs["cpu"] == errs["cuda"], f"{what} {extra}: the same error on both devices")
 
 if failures:
     print(f"{len(failures)} failures")

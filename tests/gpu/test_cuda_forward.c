@@ -135,7 +135,7 @@ static void check_model(const char *dir, const char *name) {
     uint8_t *banned = calloc((size_t)V, 1);
     const int32_t rows[2] = {3, 11};
     sc_pick_row_params rp[2] = {{0.0f, 0.0f, 1}, {0.0f, 0.0f, 2}};
-    sc_pick_params pp = {rp, banned, info->eos_id, info->pad_id};
+    sc_pick_params pp = {rp, banned, info->eos_id, info->pad_id, NULL, 0};
     sc_row_pick first[2], second[2];
     EXPECTF(sc_forward_ctx_picks_on_device(gc), "%s: the CUDA context picks on the host", name);
     if (banned && sc_forward_ctx_pick(gc, ids, n, 0, n, NULL, 0, rows, 2, &pp, NULL, false, first,

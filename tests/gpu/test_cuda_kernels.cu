@@ -9,7 +9,8 @@
 //   GEMM: f32 output 1e-3 (fp32 accumulation order), bf16 output 1e-2
 //   q/k-norm + RoPE, SwiGLU (bf16 out, f32 math): 1e-2
 //   attention (bf16 in/out, f32 online softmax): 2e-2
-//   lm_head epilogue (f32 logits in): stats 1e-4, argmax/pick exact
+//   lm_head epilogue (f32 logits in): stats 1e-4, argmax/pick exact, the
+//     non-finite flag exact
 // Without a usable device it prints why and exits 77 (skip).
 #include "kernels_impl.h"
 #include "sc_test.h"
@@ -448,8 +449,48 @@ static void test_lm_stats(void) {
   REQUIRE(ok(sck_lm_stats(dl.p, 1, V, dp.p, db.p, -1, -1, ds.p, 0)));
   sc_kernels_row_stats r = ds.get()[0];
   EXPECTF(r.sample == 0 && r.argmax == 0 && r.max_prob == 0.0f && r.sample_prob == 0.0f &&
-              r.entropy == 0.0f,
+              r.entropy == 0.0f && r.nonfinite == 0,
           "all banned: pick %d argmax %d p %g", r.sample, r.argmax, r.max_prob);
+}
+
+// NaN and infinite logits (broken weights) are flagged per row, as
+// model/pick.c flags them: any l[t] not finite, banned ids included; the
+// record is then zeros. Finite rows beside them are unaffected.
+static void test_lm_stats_nonfinite(void) {
+  const int V = 3000, n = 7;
+  vecf lg((size_t)n * V);
+  for (auto &x : lg) x = frand() * 4.0f;
+  lg[(size_t)1 * V + 1234] = NAN;       // one NaN mid-row
+  lg[(size_t)2 * V + 5] = INFINITY;     // +Inf (it would win the argmax)
+  lg[(size_t)3 * V + V - 1] = -INFINITY;  // -Inf, last id (a banned id's z looks like it)
+  lg[(size_t)4 * V + 7] = NAN;          // NaN at a banned id
+  for (int j = 0; j < V; j++) lg[(size_t)5 * V + j] = NAN;  // all NaN
+  lg[(size_t)6 * V + 0] = -INFINITY;    // -Inf, first id, sampled row
+  std::vector<uint8_t> banned(V, 0);
+  banned[7] = 1;
+  std::vector<sc_kernels_pick_row> pr(n);
+  for (int i = 0; i < n; i++) {
+    pr[i].temperature = i == 6 ? 0.7f : 0.0f;
+    pr[i].eos_penalty = 0.0f;
+    pr[i].key = 99u + (uint64_t)i;
+  }
+  dbuf<float> dl(lg);
+  dbuf<sc_kernels_pick_row> dp(pr);
+  dbuf<uint8_t> db(banned);
+  dbuf<sc_kernels_row_stats> ds(n);
+  REQUIRE(ok(sck_lm_stats(dl.p, n, V, dp.p, db.p, -1, -1, ds.p, 0)));
+  std::vector<sc_kernels_row_stats> got = ds.get();
+  for (int i = 0; i < n; i++) {
+    bool want = false;
+    for (int j = 0; j < V; j++) want |= !isfinite(lg[(size_t)i * V + j]);
+    EXPECTF(got[i].nonfinite == (want ? 1 : 0), "row %d: nonfinite %d, want %d", i,
+            got[i].nonfinite, want);
+    if (want)
+      EXPECTF(got[i].argmax == 0 && got[i].sample == 0 && got[i].max_prob == 0.0f &&
+                  got[i].sample_prob == 0.0f && got[i].entropy == 0.0f,
+              "row %d: a flagged row's record is zeros", i);
+  }
+  EXPECT(got[0].nonfinite == 0 && got[0].max_prob > 0.0f);
 }
 
 int main(void) {
@@ -469,5 +510,6 @@ int main(void) {
   RUN(test_gather);
   RUN(test_convert);
   RUN(test_lm_stats);
+  RUN(test_lm_stats_nonfinite);
   TEST_MAIN_END();
 }

@@ -1,5 +1,8 @@
-"""Shared helpers for the model tests: the binary, generated checkpoints."""
+"""Shared helpers for the model tests: the binary, generated checkpoints,
+weights poisoned with NaN or Inf."""
+import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -44,3 +47,43 @@ def skip_unless_cuda(probe):
                                        "no device")):
         print("no CUDA device (or no CUDA backend): " + probe.stderr.strip().replace("\n", " "))
         sys.exit(77)
+
+
+# The bit patterns of NaN and +Inf per safetensors dtype (little-endian).
+NAN_BITS = {"BF16": b"\xc0\x7f", "F16": b"\x00\x7e", "F32": b"\x00\x00\xc0\x7f"}
+INF_BITS = {"BF16": b"\x80\x7f", "F16": b"\x00\x7c", "F32": b"\x00\x00\x80\x7f"}
+DTYPE_SIZE = {"BF16": 2, "F16": 2, "F32": 4}
+
+
+def poison_safetensors(path, fn):
+    """Overwrites tensor bytes in place: fn(name, header entry) returns
+    [(byte offset in the tensor, bytes)]. Returns how many writes were made.
+    (The safetensors layout: u64 header length, JSON header, data.)"""
+    with open(path, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        hits = 0
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            for off, data in fn(name, info):
+                f.seek(8 + n + info["data_offsets"][0] + off)
+                f.write(data)
+                hits += 1
+        return hits
+
+
+def all_nan(name, info):
+    """Every element of every tensor NaN."""
+    count = (info["data_offsets"][1] - info["data_offsets"][0]) // DTYPE_SIZE[info["dtype"]]
+    return [(0, NAN_BITS[info["dtype"]] * count)]
+
+
+def inf_in_head(column):
+    """+Inf at lm_head row 5, the given column: logit 5 = inf * x[column] + finite."""
+    def fn(name, info):
+        if name not in ("lm_head.weight", "model.transformer.ff_out.weight"):
+            return []
+        size = DTYPE_SIZE[info["dtype"]]
+        return [((5 * info["shape"][1] + column) * size, INF_BITS[info["dtype"]])]
+    return fn

@@ -184,10 +184,32 @@ def write(model_dir, out_path, matrix_type, tensors, cfg, family, pre="gpt2", al
             kv("tokenizer.ggml.model", GT_STR, "gpt2"), kv("tokenizer.ggml.pre", GT_STR, pre),
             arr("tokenizer.ggml.tokens", GT_STR, toks), arr("tokenizer.ggml.token_type", GT_I32, types),
             arr("tokenizer.ggml.merges", GT_STR, merges)]
-    for key, ck in (("eos_token_id", "eos_token_id"), ("padding_token_id", "pad_token_id"),
-                    ("bos_token_id", "bos_token_id"), ("mask_token_id", "mask_token_id")):
-        if cfg.get(ck) is not None:
-            meta.append(kv(f"tokenizer.ggml.{key}", GT_U32, cfg[ck]))
+    # The special ids as gguf-py's SpecialVocab takes them: the tokenizer
+    # files' "<x>_token" first (resolved through the added tokens), then
+    # config.json's "<x>_token_id"; add_bos_token from tokenizer_config.json,
+    # or a TemplateProcessing post-processor that starts with a special token.
+    tc = {}
+    tc_path = os.path.join(model_dir, "tokenizer_config.json")
+    if os.path.exists(tc_path):
+        with open(tc_path) as f:
+            tc = json.load(f)
+    by_text = {t["content"]: i for i, t in added.items()}
+    for key, what in (("eos_token_id", "eos"), ("padding_token_id", "pad"),
+                      ("bos_token_id", "bos"), ("mask_token_id", "mask")):
+        text = tc.get(f"{what}_token")
+        text = text.get("content") if isinstance(text, dict) else text
+        tid = by_text.get(text) if text is not None else None
+        if tid is None:
+            tid = cfg.get(f"{what}_token_id")
+        if tid is not None:
+            meta.append(kv(f"tokenizer.ggml.{key}", GT_U32, tid))
+    pp = tj.get("post_processor") or {}
+    single = pp.get("single") or [{}] if pp.get("type") == "TemplateProcessing" else [{}]
+    add_bos = tc.get("add_bos_token")
+    if add_bos is None and "SpecialToken" in single[0]:
+        add_bos = True
+    if add_bos is not None:
+        meta.append(kv("tokenizer.ggml.add_bos_token", GT_BOOL, bool(add_bos)))
     if llada:
         meta.append(kv("diffusion.shift_logits", GT_BOOL, False))
     head = b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(meta)) + b"".join(meta) + b"".join(infos)

@@ -89,6 +89,29 @@ with tempdir() as tmp:
             check(float(np.abs(bad - ref).max() / np.abs(ref).max()) > 1e-2,
                   f"{name}: rows left permuted would give other logits")
 
+    # The family profile comes from the file as from a folder: the
+    # architecture gives the family, the tokenizer's added tokens (control
+    # and user-defined types) the row (dream, DiffuCoder-Instruct's
+    # <|dlm_pad|>, DreamOn's <|expand|>), the named tokens the BOS, EOS and
+    # end ids, add_bos_token LLaDA's BOS. (No config.json: DreamOn's
+    # sculpt_max_infill override stays with the folder.)
+    fields = ("name", "bos_id", "eos_after_suffix", "eos_id", "end_ids", "eos_fill",
+              "expand_id", "upstream_loop", "framing")
+    for name, family in (("dream-bytes", "dream"), ("diffucoder-instruct-bytes", "dream"),
+                         ("dreamon-bytes", "dream"), ("llada-bytes", "llada")):
+        d = tiny_checkpoints.generate(name, tiny_checkpoints.SPECS[name], tmp)
+        cfg, t = reference.load(d)
+        g = os.path.join(tmp, f"{name}.gguf")
+        gguf_writer.write(d, g, "F32", t, cfg, family)
+        infos = []
+        for m in (d, g):
+            r = run("model", "info", "--model", m, "--json")
+            infos.append(json.loads(r.stdout).get("profile", {}) if r.returncode == 0 else {})
+        want = {k: infos[0].get(k) for k in fields}
+        got = {k: infos[1].get(k) for k in fields}
+        check(want["name"] is not None and got == want,
+              f"{name}: the GGUF's family profile is the folder's ({got})")
+
     # The shipped model as a BF16 GGUF with its tokenizer: same everything.
     default = os.path.join(SRC, "model", "default")
     cfg, t = reference.load(default)
@@ -137,6 +160,21 @@ with tempdir() as tmp:
         check(r.returncode in (1, 2) and want in r.stderr and "broken.gguf" in r.stderr
               and r.stderr.count("\n") <= 1,
               f"{label}: one clear error ({r.stderr.strip()})")
+
+    # Only a regular file is opened: a FIFO named .gguf (as the file, or the
+    # one .gguf of a folder) is an error naming it, not a blocked open.
+    fifo_dir = os.path.join(tmp, "fifo-model")
+    os.makedirs(fifo_dir)
+    fifo = os.path.join(fifo_dir, "model.gguf")
+    os.mkfifo(fifo)
+    for m in (fifo, fifo_dir):
+        try:
+            r = run("model", "info", "--model", m)
+            ok = r.returncode == 1 and "model.gguf: a FIFO" in r.stderr
+        except subprocess.TimeoutExpired:
+            ok, r = False, None
+        check(ok, f"a FIFO .gguf ({os.path.relpath(m, tmp)}) is refused by name "
+                  f"({r.stderr.strip() if r else 'timed out'})")
 
     broken("wrong magic", b"GGUX" + good[4:], "no GGUF magic")
     broken("truncated metadata", good[:200], "")

@@ -1,11 +1,32 @@
 """`sculpt model info` (text and --json) against what tools/tiny_checkpoints.py
-wrote: family, sizes, dtype, special ids and their sources, shift, tying."""
+wrote: family, sizes, dtype, special ids and their sources, shift, tying, and
+the family profile (framing, end tokens, presets; model/family.c), including
+its config.json overrides and their errors."""
 import json
+import os
 import sys
 
 from common import make_all, run, tempdir, tiny_checkpoints
 
 failures = []
+
+
+def flatten(o, prefix=""):
+    out = {}
+    for k, v in o.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, prefix + k + "."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def as_text(v):
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, list):
+        return ",".join(map(str, v))
+    return str(v)
 
 
 def check(cond, what):
@@ -22,10 +43,16 @@ with tempdir() as tmp:
         text = dict(l.split(": ", 1) for l in r.stdout.splitlines() if ": " in l)
         r = run("model", "info", "--model", d, "--json")
         info = json.loads(r.stdout)
-        check(set(text) == set(info) and all(text[k] == (str(v).lower() if isinstance(v, bool)
-                                                          else str(v)) for k, v in info.items()
+        flat = flatten(info)
+        check(set(text) == set(flat) and all(text[k] == as_text(v) for k, v in flat.items()
                                              if not isinstance(v, float)),
               f"{name}: text and --json agree")
+        prof = info["profile"]
+        want_prof = spec.get("profile", {})
+        bad = {k: (prof.get(k), v) for k, v in want_prof.items() if prof.get(k) != v}
+        check(not bad, f"{name}: profile {prof['name']} {bad if bad else ''}")
+        check(prof["source"] and prof["preset"] in ("fast", "upstream"),
+              f"{name}: the profile cites its source")
         hd = spec.get("head_dim") or spec["hidden"] // spec["heads"]
         want = dict(family=spec["family"], layers=spec["layers"], hidden=spec["hidden"],
                     heads=spec["heads"], kv_heads=spec["kv_heads"] or spec["heads"],
@@ -44,6 +71,48 @@ with tempdir() as tmp:
               f"{name}: --max-seq sizes the context arena")
     r = run("model", "info")
     check(r.returncode == 2, "no --model: exit 2")
+
+    # Overrides: each sculpt_* key changes the profile; a bad value is one
+    # error line naming the key (exit 1, the checkpoint is at fault).
+    import shutil
+    base = os.path.join(tmp, "dream-bytes")
+    cases = [({"sculpt_profile": "dreamon"}, dict(name="dreamon", eos_fill=True)),
+             ({"sculpt_bos_token_id": -1}, dict(bos_id=-1, overridden=True)),
+             ({"sculpt_eos_after_suffix": False}, dict(eos_after_suffix=False)),
+             ({"sculpt_end_token_ids": [300, 65]}, dict(end_ids=[300, 65])),
+             ({"sculpt_eos_fill": True}, dict(eos_fill=True)),
+             ({"sculpt_expand_token_id": 303}, dict(expand_id=303)),
+             ({"sculpt_max_infill": 48}, dict(max_infill=48)),
+             ({"sculpt_preset": "upstream"}, dict(preset="upstream"))]
+
+    def with_keys(name, keys):
+        """A copy of base whose config.json has keys added."""
+        d = os.path.join(tmp, name)
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(base, d)
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = json.load(f)
+        cfg.update(keys)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        return d
+
+    for i, (keys, want) in enumerate(cases):
+        d = with_keys(f"override{i}", keys)
+        r = run("model", "info", "--model", d, "--json")
+        prof = json.loads(r.stdout)["profile"] if r.returncode == 0 else {}
+        bad = {k: (prof.get(k), v) for k, v in want.items() if prof.get(k) != v}
+        check(r.returncode == 0 and not bad, f"override {keys}: {bad or r.stderr.strip()}")
+    for keys, key in [({"sculpt_profile": "gpt"}, "sculpt_profile"),
+                      ({"sculpt_end_token_ids": [99999]}, "sculpt_end_token_ids"),
+                      ({"sculpt_bos_token_id": "x"}, "sculpt_bos_token_id"),
+                      ({"sculpt_eos_fill": 1}, "sculpt_eos_fill"),
+                      ({"sculpt_preset": "slow"}, "sculpt_preset")]:
+        d = with_keys("bad-override", keys)
+        r = run("model", "info", "--model", d)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        check(r.returncode == 1 and len(lines) == 1 and key in lines[0],
+              f"bad {keys}: exit 1, one line naming {key} ({r.returncode}: {r.stderr.strip()})")
 
 if failures:
     print(f"{len(failures)} failures")

@@ -2,7 +2,10 @@
 the f32 reference path, on every tiny checkpoint and the shipped model:
 
   - logits: rms(int8 - f32) <= 1.5% of rms(f32) (bf16: 1%), every
-    |int8 - f32| <= 12% of rms(f32), and on the shipped (trained) model over
+    |int8 - f32| <= 12% of rms(f32) or of its vocabulary entry's rms when
+    larger (the per-family checkpoints scale a few lm_head rows up to 4x,
+    "boost" in tools/tiny_checkpoints.py, and a logit's rounding error
+    scales with its row), and on the shipped (trained) model over
     1,000 rows of real code (four files) the argmax agrees on >= 99% of
     them. Random tiny checkpoints have near-ties (a median top-2 margin of
     0.2 against an error of 0.01 rms) that any rounding flips, so there the
@@ -28,7 +31,13 @@ sys.path.insert(0, os.path.join(SRC, "tools", "eval"))
 import completion_corpus  # noqa: E402
 
 RMS_TOL = {"int8": 0.015, "bf16": 0.01}
-SITES = 40
+# The shipped 1M-parameter model has many near-ties (its texts repeat one
+# token, a tab or a digit, where two are about equally likely), so the
+# share moves by a few points with the sample: on main's family framing
+# 92.5% at 40 sites, 98.3% at 60, 91.2% at 80, 96.0% at 100, 96.7% at 120
+# (381 of 400 over the five). 120 sites (about 40 s) measure the gate
+# rather than the sample.
+SITES = 120
 failures = []
 
 
@@ -50,8 +59,10 @@ def logits(model, ids, weights, out):
 def compare(name, model, windows, out, min_agree):
     """windows: lists of ids, one forward pass each."""
     for w, tol in RMS_TOL.items():
-        sq = ref_sq = worst = 0.0
+        sq = ref_sq = 0.0
+        col_sq = None
         agree = rows = 0
+        errs = []
         for ids in windows:
             ref = logits(model, ids, "f32", out)
             got = logits(model, ids, w, out)
@@ -59,14 +70,21 @@ def compare(name, model, windows, out, min_agree):
                 return
             sq += float(((got - ref) ** 2).sum())
             ref_sq += float((ref ** 2).sum())
-            worst = max(worst, float(np.abs(got - ref).max()))
+            c = (ref.astype(np.float64) ** 2).sum(0)
+            col_sq = c if col_sq is None else col_sq + c
+            errs.append(np.abs(got - ref).max(0))
             agree += int((got.argmax(1) == ref.argmax(1)).sum())
             rows += len(ids)
         n = rows * ref.shape[1]
         rms, rms_ref = (sq / n) ** 0.5, (ref_sq / n) ** 0.5
         check(rms <= tol * rms_ref,
               f"{name} {w}: rms error {rms:.4f} <= {tol:.1%} of the logits' rms {rms_ref:.3f}")
-        check(worst <= 0.12 * rms_ref, f"{name} {w}: max error {worst:.4f} <= 12% of that rms")
+        # Each logit's error against the larger of the rms and its entry's.
+        scale = np.maximum(np.sqrt(col_sq / rows), rms_ref)
+        ratio = np.max(np.stack(errs), 0) / scale
+        worst = float(ratio.max())
+        check(worst <= 0.12, f"{name} {w}: max error {worst:.1%} of the rms (or of its "
+                             f"entry's rms when larger) <= 12%")
         check(agree >= min_agree * rows,
               f"{name} {w}: argmax agrees on {agree} of {rows} rows (>= {min_agree:.0%})")
 

@@ -11,7 +11,6 @@ SCULPT_TEST_SHAPE_DELAY_MS); the key never reaches the log or an error
 message."""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,75 +20,33 @@ sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
 sys.path.insert(0, HERE)
 
 from lspclient import (CONTENT_MODIFIED, REQUEST_CANCELLED, check, eq, expect_error,  # noqa: E402
-                       key, run_tests, spawn)
+                       key, run_tests)
 from mockfim import Mock, closed_port  # noqa: E402
+import remotehelp  # noqa: E402  (no proxy may sit between: the mock is on 127.0.0.1)
+from remotehelp import REQUEST_FAILED, URI, inline, open_doc, send_inline  # noqa: E402
 
-# The mock is on 127.0.0.1: no proxy may sit between.
-for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy",
-          "SCULPT_API_KEY"):
-    os.environ.pop(k, None)
-
-REQUEST_FAILED = -32803
-SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
 TMP = tempfile.mkdtemp(prefix="sculpt-remote-")
-# A byte-level tokenizer for the local prompt assembly (the planted
-# checkpoints carry one); the model itself is never loaded in remote mode.
-subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), TMP],
-               check=True, capture_output=True)
-MODEL = os.path.join(TMP, "planted-successor-shifted-bytes")
-URI = "file:///w/main.c"
+MODEL = remotehelp.planted_model(TMP)
 KEY = "sk-test-" + "7f3a9c1e5b2d8f40"
 
 
 def start(mock_url, backend=None, env=None, root=None, log_level=None, **extra):
     b = {"url": mock_url, "model": "mock-model", "timeoutMs": 5000}
     b.update(backend or {})
-    opts = {"modelPath": MODEL, "backend": b, "debounceMs": 0}
-    opts.update(extra)
-    s = spawn(env=env, log_level=log_level)
-    init = {"initializationOptions": opts}
-    if root:
-        init["rootUri"] = "file://" + root
-    s.start({}, **init)
-    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
-                   m["params"]["state"] == "ready", what="sculpt/status ready")
-    return s
-
-
-def open_doc(s, text, uri=URI, lang="c"):
-    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
-                                                       "version": 1, "text": text}})
-
-
-def send_inline(s, line, character, uri=URI, id=None):
-    return s.send_request("textDocument/inlineCompletion",
-                          {"textDocument": {"uri": uri},
-                           "position": {"line": line, "character": character},
-                           "context": {"triggerKind": 1}}, id=id)
-
-
-def inline(s, line, character, uri=URI, timeout=20):
-    return s.wait_response(send_inline(s, line, character, uri), timeout)
+    return remotehelp.start(MODEL, b, env=env, root=root, log_level=log_level, **extra)
 
 
 def test_completion_from_the_backend():
     # A workspace with a definition in another file: the prompt the mock
     # receives has it as a snippet, before the prefix window; the suffix is
     # the text after the cursor.
-    repo = tempfile.mkdtemp(prefix="sculpt-remote-ws-")
-    subprocess.run(["git", "init", "-q", repo], check=True)  # the index lists files with git
-    os.makedirs(os.path.join(repo, "pkg"))
-    with open(os.path.join(repo, "pkg", "calc.py"), "w") as f:
-        f.write("def compute_total(items):\n    return sum(items)\n")
-    text = "from pkg.calc import compute_total\n\nx = compute_total([1]) + abc\nprint(x)\n"
-    with open(os.path.join(repo, "app.py"), "w") as f:
-        f.write(text)
+    repo = remotehelp.snippet_workspace("sculpt-remote-ws-")
+    text = remotehelp.SNIPPET_APP
     mock = Mock()
     # Mid-line in C: one line, and what the suffix already has (");") goes.
     mock.default = {"text": "value\nprint(2)\n"}
     s = start(mock.url, env={"SCULPT_API_KEY": KEY}, root=repo)
-    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
-                   m["params"].get("index", {}).get("state") == "ready", what="the index")
+    remotehelp.wait_index(s)
     uri = "file://" + os.path.join(repo, "app.py")
     open_doc(s, text, uri=uri, lang="python")
     line = "x = compute_total([1]) + abc"
@@ -102,7 +59,7 @@ def test_completion_from_the_backend():
     eq(req["path"], "/v1/fim/completions", "the FIM endpoint under the base URL")
     body = req["body"]
     eq(body["model"], "mock-model", "model")
-    eq(body["stream"], False, "stream")
+    eq(body["stream"], True, "a streamed answer is asked for")
     check(isinstance(body["max_tokens"], int) and body["max_tokens"] > 0, "max_tokens", body)
     check("def compute_total" in body["prompt"], "the cross-file snippet is in the prompt",
           body["prompt"])

@@ -168,6 +168,21 @@ class Server:
         return got
 
 
+def recv_all(sock):
+    """Everything sock receives until the peer closes (or a timeout or reset
+    ends it early)."""
+    got = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    return got
+
+
 def wait_until(pred, timeout=10.0, step=0.02):
     end = time.time() + timeout
     while time.time() < end:

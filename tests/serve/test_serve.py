@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from servelib import (BIN, Server, check, finish, planted_model,  # noqa: E402
-                      wait_until)
+                      recv_all, wait_until)
 
 tmp, model = planted_model()
 ALPHA = "defghijklmnopqrstuvwxyz"
@@ -74,18 +74,35 @@ h = cpu.health()
 check(h and h.get("batch_capacity") == 1, f"CPU default --batch 1: {h}")
 cpu.stop()
 
-# Streaming: drafts that refine, then the final text, then [DONE].
+# Streaming, by default OpenAI's increments: each event holds only what is
+# new (as choices[0].text and choices[0].delta.content), the last one
+# finish_reason and usage, then [DONE]; the pieces add up to the answer.
 st, ctype, events = srv.stream({"prompt": "int abc", "suffix": " = 1;\n", "max_tokens": 40})
 check(st == 200 and ctype == "text/event-stream", f"stream {st} {ctype}")
+check(len(events) >= 4 and events[-1] == "[DONE]", f"{len(events)} events, last {events[-1:]}")
+objs = [json.loads(e) for e in events[:-1]]
+pieces = [o["choices"][0]["text"] for o in objs]
+check("".join(pieces) == ALPHA, f"the increments add up to the answer: {pieces}")
+check(all(o["choices"][0]["delta"]["content"] == o["choices"][0]["text"] for o in objs),
+      "delta.content carries the same increment")
+check(len([p for p in pieces if p]) >= 3, f"the answer arrives in pieces: {pieces}")
+check(objs[-1]["choices"][0]["finish_reason"] == "stop" and "usage" in objs[-1] and
+      all(o["choices"][0]["finish_reason"] is None for o in objs[:-1]), "finish_reason at the end")
+check(len({o["id"] for o in objs}) == 1, "one id per stream")
+# The refining drafts on request (stream_drafts): each event the whole
+# current draft and its step, then the final text.
+st, ctype, events = srv.stream({"prompt": "int abc", "suffix": " = 1;\n", "max_tokens": 40,
+                                "stream_drafts": True})
 check(len(events) >= 4 and events[-1] == "[DONE]", f"{len(events)} events, last {events[-1:]}")
 objs = [json.loads(e) for e in events[:-1]]
 drafts = [o["choices"][0]["text"] for o in objs]
 check(drafts and drafts[-1] == ALPHA, f"final streamed text {drafts[-1:]}")
 check(all(ALPHA.startswith(d) for d in drafts), f"drafts are the refining middle: {drafts}")
 check(len(set(drafts)) >= 3, "the draft changes from step to step")
+check(all(isinstance(o.get("step"), int) for o in objs[:-1]) and
+      [o["step"] for o in objs[:-1]] == sorted(o["step"] for o in objs[:-1]), "steps in order")
 check(objs[-1]["choices"][0]["finish_reason"] == "stop" and "usage" in objs[-1] and
       all(o["choices"][0]["finish_reason"] is None for o in objs[:-1]), "finish_reason at the end")
-check(len({o["id"] for o in objs}) == 1, "one id per stream")
 
 # Keep-alive: several requests on one connection, a stream among them.
 c = srv.conn()
@@ -188,6 +205,45 @@ check(wait_until(lambda: srv.health()["queue_depth"] == 0), "dropped from the qu
 ta.join()
 st, _, res = srv.complete({"prompt": "wx", "max_tokens": 4})
 check(st == 200 and res["choices"][0]["text"] == "yz", f"served afterwards: {st} {res}")
+
+
+def post(payload, shut):
+    """A completion on a raw socket; shut: half-close after it (the client
+    still reads), else close at once (the client is gone)."""
+    k = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+    b = json.dumps(payload).encode()
+    k.sendall(b"POST /v1/fim/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+              % len(b) + b)
+    if not shut:
+        k.close()
+        return None
+    k.shutdown(socket.SHUT_WR)
+    got = recv_all(k)
+    k.close()
+    return got
+
+
+# A client that half-closes after its request and waits is answered in full
+# (issue 22), over the many gone-checks a slow request spans, plain or
+# streamed; the interim 100 that tells it from a gone client comes first.
+got = post({"prompt": "a", "max_tokens": 8}, shut=True)
+head, _, body = got.partition(b"\r\n\r\n")
+final = body.partition(b"\r\n\r\n")
+check(head == b"HTTP/1.1 100 Continue" and final[0].startswith(b"HTTP/1.1 200 OK") and
+      json.loads(final[2])["choices"][0]["text"] == "bcdefghi", f"half-closed plain: {got!r}")
+got = post({"prompt": "a", "max_tokens": 8, "stream": True}, shut=True)
+check(b"200 OK" in got and b"data: [DONE]" in got and b'"finish_reason":"length"' in got,
+      f"half-closed stream: {got[-300:]!r}")
+# A client that closes for good right after its request is cancelled soon
+# after its FIN (the 100 it is sent comes back as a reset), not decoded to
+# the end for no one: counted as cancelled, which a request that ran its 25
+# steps of 100 ms would not be.
+before = srv.metrics()
+post({"prompt": "a", "max_tokens": 30}, shut=False)
+check(wait_until(lambda: srv.metrics().get("sculpt_cancelled_total", 0) >
+                 before.get("sculpt_cancelled_total", 0), timeout=10) and
+      wait_until(lambda: srv.health()["active"] == 0, timeout=10),
+      "a closed plain client's request is cancelled")
 check(srv.stop() == 0, "exit 0 after cancellations")
 
 # ---- bearer token -------------------------------------------------------------
@@ -205,6 +261,9 @@ st, _, res = srv.complete(req, headers={"Authorization": "Bearer " + secret})
 check(st == 200 and res["choices"][0]["text"] == "z", f"right token: {st} {res}")
 st, _, _ = srv.request("GET", "/metrics")
 check(st == 401, "metrics need the token")
+for path in ("/v1/models", "/infill"):
+    st, _, _ = srv.request("GET" if path == "/v1/models" else "POST", path, "{}")
+    check(st == 401, f"{path} needs the token")
 check(srv.metrics(headers={"Authorization": "Bearer " + secret}).get(
     'sculpt_http_requests_total{code="401"}', 0) >= 7, "401s counted")
 check(srv.health() is not None, "health needs none")

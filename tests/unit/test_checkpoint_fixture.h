@@ -145,7 +145,10 @@ static const char *fx_config =
 
 /* A fresh empty folder under /tmp; path is written into out. */
 static inline int fx_mkdtemp(char *out, size_t len) {
-  snprintf(out, len, "/tmp/sc_ckpt_XXXXXX");
+  /* $TMPDIR when set: tools/fuzz_long.sh gives each run its own, where a
+   * killed fuzzing job's folders are found and removed. */
+  const char *tmp = getenv("TMPDIR");
+  snprintf(out, len, "%s/sc_ckpt_XXXXXX", tmp && *tmp ? tmp : "/tmp");
   return mkdtemp(out) ? 0 : -1;
 }
 

@@ -1,7 +1,9 @@
 /* test_http_reader.c — the HTTP request reader of `sculpt serve`
  * (net/http.c): a request split at every byte parses the same; pipelined
- * requests come one at a time; limits give 431/413; and random bytes or
- * mutated requests never crash it (a small in-process fuzz). */
+ * requests come one at a time; limits give 431/413; versions other than
+ * HTTP/1.0 and 1.1 and duplicate Content-Length headers are refused as soon
+ * as they are seen; and random bytes or mutated requests never crash it (a
+ * small in-process fuzz). */
 #define _POSIX_C_SOURCE 200809L
 #include "net.h"
 #include "sc_test.h"
@@ -145,6 +147,56 @@ static void test_expect_continue(void) {
   sc_http_reader_free(r);
 }
 
+/* Feeds text whole, then split at every byte; the first result that is not
+ * SC_HTTP_MORE must be want (with status when an error). */
+static void expect_feed(const char *text, sc_http_feed want, int status) {
+  size_t len = strlen(text);
+  for (size_t cut = 0; cut <= len; cut++) {
+    sc_http_reader *r = sc_http_reader_new(16384, 1 << 20);
+    REQUIRE(r);
+    size_t used = 0;
+    sc_http_feed f = sc_http_reader_feed(r, text, cut, &used);
+    /* (A feed of 0 bytes would be the peer's close.) */
+    if (f == SC_HTTP_MORE && len > used)
+      f = sc_http_reader_feed(r, text + used, len - used, &used);
+    EXPECTF(f == want, "%.24s... cut at %zu: %d", text, cut, (int)f);
+    if (f == SC_HTTP_ERROR && want == SC_HTTP_ERROR)
+      EXPECTF(sc_http_reader_error(r, NULL) == status, "%.24s...: status %d", text,
+              sc_http_reader_error(r, NULL));
+    sc_http_reader_free(r);
+  }
+}
+
+/* Only HTTP/1.0 and 1.1, decided at the end of the request line: a 0.9
+ * line (no version) is a 400 at once, not a wait for headers that never
+ * come; 1.5 and 2.0 are 505 before their headers are in. Duplicate
+ * Content-Length headers are a 400, conflicting or not. */
+static void test_versions_and_lengths(void) {
+  expect_feed("GET /health\r\n", SC_HTTP_ERROR, 400);
+  expect_feed("GET /health\n", SC_HTTP_ERROR, 400);
+  expect_feed("GET / HTTP/1.5\r\n", SC_HTTP_ERROR, 505);
+  expect_feed("GET / HTTP/1.5\r\nHost: x\r\n\r\n", SC_HTTP_ERROR, 505);
+  expect_feed("GET / HTTP/2.0\r\n", SC_HTTP_ERROR, 505);
+  expect_feed("GET / HTTP/0.9\r\n", SC_HTTP_ERROR, 505);
+  expect_feed("GET / HTTP/1.1\r\nHost: x\r\n", SC_HTTP_MORE, 0);
+  expect_feed("\r\n\r\nGET / HTTP/1.1\r\n\r\n", SC_HTTP_REQUEST, 0);
+  expect_feed("GET / HTTP/1.0\r\n\r\n", SC_HTTP_REQUEST, 0);
+  expect_feed("POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}",
+              SC_HTTP_ERROR, 400);
+  expect_feed("POST / HTTP/1.1\r\nContent-Length: 2\r\ncontent-length: 2\r\n\r\n{}",
+              SC_HTTP_ERROR, 400);
+  /* The line of the next pipelined request is checked as well. */
+  sc_http_reader *r = sc_http_reader_new(16384, 100);
+  REQUIRE(r);
+  const char two[] = "GET /a HTTP/1.1\r\n\r\nGET /b\r\n";
+  size_t used = 0, len = strlen(two);
+  REQUIRE(sc_http_reader_feed(r, two, len, &used) == SC_HTTP_REQUEST);
+  sc_http_reader_next(r);
+  EXPECT(sc_http_reader_feed(r, two + used, len - used, &used) == SC_HTTP_ERROR);
+  EXPECT(sc_http_reader_error(r, NULL) == 400);
+  sc_http_reader_free(r);
+}
+
 static uint64_t next_rand(uint64_t *s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
@@ -198,6 +250,7 @@ int main(void) {
   RUN(test_split_everywhere);
   RUN(test_pipelined_and_limits);
   RUN(test_long_header_name);
+  RUN(test_versions_and_lengths);
   RUN(test_expect_continue);
   RUN(test_random_bytes);
   TEST_MAIN_END();

@@ -36,7 +36,7 @@ static void test_greedy_and_stats(void) {
   const float l[6] = {2.0f, 9.0f, -1.0f, 0.5f, 2.9f, 2.0f};
   const uint8_t banned[6] = {0, 1, 0, 0, 0, 0};
   sc_pick_row_params rp = {0.0f, 1.0f, 99};
-  sc_pick_params pp = {&rp, banned, 4, -1};
+  sc_pick_params pp = {&rp, banned, 4, -1, NULL, 0};
   double z[6], p[6];
   sc_row_pick r;
   sc_pick_rows(l, 1, V, &pp, z, &r);
@@ -74,7 +74,7 @@ static void test_sampling_distribution(void) {
   bool p_ok = true;
   for (int i = 0; i < N; i++) {
     sc_pick_row_params rp = {T, pen, 0x5eed0000ULL + (uint64_t)i * 7919u};
-    sc_pick_params pp = {&rp, banned, 1, -1};
+    sc_pick_params pp = {&rp, banned, 1, -1, NULL, 0};
     sc_row_pick r;
     sc_pick_rows(l, 1, V, &pp, z, &r);
     if (r.token < 0 || r.token >= V) {
@@ -92,7 +92,7 @@ static void test_sampling_distribution(void) {
   }
   /* Same key, same token; the uniform stays inside (0, 1). */
   sc_pick_row_params rp = {T, pen, 42};
-  sc_pick_params pp = {&rp, banned, 1, -1};
+  sc_pick_params pp = {&rp, banned, 1, -1, NULL, 0};
   sc_row_pick a, b;
   sc_pick_rows(l, 1, V, &pp, z, &a);
   sc_pick_rows(l, 1, V, &pp, z, &b);
@@ -118,13 +118,38 @@ static void test_edges(void) {
   double z[4];
   sc_row_pick r;
   sc_pick_row_params rp = {0.9f, 0.0f, 3};
-  sc_pick_params pp = {&rp, all, -1, -1};
+  sc_pick_params pp = {&rp, all, -1, -1, NULL, 0};
   sc_pick_rows(l, 1, 4, &pp, z, &r);
   EXPECT(r.token == 0 && r.p == 0 && r.max_prob == 0 && r.entropy == 0);
+  EXPECT(!r.nonfinite);
   const float nan_row[4] = {NAN, NAN, NAN, NAN};
   pp.banned = NULL;
   sc_pick_rows(nan_row, 1, 4, &pp, z, &r);
-  EXPECT(r.token == 0 && r.p == 0 && isfinite(r.entropy));
+  EXPECT(r.token == 0 && r.p == 0 && isfinite(r.entropy) && r.nonfinite);
+}
+
+/* Broken weights show as NaN or infinite logits: each such row is flagged
+ * (kernels/ops.cu's k_lm_stats flags the same rows; tests/gpu checks it),
+ * banned ids included, greedy or sampled; a finite row is not. */
+static void test_nonfinite(void) {
+  const float rows[][5] = {{1, 2, 3, 4, 5},
+                           {1, NAN, 3, 4, 5},
+                           {1, 2, INFINITY, 4, 5},
+                           {1, 2, 3, 4, -INFINITY},
+                           {NAN, 2, 3, 4, 5}}; /* id 0 banned below */
+  const bool want[] = {false, true, true, true, true};
+  const uint8_t banned[5] = {1, 0, 0, 0, 0};
+  double z[5];
+  for (int temp = 0; temp < 2; temp++)
+    for (int i = 0; i < 5; i++) {
+      sc_pick_row_params rp = {temp ? 0.8f : 0.0f, 0.0f, 11};
+      sc_pick_params pp = {&rp, banned, -1, -1, NULL, 0};
+      sc_row_pick r;
+      sc_pick_rows(rows[i], 1, 5, &pp, z, &r);
+      EXPECTF(r.nonfinite == want[i], "row %d (T %d): nonfinite %d", i, temp, r.nonfinite);
+      if (want[i]) EXPECT(r.token == 0 && r.p == 0 && r.max_prob == 0);
+      else EXPECT(r.token == 4 || temp);
+    }
 }
 
 static bool same_picks(const sc_row_pick *a, const sc_row_pick *b, int n) {
@@ -152,7 +177,7 @@ static void test_ctx_pick(void) {
   uint8_t *banned = calloc((size_t)V, 1);
   REQUIRE(banned);
   banned[info->mask_id] = 1;
-  sc_pick_params pp = {rp, banned, info->eos_id, info->pad_id};
+  sc_pick_params pp = {rp, banned, info->eos_id, info->pad_id, NULL, 0};
   float *logits = malloc((size_t)6 * V * sizeof *logits);
   double *z = malloc((size_t)V * sizeof *z);
   REQUIRE(logits && z);
@@ -269,6 +294,7 @@ int main(void) {
   RUN(test_greedy_and_stats);
   RUN(test_sampling_distribution);
   RUN(test_edges);
+  RUN(test_nonfinite);
   RUN(test_ctx_pick);
   RUN(test_engine_keyed_noise);
   TEST_MAIN_END();

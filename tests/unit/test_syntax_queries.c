@@ -11,11 +11,13 @@ static const char *const k_langs[] = {"c",  "cpp",  "python", "javascript", "typ
                                       "go", "rust", "java",   "bash",       "json"};
 #define N_LANGS (sizeof k_langs / sizeof k_langs[0])
 
-static const char *const k_captures[SC_QUERY_KIND_COUNT][8] = {
+static const char *const k_captures[SC_QUERY_KIND_COUNT][16] = {
     [SC_QUERY_DEFINITIONS] = {"definition.function", "definition.method", "definition.class",
-                              "definition.type", "definition.module", "name", NULL},
+                              "definition.type", "definition.interface", "definition.field",
+                              "definition.macro", "definition.constant", "definition.variable",
+                              "definition.module", "name", "declarator", "scope", NULL},
     [SC_QUERY_IDENTIFIERS] = {"identifier", NULL},
-    [SC_QUERY_IMPORTS] = {"import", "import.path", NULL},
+    [SC_QUERY_IMPORTS] = {"import", "import.path", "import.name", NULL},
     [SC_QUERY_BLOCKS] = {"block.function", "block.class", "block", NULL},
 };
 
@@ -97,6 +99,8 @@ static void run_query(const char *lang, sc_query_kind kind, const char *src, cha
       uint32_t s = ts_node_start_byte(m.captures[i].node), e = ts_node_end_byte(m.captures[i].node);
       /* Statements and bodies are long: only names and paths show their text. */
       bool short_text = (nlen == 4 && memcmp(name, "name", 4) == 0) ||
+                        (nlen == 5 && memcmp(name, "scope", 5) == 0) ||
+                        (nlen == 10 && memcmp(name, "declarator", 10) == 0) ||
                         (nlen == 10 && memcmp(name, "identifier", 10) == 0) ||
                         (nlen == 11 && memcmp(name, "import.path", 11) == 0);
       int w = short_text ? snprintf(buf + used, cap - used, "%.*s=%.*s;", (int)nlen, name,
@@ -123,8 +127,8 @@ static const query_case k_cases[] = {
      "struct point { int x, y; };\ntypedef unsigned long word;\n"
      "static int add(int a, int b) {\n  if (a) { return a + b; }\n  return b;\n}\n"
      "char *name_of(void) { return 0; }\n",
-     {"definition.function;name=add;", "name=name_of;", "definition.class;name=point;",
-      "name=word;"},
+     {"definition.function;declarator=add(int a, int b);", "declarator=*name_of(void);",
+      "definition.class;name=point;", "declarator=word;"},
      {"import.path=<stdio.h>;", "import.path=\"util.h\";"},
      {"block.function;", "block.class;", "block;"}},
     {"cpp",
@@ -132,9 +136,9 @@ static const query_case k_cases[] = {
      "class Shape {\n public:\n  virtual double area() const { return 0; }\n};\n"
      "double Shape2::perimeter() const { return 1.0; }\n"
      "int square(int x) { return x * x; }\n}\n",
-     {"definition.class;name=Shape;", "definition.method;name=area;",
-      "definition.method;name=perimeter;", "definition.function;name=square;",
-      "definition.module;name=geo;"},
+     {"definition.class;name=Shape;", "definition.method;declarator=area() const;",
+      "definition.method;scope=Shape2;name=perimeter;",
+      "definition.function;declarator=square(int x);", "definition.module;name=geo;"},
      {"import.path=<vector>;", "import.path=std::vector;"},
      {"block.function;", "block.class;"}},
     {"python",
@@ -160,7 +164,7 @@ static const query_case k_cases[] = {
      "enum Color { Red, Green }\n"
      "export function dist(a: Point, b: Point): number { return Math.hypot(a.x - b.x, a.y - b.y); }\n"
      "class Box<T> { get(): T { return this.v; } }\n",
-     {"definition.type;name=Point;", "definition.type;name=Id;", "definition.type;name=Color;",
+     {"definition.interface;name=Point;", "definition.type;name=Id;", "definition.type;name=Color;",
       "definition.function;name=dist;", "definition.class;name=Box;",
       "definition.method;name=get;"},
      {"import.path=\"fs/promises\";"},
@@ -178,7 +182,7 @@ static const query_case k_cases[] = {
      "func (s *Server) Run() error { return nil }\n\n"
      "func main() {\n\tif len(os.Args) > 1 { fmt.Println(os.Args[1]) }\n}\n",
      {"definition.class;name=Server;", "definition.type;name=Handler;",
-      "definition.method;name=Run;", "definition.function;name=main;",
+      "definition.method;scope=Server;name=Run;", "definition.function;name=main;",
       "definition.module;name=main;"},
      {"import.path=\"fmt\";", "import.path=\"os\";"},
      {"block.function;", "block.class;", "block;"}},

@@ -1,0 +1,154 @@
+/* completer.c — the completion feature as the server sees it: its state
+ * (made and freed with the server), the capabilities it adds to
+ * initialize's answer, its table of methods, the hooks the server calls,
+ * the accept and dismiss commands (workspace/executeCommand) and its
+ * counters for sculpt/test/stats. Each concern lives in a file of its own:
+ *
+ *   settings.c   the settings: defaults, parsing, change detection
+ *   model_slot.c the model: load, reload, status, progress
+ *   index.c      the workspace index jobs
+ *   prompt.c     the prompt's inputs besides the cursor's windows
+ *   cache.c      the suggestion cache and typing-through
+ *   inline.c     inlineCompletion and completion requests
+ *   shape.c      from a model's text to the answer's items
+ *   remote.c     the remote backend and the shaping of its answers
+ *   actions.c    code actions and codeAction/resolve
+ *
+ * They share completer_impl.h; the server is reached only through
+ * lsp_impl.h, and reaches the feature only through sc_completion_feature. */
+#define _POSIX_C_SOURCE 200809L
+#include "completer_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The state, made with the server (the settings at their defaults). */
+static void *completer_new(void) {
+  sc_completer *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  sc_cpl__settings_defaults(&c->set);
+  return c;
+}
+
+/* At exit, after the workers stopped: remote callbacks are told to touch
+ * nothing, then everything is freed. */
+static void completer_free(void *state) {
+  sc_completer *c = state;
+  if (!c) return;
+  c->closing = true;
+  sc_cpl__drop_client(c);
+  sc_cpl__release_model(c);
+  sc_cpl__index_free(c);
+  sc_cpl__settings_free(&c->set);
+  sc_cpl__cache_clear(c);
+  free(c);
+}
+
+static void completer_capabilities(json_t *caps) {
+  json_object_set_new(caps, "inlineCompletionProvider", json_true());
+  json_object_set_new(caps, "completionProvider", json_pack("{s:b}", "resolveProvider", 0));
+  json_object_set_new(caps, "codeActionProvider",
+                      json_pack("{s:[s, s], s:b}", "codeActionKinds", "quickfix",
+                                "refactor.rewrite", "resolveProvider", 1));
+  json_object_set_new(caps, "executeCommandProvider",
+                      json_pack("{s:[s, s]}", "commands", "sculpt.accept", "sculpt.dismiss"));
+}
+
+/* initialized: the model loads and the workspace is indexed, both in the
+ * background. */
+static void completer_start(sc_lsp_server *s) {
+  sc_completer *c = sc_lsp__feature(s);
+  if (c->state == MS_NONE) sc_cpl__start_load(s, c);
+  sc_cpl__start_index(s, c);
+}
+
+/* workspace/executeCommand: sculpt.accept and sculpt.dismiss, which the
+ * clients send when a suggestion is taken or dropped; counted. */
+static void handle_execute(sc_lsp_req *r) {
+  sc_completer *c = sc_lsp__feature(r->s);
+  const char *cmd = json_string_value(json_object_get(r->params, "command"));
+  if (!cmd) {
+    sc_lsp__bad_params(r, "command must be a string");
+    return;
+  }
+  if (strcmp(cmd, "sculpt.accept") == 0) {
+    c->accepted++;
+  } else if (strcmp(cmd, "sculpt.dismiss") == 0) {
+    c->dismissed++;
+  } else {
+    sc_lsp__bad_params(r, "unknown command %s", cmd);
+    return;
+  }
+  SC_LOG_DEBUG("%s (accepted %ld, dismissed %ld)", cmd, c->accepted, c->dismissed);
+  sc_lsp__send_result(r->s, r->id, json_null());
+}
+
+const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     char *why, size_t cap) {
+  if (d->unsynced) {
+    snprintf(why, cap, "%s is out of sync with the editor (an edit could not be applied); "
+             "close and reopen it", d->uri);
+    return "out of sync";
+  }
+  size_t max = (size_t)c->set.max_document_bytes;
+  if (d->len <= max) return NULL;
+  snprintf(why, cap, "%s is %zu bytes, above maxDocumentBytes (%zu): sculpt offers nothing in it",
+           d->uri, d->len, max);
+  if (d->tree) sc_document_drop_syntax(d);
+  if (!d->size_warned) {
+    /* Once per document: the user learns why nothing comes, without a
+     * message per keystroke. */
+    d->size_warned = true;
+    SC_LOG_INFO("%s", why);
+    sc_lsp__send_notification(s, "window/showMessage",
+                              json_pack("{s:i, s:s}", "type", 2, "message", why));
+  }
+  return "too large";
+}
+
+/* A document's change: one that grew past maxDocumentBytes frees its tree
+ * at once (memory), then the completion side's own bookkeeping. */
+static void completer_on_change(sc_lsp_server *s, sc_document *d) {
+  sc_completer *c = sc_lsp__feature(s);
+  if (d->len > (size_t)c->set.max_document_bytes && d->tree) sc_document_drop_syntax(d);
+  sc_cpl__on_change(s, d);
+}
+
+/* The counters merged into sculpt/test/stats. */
+static json_t *completer_stats(sc_lsp_server *s) {
+  const sc_completer *c = sc_lsp__feature(s);
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I}", "engineCalls",
+                   (json_int_t)atomic_load(&((sc_completer *)c)->engine_calls),
+                   "completionRequests", (json_int_t)c->requests, "cacheHits",
+                   (json_int_t)c->cache_hits, "accepted", (json_int_t)c->accepted,
+                   "dismissed", (json_int_t)c->dismissed, "modelState",
+                   sc_cpl__state_name(c->state),
+                   "remoteCalls", (json_int_t)c->remote_calls, "shaping",
+                   (json_int_t)atomic_load(&((sc_completer *)c)->shaping));
+}
+
+static const sc_lsp_method k_methods[] = {
+    {"textDocument/inlineCompletion", sc_cpl__handle_inline, SC_METHOD_REQUEST},
+    {"textDocument/completion", sc_cpl__handle_completion, SC_METHOD_REQUEST},
+    {"workspace/executeCommand", handle_execute, SC_METHOD_REQUEST},
+    {"textDocument/codeAction", sc_cpl__handle_action, SC_METHOD_REQUEST},
+    {"codeAction/resolve", sc_cpl__handle_action_resolve, SC_METHOD_REQUEST},
+    {"sculpt/test/prompt", sc_cpl__handle_test_prompt,
+     SC_METHOD_REQUEST | SC_METHOD_TEST_HOOK},
+};
+
+const sc_lsp_feature sc_completion_feature = {
+    .methods = k_methods,
+    .n_methods = sizeof k_methods / sizeof k_methods[0],
+    .create = completer_new,
+    .destroy = completer_free,
+    .capabilities = completer_capabilities,
+    .set_root = sc_cpl__set_root,
+    .settings = sc_cpl__apply_settings,
+    .start = completer_start,
+    .on_change = completer_on_change,
+    .on_save = sc_cpl__on_save,
+    .on_file_changed = sc_cpl__on_file_changed,
+    .stats = completer_stats,
+};

@@ -1,0 +1,309 @@
+/*
+ * completer_impl.h — the completion feature's private parts, shared by its
+ * files (completer.c and the ones it names) and by nothing else: the
+ * completer's state, the settings, the suggestion cache's entries, and the
+ * functions one of its files calls in another. The server's side of the
+ * feature is lsp_impl.h; the server never includes this header.
+ *
+ * Names: sc_cpl__ marks a function private to the completion feature but
+ * shared between its files.
+ */
+#ifndef SCULPT_COMPLETER_IMPL_H
+#define SCULPT_COMPLETER_IMPL_H
+
+#include "context.h"
+#include "lsp_impl.h"
+#include "net.h"
+
+typedef struct sc_completer sc_completer;
+
+#define CACHE_ENTRIES 32
+/* Text copied around the cursor for a job: enough bytes for the token budget
+ * (code averages 3-4 bytes a token; 8 leaves room), never the whole file,
+ * since tokenizing what the budget then drops is wasted time. */
+#define WINDOW_BYTES_PER_TOKEN 8
+/* Documents larger than this (setting maxDocumentBytes) are kept in sync
+ * but get no syntax tree and no completions: a tree costs 25-60 times the
+ * text for real code and about 100 times for garbage, and its first parse
+ * seconds per megabyte. */
+#define SC_DEFAULT_MAX_DOCUMENT_BYTES (2 << 20)
+
+typedef struct settings {
+  char *model_path; /* NULL: sc_model_default_dir() */
+  sc_device_kind device;
+  char algorithm[16];
+  double threshold;
+  double eos_penalty; /* NAN: the checkpoint's default */
+  int max_tokens;
+  int context_budget;
+  int debounce_ms;
+  char **languages; /* NULL: every language sculpt knows */
+  int n_languages;
+  char *hole_marker; /* NULL: TODO(sculpt) */
+  int length_candidates; /* canvas lengths decoded per completion (batched) */
+  bool repair;           /* a candidate that breaks the parse is repaired once */
+  int max_document_bytes; /* larger documents get no tree and no completions */
+  /* The remote backend (setting "backend"); url NULL: the local engine. */
+  char *backend_url, *backend_model, *backend_key_env, *backend_key;
+  int backend_timeout_ms, backend_max_tries;
+  sc_fim_provider backend_provider; /* "provider"; AUTO: from the URL */
+  sc_fim_template backend_template; /* "fimTemplate" */
+  bool backend_no_stream;           /* "stream": false */
+  bool backend_drop_cut;            /* "cutOff": "drop" (default "mark") */
+  bool backend_drafts;              /* "drafts": sculpt/draft notifications */
+} settings;
+
+typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
+
+/* What the last remote request said about the backend. */
+typedef enum backend_state { BS_UNKNOWN, BS_OK, BS_UNREACHABLE, BS_ERROR } backend_state;
+
+typedef struct cache_entry {
+  bool used;
+  uint64_t uri_hash, prefix_hash, suffix_hash;
+  size_t prefix_len;
+  char *middle; /* shaped text the user was shown */
+  size_t middle_len;
+  uint64_t stamp;
+} cache_entry;
+
+/* The feature's state, grouped by the file that owns each part. */
+struct sc_completer {
+  settings set; /* settings.c; read everywhere on the loop, copied for jobs */
+  /* model_slot.c, model-lane state: only jobs touch these. */
+  sc_model *model;
+  sc_tokenizer *tok;
+  sc_engine *engine;
+  char *loaded_path;
+  sc_device_kind loaded_device;
+  /* model_slot.c, loop-thread state. */
+  model_state state;
+  char model_name[256], device_name[192], error[512];
+  double last_latency_ms; /* also set by inline.c and remote.c when they answer */
+  int load_generation;
+  char progress_token[48];
+  bool progress_begun, progress_end_pending;
+  /* index.c */
+  sc_workspace *ws; /* the workspace index (model lane only) */
+  /* Loop-thread state for the index. */
+  char *root;       /* the workspace folder, from initialize */
+  bool indexing;
+  /* Files whose entries changed while the index was being built: their
+   * updates went to the old index (or nowhere), so they are redone once the
+   * new one is installed (uri; buffer: refresh from the open document). */
+  struct pending_update {
+    char *uri;
+    bool remove, buffer;
+  } *pending;
+  size_t n_pending, cap_pending;
+  bool pending_lost; /* one could not be recorded (OOM): say so */
+  const char *index_state; /* for sculpt/status: NULL (no root), "indexing", "ready", "failed" */
+  size_t index_files;
+  double last_index_ms;
+  char index_token[48];
+  /* cache.c (loop thread) */
+  cache_entry cache[CACHE_ENTRIES];
+  uint64_t cache_clock;
+  /* Bumped by sc_cpl__cache_clear: a request started before it does not
+   * put its answer (made under the old settings or model) into the cache. */
+  uint64_t cache_epoch;
+  /* inline.c (loop thread): the typing rhythm, for the debounce. */
+  uint64_t typing_uri;
+  double last_change_ms, avg_interval_ms;
+  /* remote.c (loop thread): the client, made when first needed. */
+  sc_fim_client *fim;
+  unsigned fim_generation; /* bumped per client: a shaped answer knows its own */
+  backend_state backend;
+  char backend_error[512];
+  bool closing; /* completer.c: being freed, remote callbacks touch nothing */
+  /* Counters; engine_calls is bumped by jobs, read on the loop. */
+  _Atomic long engine_calls;
+  _Atomic long shaping; /* remote answers being shaped now (sculpt/test/stats) */
+  long requests, cache_hits, accepted, dismissed, remote_calls;
+};
+
+/* ======================= settings (settings.c) ============================== */
+
+void sc_cpl__settings_defaults(settings *st);
+void sc_cpl__settings_free(settings *st);
+/* A deep copy for a job; false when memory ran out (dst is then partly
+ * filled: free it with sc_cpl__settings_free). */
+bool sc_cpl__settings_copy(settings *dst, const settings *src);
+/* The decoding parameters the settings choose (completions and code actions). */
+void sc_cpl__params_from_settings(const settings *st, sc_infill_params *p);
+/* The feature's settings hook: applies a "sculpt" settings object. */
+void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o);
+/* Whether completions are on for lang (sculpt's language name, or NULL). */
+bool sc_cpl__language_enabled(const sc_completer *c, const char *lang);
+/* Why nothing is offered in d, or NULL: "out of sync" (an edit could not
+ * apply) or "too large" (over maxDocumentBytes: its tree is freed and the
+ * user told once, window/showMessage). why gets the sentence for the user. */
+const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     char *why, size_t cap);
+
+/* ======================= the model (model_slot.c) =========================== */
+
+/* Loads the model the settings name (or, for the remote backend, its
+ * tokenizer) on the model lane, with $/progress and sculpt/status; a load
+ * started later supersedes it. */
+void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c);
+/* Frees the model, tokenizer and engine (the model lane's, or at exit). */
+void sc_cpl__release_model(sc_completer *c);
+/* Sends sculpt/status: the model's state, device, last latency, and the
+ * backend's and the index's state. */
+void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c);
+/* "idle", "loading", "ready" or "error". */
+const char *sc_cpl__state_name(model_state st);
+
+/* ======================= the workspace index (index.c) ====================== */
+
+/* The feature's hooks: the workspace folder (from initialize), a saved
+ * document, a file changed on disk (type: LSP's FileChangeType). */
+void sc_cpl__set_root(sc_lsp_server *s, const char *root_uri);
+void sc_cpl__on_save(sc_lsp_server *s, const char *uri);
+void sc_cpl__on_file_changed(sc_lsp_server *s, const char *uri, int type);
+/* Builds the index of the root (if any, and not already building). */
+void sc_cpl__start_index(sc_lsp_server *s, sc_completer *c);
+/* An open document's entry follows its buffer, at most every 2 s. */
+void sc_cpl__maybe_refresh_index(sc_lsp_server *s, sc_completer *c, sc_document *d);
+/* uri as the index names it: relative to the root when inside it, else the
+ * absolute path, or the URI itself when it is not a file (owned). */
+char *sc_cpl__rel_path_of(const sc_completer *c, const char *uri);
+/* Frees the index and its loop-side state (at exit). */
+void sc_cpl__index_free(sc_completer *c);
+
+/* ======================= the suggestion cache (cache.c) ===================== */
+
+/* Suggestions made under other settings or another model are not reused:
+ * empties the cache, and bumps cache_epoch so that requests already under
+ * way do not put their answers in. */
+void sc_cpl__cache_clear(sc_completer *c);
+/* A shown suggestion the user is typing into, at offset in text (the
+ * document). With *diverged false, what was typed (*typed bytes) is the
+ * start of the suggestion: serve the rest. With *diverged true, the typing
+ * left it. NULL when there is none. */
+cache_entry *sc_cpl__cache_find(sc_completer *c, uint64_t uri_hash, uint64_t suffix_hash,
+                                const char *text, size_t offset, size_t *typed, bool *diverged);
+/* Remembers a shown suggestion (middle is copied; empty ones are not kept),
+ * in place of the least recently used. */
+void sc_cpl__cache_put(sc_completer *c, uint64_t uri_hash, uint64_t prefix_hash,
+                       size_t prefix_len, uint64_t suffix_hash, const char *middle,
+                       size_t middle_len);
+
+/* ======================= a completion request =============================== */
+/* The job of one inlineCompletion or completion request: made on the loop
+ * by its handler (inline.c), read by the prompt (prompt.c), the shaping
+ * (shape.c) and the remote backend (remote.c). */
+
+typedef enum request_kind { RK_INLINE, RK_ITEMS } request_kind;
+
+typedef struct complete_arg {
+  sc_completer *c;
+  request_kind kind;
+  settings set;
+  uint64_t cache_epoch; /* c->cache_epoch when the request was made */
+  char *prefix; /* the window before the cursor (owned) */
+  size_t prefix_len;
+  char *suffix; /* the window after it (owned) */
+  size_t suffix_len;
+  bool single_line;
+  int debounce_ms;
+  char *rest;      /* the remains of a suggestion the typing diverged from (owned) */
+  json_t *position; /* the client's position, for ranges (owned) */
+  sc_syntax_snapshot *syn; /* the document's syntax, parsed by the job (owned; may be NULL) */
+  sc_syntax_tree *tree; /* syn's tree once parsed, for shaping (borrowed; may be NULL) */
+  bool settled;         /* the job's answer is final: nothing to complete here */
+  sc_completion_plan plan;
+  size_t cursor;        /* byte offset of the cursor in the document */
+  char language[16];
+  bool lang_known;
+  char *rel_path;   /* the file relative to the workspace root (owned) */
+  struct prompt_extras *extras; /* other documents and recent edits (owned; may be NULL) */
+  uint64_t uri_hash, prefix_hash, suffix_hash;
+  size_t doc_prefix_len;
+  double t_request;
+  double prepare_ms; /* loop-thread time: syntax, planning, copies */
+  /* out, for on_done */
+  char *middle;
+  size_t middle_len;
+  double model_ms;
+  /* The remote backend: the job assembles the prompt, the loop sends it. */
+  bool remote;
+  char *r_prompt; /* snippets + prefix window (owned) */
+  size_t r_prompt_len, n_snippets;
+  double ctx_ms;
+  sc_lsp_server *s;
+  sc_fim_call *call; /* in flight, or NULL */
+  bool r_one_line;   /* the call in flight wants one line: its stream may stop there */
+  double r_draft_ms; /* when the last sculpt/draft went out; 0: none yet; <0: no drafts */
+  sc_job *shape;     /* the job shaping the backend's answer, or NULL (loop thread) */
+  /* Repair once: the shaped candidate that failed the parse check and its
+   * check, while the backend rewrites the broken span (owned). */
+  char *r_cand;
+  size_t r_cand_len;
+  sc_completion_check r_chk;
+  const char *r_repair_text; /* the rewrite, for remote_fill_done (borrowed, while shaping) */
+  size_t r_repair_len;
+  bool repaired;
+} complete_arg;
+
+/* ======================= the prompt (prompt.c) ============================== */
+
+typedef struct prompt_extras prompt_extras;
+/* The other documents and recent edits a prompt may use, copied from the
+ * loop (bounded). base_line: the document line the job's text starts in (its
+ * window), for the edits of the document itself. NULL when out of memory. */
+prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     uint32_t base_line);
+void sc_cpl__extras_free(prompt_extras *x);
+/* The text before the canvas: repository snippets and the prefix window.
+ * Returns what *before points into (owned), or NULL: then a->prefix. */
+char *sc_cpl__prompt_before(const complete_arg *a, const char **before, size_t *before_len,
+                            size_t *n_snippets);
+/* Tokenizes the text before and after the span and fits them to the budget:
+ * three quarters before (the tokens nearest the cursor), the rest after.
+ * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
+sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
+                                 const char *after, size_t after_len, size_t budget,
+                                 int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
+                                 size_t *keep_suf, sc_error *err);
+/* sculpt/test/prompt (a test hook): the assembled prompt at a position. */
+void sc_cpl__handle_test_prompt(sc_lsp_req *r);
+
+/* ======================= shaping (shape.c) ================================== */
+
+/* The items for text (len bytes; 0: none) at the request's position:
+ * InlineCompletionList or CompletionList; data is taken (the timings). */
+json_t *sc_cpl__build_items(const complete_arg *a, const char *text, size_t len, json_t *data);
+/* Shapes raw (len bytes) for the request: the cut, the trim, the parse
+ * check and, with fill, the one repair; *discarded says why nothing is
+ * left. With keep_failed, a failing candidate and its check are kept in
+ * a->r_cand and a->r_chk. Sets a->middle; returns its length. */
+size_t sc_cpl__shape_middle(complete_arg *a, const char *raw, size_t len, const char **discarded,
+                            sc_repair_fill_fn fill, void *user, bool keep_failed);
+
+/* ======================= the remote backend (remote.c) ====================== */
+
+/* Sends the prompt the job assembled to the backend; the job is answered
+ * later, from the loop (deferred), or now with job->err. */
+void sc_cpl__remote_submit(sc_lsp_server *s, sc_completer *c, sc_job *job);
+/* Frees the backend's client: in-flight calls end with an error. */
+void sc_cpl__drop_client(sc_completer *c);
+/* The FIM client's options from the settings (borrowed strings). */
+void sc_cpl__fim_options(const settings *st, sc_fim_client_options *o);
+
+/* ======================= code actions (actions.c) =========================== */
+
+void sc_cpl__handle_action(sc_lsp_req *r);         /* textDocument/codeAction */
+void sc_cpl__handle_action_resolve(sc_lsp_req *r); /* codeAction/resolve */
+
+/* ======================= completion requests (inline.c) ===================== */
+
+void sc_cpl__handle_inline(sc_lsp_req *r);     /* textDocument/inlineCompletion */
+void sc_cpl__handle_completion(sc_lsp_req *r); /* textDocument/completion */
+/* The feature's on_change hook: the document's index entry follows its
+ * buffer, and the typing rhythm feeds the debounce. */
+void sc_cpl__on_change(sc_lsp_server *s, sc_document *d);
+void sc_cpl__complete_arg_free(void *p);
+
+#endif /* SCULPT_COMPLETER_IMPL_H */

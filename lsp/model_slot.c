@@ -1,0 +1,212 @@
+/* model_slot.c — the model the completions use: loaded in the background on
+ * the model lane (the model, its tokenizer and the engine; for the remote
+ * backend only the tokenizer, to count the prompt), reloaded when the model,
+ * device or backend setting changes (a newer load wins), and reported: the
+ * $/progress of a load and the sculpt/status notification, which also
+ * carries the remote backend's and the workspace index's state.
+ *
+ * Threads: the model, tokenizer and engine are created, used and freed only
+ * by jobs on the model lane; the state and status fields are the loop's. */
+#define _POSIX_C_SOURCE 200809L
+#include "completer_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *sc_cpl__state_name(model_state st) {
+  switch (st) {
+  case MS_NONE: return "idle";
+  case MS_LOADING: return "loading";
+  case MS_READY: return "ready";
+  case MS_ERROR: return "error";
+  }
+  return "?";
+}
+
+void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c) {
+  json_t *p = json_pack("{s:s, s:s, s:s, s:i}", "state", sc_cpl__state_name(c->state), "model",
+                        c->model_name, "device", c->device_name, "progress",
+                        c->state == MS_READY ? 100 : 0);
+  if (c->last_latency_ms > 0)
+    json_object_set_new(p, "lastLatencyMs", json_real(c->last_latency_ms));
+  if (c->state == MS_ERROR) json_object_set_new(p, "message", json_string(c->error));
+  if (c->set.backend_url) {
+    static const char *names[] = {"unknown", "ok", "unreachable", "error"};
+    json_t *b = json_pack("{s:s}", "state", names[c->backend]);
+    if (c->fim) json_object_set_new(b, "url", json_string(sc_fim_client_endpoint(c->fim)));
+    if (c->backend_error[0]) json_object_set_new(b, "message", json_string(c->backend_error));
+    json_object_set_new(p, "backend", b);
+    if (c->backend_error[0] && c->state != MS_ERROR)
+      json_object_set_new(p, "message", json_string(c->backend_error));
+  }
+  /* The workspace index is built in the background: a client (or a test)
+   * that wants repository context from the start can wait for "ready". */
+  if (c->index_state)
+    json_object_set_new(p, "index", json_pack("{s:s, s:I}", "state", c->index_state, "files",
+                                              (json_int_t)c->index_files));
+  sc_lsp__send_notification(s, "sculpt/status", p);
+}
+
+static void progress_send(sc_lsp_server *s, sc_completer *c, const char *kind,
+                          const char *message) {
+  json_t *v = json_pack("{s:s}", "kind", kind);
+  if (strcmp(kind, "begin") == 0) {
+    json_object_set_new(v, "title", json_string("sculpt: loading the model"));
+    json_object_set_new(v, "percentage", json_integer(0));
+  }
+  if (message) json_object_set_new(v, "message", json_string(message));
+  sc_lsp__send_notification(s, "$/progress",
+                            json_pack("{s:s, s:o}", "token", c->progress_token, "value", v));
+}
+
+static void on_progress_created(sc_lsp_server *s, json_t *result, json_t *error) {
+  sc_completer *c = sc_lsp__feature(s);
+  if (error) return; /* the client refused: no progress, status still goes */
+  c->progress_begun = true;
+  progress_send(s, c, "begin", c->model_name);
+  if (c->progress_end_pending) {
+    progress_send(s, c, "end", sc_cpl__state_name(c->state));
+    c->progress_begun = c->progress_end_pending = false;
+  }
+}
+
+typedef struct load_arg {
+  sc_completer *c;
+  char *path;
+  sc_device_kind device;
+  int generation;
+  int max_seq;
+  bool remote; /* the remote backend: only the tokenizer, for the prompt */
+  /* out */
+  char model_name[256], device_name[192];
+} load_arg;
+
+static void load_arg_free(void *p) {
+  load_arg *a = p;
+  free(a->path);
+  free(a);
+}
+
+void sc_cpl__release_model(sc_completer *c) {
+  sc_engine_free(c->engine);
+  sc_tokenizer_free(c->tok);
+  sc_model_free(c->model);
+  c->engine = NULL;
+  c->tok = NULL;
+  c->model = NULL;
+  free(c->loaded_path);
+  c->loaded_path = NULL;
+}
+
+static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
+  load_arg *a = argp;
+  sc_completer *c = a->c;
+  sc_cpl__release_model(c);
+  if (a->remote) {
+    /* The prompt is still assembled here, counted with the model's
+     * tokenizer; without one it is cut by bytes. */
+    sc_error terr = {0};
+    if (a->path && sc_tokenizer_load_dir(a->path, &c->tok, &terr) != SC_OK)
+      SC_LOG_WARN("remote backend: no local tokenizer (%s); prompts are cut by bytes", terr.msg);
+    snprintf(a->device_name, sizeof a->device_name, "remote");
+    return json_null();
+  }
+  if (!a->path) {
+    sc_error_set(err, SC_ERR_INVALID,
+                 "no model: set sculpt.modelPath or $SCULPT_MODEL (no default model is installed)");
+    return NULL;
+  }
+  sc_device_choice dev;
+  sc_device_select(a->device, &dev);
+  snprintf(a->device_name, sizeof a->device_name, "%s", dev.description);
+  sc_model_options mo = {0};
+  mo.device = dev.kind;
+  double t0 = sc_now_ms();
+  if (sc_model_load(a->path, &mo, &c->model, err) != SC_OK) return NULL;
+  if (sc_tokenizer_load_dir(a->path, &c->tok, err) != SC_OK) {
+    sc_cpl__release_model(c);
+    return NULL;
+  }
+  const sc_model_info *info = sc_model_get_info(c->model);
+  int max_seq = a->max_seq < info->max_seq ? a->max_seq : info->max_seq;
+  if (sc_engine_new(c->model, c->tok, max_seq, &c->engine, err) != SC_OK) {
+    sc_cpl__release_model(c);
+    return NULL;
+  }
+  c->loaded_path = strdup(a->path);
+  const char *base = strrchr(a->path, '/');
+  snprintf(a->model_name, sizeof a->model_name, "%s (%s, %.1fM params)",
+           base && base[1] ? base + 1 : a->path, sc_model_family_name(info->family),
+           (double)info->n_params / 1e6);
+  SC_LOG_INFO("model %s loaded in %.0f ms on %s", a->model_name, sc_now_ms() - t0,
+              a->device_name);
+  return json_null();
+}
+
+static void load_done(sc_lsp_server *s, sc_job *job) {
+  sc_completer *c = sc_lsp__feature(s);
+  load_arg *a = job->arg;
+  if (a->generation != c->load_generation) return; /* a newer load follows */
+  if (job->result) {
+    c->state = MS_READY;
+    if (!a->remote) snprintf(c->model_name, sizeof c->model_name, "%s", a->model_name);
+    snprintf(c->device_name, sizeof c->device_name, "%s", a->device_name);
+    c->error[0] = '\0';
+  } else {
+    c->state = MS_ERROR;
+    snprintf(c->error, sizeof c->error, "%s",
+             sc_job_cancelled(job) ? "loading was cancelled" : job->err.msg);
+    SC_LOG_ERROR("model: %s", c->error);
+  }
+  if (c->progress_begun) {
+    progress_send(s, c, "end", c->state == MS_READY ? "ready" : c->error);
+    c->progress_begun = false;
+  } else if (c->progress_token[0]) {
+    c->progress_end_pending = true;
+  }
+  sc_cpl__send_status(s, c);
+}
+
+void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
+  load_arg *a = calloc(1, sizeof *a);
+  if (!a) return;
+  const char *path = c->set.model_path ? c->set.model_path : sc_model_default_dir();
+  a->c = c;
+  a->path = path ? strdup(path) : NULL;
+  if (path && !a->path) {
+    free(a);
+    return;
+  }
+  a->device = c->set.device;
+  a->generation = ++c->load_generation;
+  /* Context for the budget, a DreamOn canvas growing 4x, and specials. */
+  a->max_seq = c->set.context_budget + 4 * c->set.max_tokens + 8;
+  c->state = MS_LOADING;
+  sc_cpl__cache_clear(c);
+  snprintf(c->model_name, sizeof c->model_name, "%s", path ? path : "(none)");
+  a->remote = c->set.backend_url != NULL;
+  if (a->remote)
+    snprintf(c->model_name, sizeof c->model_name, "remote: %s",
+             c->set.backend_model ? c->set.backend_model : "the server's model");
+  if (!path && !a->remote) {
+    /* Nothing to load: say so once, plainly; completions answer with the
+     * same reason until a model is configured. */
+    free(a);
+    c->state = MS_ERROR;
+    snprintf(c->error, sizeof c->error,
+             "no model configured: set sculpt.modelPath or $SCULPT_MODEL");
+    SC_LOG_WARN("%s", c->error);
+    sc_cpl__send_status(s, c);
+    return;
+  }
+  c->progress_begun = c->progress_end_pending = false;
+  c->progress_token[0] = '\0';
+  if (sc_lsp__client_progress(s)) {
+    snprintf(c->progress_token, sizeof c->progress_token, "sculpt/load/%d", a->generation);
+    sc_lsp__send_request(s, "window/workDoneProgress/create",
+                         json_pack("{s:s}", "token", c->progress_token), on_progress_created);
+  }
+  sc_cpl__send_status(s, c);
+  sc_lsp__post_job(s, NULL, "sculpt/loadModel", NULL, load_job, a, load_arg_free, load_done);
+}

@@ -1,0 +1,210 @@
+/* prompt.c — what a completion's prompt is built from besides the text
+ * around the cursor: the prompt extras (other open documents and recently
+ * edited ranges, copied on the loop, bounded), the repository snippets put
+ * before the prefix window, the token budget split between the text before
+ * and after the canvas, and sculpt/test/prompt, which shows that prompt.
+ *
+ * Threads: extras are gathered on the loop; the prompt is built and
+ * tokenized by jobs on the model lane (the tokenizer and index are its). */
+#define _POSIX_C_SOURCE 200809L
+#include "completer_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* What the prompt builder may use besides the document, copied on the loop
+ * (bounded): the most recently used other open documents and the recently
+ * edited ranges. */
+#define EXTRA_DOCS 8
+#define EXTRA_DOC_BYTES (256u << 10)
+typedef struct prompt_extras {
+  sc_prompt_inputs in;
+  sc_open_document docs[EXTRA_DOCS];
+  sc_edited_range edits[SC_RECENT_EDITS];
+  char *owned[EXTRA_DOCS * 2 + SC_RECENT_EDITS]; /* paths and texts */
+  size_t n_owned;
+} prompt_extras;
+
+void sc_cpl__extras_free(prompt_extras *x) {
+  if (!x) return;
+  for (size_t i = 0; i < x->n_owned; i++) free(x->owned[i]);
+  free(x);
+}
+
+static char *extras_keep(prompt_extras *x, char *p) {
+  if (p) x->owned[x->n_owned++] = p;
+  return p;
+}
+
+/* base_line: the document line the job's text starts in (its window), for
+ * the edits of the document itself. */
+prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     uint32_t base_line) {
+  prompt_extras *x = calloc(1, sizeof *x);
+  if (!x) return NULL;
+  sc_document_store *store = sc_lsp__documents(s);
+  sc_document *others[EXTRA_DOCS];
+  size_t n = sc_document_store_recent_docs(store, d, others, EXTRA_DOCS);
+  for (size_t i = 0; i < n; i++) {
+    sc_document *o = others[i];
+    size_t len = o->len;
+    if (len > EXTRA_DOC_BYTES) { /* the first 256 KiB, whole lines */
+      len = EXTRA_DOC_BYTES;
+      while (len > 0 && o->text[len - 1] != '\n') len--;
+    }
+    char *p = extras_keep(x, sc_cpl__rel_path_of(c, o->uri));
+    char *t = extras_keep(x, strndup(o->text, len));
+    if (p && t) x->docs[x->in.n_docs++] = (sc_open_document){p, o->lang, t, len};
+  }
+  size_t ne = 0;
+  const sc_recent_edit *re = sc_document_store_recent_edits(store, &ne);
+  for (size_t i = 0; i < ne; i++) {
+    uint32_t a = re[i].start_line, b = re[i].end_line;
+    if (strcmp(re[i].uri, d->uri) == 0) {
+      if (b < base_line) continue;
+      a = a < base_line ? 0 : a - base_line;
+      b -= base_line;
+    }
+    char *p = extras_keep(x, sc_cpl__rel_path_of(c, re[i].uri));
+    if (p) x->edits[x->in.n_edits++] = (sc_edited_range){p, a, b, re[i].when_ms};
+  }
+  x->in.docs = x->docs;
+  x->in.edits = x->edits;
+  return x;
+}
+
+/* Tokenizes the text before and after the span and fits them to the budget:
+ * three quarters before (the tokens nearest the cursor), the rest after.
+ * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
+sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
+                                 const char *after, size_t after_len, size_t budget,
+                                 int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
+                                 size_t *keep_suf, sc_error *err) {
+  size_t n_suf = 0;
+  SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
+  if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {
+    free(*pre);
+    *pre = NULL;
+    return err ? err->status : SC_ERR_INTERNAL;
+  }
+  *keep_suf = n_suf < budget / 4 ? n_suf : budget / 4;
+  *keep_pre = *n_pre < budget - *keep_suf ? *n_pre : budget - *keep_suf;
+  return SC_OK;
+}
+
+/* The text before the canvas, on the model lane: with snippets, the
+ * definitions and chunks the prompt builder chose, each headed by its path,
+ * then the window it chose, so that they fit the budget; without (or for a
+ * language sculpt does not know), the whole prefix window (sc_cpl__encode_context
+ * trims it). *before points into the returned text (owned) or, when NULL
+ * is returned, into a->prefix. */
+char *sc_cpl__prompt_before(const complete_arg *a, const char **before, size_t *before_len,
+                            size_t *n_snippets) {
+  sc_completer *c = a->c;
+  *before = a->prefix;
+  *before_len = a->prefix_len;
+  *n_snippets = 0;
+  char *joined = NULL;
+  if (a->lang_known) {
+    size_t tl = a->prefix_len + a->suffix_len;
+    char *text = malloc(tl + 1);
+    sc_prompt prompt;
+    if (text) {
+      memcpy(text, a->prefix, a->prefix_len);
+      memcpy(text + a->prefix_len, a->suffix, a->suffix_len);
+      text[tl] = '\0';
+      if (sc_prompt_build_with(c->ws, a->rel_path, a->language, text, tl, a->prefix_len,
+                               c->tok, (size_t)a->set.context_budget,
+                               a->extras ? &a->extras->in : NULL, &prompt, NULL) == SC_OK) {
+        if (prompt.n_snippets && (joined = sc_prompt_text(&prompt, before_len))) {
+          *before = joined;
+          *n_snippets = prompt.n_snippets;
+        }
+        sc_prompt_free(&prompt);
+      }
+      free(text);
+    }
+  }
+  return joined;
+}
+
+/* ---- sculpt/test/prompt (SCULPT_TEST_HOOKS) ---------------------------------- */
+/* The prompt a completion at a position would be built from, as JSON: the
+ * windows and the snippets with their reasons, built on the worker exactly
+ * as complete_job builds it but from the whole document. */
+
+typedef struct tprompt_arg {
+  sc_completer *c;
+  char *text, *rel;
+  size_t len, cursor, budget;
+  const char *lang;
+  prompt_extras *extras;
+} tprompt_arg;
+
+static void tprompt_arg_free(void *p) {
+  tprompt_arg *a = p;
+  free(a->text);
+  free(a->rel);
+  sc_cpl__extras_free(a->extras);
+  free(a);
+}
+
+static json_t *tprompt_job(sc_job *job, void *argp, sc_error *err) {
+  tprompt_arg *a = argp;
+  if (!a->c->tok) {
+    sc_error_set(err, SC_ERR_UNSUPPORTED, "no tokenizer: the model is not loaded");
+    return NULL;
+  }
+  sc_prompt p;
+  if (sc_prompt_build_with(a->c->ws, a->rel, a->lang, a->text, a->len, a->cursor, a->c->tok,
+                           a->budget, a->extras ? &a->extras->in : NULL, &p, err) != SC_OK)
+    return NULL;
+  json_t *snips = json_array();
+  for (size_t i = 0; i < p.n_snippets; i++) {
+    sc_context_snippet *x = &p.snippets[i];
+    json_t *t = json_stringn(x->text, x->len);
+    json_array_append_new(
+        snips, json_pack("{s:s, s:s, s:s, s:f, s:i, s:i, s:I, s:o}", "path", x->path, "reason",
+                         x->reason, "name", x->name, "score", (double)x->score, "startLine",
+                         (int)x->start_line, "endLine", (int)x->end_line, "tokens",
+                         (json_int_t)x->tokens, "text", t ? t : json_string("")));
+  }
+  json_t *jp = json_string(p.prefix), *js = json_string(p.suffix);
+  json_t *out = json_pack("{s:o, s:o, s:o, s:b}", "prefix", jp ? jp : json_string(""), "suffix",
+                          js ? js : json_string(""), "snippets", snips, "workspace",
+                          a->c->ws != NULL);
+  sc_prompt_free(&p);
+  return out;
+}
+
+void sc_cpl__handle_test_prompt(sc_lsp_req *r) {
+  sc_lsp_server *s = r->s;
+  sc_completer *c = sc_lsp__feature(s);
+  sc_document *d = sc_lsp__get_open_document(r);
+  if (!d) return;
+  uint32_t line, character;
+  if (!sc_lsp__get_position(json_object_get(r->params, "position"), &line, &character)) {
+    sc_lsp__bad_params(r, "position needs line and character");
+    return;
+  }
+  json_t *jb = json_object_get(r->params, "budget");
+  json_int_t budget = jb ? json_integer_value(jb) : c->set.context_budget;
+  const sc_line_index *idx = sc_document_lines(d);
+  tprompt_arg *a = calloc(1, sizeof *a);
+  if (!idx || !a || !(a->text = strndup(d->text, d->len))) {
+    if (a) free(a->text);
+    free(a);
+    sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
+  a->c = c;
+  a->len = d->len;
+  a->cursor = sc_pos_to_offset(d->text, d->len, idx, line, character, sc_lsp__encoding(s), NULL);
+  a->budget = budget >= 16 && budget <= (1 << 20) ? (size_t)budget : 1024;
+  a->lang = sc_context_language_for(d->language_id, d->uri);
+  a->rel = sc_cpl__rel_path_of(c, d->uri);
+  sc_document_touch(d);
+  sc_cpl__maybe_refresh_index(s, c, d);
+  a->extras = sc_cpl__gather_extras(s, c, d, 0);
+  sc_lsp__post_job(s, r->id, r->method, d->uri, tprompt_job, a, tprompt_arg_free, NULL);
+}

@@ -1,0 +1,309 @@
+/* settings.c — the completion feature's settings: their defaults, parsing a
+ * "sculpt" settings object (initializationOptions, workspace/configuration)
+ * with a warning for each bad value, deep copies for jobs, and what a change
+ * sets off: a new model or device reloads, a new backend drops the client,
+ * and a change to what a suggestion depends on clears the cache. */
+#define _POSIX_C_SOURCE 200809L
+#include "completer_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sc_cpl__settings_defaults(settings *st) {
+  memset(st, 0, sizeof *st);
+  st->device = SC_DEVICE_AUTO;
+  snprintf(st->algorithm, sizeof st->algorithm, "threshold");
+  st->threshold = 0.9;
+  st->eos_penalty = NAN;
+  st->max_tokens = 64;
+  st->context_budget = 1024;
+  st->debounce_ms = 75;
+  st->length_candidates = 1;
+  st->repair = true;
+  st->max_document_bytes = SC_DEFAULT_MAX_DOCUMENT_BYTES;
+}
+
+/* The decoding parameters the settings choose (completions and code actions). */
+void sc_cpl__params_from_settings(const settings *st, sc_infill_params *p) {
+  sc_infill_params_default(p);
+  sc_infill_algorithm_parse(st->algorithm, p);
+  p->threshold = (float)st->threshold;
+  p->eos_penalty = (float)st->eos_penalty; /* NAN stays NAN: the model's default */
+}
+
+void sc_cpl__settings_free(settings *st) {
+  free(st->model_path);
+  free(st->backend_url);
+  free(st->backend_model);
+  free(st->backend_key_env);
+  if (st->backend_key) memset(st->backend_key, 0, strlen(st->backend_key));
+  free(st->backend_key);
+  free(st->hole_marker);
+  for (int i = 0; i < st->n_languages; i++) free(st->languages[i]);
+  free(st->languages);
+  memset(st, 0, sizeof *st);
+}
+
+bool sc_cpl__settings_copy(settings *dst, const settings *src) {
+  *dst = *src;
+  dst->model_path = src->model_path ? strdup(src->model_path) : NULL;
+  dst->hole_marker = src->hole_marker ? strdup(src->hole_marker) : NULL;
+  dst->languages = NULL;
+  dst->n_languages = 0;
+  dst->backend_url = src->backend_url ? strdup(src->backend_url) : NULL;
+  dst->backend_model = src->backend_model ? strdup(src->backend_model) : NULL;
+  dst->backend_key_env = src->backend_key_env ? strdup(src->backend_key_env) : NULL;
+  dst->backend_key = src->backend_key ? strdup(src->backend_key) : NULL;
+  if ((src->backend_url && !dst->backend_url) || (src->backend_model && !dst->backend_model) ||
+      (src->backend_key_env && !dst->backend_key_env) || (src->backend_key && !dst->backend_key))
+    return false;
+  if (src->n_languages) {
+    dst->languages = calloc((size_t)src->n_languages, sizeof *dst->languages);
+    if (!dst->languages) return false;
+    for (int i = 0; i < src->n_languages; i++) {
+      dst->languages[i] = strdup(src->languages[i]);
+      if (!dst->languages[i]) return false;
+      dst->n_languages++;
+    }
+  }
+  return !src->model_path || dst->model_path;
+}
+
+static bool get_int(json_t *o, const char *key, int lo, int hi, int *out) {
+  json_t *v = json_object_get(o, key);
+  if (!v) return false;
+  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+    SC_LOG_WARN("settings: %s must be an integer from %d to %d; ignored", key, lo, hi);
+    return false;
+  }
+  *out = (int)json_integer_value(v);
+  return true;
+}
+
+static bool same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void set_str(char **dst, const char *src) {
+  if (*dst) memset(*dst, 0, strlen(*dst)); /* it may be a key */
+  free(*dst);
+  *dst = src && *src ? strdup(src) : NULL;
+}
+
+/* The backend object's provider, fimTemplate, stream, cutOff and drafts; false
+ * (with a warning) on a bad value, which leaves the whole setting ignored
+ * rather than half applied. */
+static bool backend_shape(json_t *v, sc_fim_provider *prov, sc_fim_template *tmpl, bool *no_stream,
+                          bool *drop_cut, bool *drafts) {
+  json_t *x;
+  if ((x = json_object_get(v, "provider")) && !json_is_null(x) &&
+      !sc_fim_provider_parse(json_string_value(x), prov)) {
+    SC_LOG_WARN("settings: backend.provider must be one of %s; ignored", SC_FIM_PROVIDER_NAMES);
+    return false;
+  }
+  if ((x = json_object_get(v, "fimTemplate")) && !json_is_null(x) &&
+      !sc_fim_template_parse(json_string_value(x), tmpl)) {
+    SC_LOG_WARN("settings: backend.fimTemplate must be one of %s; ignored", SC_FIM_TEMPLATE_NAMES);
+    return false;
+  }
+  if ((x = json_object_get(v, "stream"))) {
+    if (!json_is_boolean(x)) {
+      SC_LOG_WARN("settings: backend.stream must be true or false; ignored");
+      return false;
+    }
+    *no_stream = json_is_false(x);
+  }
+  if ((x = json_object_get(v, "cutOff"))) {
+    const char *m = json_string_value(x);
+    if (!m || (strcmp(m, "mark") != 0 && strcmp(m, "drop") != 0)) {
+      SC_LOG_WARN("settings: backend.cutOff must be \"mark\" or \"drop\"; ignored");
+      return false;
+    }
+    *drop_cut = strcmp(m, "drop") == 0;
+  }
+  if ((x = json_object_get(v, "drafts"))) {
+    if (!json_is_boolean(x)) {
+      SC_LOG_WARN("settings: backend.drafts must be true or false; ignored");
+      return false;
+    }
+    *drafts = json_is_true(x);
+  }
+  return true;
+}
+
+/* The "backend" setting: null or "" (the local engine), a URL, or
+ * {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider, fimTemplate,
+ * stream, cutOff, drafts}. True when it changed. The key itself is never logged. */
+static bool backend_settings(settings *st, json_t *v) {
+  const char *url = NULL, *model = NULL, *env = NULL, *key = NULL;
+  int timeout = 0, tries = 0;
+  sc_fim_provider prov = SC_FIM_PROVIDER_AUTO;
+  sc_fim_template tmpl = SC_FIM_TEMPLATE_NONE;
+  bool no_stream = false, drop_cut = false, drafts = false;
+  if (json_is_string(v)) {
+    url = json_string_value(v);
+  } else if (json_is_object(v)) {
+    url = json_string_value(json_object_get(v, "url"));
+    model = json_string_value(json_object_get(v, "model"));
+    env = json_string_value(json_object_get(v, "apiKeyEnv"));
+    key = json_string_value(json_object_get(v, "apiKey"));
+    get_int(v, "timeoutMs", 100, 600000, &timeout);
+    get_int(v, "maxTries", 1, 10, &tries);
+    if (!backend_shape(v, &prov, &tmpl, &no_stream, &drop_cut, &drafts)) return false;
+  } else if (!json_is_null(v)) {
+    SC_LOG_WARN("settings: backend must be a URL or {url, model, apiKeyEnv, timeoutMs, provider, "
+                "fimTemplate, ...}; ignored");
+    return false;
+  }
+  if (url && !*url) url = NULL;
+  if (url && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+    SC_LOG_WARN("settings: backend.url must start with http:// or https://; ignored");
+    return false;
+  }
+  if (model && !*model) model = NULL;
+  if (env && !*env) env = NULL;
+  if (key && !*key) key = NULL;
+  if (same_str(url, st->backend_url) && same_str(model, st->backend_model) &&
+      same_str(env, st->backend_key_env) && same_str(key, st->backend_key) &&
+      timeout == st->backend_timeout_ms && tries == st->backend_max_tries &&
+      prov == st->backend_provider && tmpl == st->backend_template &&
+      no_stream == st->backend_no_stream && drop_cut == st->backend_drop_cut &&
+      drafts == st->backend_drafts)
+    return false;
+  set_str(&st->backend_url, url);
+  set_str(&st->backend_model, model);
+  set_str(&st->backend_key_env, env);
+  set_str(&st->backend_key, key);
+  st->backend_timeout_ms = timeout;
+  st->backend_max_tries = tries;
+  st->backend_provider = prov;
+  st->backend_template = tmpl;
+  st->backend_no_stream = no_stream;
+  st->backend_drop_cut = drop_cut;
+  st->backend_drafts = drafts;
+  return true;
+}
+
+/* The settings a suggestion depends on, other than the model and the
+ * backend (whose changes clear the cache where they are handled). */
+static bool same_decoding(const settings *a, const settings *b) {
+  return strcmp(a->algorithm, b->algorithm) == 0 && a->threshold == b->threshold &&
+         (a->eos_penalty == b->eos_penalty || (isnan(a->eos_penalty) && isnan(b->eos_penalty))) &&
+         a->max_tokens == b->max_tokens && a->length_candidates == b->length_candidates &&
+         a->repair == b->repair && a->context_budget == b->context_budget;
+}
+
+void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
+  sc_completer *c = sc_lsp__feature(s);
+  settings *st = &c->set;
+  /* Scalars only are compared; the strings in the copy may be freed below. */
+  const settings before = *st;
+  bool reload = false;
+  json_t *v;
+  if ((v = json_object_get(o, "modelPath"))) {
+    const char *path = json_string_value(v);
+    if (json_is_null(v) || (path && !*path)) path = NULL;
+    else if (!path) SC_LOG_WARN("settings: modelPath must be a string; ignored");
+    if (json_is_null(v) || path || (json_is_string(v))) {
+      bool changed = (path == NULL) != (st->model_path == NULL) ||
+                     (path && strcmp(path, st->model_path) != 0);
+      if (changed) {
+        free(st->model_path);
+        st->model_path = path ? strdup(path) : NULL;
+        reload = true;
+      }
+    }
+  }
+  if ((v = json_object_get(o, "device"))) {
+    sc_device_kind k;
+    if (json_is_string(v) && sc_device_kind_parse(json_string_value(v), &k)) {
+      if (k != st->device) reload = true;
+      st->device = k;
+    } else {
+      SC_LOG_WARN("settings: device must be auto, cpu or cuda; ignored");
+    }
+  }
+  if ((v = json_object_get(o, "algorithm"))) {
+    sc_infill_params probe;
+    if (json_is_string(v) && sc_infill_algorithm_parse(json_string_value(v), &probe))
+      snprintf(st->algorithm, sizeof st->algorithm, "%s", json_string_value(v));
+    else
+      SC_LOG_WARN("settings: algorithm must be threshold, confidence, margin or entropy");
+  }
+  if ((v = json_object_get(o, "threshold"))) {
+    if (json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) <= 1)
+      st->threshold = json_number_value(v);
+    else
+      SC_LOG_WARN("settings: threshold must be a number in [0, 1]; ignored");
+  }
+  if ((v = json_object_get(o, "eosPenalty"))) {
+    if (json_is_null(v))
+      st->eos_penalty = NAN;
+    else if (json_is_number(v) && fabs(json_number_value(v)) <= SC_EOS_PENALTY_MAX)
+      st->eos_penalty = json_number_value(v);
+    else
+      SC_LOG_WARN("settings: eosPenalty must be a number in [-%g, %g] or null; ignored",
+                  SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
+  }
+  get_int(o, "maxTokens", 1, 1024, &st->max_tokens);
+  if ((v = json_object_get(o, "holeMarker"))) {
+    if (json_is_string(v) && json_string_length(v) > 0) {
+      free(st->hole_marker);
+      st->hole_marker = strdup(json_string_value(v));
+    } else {
+      SC_LOG_WARN("settings: holeMarker must be a non-empty string; ignored");
+    }
+  }
+  get_int(o, "contextBudget", 64, 65536, &st->context_budget);
+  get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
+  get_int(o, "lengthCandidates", 1, SC_INFILL_MAX_CANDIDATES, &st->length_candidates);
+  get_int(o, "maxDocumentBytes", 0, 1 << 30, &st->max_document_bytes);
+  if ((v = json_object_get(o, "repair"))) {
+    if (json_is_boolean(v)) st->repair = json_is_true(v);
+    else SC_LOG_WARN("settings: repair must be true or false; ignored");
+  }
+  if ((v = json_object_get(o, "enabledLanguages"))) {
+    if (!json_is_array(v) && !json_is_null(v)) {
+      SC_LOG_WARN("settings: enabledLanguages must be an array of names; ignored");
+    } else {
+      for (int i = 0; i < st->n_languages; i++) free(st->languages[i]);
+      free(st->languages);
+      st->languages = NULL;
+      st->n_languages = 0;
+      size_t n = json_array_size(v);
+      if (n) st->languages = calloc(n, sizeof *st->languages);
+      for (size_t i = 0; i < n && st->languages; i++) {
+        const char *name = json_string_value(json_array_get(v, i));
+        if (name && (st->languages[st->n_languages] = strdup(name))) st->n_languages++;
+      }
+    }
+  }
+  if ((v = json_object_get(o, "backend"))) {
+    bool was_remote = st->backend_url != NULL;
+    if (backend_settings(st, v)) {
+      /* In-flight remote requests end with an error; the next request makes
+       * a client with the new settings. */
+      sc_cpl__drop_client(c);
+      sc_cpl__cache_clear(c);
+      c->backend = BS_UNKNOWN;
+      c->backend_error[0] = '\0';
+      SC_LOG_INFO("settings: %s%s%s", st->backend_url ? "the remote backend" : "the local engine",
+                  st->backend_model ? ", model " : "", st->backend_model ? st->backend_model : "");
+      /* Remote needs only the tokenizer; local needs the model. */
+      if (was_remote != (st->backend_url != NULL)) reload = true;
+    }
+  }
+  if (!same_decoding(&before, st)) sc_cpl__cache_clear(c);
+  /* A new model or device is loaded at once, once the session runs. */
+  if (reload && c->state != MS_NONE) sc_cpl__start_load(s, c);
+}
+
+bool sc_cpl__language_enabled(const sc_completer *c, const char *lang) {
+  if (!lang) return false;
+  if (!c->set.languages) return true;
+  for (int i = 0; i < c->set.n_languages; i++)
+    if (strcmp(c->set.languages[i], lang) == 0) return true;
+  return false;
+}
