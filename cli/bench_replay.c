@@ -6,9 +6,10 @@
  * time; at every pause (after a character that ends a word: a space, a
  * newline, punctuation) and at the end, one infill is asked at the cursor,
  * as the LSP's automatic trigger does: the prompt is fitted to --context
- * tokens as `sculpt complete` fits it (sc_infill_fit: the prefix cut from
- * the left first, down to half the room, then the suffix from its end, a
- * cut suffix framed without its EOS), the canvas --canvas tokens, the
+ * tokens as every caller fits it (model.h, sc_infill_fit_plan and
+ * sc_infill_fit: the prefix cut from the left first, down to half the
+ * room, then the suffix from its end, a cut suffix framed without its
+ * EOS), the canvas --canvas tokens, the
  * family's default preset (sc_infill_params_for; the upstream preset
  * recomputes in full, so its requests reuse nothing). Requests go through one
  * session (model.h, "sessions"), so each reuses the K/V of the one before;
@@ -117,16 +118,28 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
     p.steps = a->steps;
   }
   if (!isnan(a->eos_penalty)) p.eos_penalty = (float)a->eos_penalty;
-  /* Within the model's positions: the prompt, its slack, and what the frame
-   * and the canvas take (the family's BOS/EOS, padding, DreamOn's growth). */
-  const int cap = sc_model_get_info(model)->max_seq;
-  const int fixed = sc_infill_positions(model, &p, m, 0, 0);
-  if (budget + budget / 8 + fixed > cap) budget = (cap - fixed) * 8 / 9;
-  if (budget < 16) {
-    sc_cli_fail(CMD, "a %d-token canvas leaves no room in the model's %d positions", m, cap);
+  /* Fitted as every caller fits (model.h, sc_infill_fit_plan): the
+   * family's frame, the canvas, then the prompt. --context is held to 8/9
+   * of the prompt's room so that the window's slack (1/8 of it, below)
+   * stays within the model's positions too. */
+  sc_infill_plan plan = {1, {m}};
+  sc_infill_budget fit;
+  const int ctx = sc_model_get_info(model)->max_seq;
+  if (sc_infill_fit_plan(model, ctx, 0, &plan, &p, &fit, &err) != SC_OK) {
+    sc_cli_fail(CMD, "%s", err.msg);
     goto done;
   }
-  const int slack = budget / 8, max_seq = budget + slack + fixed;
+  if (budget > fit.prompt * 8 / 9) budget = fit.prompt * 8 / 9;
+  if (budget < 16) {
+    sc_cli_fail(CMD, "a %d-token canvas leaves no room in the model's %d positions", m, ctx);
+    goto done;
+  }
+  const int slack = budget / 8;
+  if (sc_infill_fit_plan(model, ctx, budget, &plan, &p, &fit, &err) != SC_OK) {
+    sc_cli_fail(CMD, "%s", err.msg);
+    goto done;
+  }
+  const int max_seq = sc_infill_positions(&fit, (size_t)fit.prompt_cut + (size_t)slack, 0, false);
   if (sc_tokenizer_load_dir(a->model_dir, &tok, &err) != SC_OK ||
       sc_engine_new(model, tok, max_seq, &e, &err) != SC_OK ||
       (a->compare && sc_engine_new(model, tok, max_seq, &ref, &err) != SC_OK) ||
@@ -135,7 +148,6 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
     goto done;
   }
   const sc_model_info *info = sc_model_get_info(model);
-  sc_infill_plan plan = {1, {m}};
   /* The document being typed: text without [start, offset), then grows. */
   doc = malloc(len + 1);
   reqs = calloc(offset - start + 1, sizeof *reqs);
@@ -164,12 +176,7 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
       goto done;
     }
     size_t keep_pre = 0, keep_suf = 0;
-    bool cut = false;
-    if (!sc_infill_fit(model, &p, budget + fixed, m, n_pre, n_suf, &keep_pre, &keep_suf, &cut)) {
-      sc_cli_fail(CMD, "a %d-token canvas does not fit a %d-token context", m, budget);
-      goto done;
-    }
-    p.suffix_cut = cut;
+    sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &p.suffix_cut);
     /* The window's left edge moves only when the prefix outgrows the fit
      * plus the slack, and then to the fit's start (the slack free again). */
     if (!anchored || n_pre - anchor > keep_pre + (size_t)slack || anchor > n_pre) {
@@ -233,7 +240,7 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
         "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:b, s:i, s:i, "
         "s:i}",
         "model", a->model_dir, "weights", sc_weights_kind_name(info->weights), "machine", cpu,
-        "requests", nreq, "context", budget, "canvas", m, "typed", (int)(offset - start),
+        "requests", nreq, "context", budget, "canvas", plan.lengths[0], "typed", (int)(offset - start),
         "first_ms", nreq ? reqs[0].ms : 0.0, "p50_ms", p50, "p90_ms", p90, "max_ms", mx,
         "reused_requests", reused, "mean_steps", nreq ? (double)steps / nreq : 0.0,
         "session", !a->no_session, "max_reuses", a->session.max_reuses, "max_edit",
@@ -252,7 +259,7 @@ int sc_bench_replay(const sc_bench_replay_args *a) {
     printf("model %s (%d layers, hidden %d, %s weights computing in %s), context %d tokens "
            "(fitted as sculpt complete fits it), canvas %d, %s preset (%s), %s decoding\n",
            a->model_dir, info->n_layers, info->hidden, sc_dtype_name(info->dtype),
-           sc_weights_kind_name(info->weights), budget, m, sc_preset_name(p.preset),
+           sc_weights_kind_name(info->weights), budget, plan.lengths[0], sc_preset_name(p.preset),
            sc_model_get_profile(model)->name,
            p.schedule == SC_SCHEDULE_THRESHOLD ? "threshold 0.9" : "fixed-k");
     if (a->steps > 0) printf("schedule: fixed-k, %d steps for the canvas\n", a->steps);

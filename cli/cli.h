@@ -5,8 +5,11 @@
 #ifndef SCULPT_CLI_H
 #define SCULPT_CLI_H
 
+#include "sculpt.h"
+
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct sc_cli_command {
   const char *name;
@@ -52,6 +55,14 @@ bool sc_cli_read_file(const char *path, char **data, size_t *len);
  * such column. */
 int sc_cli_locate(const char *target, char **path, const char *text, size_t len,
                   size_t *offset, bool read_it, long *line_out, long *col_out);
+
+/* Writes data atomically over path: a temp file .NAME.sculpt-XXXXXX in the
+ * same directory with the given permissions, fsync, rename, fsync of the
+ * directory. A kill at any point leaves either the old or the new file whole
+ * (at worst a stray temp file next to it, which `sculpt batch` skips). */
+#define SC_CLI_TMP_TAG ".sculpt-"
+sc_status sc_cli_write_atomic(const char *path, const char *data, size_t len, mode_t perm,
+                              sc_error *err);
 
 /* Prints "sculpt NAME: MESSAGE" on stderr. */
 void sc_cli_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

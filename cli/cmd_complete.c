@@ -457,23 +457,22 @@ int sc_cli_complete(int argc, char **argv) {
     goto done;
   }
   double t_tok = sc_now_ms();
-  /* The file cut to the context, as the family's harness would: the
-   * prefix is cut from the left first; a cut suffix ends without EOS. */
+  /* The canvas, the room a DreamOn canvas may grow into and the prompt are
+   * fitted to the model's context with the family's frame (model.h,
+   * sc_infill_fit_plan): a long canvas is cut, and a file longer than the
+   * rest keeps the tokens nearest the cursor, the prefix cut first (from
+   * the left, down to half), then the suffix, which then ends without EOS.
+   * The engine gets the positions that needs. */
   const sc_model_info *info = sc_model_get_info(model);
   sc_infill_params params = decoding_params(&a, model);
-  int max_len = 0;
-  for (int i = 0; i < a.plan.n_lengths; i++)
-    if (a.plan.lengths[i] > max_len) max_len = a.plan.lengths[i];
+  sc_infill_budget fit;
   size_t keep_pre = 0, keep_suf = 0;
-  if (!sc_infill_fit(model, &params, info->max_seq, max_len, n_pre, n_suf, &keep_pre, &keep_suf,
-                     &params.suffix_cut)) {
-    sc_cli_fail(CMD, "a %d-token canvas does not fit the model's %d-token context", max_len,
-                info->max_seq);
-    exit_code = 2;
+  if (sc_infill_fit_plan(model, info->max_seq, 0, &a.plan, &params, &fit, &err) != SC_OK) {
+    exit_code = fail_err(&err);
     goto done;
   }
-  int need = sc_infill_positions(model, &params, max_len, keep_pre, keep_suf);
-  if (need > info->max_seq) need = info->max_seq;
+  sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &params.suffix_cut);
+  int need = sc_infill_positions(&fit, keep_pre, keep_suf, params.suffix_cut);
   if (sc_engine_new(model, tok, need, &engine, &err) != SC_OK ||
       sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
                        &a.plan, &params, NULL, NULL, NULL, &res, &err) != SC_OK) {
@@ -491,7 +490,7 @@ int sc_cli_complete(int argc, char **argv) {
     json_t *text_j = json_stringn(res.text ? res.text : "", res.text_len);
     json_t *o = json_pack(
         "{s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:s, s:s, s:{s:s, s:s, s:s, s:s}, "
-        "s:{s:I, s:I, s:b}, s:{s:f, s:f, s:f, s:f, s:f}, s:s}",
+        "s:{s:I, s:I, s:i, s:b}, s:{s:f, s:f, s:f, s:f, s:f}, s:s}",
         "text", text_j ? text_j : json_string(""), "ids", ids, "confidence", conf,
         "canvas_ids", canvas, "steps", res.steps, "committed", res.committed, "canvas",
         res.canvas_len, "ended", res.ended, "mean_logp", res.mean_logp, "preset",
@@ -499,9 +498,10 @@ int sc_cli_complete(int argc, char **argv) {
         model_dir, "family", sc_model_family_name(info->family), "profile",
         sc_model_get_profile(model)->name, "device", dev.description, "context",
         "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
-        "suffix_cut", params.suffix_cut, "timings", "load_ms", t_load - t0, "tokenize_ms",
-        t_tok - t_load, "model_ms", res.ms_total, "forward_ms", res.ms_forward, "sample_ms",
-        res.ms_sample, "weights", sc_weights_kind_name(info->weights));
+        "model_tokens", fit.context, "suffix_cut", params.suffix_cut, "timings", "load_ms",
+        t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms", res.ms_total, "forward_ms",
+        res.ms_forward, "sample_ms", res.ms_sample, "weights",
+        sc_weights_kind_name(info->weights));
     char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     if (!s) {
       sc_cli_fail(CMD, "cannot format the result");

@@ -337,6 +337,16 @@ bool sc_workspace_remove_file(sc_workspace *ws, const char *rel_path);
 /* How many definitions of name the index holds (a test and debugging aid). */
 size_t sc_workspace_count_definitions(const sc_workspace *ws, const char *name);
 
+/* ---- which folder to index (context/root.c) ---------------------------------- */
+
+/* The folder to index for a file (owned by the caller; NULL when the file
+ * does not exist). editor_root (may be NULL) is the folder the editor
+ * named: it is kept when it holds the file and is, or lies in, a work tree,
+ * or when the file is in no work tree at all. Otherwise (no folder named,
+ * one that does not hold the file, one above several repositories) the
+ * file's own work tree (sc_workspace_find_root), else the file's folder. */
+char *sc_context_index_root(const char *file, const char *editor_root);
+
 /* ---- identifier sets and MinHash (context/workspace.c) ----------------------
  * An identifier is [A-Za-z_][A-Za-z0-9_]* of at least 2 characters that is
  * not a common keyword; a set is kept as sorted unique 64-bit hashes. */

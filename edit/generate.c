@@ -13,7 +13,7 @@
 struct sc_edit_local {
   sc_engine *engine;
   const sc_tokenizer *tok;
-  int max_seq;
+  const sc_model *model;
   int max_tokens, context_tokens;
   double temperature;
   sc_infill_params params;
@@ -54,10 +54,13 @@ static void plan_for(const sc_edit_local *l, const sc_edit_request *req, sc_infi
 }
 
 /* The request's prompt: *pre and *suf owned by the caller; the kept tokens
- * are pre + (n_pre - keep_pre) and suf[0 .. keep_suf); the canvas plan. */
+ * are pre + (n_pre - keep_pre) and suf[0 .. keep_suf); the canvas plan. p
+ * (the decoding's parameters) gets the fit's DreamOn growth limit and
+ * whether the suffix was cut. */
 static sc_status prompt_for(const sc_edit_local *l, const sc_edit_request *req, int32_t **pre_out,
                             size_t *n_pre_out, size_t *keep_pre_out, int32_t **suf_out,
-                            size_t *keep_suf_out, sc_infill_plan *plan, sc_error *err) {
+                            size_t *keep_suf_out, sc_infill_plan *plan, sc_infill_params *p,
+                            sc_error *err) {
   size_t p0, s1, a = req->site.start, b = req->site.end;
   sc_edit_request_window(req, (size_t)l->context_tokens, &p0, &s1);
   int32_t *pre = NULL, *suf = NULL;
@@ -69,15 +72,22 @@ static sc_status prompt_for(const sc_edit_local *l, const sc_edit_request *req, 
     return st;
   }
   plan_for(l, req, plan);
-  int max_len = 0;
-  for (int i = 0; i < plan->n_lengths; i++)
-    if (plan->lengths[i] > max_len) max_len = plan->lengths[i];
-  /* Room for the canvas to grow 4x (DreamOn) plus BOS/EOS. */
-  long room = (long)l->max_seq - 4L * max_len - 2;
-  if (room > l->context_tokens) room = l->context_tokens;
-  if (room < 0) room = 0;
-  size_t keep_suf = n_suf < (size_t)room / 4 ? n_suf : (size_t)room / 4;
-  size_t keep_pre = n_pre < (size_t)room - keep_suf ? n_pre : (size_t)room - keep_suf;
+  /* Fitted as every caller fits (model.h, sc_infill_fit_plan): the
+   * family's frame, the canvas and a DreamOn canvas's growth within half
+   * the engine's context, context_tokens of prompt at most, the prefix cut
+   * first down to half, then the suffix, which then ends without EOS. */
+  sc_infill_budget fit;
+  size_t keep_pre = 0, keep_suf = 0;
+  st = sc_infill_fit_plan(l->model, sc_engine_context(l->engine), l->context_tokens, plan, p,
+                          &fit, err);
+  if (st != SC_OK) {
+    free(pre);
+    free(suf);
+    return st;
+  }
+  sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &p->suffix_cut);
+  /* A suffix window that stops before the file's end is cut too. */
+  if (s1 < req->len) p->suffix_cut = true;
   *pre_out = pre;
   *n_pre_out = n_pre;
   *keep_pre_out = keep_pre;
@@ -110,8 +120,8 @@ static sc_status local_generate(void *user, const sc_edit_request *req, sc_edit_
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_infill_plan plan;
-  SC_TRY(prompt_for(l, req, &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, err));
   sc_infill_params p = l->params;
+  SC_TRY(prompt_for(l, req, &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, &p, err));
   p.seed = req->seed;
   p.temperature = req->seed ? l->temperature : 0.0;
   sc_infill_result res;
@@ -150,12 +160,17 @@ static sc_status local_generate_many(void *user, const sc_edit_request *reqs, si
     int32_t *pre = NULL, *suf = NULL;
     size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
     sc_infill_plan plan;
-    if (prompt_for(l, &reqs[i], &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, NULL) != SC_OK)
+    /* Fitted with the batch's parameters (fixed-length canvases); whether
+     * each suffix was cut goes with its request. */
+    sc_infill_params fp = l->params;
+    fp.no_expand = true;
+    if (prompt_for(l, &reqs[i], &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, &fp, NULL) !=
+        SC_OK)
       continue;
     bufs[2 * m] = pre;
     bufs[2 * m + 1] = suf;
     ereqs[m] = (sc_infill_request){pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                                   plan.lengths[0], 0};
+                                   plan.lengths[0], 0, fp.suffix_cut};
     idx[m++] = i;
   }
   sc_infill_params p = l->params;
@@ -184,7 +199,7 @@ sc_status sc_edit_local_new(sc_engine *engine, const sc_tokenizer *tok, const sc
   SC_CHECK(l, err, SC_ERR_NOMEM, "out of memory");
   l->engine = engine;
   l->tok = tok;
-  l->max_seq = sc_model_get_info(model)->max_seq;
+  l->model = model;
   l->max_tokens = o && o->max_tokens > 0 ? o->max_tokens : 32;
   l->context_tokens = o && o->context_tokens > 0 ? o->context_tokens : 1024;
   l->temperature = o && o->temperature > 0 ? o->temperature : 0.8;

@@ -48,6 +48,7 @@ typedef struct action_arg {
   action_target t[MAX_TARGETS];
   int n;
   json_t *resolving; /* codeAction/resolve: the action to fill in (owned), else NULL */
+  int remote_context; /* the backend's context in tokens; 0: unknown */
 } action_arg;
 
 static void action_arg_free(void *p) {
@@ -95,14 +96,18 @@ static char *check_candidate(action_arg *a, const action_target *t, const char *
  * cancel flag stops it. The same checks as the engine's follow. */
 static char *remote_candidate(action_arg *a, const action_target *t, uint64_t seed,
                               sc_job *job, size_t *len_out, sc_error *err) {
+  /* Byte windows: the tokenizer is the model lane's. With the backend's
+   * context known, they are fitted to it (3 bytes a token). */
+  sc_infill_budget fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens * 2);
   size_t pw = (size_t)a->set.context_budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
+  if (fit.context > 0) sc_cpl__remote_byte_windows(&fit, t->a, a->len - t->b, &pw, &sw);
   size_t p0 = t->a > pw ? t->a - pw : 0;
   size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
   sc_fim_client_options o;
   sc_cpl__fim_options(&a->set, &o);
   sc_fim_request req = {.prompt = a->text + p0, .prompt_len = t->a - p0,
                         .suffix = a->text + t->b, .suffix_len = s1 - t->b,
-                        .max_tokens = a->set.max_tokens * 2, .temperature = seed ? 0.8 : 0.0};
+                        .max_tokens = fit.canvas, .temperature = seed ? 0.8 : 0.0};
   char *text = NULL;
   if (sc_fim_complete_sync(&o, &req, &job->cancel, &text, len_out, NULL, err) != SC_OK)
     return NULL;
@@ -119,15 +124,8 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
     free(cand);
     return out;
   }
-  int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, keep_pre = 0, keep_suf = 0, budget = (size_t)a->set.context_budget;
-  size_t pw = budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
-  size_t p0 = t->a > pw ? t->a - pw : 0;
-  size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
-  if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b, budget, &pre,
-                             &n_pre, &keep_pre, &suf, &keep_suf, err) != SC_OK)
-    return NULL;
-  /* Canvas lengths around the span's own size: a fix is usually close to it. */
+  /* Canvas lengths around the span's own size: a fix is usually close to
+   * it. They and the prompt are fitted to the model's context. */
   int32_t *old = NULL;
   size_t n_old = 0;
   sc_tokenizer_encode(c->tok, a->text + t->a, t->b - t->a, &old, &n_old, NULL);
@@ -140,6 +138,19 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   sc_cpl__params_from_settings(&a->set, &p);
   p.seed = seed;
   p.temperature = seed ? 0.8 : 0.0;
+  sc_infill_budget fit;
+  if (sc_infill_fit_plan(c->model, sc_engine_context(c->engine), a->set.context_budget, &plan,
+                         &p, &fit, err) != SC_OK)
+    return NULL;
+  int32_t *pre = NULL, *suf = NULL;
+  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
+  size_t pw = (size_t)fit.prompt * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
+  size_t p0 = t->a > pw ? t->a - pw : 0;
+  size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
+  if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b,
+                             s1 < a->len, &fit, &pre, &n_pre, &keep_pre, &suf, &keep_suf,
+                             &p.suffix_cut, err) != SC_OK)
+    return NULL;
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
   sc_status st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
@@ -382,6 +393,7 @@ static action_arg *action_prepare(sc_lsp_server *s, sc_completer *c, sc_document
   memcpy(a->text, d->text, d->len);
   a->text[d->len] = '\0';
   a->len = d->len;
+  a->remote_context = sc_cpl__remote_context(c);
   a->c = c;
   a->version = d->version;
   a->lang = d->lang;

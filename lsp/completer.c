@@ -59,8 +59,18 @@ static void completer_capabilities(json_t *caps) {
  * background. */
 static void completer_start(sc_lsp_server *s) {
   sc_completer *c = sc_lsp__feature(s);
+  c->started = true;
+  /* `sculpt lsp --device` is the default the device setting overrides. */
+  if (!c->set.device_set) c->set.device = sc_lsp__options(s)->device;
   if (c->state == MS_NONE) sc_cpl__start_load(s, c);
   sc_cpl__start_index(s, c);
+}
+
+/* A request failed (or the one that failed works again): the status says
+ * so, once the session runs. */
+static void completer_on_error(sc_lsp_server *s) {
+  sc_completer *c = sc_lsp__feature(s);
+  if (c->started) sc_cpl__send_status(s, c);
 }
 
 /* workspace/executeCommand: sculpt.accept and sculpt.dismiss, which the
@@ -151,4 +161,6 @@ const sc_lsp_feature sc_completion_feature = {
     .on_save = sc_cpl__on_save,
     .on_file_changed = sc_cpl__on_file_changed,
     .stats = completer_stats,
+    .on_error = completer_on_error,
+    .on_open = sc_cpl__on_open,
 };

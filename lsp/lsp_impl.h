@@ -337,6 +337,24 @@ bool sc_lsp__client_action_resolve(const sc_lsp_server *s);
 /* Sends a server->client request; on_response runs when the answer comes. */
 void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
                           void (*on_response)(sc_lsp_server *, json_t *, json_t *));
+/* Work-done progress the server starts (LSP 3.17): creates a token
+ * "sculpt/KIND/N" and sends begin (title, message, percentage -1: none)
+ * once the client accepts it. Each token goes begin -> report* -> end,
+ * each once, whatever the order of the client's answer and the calls:
+ * what comes before the answer waits (the latest report only), and a
+ * refused token sends nothing. Returns the token's handle, 0 when the
+ * client does not take progress (the other calls then do nothing). */
+int sc_lsp__progress_begin(sc_lsp_server *s, const char *kind, const char *title,
+                           const char *message, int percentage);
+void sc_lsp__progress_report(sc_lsp_server *s, int id, const char *message, int percentage);
+/* Ends the token (message may be NULL); the handle is void afterwards. */
+void sc_lsp__progress_end(sc_lsp_server *s, int id, const char *message);
+/* The last request that failed with an error worth showing (not a
+ * cancellation, a changed document or an unknown method): its message
+ * (borrowed, valid until the next response), code, method and time (ISO
+ * 8601, UTC); NULL when there is none, or the method has succeeded since. */
+const char *sc_lsp__last_error(const sc_lsp_server *s, int *code, const char **method,
+                               const char **time);
 /* Posts a job (id NULL: an internal job, never answered; its on_done runs).
  * Takes ownership of arg. Returns the job (still owned by the server) or
  * NULL when it was refused for lack of memory (the request is answered). */
@@ -413,6 +431,10 @@ typedef struct sc_lsp_feature {
   void (*on_file_changed)(sc_lsp_server *s, const char *uri, int type);
   /* Counters merged into sculpt/test/stats (owned by the caller). */
   json_t *(*stats)(sc_lsp_server *s);
+  /* The last error (sc_lsp__last_error) was set or cleared. */
+  void (*on_error)(sc_lsp_server *s);
+  /* A document was opened (its text is in the store). */
+  void (*on_open)(sc_lsp_server *s, sc_document *d);
 } sc_lsp_feature;
 
 /* The completion feature (lsp/completer.c), the one the server runs. */

@@ -141,15 +141,21 @@ static void shape_arg_free(void *p) {
   free(sa);
 }
 
-/* The answer's JSON (any thread: it reads only a). */
+/* The answer's JSON (any thread: it reads only a). remoteMs and modelMs
+ * count every call the request made to the backend, the repair's
+ * included, which is also shown alone (repairMs); ri says how the last
+ * answer came. */
 static json_t *remote_result(const complete_arg *a, const remote_info *ri,
                              const char *discarded, size_t len, double t0) {
   double t_end = sc_now_ms();
-  json_t *data = json_pack("{s:b, s:s, s:f, s:f, s:i, s:i, s:f, s:s}", "cached", 0, "backend",
-                           "remote", "contextMs", a->ctx_ms, "remoteMs", ri->ms, "tries",
-                           ri->tries, "debounceMs", a->debounce_ms, "totalMs",
+  json_t *data = json_pack("{s:b, s:s, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:s}", "cached", 0,
+                           "backend", "remote", "contextMs", a->ctx_ms, "remoteMs",
+                           a->remote_ms, "modelMs", a->remote_ms, "repairMs", a->repair_ms,
+                           "tries", a->remote_tries, "debounceMs", a->debounce_ms, "totalMs",
                            t_end - a->t_request, "kind",
                            a->tree ? sc_completion_kind_name(a->plan.kind) : "unplanned");
+  if (a->remote_context > 0)
+    json_object_set_new(data, "contextTokens", json_integer(a->remote_context));
   if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
   json_object_set_new(data, "streamed", json_boolean(ri->streamed));
   if (ri->first_ms > 0) json_object_set_new(data, "firstTextMs", json_real(ri->first_ms));
@@ -172,7 +178,7 @@ static json_t *remote_result(const complete_arg *a, const remote_info *ri,
 static bool repair_request(complete_arg *a, shape_arg *sa) {
   size_t x = a->r_chk.span_start, y = a->r_chk.span_end;
   if (!(x < y && y <= a->r_cand_len)) return false;
-  size_t pl = a->r_prompt_len + x, sl = (a->r_cand_len - y) + a->suffix_len;
+  size_t pl = a->r_prompt_len + x, sl = (a->r_cand_len - y) + a->r_suffix_len;
   char *p = malloc(pl + 1), *q = malloc(sl + 1);
   if (!p || !q) {
     free(p);
@@ -182,7 +188,7 @@ static bool repair_request(complete_arg *a, shape_arg *sa) {
   memcpy(p, a->r_prompt, a->r_prompt_len);
   memcpy(p + a->r_prompt_len, a->r_cand, x);
   memcpy(q, a->r_cand + y, a->r_cand_len - y);
-  memcpy(q + (a->r_cand_len - y), a->suffix, a->suffix_len);
+  memcpy(q + (a->r_cand_len - y), a->r_suffix, a->r_suffix_len);
   /* The canvas: the span's tokens and room to write it differently. */
   int m = (int)((y - x) / 2 + 8);
   if (a->c->tok) {
@@ -192,7 +198,7 @@ static bool repair_request(complete_arg *a, shape_arg *sa) {
       m = (int)n + 8;
     free(ids);
   }
-  if (m > a->set.max_tokens) m = a->set.max_tokens;
+  if (m > a->r_canvas) m = a->r_canvas;
   sa->rp_prompt = p;
   sa->rp_prompt_len = pl;
   sa->rp_suffix = q;
@@ -325,6 +331,38 @@ static void shape_done(sc_lsp_server *s, sc_job *job) {
   remote_answer(s, c, req, result, true);
 }
 
+/* The context length a backend's refusal names, or 0: OpenAI-compatible
+ * servers (vLLM, OpenAI) say "maximum context length is N tokens", others
+ * "context length of N" or "context window of N", sculpt's engine "the
+ * N-token context". */
+static int context_in_error(const char *msg) {
+  static const char *const after[] = {"maximum context length is ", "context length of ",
+                                      "context window of "};
+  for (size_t i = 0; i < sizeof after / sizeof after[0]; i++) {
+    const char *p = strstr(msg, after[i]);
+    if (p) return atoi(p + strlen(after[i]));
+  }
+  const char *p = strstr(msg, "-token context");
+  if (p && p > msg) {
+    const char *d = p;
+    while (d > msg && d[-1] >= '0' && d[-1] <= '9') d--;
+    if (d < p) return atoi(d);
+  }
+  return 0;
+}
+
+/* A refusal that names the backend's context teaches it: later prompts are
+ * fitted to it (unless backend.contextTokens says otherwise). */
+static void learn_context(sc_lsp_server *s, sc_completer *c, const char *msg) {
+  int n = context_in_error(msg);
+  if (n < 64 || n > (1 << 22) || n == c->backend_context_learnt) return;
+  c->backend_context_learnt = n;
+  if (c->set.backend_context > 0) return;
+  SC_LOG_WARN("backend: its context is %d tokens (from its answer); prompts are fitted to it", n);
+  sc_cpl__check_budget(c);
+  sc_cpl__send_status(s, c);
+}
+
 static void remote_done(void *user, const sc_fim_result *res) {
   sc_job *job = user;
   complete_arg *a = job->arg;
@@ -333,6 +371,9 @@ static void remote_done(void *user, const sc_fim_result *res) {
   /* Released by the server (cancelled): it answers. Being freed: nobody. */
   if (!job->deferred || sc_job_cancelled(job) != SC_JOB_LIVE || c->closing) return;
   sc_lsp_server *s = a->s;
+  a->remote_ms += res->ms;
+  a->remote_tries += res->tries;
+  if (a->r_cand) a->repair_ms += res->ms;
   /* The repair's request failing only loses the repair: the candidate is
    * discarded as it would be without one, and the status tells why. Nothing
    * is shaped, so this stays on the loop. */
@@ -353,10 +394,12 @@ static void remote_done(void *user, const sc_fim_result *res) {
   }
   if (res->status != SC_OK) {
     job->err = res->err;
-    if (res->status == SC_ERR_CANCELLED)
+    if (res->status == SC_ERR_CANCELLED) {
       sc_error_set(&job->err, SC_ERR_STALE, "the backend setting changed; ask again");
-    else
+    } else {
       set_backend(s, c, res->unreachable ? BS_UNREACHABLE : BS_ERROR, res->err.msg);
+      learn_context(s, c, res->err.msg);
+    }
     sc_lsp__answer_deferred(s, job);
     return;
   }
@@ -504,9 +547,11 @@ void sc_cpl__remote_submit(sc_lsp_server *s, sc_completer *c, sc_job *job) {
   size_t w = sc_fim_client_provider(c->fim) == SC_FIM_PROVIDER_LLAMACPP
                  ? split_snippets(a, &chunks, &n_chunks)
                  : 0;
+  /* The prompt and the suffix as fitted to the backend's context (prompt.c,
+   * sc_cpl__remote_cut), and the canvas that fit left. */
   sc_fim_request req = {.prompt = a->r_prompt + w, .prompt_len = a->r_prompt_len - w,
-                        .suffix = a->suffix, .suffix_len = a->suffix_len,
-                        .max_tokens = a->set.max_tokens, .stop = a->single_line ? nl_stop : NULL,
+                        .suffix = a->r_suffix, .suffix_len = a->r_suffix_len,
+                        .max_tokens = a->r_canvas, .stop = a->single_line ? nl_stop : NULL,
                         .n_stop = a->single_line ? 1 : 0, .extra = chunks, .n_extra = n_chunks,
                         .partial = remote_partial};
   if (!chunks) req.prompt = a->r_prompt, req.prompt_len = a->r_prompt_len;

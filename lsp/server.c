@@ -278,6 +278,8 @@ static const sc_lsp_method *find_method(const sc_lsp_server *s, const char *name
   return m && (m->flags & SC_METHOD_TEST_HOOK) && !s->opts.test_hooks ? NULL : m;
 }
 
+static void dispatch_request(sc_lsp_server *s, sc_lsp_req *r);
+
 static void dispatch(sc_lsp_server *s, json_t *msg) {
   if (json_is_array(msg)) {
     sc_lsp__send_error(s, NULL, SC_RPC_INVALID_REQUEST, "batch requests are not supported");
@@ -336,10 +338,26 @@ static void dispatch(sc_lsp_server *s, json_t *msg) {
       if (strncmp(name, "$/", 2) != 0) SC_LOG_DEBUG("ignoring notification %s", name);
       return;
     }
+    const char *outer = s->answering;
+    s->answering = name;
     m->fn(&r);
+    s->answering = outer;
     return;
   }
 
+  /* Errors sent from here on are this method's (sculpt/status's last error). */
+  const char *outer = s->answering;
+  s->answering = name;
+  dispatch_request(s, &r);
+  s->answering = outer;
+}
+
+/* A request, with s->answering set: checked against the lifecycle, then
+ * handled by its row. */
+static void dispatch_request(sc_lsp_server *s, sc_lsp_req *rp) {
+  sc_lsp_req r = *rp;
+  json_t *id = r.id;
+  const char *name = r.method;
   if (s->state == LC_UNINITIALIZED && strcmp(name, "initialize") != 0) {
     sc_lsp__send_error(s, id, SC_RPC_SERVER_NOT_INITIALIZED, "%s: the server is not initialized", name);
     return;
@@ -433,6 +451,7 @@ void sc_lsp_server_free(sc_lsp_server *s) {
   sc_log_set_sink(NULL, NULL);
   for (int l = 0; l < SC_LANE_COUNT; l++)
     if (s->workers[l]) sc_worker_free(s->workers[l]);
+  sc_server__progress_free_all(s);
   if (s->feature_state) s->feature->destroy(s->feature_state);
   free(s->inflight);
   sc_document_store_free(s->docs);

@@ -28,8 +28,23 @@ typedef enum lifecycle {
 typedef struct outgoing {
   json_int_t id;
   void (*on_response)(sc_lsp_server *s, json_t *result, json_t *error);
+  /* Or, with what the sender gave: */
+  void (*on_response_with)(sc_lsp_server *s, json_t *result, json_t *error, void *user);
+  void *user;
   struct outgoing *next;
 } outgoing;
+
+/* A work-done progress token the server started (progress.c). */
+typedef struct sc_server_progress sc_server_progress;
+
+/* The last request that failed, for sculpt/status (rpc.c records it). */
+typedef struct last_error {
+  bool set;
+  int code;
+  char method[96];
+  char message[600];
+  char time[32]; /* ISO 8601, UTC */
+} last_error;
 
 /* Log lines bound for window/logMessage, queued because they may come from
  * any thread and because nothing may be sent before initialize is answered. */
@@ -89,6 +104,11 @@ struct sc_lsp_server {
   size_t log_count, log_dropped;
   _Atomic int client_log_level; /* window/logMessage threshold */
 
+  sc_server_progress *progress; /* tokens not yet ended (progress.c) */
+  int next_progress_id;
+  /* The method being answered (a handler's or a job's), for last_error. */
+  const char *answering;
+  last_error last_error;
   loop_timing timing; /* the loop's calls into the server (sculpt/test/stats) */
 };
 
@@ -103,6 +123,17 @@ void sc_server__flush_logs(sc_lsp_server *s);
 void sc_server__set_client_log_level(sc_lsp_server *s, sc_log_level level);
 /* $/setTrace and initialize's trace: off, messages, verbose. */
 bool sc_server__level_from_trace(const char *trace, sc_log_level *out);
+
+/* sc_lsp__send_request with a pointer handed back to on_response. */
+void sc_server__send_request_with(sc_lsp_server *s, const char *method, json_t *params,
+                                  void (*on_response)(sc_lsp_server *, json_t *, json_t *,
+                                                      void *),
+                                  void *user);
+
+/* ======================= progress.c ======================================== */
+
+/* Frees the tokens still open (at exit). */
+void sc_server__progress_free_all(sc_lsp_server *s);
 
 /* ======================= jobs.c ============================================ */
 

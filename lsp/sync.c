@@ -1,10 +1,11 @@
 /* sync.c — text synchronisation: didOpen, didChange (incremental and full,
  * every change's shape validated before any is applied), didClose, didSave
  * and workspace/didChangeWatchedFiles. An edit cancels its document's jobs;
- * the feature hears of changes, saves and files changed on disk. A change
- * whose range cannot apply leaves the document unsynced (logged once): the
- * incremental changes after it are not applied, since they would edit the
- * wrong text, until a full-text change brings it back (a reopen does too). */
+ * the feature hears of opened documents, changes, saves and files changed
+ * on disk. A change whose range cannot apply leaves the document unsynced
+ * (logged once): the incremental changes after it are not applied, since
+ * they would edit the wrong text, until a full-text change brings it back
+ * (a reopen does too). */
 #define _POSIX_C_SOURCE 200809L
 #include "server_impl.h"
 
@@ -24,11 +25,15 @@ void sc_server__handle_did_open(sc_lsp_req *r) {
   if (sc_document_store_get(r->s->docs, uri))
     SC_LOG_WARN("didOpen: %s was already open; replacing it", uri);
   sc_error err = {0};
-  if (sc_document_store_open(r->s->docs, uri, lang, json_integer_value(version),
-                             json_string_value(text), json_string_length(text),
-                             &err) != SC_OK)
-    SC_LOG_ERROR("didOpen: %s", err.msg);
+  sc_status st = sc_document_store_open(r->s->docs, uri, lang, json_integer_value(version),
+                                        json_string_value(text), json_string_length(text), &err);
   sc_server__cancel_jobs_for_uri(r->s, uri);
+  if (st != SC_OK) {
+    SC_LOG_ERROR("didOpen: %s", err.msg);
+    return;
+  }
+  sc_document *d = sc_document_store_get(r->s->docs, uri);
+  if (d && r->s->feature->on_open) r->s->feature->on_open(r->s, d);
 }
 
 /* One parsed content change. */

@@ -495,7 +495,7 @@ out:
 
 sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
                        sc_st_file *out, sc_error *err) {
-  memset(out, 0, sizeof *out);
+  if (out) memset(out, 0, sizeof *out);
   memset(cfg, 0, sizeof *cfg);
   gguf g;
   SC_TRY(gguf_parse(path, &g, err));
@@ -511,8 +511,8 @@ sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
       BAD(SC_ERR_UNSUPPORTED,
           "%s: GGUF architecture '%s' is not supported (dream and llada are)", path, arch);
   }
-  SC_CHECK(f == SC_FAMILY_DREAM || f == SC_FAMILY_LLADA, err, SC_ERR_UNSUPPORTED,
-           "%s: GGUF files are read for the dream and llada families", path);
+  if (f != SC_FAMILY_DREAM && f != SC_FAMILY_LLADA)
+    BAD(SC_ERR_UNSUPPORTED, "%s: GGUF files are read for the dream and llada families", path);
   cfg->family = f;
   snprintf(cfg->architecture, sizeof cfg->architecture, "%s (gguf)", arch);
   char key[160];
@@ -563,7 +563,7 @@ sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
   cfg->qk_norm = false;
   cfg->tie = tensor_find(&g, "output.weight") ? 0 : 1;
   cfg->tie_default = true;
-  if ((st = resolve_profile(&g, cfg, err)) != SC_OK) goto out;
+  if ((st = resolve_profile(&g, cfg, err)) != SC_OK || !out) goto out;
 
   /* The tensors, renamed; LLaDA's q/k rows put back in order. */
   out->path = strdup(path);
@@ -621,7 +621,7 @@ sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
 #undef BAD
 out:
   gguf_close(&g);
-  if (st != SC_OK) sc_st_file_close(out);
+  if (st != SC_OK && out) sc_st_file_close(out);
   return st;
 }
 

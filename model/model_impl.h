@@ -70,6 +70,7 @@ typedef struct sc_config {
   int32_t mask_id, eos_id, pad_id, bos_id;
   bool shift_logits;
   int max_positions;  /* 0 when unknown */
+  int sliding_window; /* positions the upper layers attend to; 0 when off */
   float eos_penalty;  /* generation_config.json "eos_penalty", else 0 */
   sc_family_profile profile; /* how the family frames, ends and decodes (family.c) */
 } sc_config;
@@ -83,9 +84,15 @@ sc_status sc_config_load(const char *dir, sc_model_family family, sc_config *out
 /* ---- GGUF (gguf.c) ---------------------------------------------------------
  * A GGUF file of the dream or llada architecture read as one sc_st_file
  * whose tensors carry the Hugging Face names checkpoint.c binds, and the
- * sc_config its metadata gives (family AUTO: from general.architecture). */
+ * sc_config its metadata gives (family AUTO: from general.architecture).
+ * out NULL: the config alone (sc_model_context_read), no tensor touched. */
 sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
                        sc_st_file *out, sc_error *err);
+
+/* The positions a sequence of this checkpoint may use: max_positions (at
+ * most SC_MODEL_MAX_CONTEXT, which bounds a context's memory), and no more
+ * than an active sliding window. */
+int sc_config_context(const sc_config *c);
 
 /* ---- the loaded model (checkpoint.c) ---------------------------------- */
 

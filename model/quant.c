@@ -122,7 +122,8 @@ void sc_weight_rows_to_f32(const sc_weight *w, int64_t r0, int64_t nr, float *ds
 /* max |x[i]| through the bit patterns (clearing the sign, the order of
  * finite floats is that of their bits as integers), so that the reduction
  * vectorizes without -ffast-math; a NaN compares above every finite value
- * and makes the row's scale 1 (see below). */
+ * (and an infinity too), so either makes the result non-finite (see
+ * below). */
 SC_VECTOR_CLONES
 static float absmax(const float *x, int64_t n) {
   uint32_t m = 0;
@@ -150,8 +151,16 @@ static void quantize_scaled(const float *x, int64_t n, float inv, int8_t *q) {
 
 float sc_quantize_row_i8(const float *x, int64_t n, int8_t *q) {
   const float amax = absmax(x, n);
-  /* An all-zero (or non-finite) row keeps scale 1 and quantizes to 0s. */
-  const float scale = amax > 0.0f && isfinite(amax) ? amax / 127.0f : 1.0f;
+  /* A row holding a NaN or an infinity quantizes to 0s with a NaN scale,
+   * so that what it multiplies comes out NaN as in f32, and the logits'
+   * check names the checkpoint (model.h): a finite scale would turn a
+   * broken row into a plausible one. */
+  if (!isfinite(amax)) {
+    memset(q, 0, (size_t)n);
+    return NAN;
+  }
+  /* An all-zero row keeps scale 1 and quantizes to 0s. */
+  const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
   quantize_scaled(x, n, 1.0f / scale, q);
   return scale;
 }

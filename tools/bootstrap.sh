@@ -4,6 +4,8 @@
 #   tools/bootstrap.sh demo   install, build, run the main job (default)
 #   tools/bootstrap.sh test   install, build, run the whole test suite
 #   tools/bootstrap.sh build  install and build only
+#   tools/bootstrap.sh gpu-prep  what tools/gpu_session.sh --prepare and
+#                             tools/gpu_rehearse.sh need (patchelf, debootstrap)
 #
 # Idempotent and non-interactive: Debian 12 packages are installed only when
 # missing, npm packages from their lock files. Run as root (or with sudo).
@@ -21,6 +23,9 @@ BUILD_PKGS=(build-essential cmake ninja-build pkg-config git ca-certificates
 # HAProxy for the several-servers test.
 TEST_PKGS=(python3-numpy python3-torch clang libclang-rt-14-dev neovim emacs-nox elpa-eglot
            elpa-go-mode tmux wrk chromium libkrb5-dev haproxy)
+# What preparing the GPU session needs beyond a build (tools/gpu_session.sh
+# --prepare, tools/gpu_bundle.sh, tools/gpu_rehearse.sh): not CI's.
+GPU_PREP_PKGS=(python3-numpy patchelf debootstrap xz-utils)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -109,8 +114,12 @@ case "$mode" in
     if [ $status -ne 0 ]; then echo "bootstrap: tests FAILED"; else echo "bootstrap: all tests passed"; fi
     exit $status
     ;;
+  gpu-prep)
+    install_missing "${BUILD_PKGS[@]}" "${GPU_PREP_PKGS[@]}"
+    install_node
+    ;;
   *)
-    echo "usage: tools/bootstrap.sh [demo|test|build]" >&2
+    echo "usage: tools/bootstrap.sh [demo|test|build|gpu-prep]" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,6 @@
 """The Neovim and Emacs tests on real code, written once for both: each
 editor runs its driver script (nvim_real.lua, emacs_real.el) with the client
-set up as its README says and no settings but common.TEMP_SETTINGS,
+set up as its README says and no settings (common.TEMP_SETTINGS is empty),
 `sculpt` from PATH (the recording tap), and the shipped model; the script
 writes what it saw, and these functions judge it with the recorded
 conversation. test_{nvim,emacs}_{real,errors,root}.py each call one.

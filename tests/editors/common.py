@@ -61,16 +61,13 @@ def run(cmd, env, timeout, cwd=None):
 
 # ---------------------------------------------------------------- real code
 
-# The only setting the real-repository tests give, the same in every client
+# The settings the real-repository tests give, the same in every client
 # (Neovim: setup({settings}), Emacs: sculpt-settings, VS Code: user
-# settings.json as "sculpt.KEY"). Until the server fits its prompt budget to
-# the model's context (issue 19), the shipped model's 256 positions fail with
-# the default budget of 1024 ("-32602 infill: ... exceed the 256-token
-# context"). 160 fits with the longest canvas (maxTokens 64) and the special
-# tokens; 192 does not after a block-sized suggestion ("144 prefix + 64
-# canvas + 48 suffix tokens exceed the 256-token context"). Once the server
-# fix is in, set this to {} and every client runs with no settings at all.
-TEMP_SETTINGS = {"contextBudget": 160}
+# settings.json as "sculpt.KEY"). None: the server fits every request to the
+# model's context (issue 19), so every client runs with no settings at all.
+# (It was {"contextBudget": 160} while the shipped model's 256 positions
+# overflowed with the default budget of 1024.)
+TEMP_SETTINGS = {}
 
 REAL = os.path.join(SRC, "tests", "data", "real")
 

@@ -1,6 +1,6 @@
 """Neovim 0.7.2+ on real code, as a user meets it: the plugin set up with no
-options (only common.TEMP_SETTINGS, until the server fits its budget to the
-model), `sculpt` from PATH, the shipped model, files of the four vendored
+options (common.TEMP_SETTINGS is empty), `sculpt` from PATH, the shipped
+model, files of the four vendored
 repositories (C, Python, Go, TypeScript) opened in a workspace that is a
 git work tree. At each of common.POSITIONS (the last lines of two files of
 over 2,000 lines among them) the plugin asks as <M-\\> does. Every request

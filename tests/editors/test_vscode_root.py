@@ -4,10 +4,10 @@ opening a file of the checkout, the server should index the checkout, the
 same files as when the root is the checkout itself (compared with a direct
 run of the server).
 
-Expected to fail for now, and reported as skipped with the reason (exit
-77): VS Code sends the opened folder as the root, and the server does not
-yet fall back to the file's git work tree (issue 19, server side). Once it
-does, this test says so and fails until the marker is dropped."""
+VS Code sends the opened folder as the root; the server falls back to the
+file's git work tree (issue 19, server side). EXPECTED_TO_FAIL marks a
+check known to fail (reported as skipped, exit 77, with the reason); none
+is now."""
 import os
 import shutil
 import sys
@@ -16,9 +16,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import indexed_files, parent_workspace, xfail_or_fail  # noqa: E402
 from vscode_session import Session  # noqa: E402
 
-# The one line to drop once the server finds the root itself.
-EXPECTED_TO_FAIL = ("VS Code sends the opened folder (not a git work tree) as the root; the "
-                    "server does not yet index the file's git work tree instead (issue 19)")
+# None: the server finds the root itself (it did not before issue 19's
+# server side).
+EXPECTED_TO_FAIL = None
 
 session = Session("sculpt-vscode-root-")
 parent, checkout = parent_workspace(session.tmp)

@@ -3,7 +3,7 @@ tools/editor_tools.sh) with the sculpt .vsix built from editors/vscode and
 installed as a user installs one, its own HOME, user data and extensions,
 `sculpt` from PATH (the recording tap of common.tap_env), and Debian's
 headless Chromium driven by vscode_e2e.js through puppeteer-core. The user
-settings hold nothing of sculpt's but common.TEMP_SETTINGS, and what keeps
+settings hold nothing of sculpt's but common.TEMP_SETTINGS (empty), and what keeps
 the workspace files untouched and the window quiet.
 
     session = Session("sculpt-vscode-real-")   # skips (exit 77) without the tools

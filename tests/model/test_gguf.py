@@ -134,6 +134,15 @@ with tempdir() as tmp:
     check(ta.returncode == 0 and tb.returncode == 0 and ta.stdout == tb.stdout,
           f"shipped model: the GGUF's tokenizer gives the same ids on real code "
           f"({tb.stderr.decode().strip()})")
+    # `sculpt context` fits its default budget to the model's context read
+    # without the weights: from a GGUF's metadata as from a folder's config.
+    cut = os.path.join(SRC, "tests", "data", "real", "jq", "src", "builtin.c") + ":100:1"
+    budgets = []
+    for m in (default, g, gdir):
+        r = run("context", cut, "--model", m, "--json")
+        budgets.append(json.loads(r.stdout).get("contextTokens") if r.returncode == 0 else None)
+    check(budgets[0] is not None and budgets[0] < 1024 and budgets[1:] == budgets[:1] * 2,
+          f"sculpt context: a GGUF's default budget is the folder's ({budgets})")
     site = os.path.join(SRC, "tools", "demo", "fib.py") + ":4:5"
     for m in (g, gdir):
         # A GGUF file has no generation_config.json: the EOS penalty is given.

@@ -9,6 +9,7 @@ connection and answer -32800; the loop answers other requests while one is
 in flight, and while its answer is shaped (on the worker, test hook
 SCULPT_TEST_SHAPE_DELAY_MS); the key never reaches the log or an error
 message."""
+import json
 import os
 import shutil
 import sys
@@ -525,6 +526,58 @@ def test_settings_change_while_shaping():
     mock.stop()
 
 
+def test_prompt_fits_the_backends_context():
+    # The planted tokenizer is a token a byte. A long file: without a known
+    # context the prompt is the budget (1024 tokens) at most; with
+    # backend.contextTokens 300 (or learnt from a refusal that names it),
+    # prompt and suffix fit what the canvas leaves.
+    text = "int a;\n" * 1500 + "int main(void) {\n  int x = \n" + "int b;\n" * 600
+    line = 1501
+    mock = Mock()
+    mock.default = {"text": "1;"}
+
+    def sizes(i):
+        body = mock.wait_requests(i + 1)[i]["body"]
+        return len(body["prompt"].encode()), len(body["suffix"].encode()), body["max_tokens"]
+
+    s = start(mock.url)
+    open_doc(s, text)
+    r = inline(s, line, len("  int x = "))
+    check("error" not in r, "answered", r)
+    pre, suf, _ = sizes(0)
+    check(pre + suf <= 1024 and pre >= 512, "the budget bounds the prompt", pre, suf)
+    s.shutdown_and_exit()
+
+    s = start(mock.url, backend={"contextTokens": 300})
+    open_doc(s, text)
+    r = inline(s, line, len("  int x = "))
+    check("error" not in r, "answered", r)
+    eq(r["result"]["data"].get("contextTokens"), 300, "the data says the context")
+    pre, suf, mt = sizes(1)
+    # 300 - 8 (the FIM template) = 292; the canvas (64, and room for the
+    # repair's request: 128) takes 128, the prompt 164, the prefix at least
+    # half of it.
+    check(pre + suf <= 164 and pre >= 82 and mt == 64, "fitted to 300 tokens", pre, suf, mt)
+    s.shutdown_and_exit()
+
+    # Learnt: the backend refuses with the OpenAI/vLLM message naming it.
+    mock.script = [{"status": 400, "body": json.dumps({"error": {"message": (
+        "This model's maximum context length is 300 tokens. However, you requested "
+        "2048 tokens (1984 in the messages, 64 in the completion).")}})}]
+    s = start(mock.url)
+    open_doc(s, text)
+    r = inline(s, line, len("  int x = "))
+    expect_error(r, REQUEST_FAILED, check_id=False)
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"].get("contextTokens") == 300, what="the learnt context")
+    r = inline(s, line, len("  int x = "))
+    check("error" not in r, "answered once the context is known", r)
+    pre, suf, _ = sizes(3)
+    check(pre + suf <= 164, "the next prompt fits what was learnt", pre, suf)
+    s.shutdown_and_exit()
+    mock.stop()
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_completion_from_the_backend, test_shaping_mid_line,
@@ -533,6 +586,7 @@ if __name__ == "__main__":
                    test_timeout, test_quick_fix_from_the_backend,
                    test_slow_quick_fix_does_not_hold_up_completions, test_loop_does_not_block,
                    test_key_never_logged, test_repair_once, test_shaping_off_the_loop,
-                   test_cancel_while_shaping, test_settings_change_while_shaping])
+                   test_cancel_while_shaping, test_settings_change_while_shaping,
+                   test_prompt_fits_the_backends_context])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
