@@ -45,14 +45,11 @@ int sc_cli_lsp(int argc, char **argv) {
       }
       i++;
     } else if (strcmp(a, "--weights") == 0 && val) {
-      /* The loader reads $SCULPT_WEIGHTS when its caller leaves the kind
-       * AUTO (model.h); set before any thread starts. */
-      sc_weights_kind k;
-      if (!sc_weights_kind_parse(val, &k)) {
+      /* The weights setting's default (as --device is the device's). */
+      if (!sc_weights_kind_parse(val, &opts.weights)) {
         sc_cli_fail("lsp", "--weights takes auto, f32, bf16 or int8, not '%s'", val);
         return 2;
       }
-      setenv("SCULPT_WEIGHTS", sc_weights_kind_name(k), 1);
       i++;
     } else {
       sc_cli_fail("lsp", "unknown or incomplete option '%s' (see sculpt help lsp)", a);

@@ -183,8 +183,8 @@ typedef struct sc_model_options {
                     checkpoint's context (info.context) */
   int n_threads; /* GEMM threads (OpenBLAS, process-wide; oneDNN's OpenMP
                     team, per forward context); 0 = leave as is */
-  sc_weights_kind weights; /* CPU compute type; AUTO: see sc_weights_kind.
-                              The LSP setting proposed for it: "weights" */
+  sc_weights_kind weights; /* CPU compute type; AUTO: see sc_weights_kind
+                              (the LSP's "weights" setting, --weights) */
 } sc_model_options;
 
 typedef struct sc_model_info {

@@ -103,6 +103,7 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   if (s->o.batch == 0) s->o.batch = dev.kind == SC_DEVICE_CUDA ? 8 : 1;
   sc_model_options mo = {0};
   mo.device = dev.kind;
+  mo.weights = s->o.weights;
   if ((st = sc_model_load(s->o.model_dir, &mo, &s->model, err)) != SC_OK) goto done;
   if ((st = sc_tokenizer_load_dir(s->o.model_dir, &s->tok, err)) != SC_OK) goto done;
   s->info = sc_model_get_info(s->model);
@@ -147,9 +148,9 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   ev_signal_start(s->loop, &s->sigint_w);
   ev_signal_start(s->loop, &s->sigterm_w);
   if ((st = sc_serve__sched_start(s, err)) != SC_OK) goto done;
-  SC_LOG_INFO("serve: model %s (%s) on %s; batch %d, queue %d, %d-token context%s",
+  SC_LOG_INFO("serve: model %s (%s) on %s, %s weights; batch %d, queue %d, %d-token context%s",
               s->model_name, sc_model_family_name(s->info->family), dev.description,
-              s->o.batch, s->o.queue, s->context, s->api_key ? ", bearer token required" : "");
+              sc_weights_kind_name(s->info->weights), s->o.batch, s->o.queue, s->context, s->api_key ? ", bearer token required" : "");
   ev_run(s->loop, 0);
 done:
 #undef FAIL
