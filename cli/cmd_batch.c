@@ -41,6 +41,7 @@ typedef struct args {
                       K/V cache); -1: together on a GPU only (measured on the
                       CPU: one at a time with the cache is 2.6x faster) */
   sc_device_kind device;
+  sc_weights_kind weights; /* --weights; AUTO: $SCULPT_WEIGHTS, else by size */
   char **paths;
   int n_paths;
   sc_fim_client_options remote; /* --backend and its options; url NULL: local */
@@ -125,6 +126,9 @@ static int parse_args(int argc, char **argv, args *a) {
       if (br < 0) return 2;
     }
     else if (strcmp(o, "--family") == 0) a->family = v;
+    else if (strcmp(o, "--weights") == 0) {
+      if (!sc_weights_kind_parse(v, &a->weights)) { sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8"); return 2; }
+    }
     else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
     } else {
@@ -270,6 +274,7 @@ int sc_cli_batch(int argc, char **argv) {
     sc_device_choice dev;
     sc_device_select(a.device, &dev);
     mo.device = dev.kind;
+    mo.weights = a.weights;
     if (a.batch_sites < 0) a.batch_sites = dev.kind == SC_DEVICE_CUDA;
     sc_edit_local_options lo = {a.max_tokens, CONTEXT_TOKENS, a.temperature, NULL, &g_cancel};
     if (sc_model_load(model_dir, &mo, &model, &err) != SC_OK ||

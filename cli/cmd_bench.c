@@ -9,11 +9,13 @@
  * cached context, tokens/s at K tokens committed per step, peak memory, and
  * the step's HBM roofline (bytes of weights and K/V read / peak bandwidth). */
 #define _POSIX_C_SOURCE 200809L
+#include "bench_impl.h"
 #include "cli.h"
 #include "kernels.h"
 #include "model.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@
 
 #define CMD "bench"
 
-static void cpu_name(char *out, size_t n) {
+void sc_bench_cpu_name(char *out, size_t n) {
   snprintf(out, n, "unknown cpu");
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f) return;
@@ -229,12 +231,27 @@ static int bench_synthetic(const char *shape_name, const char *device, const int
 int sc_cli_bench(int argc, char **argv) {
   const char *model_dir = NULL;
   const char *synthetic = NULL, *device = NULL;
+  sc_weights_kind weights = SC_WEIGHTS_AUTO;
   int canvases[16] = {16, 32, 64, 128}, n_canvas = 4;
   int contexts[16] = {512, 4096}, n_context = 0;
   int context = 512, per_step = 4, repeat = 3, block = 32;
-  bool repeat_set = false;
+  bool repeat_set = false, context_set = false, canvas_set = false, step_only = false;
+  sc_bench_replay_args ra = {0};
+  ra.type_chars = 400;
+  ra.eos_penalty = NAN;
+  sc_session_options_default(&ra.session);
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    /* Flags without a value (--replay's). */
+    if (strcmp(o, "--compare") == 0 || strcmp(o, "--no-session") == 0 ||
+        strcmp(o, "--json") == 0 || strcmp(o, "--verbose") == 0 || strcmp(o, "--step") == 0) {
+      if (strcmp(o, "--step") == 0) step_only = true;
+      else if (strcmp(o, "--compare") == 0) ra.compare = true;
+      else if (strcmp(o, "--no-session") == 0) ra.no_session = true;
+      else if (strcmp(o, "--json") == 0) ra.json = true;
+      else ra.verbose = true;
+      continue;
+    }
     if (!v) {
       sc_cli_fail(CMD, "%s needs a value (see sculpt help bench)", o);
       return 2;
@@ -245,8 +262,31 @@ int sc_cli_bench(int argc, char **argv) {
     bool num = end && *end == '\0' && x >= 0;
     if (strcmp(o, "--model") == 0) model_dir = v;
     else if (strcmp(o, "--synthetic") == 0) synthetic = v;
+    else if (strcmp(o, "--replay") == 0) ra.target = v;
+    else if (strcmp(o, "--type") == 0 && num && x >= 1 && x <= 100000) ra.type_chars = (int)x;
+    else if (strcmp(o, "--threads") == 0 && num && x <= 1024) ra.threads = (int)x;
+    else if (strcmp(o, "--max-reuses") == 0 && num && x <= 1000000) ra.session.max_reuses = (int)x;
+    else if (strcmp(o, "--max-edit") == 0 && num && x <= 1000000) ra.session.max_edit = (int)x;
+    else if (strcmp(o, "--margin") == 0 && num && x <= 1000000) ra.session.margin = (int)x;
+    else if (strcmp(o, "--steps") == 0 && num && x >= 1 && x <= 4096) ra.steps = (int)x;
+    else if (strcmp(o, "--eos-penalty") == 0) {
+      char *e2 = NULL;
+      double ep = strtod(v, &e2);
+      if (!e2 || *e2 || !(ep >= -SC_EOS_PENALTY_MAX && ep <= SC_EOS_PENALTY_MAX)) {
+        sc_cli_fail(CMD, "--eos-penalty takes -%g to %g", SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
+        return 2;
+      }
+      ra.eos_penalty = ep;
+    }
     else if (strcmp(o, "--device") == 0) device = v;
+    else if (strcmp(o, "--weights") == 0) {
+      if (!sc_weights_kind_parse(v, &weights)) {
+        sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8");
+        return 2;
+      }
+    }
     else if (strcmp(o, "--canvas") == 0) {
+      canvas_set = true;
       if (!parse_list(v, canvases, 16, &n_canvas)) {
         sc_cli_fail(CMD, "--canvas takes sizes like 16,32,64,128");
         return 2;
@@ -258,6 +298,7 @@ int sc_cli_bench(int argc, char **argv) {
         return 2;
       }
       context = contexts[0];
+      context_set = true;
     } else if (strcmp(o, "--tokens-per-step") == 0 && num && x >= 1) per_step = (int)x;
     else if (strcmp(o, "--repeat") == 0 && num && x >= 1 && x <= 100000) {
       repeat = (int)x;
@@ -267,6 +308,29 @@ int sc_cli_bench(int argc, char **argv) {
       sc_cli_fail(CMD, "bad option '%s %s' (see sculpt help bench)", o, v);
       return 2;
     }
+  }
+  if (ra.target) {
+    if (synthetic) {
+      sc_cli_fail(CMD, "--replay and --synthetic exclude each other");
+      return 2;
+    }
+    ra.model_dir = model_dir ? model_dir : sc_model_default_dir();
+    if (!ra.model_dir) {
+      sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");
+      return 2;
+    }
+    ra.weights = weights;
+    ra.context = context_set ? context : 1024;
+    ra.canvas = canvas_set ? canvases[0] : 32;
+    if ((canvas_set && n_canvas > 1) || n_context > 1) {
+      sc_cli_fail(CMD, "--replay takes one --canvas and one --context");
+      return 2;
+    }
+    return sc_bench_replay(&ra);
+  }
+  if (ra.compare || ra.no_session || ra.json || ra.verbose) {
+    sc_cli_fail(CMD, "--compare, --no-session, --json and --verbose go with --replay");
+    return 2;
   }
   if (synthetic) {
     if (model_dir) {
@@ -293,12 +357,25 @@ int sc_cli_bench(int argc, char **argv) {
   sc_error err = {0};
   sc_model *model = NULL;
   sc_model_options mo = {0};
+  mo.weights = weights;
+  mo.n_threads = ra.threads;
   sc_device_choice dev;
   sc_device_select(SC_DEVICE_CPU, &dev);
   mo.device = dev.kind;
   if (sc_model_load(model_dir, &mo, &model, &err) != SC_OK) {
     sc_cli_fail(CMD, "%s", err.msg);
     return 1;
+  }
+  if (step_only) {
+    int cv = canvas_set ? canvases[0] : 32, ctxn = context_set ? context : 1024;
+    int rc = 2;
+    if (ctxn + cv > sc_model_get_info(model)->max_seq)
+      sc_cli_fail(CMD, "context %d + canvas %d exceed the model's %d positions", ctxn, cv,
+                  sc_model_get_info(model)->max_seq);
+    else
+      rc = sc_bench_step(model, model_dir, ctxn, cv, repeat_set ? repeat : 5, ra.threads);
+    sc_model_free(model);
+    return rc;
   }
   const sc_model_info *info = sc_model_get_info(model);
   int max_canvas = 0;
@@ -327,10 +404,10 @@ int sc_cli_bench(int argc, char **argv) {
     ids[i] = t;
   }
   char cpu[256];
-  cpu_name(cpu, sizeof cpu);
-  printf("sculpt bench: %s (%s, %d layers, hidden %d, vocab %d, %s)\n", model_dir,
-         sc_model_family_name(info->family), info->n_layers, info->hidden, info->vocab,
-         sc_dtype_name(info->dtype));
+  sc_bench_cpu_name(cpu, sizeof cpu);
+  printf("sculpt bench: %s (%s, %d layers, hidden %d, vocab %d, %s; computing in %s)\n",
+         model_dir, sc_model_family_name(info->family), info->n_layers, info->hidden,
+         info->vocab, sc_dtype_name(info->dtype), sc_weights_kind_name(info->weights));
   printf("machine: %s, %ld threads; device %s\n", cpu, sysconf(_SC_NPROCESSORS_ONLN),
          dev.description);
   printf("schedule: fixed %d tokens per step, blocks of %d, greedy; context %d tokens "

@@ -37,6 +37,7 @@ typedef struct args {
   const char *model_dir;
   const char *family;
   sc_device_kind device;
+  sc_weights_kind weights;
   sc_infill_plan plan;
   sc_infill_params params; /* the flags' values (see set) */
   unsigned set;            /* SET_*: which flags were given */
@@ -80,6 +81,12 @@ static int parse_args(int argc, char **argv, args *a) {
       if (br < 0) return 2;
     }
     else if (strcmp(o, "--family") == 0) a->family = v;
+    else if (strcmp(o, "--weights") == 0) {
+      if (!sc_weights_kind_parse(v, &a->weights)) {
+        sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8");
+        return 2;
+      }
+    }
     else if (strcmp(o, "--preset") == 0) {
       if (!sc_preset_parse(v, &a->preset)) { sc_cli_fail(CMD, "--preset takes fast, upstream or auto"); return 2; }
     }
@@ -421,6 +428,7 @@ int sc_cli_complete(int argc, char **argv) {
   sc_error err = {0};
   double t0 = sc_now_ms();
   sc_model_options mo = {0};
+  mo.weights = a.weights;
   if (a.family && !sc_model_family_parse(a.family, &mo.family)) {
     sc_cli_fail(CMD, "unknown --family '%s'", a.family);
     free(path);
@@ -482,7 +490,7 @@ int sc_cli_complete(int argc, char **argv) {
     json_t *text_j = json_stringn(res.text ? res.text : "", res.text_len);
     json_t *o = json_pack(
         "{s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:s, s:s, s:{s:s, s:s, s:s, s:s}, "
-        "s:{s:I, s:I, s:i, s:b}, s:{s:f, s:f, s:f, s:f, s:f}}",
+        "s:{s:I, s:I, s:i, s:b}, s:{s:f, s:f, s:f, s:f, s:f}, s:s}",
         "text", text_j ? text_j : json_string(""), "ids", ids, "confidence", conf,
         "canvas_ids", canvas, "steps", res.steps, "committed", res.committed, "canvas",
         res.canvas_len, "ended", res.ended, "mean_logp", res.mean_logp, "preset",
@@ -492,7 +500,8 @@ int sc_cli_complete(int argc, char **argv) {
         "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
         "model_tokens", fit.context, "suffix_cut", params.suffix_cut, "timings", "load_ms",
         t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms", res.ms_total, "forward_ms",
-        res.ms_forward, "sample_ms", res.ms_sample);
+        res.ms_forward, "sample_ms", res.ms_sample, "weights",
+        sc_weights_kind_name(info->weights));
     char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     if (!s) {
       sc_cli_fail(CMD, "cannot format the result");

@@ -71,7 +71,7 @@ static bool write_le_f32(const char *path, const float *x, size_t n) {
 
 int sc_cli_logits(int argc, char **argv) {
   const char *dir = NULL, *ids_arg = NULL, *out_path = NULL, *dev_arg = "cpu",
-             *family_arg = NULL;
+             *family_arg = NULL, *weights_arg = NULL;
   int threads = 0, repeat = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -82,6 +82,7 @@ int sc_cli_logits(int argc, char **argv) {
     else if (strcmp(a, "--device") == 0 && has_val) dev_arg = argv[++i];
     else if (strcmp(a, "--family") == 0 && has_val) family_arg = argv[++i];
     else if (strcmp(a, "--threads") == 0 && has_val) threads = atoi(argv[++i]);
+    else if (strcmp(a, "--weights") == 0 && has_val) weights_arg = argv[++i];
     /* Benchmarking aid: run the forward pass N more times and log the time. */
     else if (strcmp(a, "--repeat") == 0 && has_val) repeat = atoi(argv[++i]);
     else {
@@ -101,6 +102,10 @@ int sc_cli_logits(int argc, char **argv) {
   sc_model_options opts = {0};
   if (family_arg && !sc_model_family_parse(family_arg, &opts.family)) {
     sc_cli_fail("logits", "--family: '%s' is not dream, qwen2, qwen3 or llada", family_arg);
+    return 2;
+  }
+  if (weights_arg && !sc_weights_kind_parse(weights_arg, &opts.weights)) {
+    sc_cli_fail("logits", "--weights: '%s' is not auto, f32, bf16 or int8", weights_arg);
     return 2;
   }
   if (threads < 0 || repeat < 0) {

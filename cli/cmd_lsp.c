@@ -1,6 +1,8 @@
 /* cmd_lsp.c — `sculpt lsp`: the language server over stdio. */
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "lsp.h"
+#include "model.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,6 +41,13 @@ int sc_cli_lsp(int argc, char **argv) {
     } else if (strcmp(a, "--device") == 0 && val) {
       if (!sc_device_kind_parse(val, &opts.device)) {
         sc_cli_fail("lsp", "--device takes auto, cpu or cuda, not '%s'", val);
+        return 2;
+      }
+      i++;
+    } else if (strcmp(a, "--weights") == 0 && val) {
+      /* The weights setting's default (as --device is the device's). */
+      if (!sc_weights_kind_parse(val, &opts.weights)) {
+        sc_cli_fail("lsp", "--weights takes auto, f32, bf16 or int8, not '%s'", val);
         return 2;
       }
       i++;

@@ -1,5 +1,7 @@
 /* cmd_model.c — `sculpt model info`: what a checkpoint is, one `key: value`
- * per line, or the same keys as one JSON object with --json. */
+ * per line, or the same keys as one JSON object with --json; `sculpt model
+ * quantize DIR --out DIR2`: the checkpoint with int8 matrices (model.h,
+ * sc_model_quantize). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "model.h"
@@ -36,8 +38,12 @@ static json_t *info_json(const sc_model_info *i) {
   json_object_set_new(o, "max_seq", json_integer(i->max_seq));
   json_object_set_new(o, "weight_bytes", json_integer((json_int_t)i->weight_bytes));
   json_object_set_new(o, "context_bytes", json_integer((json_int_t)i->context_bytes));
+  json_object_set_new(o, "weights", json_string(sc_weights_kind_name(i->weights)));
+  json_object_set_new(o, "packed_bytes", json_integer((json_int_t)i->packed_bytes));
+  /* int8/bf16 compute: the converted copy replaces the mapped matrices. */
+  uint64_t resident = i->packed_bytes ? i->packed_bytes : i->weight_bytes;
   json_object_set_new(o, "memory_bytes",
-                      json_integer((json_int_t)(i->weight_bytes + i->context_bytes)));
+                      json_integer((json_int_t)(resident + i->context_bytes)));
   return o;
 }
 
@@ -100,12 +106,40 @@ static void print_text(const char *prefix, json_t *o) {
   }
 }
 
-int sc_cli_model(int argc, char **argv) {
-  if (argc < 2 || strcmp(argv[1], "info") != 0) {
-    sc_cli_fail("model", "expected 'info' (see sculpt help model)");
+static int model_quantize(int argc, char **argv) {
+  const char *dir = NULL, *out = NULL;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--out") == 0 && i + 1 < argc) out = argv[++i];
+    else if (strcmp(a, "--model") == 0 && i + 1 < argc) dir = argv[++i];
+    else if (a[0] != '-' && !dir) dir = a;
+    else {
+      sc_cli_fail("model", "quantize: unexpected argument '%s' (see sculpt help model)", a);
+      return 2;
+    }
+  }
+  if (!dir || !out) {
+    sc_cli_fail("model", "quantize needs DIR and --out DIR2 (see sculpt help model)");
     return 2;
   }
-  const char *dir = NULL, *family_arg = NULL;
+  sc_error err = {0};
+  double t0 = sc_now_ms();
+  if (sc_model_quantize(dir, out, &err) != SC_OK) {
+    sc_cli_fail("model", "%s", err.msg);
+    return err.status == SC_ERR_INVALID ? 2 : 1;
+  }
+  fprintf(stderr, "sculpt model: wrote %s/model.safetensors (int8 matrices) in %.1f s\n", out,
+          (sc_now_ms() - t0) / 1000.0);
+  return 0;
+}
+
+int sc_cli_model(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "quantize") == 0) return model_quantize(argc, argv);
+  if (argc < 2 || strcmp(argv[1], "info") != 0) {
+    sc_cli_fail("model", "expected 'info' or 'quantize' (see sculpt help model)");
+    return 2;
+  }
+  const char *dir = NULL, *family_arg = NULL, *weights_arg = NULL;
   bool as_json = false;
   int max_seq = 0;
   for (int i = 2; i < argc; i++) {
@@ -114,6 +148,7 @@ int sc_cli_model(int argc, char **argv) {
     if (strcmp(a, "--model") == 0 && has_val) dir = argv[++i];
     else if (strcmp(a, "--family") == 0 && has_val) family_arg = argv[++i];
     else if (strcmp(a, "--max-seq") == 0 && has_val) max_seq = atoi(argv[++i]);
+    else if (strcmp(a, "--weights") == 0 && has_val) weights_arg = argv[++i];
     else if (strcmp(a, "--json") == 0) as_json = true;
     else {
       sc_cli_fail("model", "unexpected argument '%s' (see sculpt help model)", a);
@@ -127,6 +162,10 @@ int sc_cli_model(int argc, char **argv) {
   sc_model_options opts = {.device = SC_DEVICE_CPU, .max_seq = max_seq};
   if (family_arg && !sc_model_family_parse(family_arg, &opts.family)) {
     sc_cli_fail("model", "--family: '%s' is not dream, qwen2, qwen3 or llada", family_arg);
+    return 2;
+  }
+  if (weights_arg && !sc_weights_kind_parse(weights_arg, &opts.weights)) {
+    sc_cli_fail("model", "--weights: '%s' is not auto, f32, bf16 or int8", weights_arg);
     return 2;
   }
   if (max_seq < 0) {

@@ -60,8 +60,10 @@ static void completer_capabilities(json_t *caps) {
 static void completer_start(sc_lsp_server *s) {
   sc_completer *c = sc_lsp__feature(s);
   c->started = true;
-  /* `sculpt lsp --device` is the default the device setting overrides. */
+  /* `sculpt lsp --device` and `--weights` are the defaults the device and
+   * weights settings override. */
   if (!c->set.device_set) c->set.device = sc_lsp__options(s)->device;
+  if (!c->set.weights_set) c->set.weights = sc_lsp__options(s)->weights;
   if (c->state == MS_NONE) sc_cpl__start_load(s, c);
   sc_cpl__start_index(s, c);
 }

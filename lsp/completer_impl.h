@@ -32,6 +32,8 @@ typedef struct settings {
   char *model_path; /* NULL: sc_model_default_dir() */
   sc_device_kind device;
   bool device_set; /* the setting was given (else `sculpt lsp --device` chooses) */
+  sc_weights_kind weights; /* what the CPU computes in (model.h) */
+  bool weights_set;        /* the setting was given (else `sculpt lsp --weights`) */
   char algorithm[16];
   double threshold;
   double eos_penalty; /* NAN: the checkpoint's default */
@@ -82,6 +84,7 @@ struct sc_completer {
   /* model_slot.c, loop-thread state. */
   model_state state;
   char model_name[256], device_name[192], error[512];
+  const char *weights_name; /* what the loaded model computes in (static), or NULL */
   double last_latency_ms; /* also set by inline.c and remote.c when they answer */
   int model_context;      /* the loaded model's context in tokens (0: none loaded) */
   sc_infill_frame model_frame; /* its family's frame (sc_infill_frame_for) */

@@ -26,10 +26,12 @@ typedef struct sc_lsp_options {
   bool test_hooks;         /* enable the sculpt/test/... methods */
   bool synchronous_jobs;   /* run jobs inline on the caller's thread (fuzzing) */
   sc_device_kind device;   /* where model work will run */
+  sc_weights_kind weights; /* what the CPU computes in (the weights setting's
+                              default); AUTO: $SCULPT_WEIGHTS, else by size */
 } sc_lsp_options;
 
 /* Fills the defaults: 64 MiB, no test hooks ($SCULPT_TEST_HOOKS=1 turns them
- * on), a worker thread, device auto. */
+ * on), a worker thread, device auto, weights auto. */
 void sc_lsp_options_default(sc_lsp_options *opts);
 
 typedef struct sc_lsp_server sc_lsp_server;

@@ -1,7 +1,7 @@
 /* model_slot.c — the model the completions use: loaded in the background on
  * the model lane (the model, its tokenizer and the engine; for the remote
  * backend only the tokenizer, to count the prompt), reloaded when the model,
- * device or backend setting changes (a newer load wins), and reported: the
+ * device, weights or backend setting changes (a newer load wins), and reported: the
  * $/progress of a load and the sculpt/status notification, which also
  * carries the remote backend's and the workspace index's state.
  *
@@ -31,6 +31,9 @@ void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c) {
   if (c->last_latency_ms > 0)
     json_object_set_new(p, "lastLatencyMs", json_real(c->last_latency_ms));
   if (c->state == MS_ERROR) json_object_set_new(p, "message", json_string(c->error));
+  /* What the local model computes in (the weights setting, resolved). */
+  if (c->state == MS_READY && c->weights_name)
+    json_object_set_new(p, "weights", json_string(c->weights_name));
   if (c->set.backend_url) {
     static const char *names[] = {"unknown", "ok", "unreachable", "error"};
     json_t *b = json_pack("{s:s}", "state", names[c->backend]);
@@ -66,11 +69,13 @@ typedef struct load_arg {
   sc_completer *c;
   char *path;
   sc_device_kind device;
+  sc_weights_kind weights;
   int generation;
   int progress; /* its $/progress token, or 0 */
   bool remote; /* the remote backend: only the tokenizer, for the prompt */
   /* out */
   char model_name[256], device_name[192];
+  const char *weights_name; /* what the model computes in (static) */
   int context;           /* the model's context in tokens */
   sc_infill_frame frame; /* its family's frame */
 } load_arg;
@@ -115,6 +120,7 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
   snprintf(a->device_name, sizeof a->device_name, "%s", dev.description);
   sc_model_options mo = {0};
   mo.device = dev.kind;
+  mo.weights = a->weights;
   double t0 = sc_now_ms();
   if (sc_model_load(a->path, &mo, &c->model, err) != SC_OK) return NULL;
   if (sc_tokenizer_load_dir(a->path, &c->tok, err) != SC_OK) {
@@ -129,6 +135,7 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
    * the budget warning on the loop (sc_cpl__check_budget). */
   const sc_model_info *info = sc_model_get_info(c->model);
   a->context = info->max_seq;
+  a->weights_name = sc_weights_kind_name(info->weights);
   sc_infill_params dp;
   sc_infill_params_default(&dp);
   sc_infill_frame_for(c->model, &dp, &a->frame);
@@ -141,8 +148,8 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
   snprintf(a->model_name, sizeof a->model_name, "%s (%s, %.1fM params)",
            base && base[1] ? base + 1 : a->path, sc_model_family_name(info->family),
            (double)info->n_params / 1e6);
-  SC_LOG_INFO("model %s loaded in %.0f ms on %s; %d-token context", a->model_name,
-              sc_now_ms() - t0, a->device_name, a->context);
+  SC_LOG_INFO("model %s loaded in %.0f ms on %s (%s weights); %d-token context",
+              a->model_name, sc_now_ms() - t0, a->device_name, a->weights_name, a->context);
   return json_null();
 }
 
@@ -157,9 +164,11 @@ static void load_done(sc_lsp_server *s, sc_job *job) {
     c->error[0] = '\0';
     c->model_context = a->remote ? 0 : a->context;
     c->model_frame = a->frame;
+    c->weights_name = a->remote ? NULL : a->weights_name;
   } else {
     c->state = MS_ERROR;
     c->model_context = 0;
+    c->weights_name = NULL;
     snprintf(c->error, sizeof c->error, "%s",
              sc_job_cancelled(job) ? "loading was cancelled" : job->err.msg);
     SC_LOG_ERROR("model: %s", c->error);
@@ -181,6 +190,7 @@ void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
     return;
   }
   a->device = c->set.device;
+  a->weights = c->set.weights;
   a->generation = ++c->load_generation;
   /* A load still under way is superseded: its progress ends now (its
    * answer is dropped in load_done). */

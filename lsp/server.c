@@ -411,6 +411,7 @@ void sc_lsp_options_default(sc_lsp_options *opts) {
   const char *hooks = getenv("SCULPT_TEST_HOOKS");
   opts->test_hooks = hooks && strcmp(hooks, "1") == 0;
   opts->device = SC_DEVICE_AUTO;
+  opts->weights = SC_WEIGHTS_AUTO;
 }
 
 static void on_worker_done(void *user) {

@@ -1,7 +1,7 @@
 /* settings.c — the completion feature's settings: their defaults, parsing a
  * "sculpt" settings object (initializationOptions, workspace/configuration)
  * with a warning for each bad value, deep copies for jobs, and what a change
- * sets off: a new model or device reloads, a new backend drops the client,
+ * sets off: a new model, device or weights kind reloads, a new backend drops the client,
  * and a change to what a suggestion depends on clears the cache. */
 #define _POSIX_C_SOURCE 200809L
 #include "completer_impl.h"
@@ -18,6 +18,7 @@
 void sc_cpl__settings_defaults(settings *st) {
   memset(st, 0, sizeof *st);
   st->device = SC_DEVICE_AUTO;
+  st->weights = SC_WEIGHTS_AUTO;
   snprintf(st->algorithm, sizeof st->algorithm, "threshold");
   st->threshold = 0.9;
   st->eos_penalty = NAN;
@@ -233,6 +234,16 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
       SC_LOG_WARN("settings: device must be auto, cpu or cuda; ignored");
     }
   }
+  if ((v = json_object_get(o, "weights"))) {
+    sc_weights_kind k;
+    if (json_is_string(v) && sc_weights_kind_parse(json_string_value(v), &k)) {
+      if (k != st->weights) reload = true;
+      st->weights = k;
+      st->weights_set = true;
+    } else {
+      SC_LOG_WARN("settings: weights must be auto, int8, bf16 or f32; ignored");
+    }
+  }
   if ((v = json_object_get(o, "algorithm"))) {
     sc_infill_params probe;
     if (json_is_string(v) && sc_infill_algorithm_parse(json_string_value(v), &probe))
@@ -313,7 +324,8 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
   }
   if (!same_decoding(&before, st)) sc_cpl__cache_clear(c);
   sc_cpl__check_budget(c);
-  /* A new model or device is loaded at once, once the session runs. */
+  /* A new model, device or weights kind is loaded at once, once the
+   * session runs. */
   if (reload && c->state != MS_NONE) sc_cpl__start_load(s, c);
 }
 

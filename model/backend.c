@@ -114,6 +114,24 @@ sc_status sc_forward_ctx_run_window(sc_forward_ctx *c, const int32_t *ids, int n
   return c->ops->forward(c->state, ids, n, w0, w1, rows, n_rows, logits, err);
 }
 
+sc_status sc_forward_ctx_shift(sc_forward_ctx *c, int n_new, int src0, int src1, int dst0,
+                               sc_error *err) {
+  SC_CHECK(c, err, SC_ERR_INVALID, "no context");
+  SC_CHECK(c->cached_n > 0, err, SC_ERR_INVALID, "a shift needs the K/V of a previous run");
+  SC_CHECK(0 <= src0 && src0 <= src1 && src1 <= c->cached_n && dst0 >= 0 &&
+               n_new >= 1 && n_new <= c->max_seq && dst0 + (src1 - src0) <= n_new,
+           err, SC_ERR_INVALID, "shift [%d, %d) -> %d does not fit %d cached, %d new positions",
+           src0, src1, dst0, c->cached_n, n_new);
+  SC_CHECK(c->ops->shift, err, SC_ERR_UNSUPPORTED, "the %s backend cannot move cached K/V",
+           c->ops->name);
+  if (src1 > src0 && src0 != dst0) {
+    c->cached_n = 0; /* a failed move leaves no usable cache */
+    SC_TRY(c->ops->shift(c->state, src0, src1, dst0, err));
+  }
+  c->cached_n = n_new;
+  return SC_OK;
+}
+
 sc_status sc_forward_ctx_run_packed(sc_forward_ctx *c, const int32_t *ids,
                                     const int32_t *offsets, int n_seqs, const int32_t *rows,
                                     int n_rows, float *logits, sc_error *err) {

@@ -18,8 +18,10 @@
  * family's default decides (tied for Qwen3, else the head is missing). */
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
+#include "tokenizer_impl.h" /* sc_gguf_find */
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,8 @@ typedef struct loader {
   int64_t n_params;
   uint64_t bytes;
   int dtype_seen; /* -1 none yet, else sc_dtype; SC_DTYPE_MIXED once mixed */
+  bool dtype_only_vectors; /* dtype_seen came from a vector so far */
+  bool gguf;                /* the weights are one GGUF file */
 } loader;
 
 /* Finds a tensor in whichever shard holds it; NULL when none does. */
@@ -48,6 +52,9 @@ static const sc_st_tensor *find_tensor(const loader *L, const char *name, const 
 }
 
 static sc_status missing(const loader *L, const char *name, sc_error *err) {
+  if (L->gguf)
+    return sc_error_set(err, SC_ERR_FORMAT, "%s: missing tensor '%s'", L->m->files[0].path,
+                        name);
   if (L->weight_map)
     return sc_error_set(err, SC_ERR_FORMAT,
                         "%s/model.safetensors.index.json: missing tensor '%s' (no shard has it)",
@@ -61,9 +68,10 @@ static sc_status take(loader *L, const char *name, int rank, int64_t d0, int64_t
   const char *file = NULL;
   const sc_st_tensor *t = find_tensor(L, name, &file);
   if (!t) return missing(L, name, err);
-  SC_CHECK(t->usable, err, SC_ERR_UNSUPPORTED,
-           "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16 are)", file, name,
-           t->dtype_str);
+  SC_CHECK(t->usable && (rank == 2 || t->dtype != SC_DTYPE_I8), err, SC_ERR_UNSUPPORTED,
+           "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16 are; I8 for the "
+           "matrices of `sculpt model quantize`; Q8_0 and Q4_0 in GGUF files)",
+           file, name, t->dtype_str);
   bool ok = t->rank == rank && t->shape[0] == d0 && (rank == 1 || t->shape[1] == d1);
   if (!ok) {
     char got[128] = "", *p = got;
@@ -80,9 +88,56 @@ static sc_status take(loader *L, const char *name, int rank, int64_t d0, int64_t
   }
   L->n_params += rank == 1 ? d0 : d0 * d1;
   L->bytes += t->end - t->begin;
-  if (L->dtype_seen < 0) L->dtype_seen = (int)t->dtype;
-  else if (L->dtype_seen != (int)t->dtype) L->dtype_seen = SC_DTYPE_MIXED;
+  /* The checkpoint's dtype is its matrices' (vectors may be f32 beside
+   * int8 or bf16 matrices); vectors count only when there is no matrix. */
+  if (rank == 2 || L->dtype_seen < 0) {
+    if (L->dtype_seen < 0 || L->dtype_only_vectors) L->dtype_seen = (int)t->dtype;
+    else if (L->dtype_seen != (int)t->dtype) L->dtype_seen = SC_DTYPE_MIXED;
+    L->dtype_only_vectors = rank != 2;
+  }
   *out = t;
+  return SC_OK;
+}
+
+sc_status sc_model_own(sc_model *m, void *p, sc_error *err) {
+  if (!p) return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  if (m->n_owned == m->cap_owned) {
+    size_t cap = m->cap_owned ? 2 * m->cap_owned : 16;
+    void **n = realloc(m->owned, cap * sizeof *n);
+    if (!n) {
+      free(p);
+      return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    }
+    m->owned = n;
+    m->cap_owned = cap;
+  }
+  m->owned[m->n_owned++] = p;
+  return SC_OK;
+}
+
+/* An I8 matrix's scales: NAME_scale, a float vector of one value per row
+ * (quant.c writes it), converted to f32 into memory the model owns. */
+static sc_status take_scales(loader *L, const char *name, int64_t rows, sc_weight *w,
+                             sc_error *err) {
+  char sname[300];
+  snprintf(sname, sizeof sname, "%s_scale", name);
+  const char *file = NULL;
+  const sc_st_tensor *t = find_tensor(L, sname, &file);
+  if (!t)
+    return sc_error_set(err, SC_ERR_FORMAT, "%s: int8 tensor '%s' has no '%s' beside it", L->dir,
+                        name, sname);
+  SC_CHECK(t->usable && t->dtype != SC_DTYPE_I8 && t->rank >= 1 && t->shape[0] == rows &&
+               (t->rank == 1 || (t->rank == 2 && t->shape[1] == 1)),
+           err, SC_ERR_FORMAT, "%s: tensor '%s': not a float vector of %lld scales", file, sname,
+           (long long)rows);
+  float *s = malloc((size_t)rows * sizeof *s);
+  SC_TRY(sc_model_own(L->m, s, err));
+  sc_convert_to_f32(t->data, t->dtype, (size_t)rows, s);
+  for (int64_t r = 0; r < rows; r++)
+    SC_CHECK(isfinite(s[r]), err, SC_ERR_FORMAT, "%s: tensor '%s': scale %lld is not finite",
+             file, sname, (long long)r);
+  w->scales = s;
+  L->bytes += t->end - t->begin;
   return SC_OK;
 }
 
@@ -94,6 +149,10 @@ static sc_status take_matrix(loader *L, const char *name, int64_t rows, int64_t 
   w->dtype = t->dtype;
   w->rows = rows;
   w->cols = cols;
+  w->row_bytes = sc_dtype_row_bytes(t->dtype, cols);
+  w->scales = NULL;
+  w->packed = NULL;
+  if (t->dtype == SC_DTYPE_I8) SC_TRY(take_scales(L, name, rows, w, err));
   return SC_OK;
 }
 
@@ -258,6 +317,71 @@ static sc_status bind_tensors(loader *L, sc_error *err) {
   return SC_OK;
 }
 
+/* True when some matrix is stored in a dtype only the CPU reads. */
+static bool cpu_only_dtypes(const sc_model *m) {
+  const sc_dtype d = m->info.dtype;
+  if (d == SC_DTYPE_F32 || d == SC_DTYPE_F16 || d == SC_DTYPE_BF16) return false;
+  if (d != SC_DTYPE_MIXED) return true;
+  const sc_weight *ws[] = {&m->embed, &m->lm_head};
+  for (size_t i = 0; i < 2; i++)
+    if (ws[i]->dtype == SC_DTYPE_I8 || ws[i]->dtype == SC_DTYPE_Q8_0 ||
+        ws[i]->dtype == SC_DTYPE_Q4_0)
+      return true;
+  for (int l = 0; l < m->cfg.n_layers; l++) {
+    const sc_layer *y = &m->layers[l];
+    const sc_weight *lw[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgate, &y->wup, &y->wdown};
+    for (size_t i = 0; i < 7; i++)
+      if (lw[i]->dtype == SC_DTYPE_I8 || lw[i]->dtype == SC_DTYPE_Q8_0 ||
+          lw[i]->dtype == SC_DTYPE_Q4_0)
+        return true;
+  }
+  return false;
+}
+
+/* The backend, and what the CPU computes in: o->weights, else
+ * $SCULPT_WEIGHTS, else int8 from SC_WEIGHTS_INT8_MIN_PARAMS parameters up
+ * (README, "Measured": int8 is the fastest there; below, f32 is exact and
+ * as fast). int8 and bf16 convert the matrices now (dnnl.c); a CPU without
+ * that product in oneDNN falls back to f32 with one log line. */
+static sc_status prepare_weights(sc_model *m, const sc_model_options *o, const char *dir,
+                                 sc_error *err) {
+  sc_model_info *i = &m->info;
+  sc_device_kind dev = o->device;
+  if (dev == SC_DEVICE_CUDA && cpu_only_dtypes(m)) {
+    SC_LOG_INFO("%s: %s weights run on the CPU (the CUDA backend reads f32, f16 and bf16)",
+                dir, sc_dtype_name(i->dtype));
+    dev = SC_DEVICE_CPU;
+  }
+  m->backend = sc_backend_for(dev);
+  sc_weights_kind kind = o->weights;
+  const char *env = getenv("SCULPT_WEIGHTS");
+  if (kind == SC_WEIGHTS_AUTO && env && *env)
+    SC_CHECK(sc_weights_kind_parse(env, &kind), err, SC_ERR_INVALID,
+             "SCULPT_WEIGHTS=%.40s: expected auto, f32, bf16 or int8", env);
+  if (kind == SC_WEIGHTS_AUTO)
+    kind = i->n_params >= SC_WEIGHTS_INT8_MIN_PARAMS ? SC_WEIGHTS_INT8 : SC_WEIGHTS_F32;
+  /* Only the CPU backend computes with the converted copies. */
+  if (m->backend != &sc_cpu_backend) kind = SC_WEIGHTS_F32;
+  i->weights = kind;
+  if (kind == SC_WEIGHTS_F32) return SC_OK;
+  double t0 = sc_now_ms();
+  sc_status st = sc_dnnl_pack_model(m, kind, err);
+  if (st == SC_ERR_UNSUPPORTED) {
+    SC_LOG_WARN("%s: %s weights: %s; computing in f32", dir, sc_weights_kind_name(kind),
+                err->msg);
+    i->weights = SC_WEIGHTS_F32;
+    return SC_OK;
+  }
+  SC_TRY(st);
+  i->packed_bytes = sc_dnnl_packed_bytes(m);
+  /* The mapped matrices are no longer read (only embedding rows are, on
+   * demand): let their pages go. */
+  for (size_t f = 0; f < m->n_files; f++) sc_st_file_release(&m->files[f]);
+  SC_LOG_DEBUG("%s: %s weights made in %.0f ms (%.1f MiB)", dir, sc_weights_kind_name(kind),
+               sc_now_ms() - t0, (double)i->packed_bytes / 1048576.0);
+  return SC_OK;
+}
+
 sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model **out,
                         sc_error *err) {
   *out = NULL;
@@ -273,8 +397,19 @@ sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model 
     return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
   }
   loader L = {.m = m, .dir = dir, .dtype_seen = -1};
-  sc_status st = sc_config_load(dir, o.family, &m->cfg, err);
-  if (st == SC_OK) st = open_files(&L, err);
+  char gguf[4200];
+  sc_status st;
+  if (sc_gguf_find(dir, gguf, sizeof gguf)) {
+    /* llama.cpp's format: one file, config from its metadata (gguf.c). */
+    m->files = calloc(1, sizeof *m->files);
+    st = m->files ? sc_gguf_open(gguf, o.family, &m->cfg, &m->files[0], err)
+                  : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    if (st == SC_OK) m->n_files = 1;
+    L.gguf = true;
+  } else {
+    st = sc_config_load(dir, o.family, &m->cfg, err);
+    if (st == SC_OK) st = open_files(&L, err);
+  }
   if (st == SC_OK) st = bind_tensors(&L, err);
   json_decref(L.weight_map);
   if (st != SC_OK) {
@@ -310,9 +445,14 @@ sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model 
   i->context = sc_config_context(c);
   i->max_seq = o.max_seq > 0 ? o.max_seq : i->context;
   i->weight_bytes = L.bytes;
-  m->backend = sc_backend_for(o.device);
-  i->context_bytes = m->backend->ctx_bytes(m, i->max_seq);
+  m->n_threads = o.n_threads;
   if (o.n_threads > 0) sc_cpu_set_threads(o.n_threads);
+  st = prepare_weights(m, &o, dir, err);
+  if (st != SC_OK) {
+    sc_model_free(m);
+    return st;
+  }
+  i->context_bytes = m->backend->ctx_bytes(m, i->max_seq);
   if (i->mask_id >= i->vocab)
     SC_LOG_WARN("%s: mask id %d is outside the vocabulary (%d)", dir, i->mask_id, i->vocab);
   SC_LOG_DEBUG("model %s: %s, %d layers, %s, %lld params", dir,
@@ -324,10 +464,13 @@ sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model 
 
 void sc_model_free(sc_model *m) {
   if (!m) return;
+  sc_dnnl_free_packs(m);
   for (size_t i = 0; i < m->n_files; i++) sc_st_file_close(&m->files[i]);
   free(m->files);
   free(m->layers);
   free(m->vectors);
+  for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
+  free(m->owned);
   free(m->dir);
   free(m);
 }

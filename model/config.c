@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "infill_impl.h"
 #include "model_impl.h"
+#include "tokenizer_impl.h" /* sc_gguf_find */
 
 #include <errno.h>
 #include <jansson.h>
@@ -65,6 +66,9 @@ const char *sc_dtype_name(sc_dtype dtype) {
   case SC_DTYPE_F16: return "f16";
   case SC_DTYPE_BF16: return "bf16";
   case SC_DTYPE_MIXED: return "mixed";
+  case SC_DTYPE_I8: return "int8";
+  case SC_DTYPE_Q8_0: return "q8_0";
+  case SC_DTYPE_Q4_0: return "q4_0";
   }
   return "?";
 }
@@ -410,7 +414,14 @@ sc_status sc_model_context_read(const char *dir, sc_model_family family, int *co
                                 sc_infill_frame *frame, sc_error *err) {
   SC_CHECK(dir && *dir && context, err, SC_ERR_INVALID, "no model folder given");
   sc_config c;
-  SC_TRY(sc_config_load(dir, family, &c, err));
+  char gguf[4200];
+  if (sc_gguf_find(dir, gguf, sizeof gguf)) {
+    /* A GGUF file's config is its metadata, read as the loader reads it
+     * (checkpoint.c), without its tensors. */
+    SC_TRY(sc_gguf_open(gguf, family, &c, NULL, err));
+  } else {
+    SC_TRY(sc_config_load(dir, family, &c, err));
+  }
   *context = sc_config_context(&c);
   if (frame) {
     sc_infill_params p;

@@ -11,11 +11,17 @@
  * i with i + head_dim/2), positions 0..n-1, then the final RMSNorm and the
  * lm_head for the requested rows only.
  *
- * Weights: f32 tensors aligned to 4 bytes are passed to sgemm in place;
- * bf16/f16 (or unaligned f32) ones are converted to f32 one block of rows at
- * a time (at most SCRATCH_FLOATS elements) into the context's scratch, just
- * before the sgemm for that block. Nothing is converted ahead of time, so
- * memory is the mapped checkpoint plus one arena per context. */
+ * Weights, f32 compute: f32 tensors aligned to 4 bytes are passed to sgemm
+ * in place; every other dtype (bf16, f16, unaligned f32, and the quantized
+ * int8 / q8_0 / q4_0 rows) is converted to f32 one block of rows at a time
+ * (at most SCRATCH_FLOATS elements) into the context's scratch, just before
+ * the sgemm for that block. Nothing is converted ahead of time, so memory is
+ * the mapped checkpoint plus one arena per context.
+ *
+ * int8 and bf16 compute (the model's matrices were converted at load, w->
+ * packed): every matrix product, and the attention's products and softmax,
+ * go through oneDNN (dnnl.c) on its OpenMP team; the rest of the pass (norms,
+ * RoPE, SiLU, residuals) is the same code as in f32. */
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
 
@@ -72,6 +78,9 @@ void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst)
       dst[i] = f16_to_f32(h);
     }
     break;
+  case SC_DTYPE_I8: /* rows with scales: sc_weight_rows_to_f32 (quant.c) */
+  case SC_DTYPE_Q8_0:
+  case SC_DTYPE_Q4_0:
   case SC_DTYPE_MIXED: break;
   }
 }
@@ -95,6 +104,8 @@ typedef struct cpu_state {
   float *gate, *up; /* [S][I] */
   float *cos, *sin; /* [S][hd/2] */
   float *scratch;   /* converted weight rows */
+  size_t scores_cap; /* floats in scores */
+  sc_dnnl_ctx *dnnl; /* int8/bf16 compute: oneDNN's side (owned), else NULL */
 } cpu_state;
 
 static bool direct(const sc_weight *w) {
@@ -108,7 +119,7 @@ static int64_t block_rows(const sc_weight *w) {
 }
 
 static int64_t scratch_need(const sc_weight *w) {
-  return direct(w) ? 0 : block_rows(w) * w->cols;
+  return direct(w) || w->packed ? 0 : block_rows(w) * w->cols;
 }
 
 static cpu_layout layout(const sc_model *m, int S) {
@@ -133,7 +144,10 @@ static cpu_layout layout(const sc_model *m, int S) {
   o.att = at, at += ROUND(s * QD);
   o.k = at, at += ROUND((size_t)c->n_layers * s * KD);
   o.v = at, at += ROUND((size_t)c->n_layers * s * KD);
-  o.scores = at, at += ROUND(s * s);
+  /* One head's [S][S] scores (f32 path), or every head's scores for a
+   * chunk of query rows, at least one row (oneDNN path). */
+  const size_t nh = (size_t)c->n_heads;
+  o.scores = at, at += ROUND(s * s > nh * s ? s * s : nh * s);
   o.gate = at, at += ROUND(s * FF);
   o.up = at, at += ROUND(s * FF);
   o.cos = at, at += ROUND(s * (size_t)c->head_dim / 2);
@@ -151,6 +165,7 @@ static uint64_t cpu_ctx_bytes(const sc_model *m, int max_seq) {
 static void cpu_ctx_free(void *p) {
   cpu_state *s = p;
   if (!s) return;
+  sc_dnnl_ctx_free(s->dnnl);
   free(s->arena);
   free(s);
 }
@@ -180,6 +195,14 @@ static sc_status cpu_ctx_init(const sc_model *m, int max_seq, void **out, sc_err
   s->cos = s->arena + o.cos;
   s->sin = s->arena + o.sin;
   s->scratch = s->arena + o.scratch;
+  s->scores_cap = o.gate - o.scores;
+  if (m->n_packs > 0) {
+    sc_status st = sc_dnnl_ctx_new(m, &s->dnnl, err);
+    if (st != SC_OK) {
+      cpu_ctx_free(s);
+      return st;
+    }
+  }
   /* RoPE tables: inv_freq_i = theta^(-2i/hd), angle = pos * inv_freq_i
    * (HF _compute_default_rope_parameters), computed in double. */
   const int half = m->cfg.head_dim / 2;
@@ -195,29 +218,27 @@ static sc_status cpu_ctx_init(const sc_model *m, int max_seq, void **out, sc_err
 
 /* ---- the pieces ----------------------------------------------------------- */
 
-/* y[n][w.rows] (leading dimension ldy) = x[n][w.cols] * w^T */
-static void linear(cpu_state *s, const sc_weight *w, const float *x, int n, float *y, int ldy) {
+/* y[n][w.rows] = x[n][w.cols] * w^T (+ bias) */
+static sc_status linear(cpu_state *s, const sc_weight *w, const float *x, int n,
+                        const float *bias, float *y, sc_error *err) {
+  if (w->packed) return sc_dnnl_linear(s->dnnl, w, x, n, bias, y, err);
   const int rows = (int)w->rows, cols = (int)w->cols;
   if (direct(w)) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.0f, x, cols,
-                (const float *)w->data, cols, 0.0f, y, ldy);
-    return;
+                (const float *)w->data, cols, 0.0f, y, rows);
+  } else {
+    const int64_t br = block_rows(w);
+    for (int64_t r0 = 0; r0 < w->rows; r0 += br) {
+      int64_t nr = w->rows - r0 < br ? w->rows - r0 : br;
+      sc_weight_rows_to_f32(w, r0, nr, s->scratch);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, (int)nr, cols, 1.0f, x, cols,
+                  s->scratch, cols, 0.0f, y + r0, rows);
+    }
   }
-  const int64_t br = block_rows(w);
-  const size_t esize = sc_dtype_size(w->dtype);
-  for (int64_t r0 = 0; r0 < w->rows; r0 += br) {
-    int64_t nr = w->rows - r0 < br ? w->rows - r0 : br;
-    sc_convert_to_f32(w->data + (size_t)r0 * (size_t)cols * esize, w->dtype,
-                      (size_t)nr * (size_t)cols, s->scratch);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, (int)nr, cols, 1.0f, x, cols,
-                s->scratch, cols, 0.0f, y + r0, ldy);
-  }
-}
-
-static void add_bias(float *y, const float *b, int n, int d) {
-  if (!b) return;
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < d; j++) y[(size_t)i * d + j] += b[j];
+  if (bias)
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < rows; j++) y[(size_t)i * rows + j] += bias[j];
+  return SC_OK;
 }
 
 /* out = x / sqrt(mean(x^2) + eps) * w over one row of d. */
@@ -277,12 +298,10 @@ static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1
   const int QD = nh * hd, KD = nkv * hd, FF = c->intermediate, V = c->vocab;
   const int group = nh / nkv;
   const float eps = (float)c->rms_eps, scale = 1.0f / sqrtf((float)hd);
-  const size_t esize = sc_dtype_size(m->embed.dtype);
+  if (s->dnnl) sc_dnnl_ctx_begin(s->dnnl);
 
   const int nw = w1 - w0; /* rows computed this pass */
-  for (int i = 0; i < nw; i++)
-    sc_convert_to_f32(m->embed.data + (size_t)ids[w0 + i] * (size_t)H * esize,
-                      m->embed.dtype, (size_t)H, s->x + (size_t)i * H);
+  for (int i = 0; i < nw; i++) sc_weight_rows_to_f32(&m->embed, ids[w0 + i], 1, s->x + (size_t)i * H);
 
   for (int l = 0; l < c->n_layers; l++) {
     const sc_layer *y = &m->layers[l];
@@ -290,18 +309,18 @@ static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1
     float *Kw = K + (size_t)w0 * KD, *Vw = Vv + (size_t)w0 * KD; /* the window's rows */
     for (int i = 0; i < nw; i++)
       rms_row(s->x + (size_t)i * H, y->attn_norm, H, eps, s->xn + (size_t)i * H);
-    linear(s, &y->wq, s->xn, nw, s->q, QD);
-    linear(s, &y->wk, s->xn, nw, Kw, KD);
-    linear(s, &y->wv, s->xn, nw, Vw, KD);
-    add_bias(s->q, y->bq, nw, QD);
-    add_bias(Kw, y->bk, nw, KD);
-    add_bias(Vw, y->bv, nw, KD);
+    SC_TRY(linear(s, &y->wq, s->xn, nw, y->bq, s->q, err));
+    SC_TRY(linear(s, &y->wk, s->xn, nw, y->bk, Kw, err));
+    SC_TRY(linear(s, &y->wv, s->xn, nw, y->bv, Vw, err));
     if (!segs) {
       heads_norm_rope(s, s->q, nw, w0, nh, y->q_norm);
       heads_norm_rope(s, Kw, nw, w0, nkv, y->k_norm);
       /* Window queries attend to all n keys: fresh ones inside the window,
        * cached ones outside it. */
-      for (int h = 0; h < nh; h++) {
+      if (s->dnnl)
+        SC_TRY(sc_dnnl_attention(s->dnnl, s->q, K, Vv, nw, n, nh, nkv, hd, scale, s->scores,
+                                 s->scores_cap, s->att, err));
+      for (int h = 0; !s->dnnl && h < nh; h++) {
         const int g = h / group;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nw, n, hd, scale, s->q + h * hd,
                     QD, K + g * hd, KD, 0.0f, s->scores, n);
@@ -315,7 +334,10 @@ static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1
         float *qs = s->q + (size_t)a * QD, *ks = K + (size_t)a * KD, *vs = Vv + (size_t)a * KD;
         heads_norm_rope(s, qs, len, 0, nh, y->q_norm);
         heads_norm_rope(s, ks, len, 0, nkv, y->k_norm);
-        for (int h = 0; h < nh; h++) {
+        if (s->dnnl)
+          SC_TRY(sc_dnnl_attention(s->dnnl, qs, ks, vs, len, len, nh, nkv, hd, scale, s->scores,
+                                   s->scores_cap, s->att + (size_t)a * QD, err));
+        for (int h = 0; !s->dnnl && h < nh; h++) {
           const int g = h / group;
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, len, len, hd, scale,
                       qs + h * hd, QD, ks + g * hd, KD, 0.0f, s->scores, len);
@@ -326,18 +348,18 @@ static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1
         }
       }
     }
-    linear(s, &y->wo, s->att, nw, s->xn, H);
+    SC_TRY(linear(s, &y->wo, s->att, nw, NULL, s->xn, err));
     for (size_t i = 0; i < (size_t)nw * H; i++) s->x[i] += s->xn[i];
 
     for (int i = 0; i < nw; i++)
       rms_row(s->x + (size_t)i * H, y->mlp_norm, H, eps, s->xn + (size_t)i * H);
-    linear(s, &y->wgate, s->xn, nw, s->gate, FF);
-    linear(s, &y->wup, s->xn, nw, s->up, FF);
+    SC_TRY(linear(s, &y->wgate, s->xn, nw, NULL, s->gate, err));
+    SC_TRY(linear(s, &y->wup, s->xn, nw, NULL, s->up, err));
     for (size_t i = 0; i < (size_t)nw * FF; i++) {
       float g = s->gate[i];
       s->gate[i] = g / (1.0f + expf(-g)) * s->up[i];
     }
-    linear(s, &y->wdown, s->gate, nw, s->xn, H);
+    SC_TRY(linear(s, &y->wdown, s->gate, nw, NULL, s->xn, err));
     for (size_t i = 0; i < (size_t)nw * H; i++) s->x[i] += s->xn[i];
   }
 
@@ -349,9 +371,8 @@ static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1
       int r = rows ? rows[j0 + j] - w0 : j0 + j;
       rms_row(s->x + (size_t)r * H, m->final_norm, H, eps, s->xn + (size_t)j * H);
     }
-    linear(s, &m->lm_head, s->xn, cnt, logits + (size_t)j0 * V, V);
+    SC_TRY(linear(s, &m->lm_head, s->xn, cnt, NULL, logits + (size_t)j0 * V, err));
   }
-  (void)err;
   return SC_OK;
 }
 
@@ -367,6 +388,35 @@ static sc_status cpu_forward_packed(void *p, const int32_t *ids, const int32_t *
   return forward_impl(p, ids, n, 0, n, offsets, n_seqs, rows, n_rows, logits, err);
 }
 
+/* Moves K/V rows [src0, src1) to dst0 in every layer and turns K by the
+ * position change: RoPE rotates pair (a, b) of frequency i by pos * inv_i,
+ * so a row computed at p and moved to p + d needs one more rotation by
+ * d * inv_i (rotations compose), from the same cos/sin tables. */
+static sc_status cpu_shift(void *p, int src0, int src1, int dst0, sc_error *err) {
+  cpu_state *s = p;
+  const sc_config *c = &s->m->cfg;
+  const int KD = c->n_kv_heads * c->head_dim, hd = c->head_dim, half = hd / 2;
+  const int d = dst0 - src0, ad = d < 0 ? -d : d, cnt = src1 - src0;
+  const float *cs = s->cos + (size_t)ad * half, *sn = s->sin + (size_t)ad * half;
+  const float sign = d < 0 ? -1.0f : 1.0f;
+  for (int l = 0; l < c->n_layers; l++) {
+    float *K = s->k + (size_t)l * s->max_seq * KD, *V = s->v + (size_t)l * s->max_seq * KD;
+    memmove(K + (size_t)dst0 * KD, K + (size_t)src0 * KD, (size_t)cnt * KD * sizeof *K);
+    memmove(V + (size_t)dst0 * KD, V + (size_t)src0 * KD, (size_t)cnt * KD * sizeof *V);
+    for (int r = 0; r < cnt; r++)
+      for (int h = 0; h < c->n_kv_heads; h++) {
+        float *v = K + (size_t)(dst0 + r) * KD + (size_t)h * hd;
+        for (int j = 0; j < half; j++) {
+          float a = v[j], b = v[j + half], co = cs[j], si = sign * sn[j];
+          v[j] = a * co - b * si;
+          v[j + half] = b * co + a * si;
+        }
+      }
+  }
+  (void)err;
+  return SC_OK;
+}
+
 const sc_backend_ops sc_cpu_backend = {
     .name = "cpu",
     .ctx_bytes = cpu_ctx_bytes,
@@ -374,4 +424,5 @@ const sc_backend_ops sc_cpu_backend = {
     .ctx_free = cpu_ctx_free,
     .forward = cpu_forward,
     .forward_packed = cpu_forward_packed,
+    .shift = cpu_shift,
 };

@@ -53,6 +53,12 @@ struct sc_engine {
   int32_t *pick;      /* [max_seq] predicted tokens of this step */
   float *pprob;       /* [max_seq] their probabilities */
   int32_t *order;     /* [max_seq] scratch for sorting */
+  /* What fctx's K/V cache holds (sessions, below): kv_ids[i] is the token
+   * whose K/V position i holds, for kv_n positions, computed for session
+   * kv_session (0: no session; nothing to reuse). */
+  int32_t *kv_ids;
+  int kv_n;
+  uint64_t kv_session;
 };
 
 /* ---- parameters ------------------------------------------------------------ */
@@ -147,9 +153,11 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
   e->order = malloc(S * sizeof *e->order);
   e->prow = malloc(S * sizeof *e->prow);
   e->rpick = malloc(S * sizeof *e->rpick);
+  e->kv_ids = malloc(S * sizeof *e->kv_ids);
   e->cap_rows = e->max_seq;
   if (!e->logits || !e->rows || !e->positions || !e->z || !e->cand || !e->seq ||
-      !e->conf || !e->score || !e->pick || !e->pprob || !e->order || !e->prow || !e->rpick) {
+      !e->conf || !e->score || !e->pick || !e->pprob || !e->order || !e->prow || !e->rpick ||
+      !e->kv_ids) {
     sc_engine_free(e);
     return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory for %d positions x %d vocab",
                         e->max_seq, e->vocab);
@@ -177,6 +185,7 @@ void sc_engine_free(sc_engine *e) {
   free(e->pick);
   free(e->pprob);
   free(e->order);
+  free(e->kv_ids);
   free(e);
 }
 
@@ -571,13 +580,90 @@ static sc_status ensure_rows(sc_engine *e, int n, sc_error *err) {
   return SC_OK;
 }
 
-/* One candidate alone, with the dual cache when asked. */
-static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_prefix,
-                                  const int32_t *suffix, int n_suffix, int m, int cand_index,
-                                  const sc_infill_params *p, const _Atomic int *cancel,
-                                  sc_infill_progress_fn progress, void *user,
-                                  cand_state *cs, double *ms_fwd, double *ms_smp,
-                                  sc_error *err) {
+/* ---- sessions: K/V reused across requests (model.h) ------------------------ */
+
+struct sc_infill_session {
+  sc_session_options o;
+  uint64_t id;      /* unique, never 0: what the engine's kv_session names */
+  int reuses;       /* reuses in a row since the last full pass */
+};
+
+static _Atomic uint64_t g_session_ids;
+
+void sc_session_options_default(sc_session_options *o) {
+  o->max_reuses = 16;
+  o->max_edit = 64;
+  o->margin = 16;
+}
+
+sc_status sc_infill_session_new(const sc_session_options *o, sc_infill_session **out,
+                                sc_error *err) {
+  *out = NULL;
+  sc_infill_session *s = calloc(1, sizeof *s);
+  SC_CHECK(s, err, SC_ERR_NOMEM, "session: out of memory");
+  if (o) s->o = *o;
+  else sc_session_options_default(&s->o);
+  if (s->o.max_reuses < 0 || s->o.max_edit < 0 || s->o.margin < 0) {
+    free(s);
+    return sc_error_set(err, SC_ERR_INVALID,
+                        "session: max_reuses, max_edit and margin must be >= 0");
+  }
+  s->id = atomic_fetch_add(&g_session_ids, 1) + 1;
+  *out = s;
+  return SC_OK;
+}
+
+void sc_infill_session_free(sc_infill_session *s) { free(s); }
+
+/* Records what a pass over seq[w0, w1) of n positions left in fctx's cache
+ * (a full pass is [0, n)), and for which session. */
+static void kv_note(sc_engine *e, const int32_t *seq, int n, int w0, int w1,
+                    const sc_infill_session *s) {
+  if (w0 == 0 && w1 == n) e->kv_n = n;
+  memcpy(e->kv_ids + w0, seq + w0, (size_t)(w1 - w0) * sizeof *e->kv_ids);
+  e->kv_session = s ? s->id : 0;
+}
+
+/* The first pass of a candidate under a session: when the cache holds this
+ * session's previous request, the window [*w0, *w1) to recompute (the
+ * positions whose tokens changed, and the first block, whose rows the pass
+ * must return) with the unchanged tail moved into place; returns the
+ * positions reused, 0 for a full pass (then *w0 = 0, *w1 = n). */
+static int session_window(sc_engine *e, sc_infill_session *s, const cand_run *run, int *w0,
+                          int *w1) {
+  const int n = run->n, old = e->kv_n;
+  *w0 = 0;
+  *w1 = n;
+  if (!s || e->kv_session != s->id || old <= 0 || s->reuses >= s->o.max_reuses) return 0;
+  const int lim = n < old ? n : old;
+  int L = 0, T = 0;
+  while (L < lim && e->kv_ids[L] == run->seq[L]) L++;
+  while (T < lim - L && e->kv_ids[old - 1 - T] == run->seq[n - 1 - T]) T++;
+  /* The first block (from the row before it on a shifted model) is always
+   * recomputed: its rows are this pass's output. */
+  const int b0 = e->info->shift_logits && run->bs > 0 ? run->bs - 1 : run->bs;
+  int a = L < b0 ? L : b0, b = n - T > run->be ? n - T : run->be;
+  if ((b - a) - (run->be - b0) > s->o.max_edit) return 0;
+  /* The neighbours of the change are recomputed too: theirs are the K/V
+   * the change moved most. */
+  a = a > s->o.margin ? a - s->o.margin : 0;
+  b = n - b > s->o.margin ? b + s->o.margin : n;
+  const int keep_tail = n - b; /* positions after the window, from the old tail */
+  sc_error ignored = {0};
+  if (sc_forward_ctx_shift(e->fctx, n, old - keep_tail, old, b, &ignored) != SC_OK) return 0;
+  *w0 = a;
+  *w1 = b;
+  return a + keep_tail;
+}
+
+/* One candidate alone, with the dual cache when asked, and the session's
+ * K/V from its previous request when there is one. */
+static sc_status decode_candidate(sc_engine *e, sc_infill_session *session, const int32_t *prefix,
+                                  int n_prefix, const int32_t *suffix, int n_suffix, int m,
+                                  int cand_index, const sc_infill_params *p,
+                                  const _Atomic int *cancel, sc_infill_progress_fn progress,
+                                  void *user, cand_state *cs, double *ms_fwd, double *ms_smp,
+                                  int *kv_reused, sc_error *err) {
   const sc_model_info *info = e->info;
   cand_run run;
   SC_TRY(run_init(e, &run, prefix, n_prefix, suffix, n_suffix, m, cand_index, p->seed, p, err));
@@ -595,10 +681,16 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
     /* Dual cache: only the block is recomputed, against the prefix and
      * suffix K/V of the block's first pass. A shifted model reads the first
      * block position from row bs-1, so that row joins the window. */
-    const bool window = p->use_cache && run.step_in_block > 0;
-    const int w0 = !window ? 0 : info->shift_logits && run.bs > 0 ? run.bs - 1 : run.bs;
-    const int w1 = window ? run.be : run.n;
+    bool window = p->use_cache && run.step_in_block > 0;
+    int w0 = !window ? 0 : info->shift_logits && run.bs > 0 ? run.bs - 1 : run.bs;
+    int w1 = window ? run.be : run.n;
     double t0 = sc_now_ms();
+    if (!window && session && p->use_cache && run.b == 0) {
+      int reused = session_window(e, session, &run, &w0, &w1);
+      window = reused > 0;
+      *kv_reused += reused;
+      session->reuses = window ? session->reuses + 1 : 0;
+    }
     if (pick)
       st = sc_forward_ctx_pick(e->fctx, run.seq, run.n, w0, w1, NULL, 0, e->rows, run.nr, &pp,
                                e->logits, false, e->rpick, err);
@@ -607,7 +699,11 @@ static sc_status decode_candidate(sc_engine *e, const int32_t *prefix, int n_pre
                                      e->logits, err);
     else
       st = sc_forward_ctx_run(e->fctx, run.seq, run.n, e->rows, run.nr, e->logits, err);
-    if (st != SC_OK) break;
+    if (st != SC_OK) {
+      e->kv_session = 0;
+      break;
+    }
+    kv_note(e, run.seq, run.n, w0, w1, session);
     double t1 = sc_now_ms();
     *ms_fwd += t1 - t0;
     if ((st = run_take_picks(e, &run, p, pick, err)) != SC_OK) break;
@@ -879,6 +975,7 @@ static sc_status decode_candidate_loop(sc_engine *e, const int32_t *prefix, int 
                                        sc_infill_progress_fn progress, void *user,
                                        cand_state *cs, double *ms_fwd, double *ms_smp,
                                        sc_error *err) {
+  e->kv_session = 0; /* full passes (positions move): nothing left for a session */
   sc_loop_io io = {e->model,  e->fctx, e->info, e->prof, e->max_seq, e->vocab, e->logits, e->rows,
                    e->seq,    e->z,    e->cand,
                    /* sculpt's schedule keeps its bans; the authors' loops have none */
@@ -895,7 +992,18 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const sc_infill_params *params, const _Atomic int *cancel,
                            sc_infill_progress_fn progress, void *user,
                            sc_infill_result *out, sc_error *err) {
+  return sc_engine_infill_session(e, NULL, prefix, n_prefix, suffix, n_suffix, plan, params,
+                                  cancel, progress, user, out, err);
+}
+
+sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
+                                   const int32_t *prefix, int n_prefix, const int32_t *suffix,
+                                   int n_suffix, const sc_infill_plan *plan,
+                                   const sc_infill_params *params, const _Atomic int *cancel,
+                                   sc_infill_progress_fn progress, void *user,
+                                   sc_infill_result *out, sc_error *err) {
   memset(out, 0, sizeof *out);
+  int kv_reused = 0;
   double t_start = sc_now_ms();
   sc_infill_params defaults;
   if (!params) {
@@ -947,8 +1055,9 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
       st = loop ? decode_candidate_loop(e, prefix, n_prefix, suffix, n_suffix,
                                         plan->lengths[c], c, params, cancel, progress, user, cs,
                                         &ms_fwd, &ms_smp, err)
-                : decode_candidate(e, prefix, n_prefix, suffix, n_suffix, plan->lengths[c], c,
-                                   params, cancel, progress, user, cs, &ms_fwd, &ms_smp, err);
+                : decode_candidate(e, session, prefix, n_prefix, suffix, n_suffix,
+                                   plan->lengths[c], c, params, cancel, progress, user, cs,
+                                   &ms_fwd, &ms_smp, &kv_reused, err);
       steps += cs->steps;
       committed += cs->committed;
     }
@@ -984,6 +1093,7 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
   out->ms_forward = ms_fwd;
   out->ms_sample = ms_smp;
   out->ms_total = sc_now_ms() - t_start;
+  out->kv_reused = kv_reused;
   return SC_OK;
 }
 

@@ -118,11 +118,14 @@ unsigned sc_tokenizer_token_flags(const sc_tokenizer *tok, int32_t id);
 
 /* A model is a folder: config.json, tokenizer files (only their special
  * tokens are read here) and model.safetensors, or shards listed by
- * model.safetensors.index.json. Weights are mmapped read-only and never
- * copied; f32 weights are used in place, bf16/f16 weights are converted to
- * f32 one block of rows at a time just before their GEMM (into a scratch
- * buffer in the context's arena), so resident memory stays about the
- * checkpoint's size plus the arenas. */
+ * model.safetensors.index.json. Weights are mmapped read-only. How the CPU
+ * computes with them is the weights kind (sc_weights_kind below): in f32,
+ * f32 weights are used in place and every other dtype is converted to f32
+ * one block of rows at a time just before its GEMM (OpenBLAS), so resident
+ * memory stays about the checkpoint's size plus the arenas; in int8 and
+ * bf16, every matrix is converted once at load into oneDNN's layout for that
+ * type (model/dnnl.c) and the mapping is released, so memory is about one
+ * byte (int8) or two (bf16) per weight. */
 
 typedef enum sc_model_family {
   SC_FAMILY_AUTO = 0, /* detect from config.json (architectures, model_type) */
@@ -143,8 +146,34 @@ typedef enum sc_dtype {
   SC_DTYPE_F16,
   SC_DTYPE_BF16,
   SC_DTYPE_MIXED, /* only in sc_model_info: the weights use several dtypes */
+  SC_DTYPE_I8,    /* int8 rows with one f32 scale per row (sculpt model quantize) */
+  SC_DTYPE_Q8_0,  /* GGUF blocks of 32: f16 scale + 32 int8 */
+  SC_DTYPE_Q4_0,  /* GGUF blocks of 32: f16 scale + 16 bytes of 4-bit values */
 } sc_dtype;
-const char *sc_dtype_name(sc_dtype dtype); /* "f32", "f16", "bf16", "mixed" */
+/* "f32", "f16", "bf16", "mixed", "int8", "q8_0", "q4_0" */
+const char *sc_dtype_name(sc_dtype dtype);
+
+/* What the CPU backend computes the matrix products in (the checkpoint's own
+ * dtype is sc_dtype). Measured on the 2-core CI machine (README,
+ * "Measured"): int8 was the fastest at every size tried (the 1M-parameter
+ * shipped model, 22M, the 0.5B shape) and passes the accuracy gate
+ * (tests/model/test_int8.py), so AUTO picks it for real checkpoints; below
+ * SC_WEIGHTS_INT8_MIN_PARAMS it keeps f32, which is exact (what the tiny
+ * test checkpoints and the shipped model are checked against), at a cost of
+ * milliseconds there. */
+typedef enum sc_weights_kind {
+  SC_WEIGHTS_AUTO = 0, /* $SCULPT_WEIGHTS when set, else the measured default */
+  SC_WEIGHTS_F32,      /* f32 GEMMs (OpenBLAS), weights converted per block */
+  SC_WEIGHTS_BF16,     /* bf16 weights and activations, f32 accumulation (oneDNN) */
+  SC_WEIGHTS_INT8,     /* the layers' matrices int8 per output channel,
+                          activations quantized per row at run time (two int8
+                          parts), int32 accumulation; the lm_head bf16 (oneDNN) */
+} sc_weights_kind;
+/* "auto", "f32", "bf16", "int8" -> kind (case-insensitive). False on anything else. */
+bool sc_weights_kind_parse(const char *s, sc_weights_kind *out);
+const char *sc_weights_kind_name(sc_weights_kind kind); /* static string */
+/* AUTO picks int8 from this many parameters up, f32 below (see above). */
+#define SC_WEIGHTS_INT8_MIN_PARAMS 50000000
 
 typedef struct sc_model_options {
   sc_model_family family; /* SC_FAMILY_AUTO (0) detects; else overrides */
@@ -152,7 +181,10 @@ typedef struct sc_model_options {
                              forward pass yet and falls back to the CPU */
   int max_seq;   /* longest sequence a context accepts; 0 = the
                     checkpoint's context (info.context) */
-  int n_threads; /* GEMM threads (OpenBLAS, process-wide); 0 = leave as is */
+  int n_threads; /* GEMM threads (OpenBLAS, process-wide; oneDNN's OpenMP
+                    team, per forward context); 0 = leave as is */
+  sc_weights_kind weights; /* CPU compute type; AUTO: see sc_weights_kind
+                              (the LSP's "weights" setting, --weights) */
 } sc_model_options;
 
 typedef struct sc_model_info {
@@ -178,6 +210,8 @@ typedef struct sc_model_info {
                             the options said otherwise) */
   uint64_t weight_bytes; /* tensor bytes mapped from the checkpoint */
   uint64_t context_bytes; /* one context's activation arena at max_seq */
+  sc_weights_kind weights; /* what the CPU computes in (never AUTO) */
+  uint64_t packed_bytes;   /* int8/bf16: bytes of the converted matrices (0 in f32) */
 } sc_model_info;
 
 typedef struct sc_model sc_model;
@@ -209,6 +243,14 @@ void sc_model_free(sc_model *model); /* NULL is fine; free contexts first */
 
 /* Borrowed; lives as long as the model. */
 const sc_model_info *sc_model_get_info(const sc_model *model);
+
+/* Writes out_dir (created if missing) as a copy of the checkpoint in dir
+ * whose matrices are int8 with one f32 scale per row (the same rule as
+ * int8 made at load, so a model loads the same from either), in one
+ * model.safetensors (replaced atomically); every other file of dir comes
+ * along. The result loads like any checkpoint and maps its int8 rows
+ * instead of quantizing them. out_dir must differ from dir. */
+sc_status sc_model_quantize(const char *dir, const char *out_dir, sc_error *err);
 
 /* A forward context: one activation arena (sized up front for max_seq) plus
  * per-layer K and V rows, so that a later caller can recompute a window
@@ -242,6 +284,19 @@ sc_status sc_forward_ctx_run(sc_forward_ctx *ctx, const int32_t *ids, int n,
 sc_status sc_forward_ctx_run_window(sc_forward_ctx *ctx, const int32_t *ids, int n,
                                     int w0, int w1, const int32_t *rows, int n_rows,
                                     float *logits, sc_error *err);
+
+/* Moves the K/V the context holds for positions [src0, src1) of its last
+ * run to positions [dst0, dst0 + (src1 - src0)), with K rotated (RoPE) to
+ * the new positions, and makes the cached length n_new: a window run over
+ * n_new positions then reuses them, with every position that neither this
+ * move nor an unmoved row below min(src0, dst0) covers inside the window.
+ * For reusing a request's suffix in the next request when the text before
+ * it grew or shrank (the engine's sessions). 0 <= src0 <= src1 <= the
+ * cached length, dst0 + (src1 - src0) <= n_new <= max_seq; SC_ERR_INVALID
+ * without a cache; SC_ERR_UNSUPPORTED on a backend that cannot (CUDA today:
+ * run in full). */
+sc_status sc_forward_ctx_shift(sc_forward_ctx *ctx, int n_new, int src0, int src1, int dst0,
+                               sc_error *err);
 
 /* Several sequences in one pass (a batch): sequence s is
  * ids[offsets[s] .. offsets[s+1]) at positions 0.., attending only within
@@ -592,6 +647,8 @@ typedef struct sc_infill_result {
   int committed;      /* tokens committed, all candidates */
   bool ended;         /* the model wrote an end token inside the canvas */
   double ms_total, ms_forward, ms_sample;
+  int kv_reused;      /* with a session: positions whose K/V its previous request
+                         left and this one reused (0: its first pass was full) */
   int32_t *canvas_ids; /* the chosen canvas as decoded, before ending and
                           cleaning (owned; canvas_len of them) */
 } sc_infill_result;
@@ -648,6 +705,56 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const sc_infill_params *params, const _Atomic int *cancel,
                            sc_infill_progress_fn progress, void *user,
                            sc_infill_result *out, sc_error *err);
+
+/* ---- sessions: K/V reused across requests ----------------------------------
+ * Between two keystrokes the prefix and the suffix of a document hardly
+ * change. A session remembers what the engine's K/V cache holds for its
+ * document, so that the next infill with it recomputes only the positions
+ * whose tokens changed (and the canvas's first block), keeping the K/V of
+ * the unchanged text before them in place and moving those of the unchanged
+ * text after them to their new positions (sc_forward_ctx_shift), instead of
+ * a full pass over the whole context. It is the dual cache's approximation
+ * (Fast-dLLM) carried across requests: K/V of unchanged tokens are kept
+ * although tokens near them changed. A full pass refreshes everything on a
+ * session's first infill, after the engine ran anything else (another
+ * session, an infill without one), when the changed span besides the first
+ * block is longer than max_edit tokens (the edit moved far), and after
+ * max_reuses reuses in a row; around the change, margin unchanged positions
+ * on each side are recomputed as well (README, "Measured": what the reuse
+ * costs in agreement with a full recompute, against what it saves). Only the cached single-candidate path reuses
+ * (use_cache, no DreamOn expand, one canvas length or no_batch); a backend
+ * without sc_forward_ctx_shift (CUDA today) always runs in full.
+ *
+ * Intended use (the LSP, later): one session per open document, passed with
+ * every infill for that document (completions, repairs, code actions: a
+ * repair's prompt is the same document, so it reuses too), freed with the
+ * document. The engine holds one cache, so alternating documents costs one
+ * full pass at each switch; sessions hold no K/V of their own (a few bytes
+ * each). A session is used with one engine at a time, by its thread. */
+typedef struct sc_infill_session sc_infill_session;
+
+typedef struct sc_session_options {
+  int max_reuses; /* reuses in a row before a full refresh; default 16 */
+  int max_edit;   /* most changed positions outside the first block; more: a full
+                     pass; default 64 */
+  int margin;     /* unchanged positions on each side of the change recomputed
+                     too (their K/V moved most); default 16 */
+} sc_session_options;
+void sc_session_options_default(sc_session_options *o);
+
+/* o NULL = defaults. *out owned by the caller (sc_infill_session_free). */
+sc_status sc_infill_session_new(const sc_session_options *o, sc_infill_session **out,
+                                sc_error *err);
+void sc_infill_session_free(sc_infill_session *s); /* NULL is fine */
+
+/* sc_engine_infill for the session's document (session NULL: exactly
+ * sc_engine_infill). out->kv_reused says what was reused. */
+sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
+                                   const int32_t *prefix, int n_prefix, const int32_t *suffix,
+                                   int n_suffix, const sc_infill_plan *plan,
+                                   const sc_infill_params *params, const _Atomic int *cancel,
+                                   sc_infill_progress_fn progress, void *user,
+                                   sc_infill_result *out, sc_error *err);
 
 /* ---- stepwise batches (continuous batching) -------------------------------
  * A set of up to SC_INFILL_MAX_BATCH requests decoded in lockstep, one packed

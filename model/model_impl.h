@@ -19,7 +19,8 @@
 typedef struct sc_st_tensor {
   char *name;            /* owned by the file */
   char dtype_str[16];    /* as written, e.g. "BF16" */
-  bool usable;           /* dtype is F32, F16 or BF16 */
+  bool usable;           /* dtype is F32, F16, BF16 or I8 (I8 needs a scale
+                            tensor beside it: see checkpoint.c) */
   sc_dtype dtype;        /* valid when usable */
   int rank;
   int64_t shape[SC_ST_MAX_RANK];
@@ -33,12 +34,16 @@ typedef struct sc_st_file {
   size_t map_len;
   sc_st_tensor *tensors; /* sorted by name */
   size_t n_tensors;
+  void *owned;           /* rows rewritten at load (GGUF's LLaDA q/k), or NULL */
 } sc_st_file;
 
 /* Maps and validates one file (see the checks in safetensors.c). On error
  * *out is left empty and err names the file and, when known, the tensor. */
 sc_status sc_st_file_open(const char *path, sc_st_file *out, sc_error *err);
 void sc_st_file_close(sc_st_file *f);
+/* Drops the mapping's resident pages (they fault back in from the page
+ * cache if read again): after the matrices were converted. */
+void sc_st_file_release(sc_st_file *f);
 const sc_st_tensor *sc_st_file_find(const sc_st_file *f, const char *name);
 size_t sc_dtype_size(sc_dtype dtype);
 
@@ -76,6 +81,14 @@ typedef struct sc_config {
 sc_status sc_config_load(const char *dir, sc_model_family family, sc_config *out,
                          sc_error *err);
 
+/* ---- GGUF (gguf.c) ---------------------------------------------------------
+ * A GGUF file of the dream or llada architecture read as one sc_st_file
+ * whose tensors carry the Hugging Face names checkpoint.c binds, and the
+ * sc_config its metadata gives (family AUTO: from general.architecture).
+ * out NULL: the config alone (sc_model_context_read), no tensor touched. */
+sc_status sc_gguf_open(const char *path, sc_model_family family, sc_config *cfg,
+                       sc_st_file *out, sc_error *err);
+
 /* The positions a sequence of this checkpoint may use: max_positions (at
  * most SC_MODEL_MAX_CONTEXT, which bounds a context's memory), and no more
  * than an active sliding window. */
@@ -83,13 +96,25 @@ int sc_config_context(const sc_config *c);
 
 /* ---- the loaded model (checkpoint.c) ---------------------------------- */
 
+typedef struct sc_packed sc_packed; /* a matrix in oneDNN's layout (dnnl.c) */
+
 /* A weight matrix [rows][cols] (PyTorch Linear layout: out x in), borrowed
- * from a mapping. */
+ * from a mapping. Row r starts at data + r * row_bytes. */
 typedef struct sc_weight {
   const uint8_t *data;
   sc_dtype dtype;
   int64_t rows, cols;
+  size_t row_bytes;
+  const float *scales;     /* SC_DTYPE_I8: [rows] (owned by the model); else NULL */
+  const sc_packed *packed; /* int8/bf16 compute: the converted copy (owned by
+                              the model), else NULL: the f32 path */
 } sc_weight;
+
+/* Bytes of one row of cols elements in dtype (block dtypes: cols must be a
+ * multiple of 32); 0 for MIXED. */
+size_t sc_dtype_row_bytes(sc_dtype dtype, int64_t cols);
+/* Rows [r0, r0+nr) of w as f32 into dst[nr][cols]: any stored dtype. */
+void sc_weight_rows_to_f32(const sc_weight *w, int64_t r0, int64_t nr, float *dst);
 
 typedef struct sc_layer {
   sc_weight wq, wk, wv, wo, wgate, wup, wdown;
@@ -110,14 +135,72 @@ struct sc_model {
   const float *final_norm;
   float *vectors; /* owned: every small vector above */
   const sc_backend_ops *backend;
+  void **owned;   /* other allocations the model frees (scales, unpermuted rows) */
+  size_t n_owned, cap_owned;
+  sc_packed **packs; /* owned: the converted matrices (int8/bf16 compute) */
+  size_t n_packs;
+  int n_threads;     /* opts.n_threads: oneDNN's OpenMP team size, 0 = default */
 };
+
+/* Hands p to the model (freed with it); on failure frees p and says so. */
+sc_status sc_model_own(sc_model *m, void *p, sc_error *err);
 
 /* The error for a pass whose logits are NaN or infinite, naming m's
  * checkpoint (checkpoint.c). Returns SC_ERR_FORMAT. */
 sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err);
 
-/* Converts n elements of a weight row (possibly unaligned) to f32. */
+/* Converts n elements of a row (possibly unaligned) of a plain dtype (F32,
+ * F16, BF16) to f32. */
 void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst);
+
+/* Hot elementwise loops (quantizing activations, scaling int8 sums) are
+ * written so that the compiler vectorizes them (model/deps.cmake builds
+ * their files with -O3) and compiled for AVX-512, AVX2 and plain x86-64,
+ * picked at load time (GCC/clang function multiversioning): no SIMD by
+ * hand. Elementwise only, so every clone gives the same bits. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SCULPT_NO_CLONES)
+#define SC_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SC_VECTOR_CLONES
+#endif
+
+/* ---- quantization (quant.c) ----------------------------------------------
+ * int8 per output channel, symmetric: scale[r] = max|w[r][:]| / 127 (1 for
+ * an all-zero row), q = round-half-away(w / scale) in [-127, 127]. The one
+ * rule behind both `sculpt model quantize` and int8 made at load, so both
+ * give identical weights. */
+void sc_quantize_rows_i8(const sc_weight *w, int64_t r0, int64_t nr, int8_t *q, float *scales,
+                         float *tmp /* [cols] */);
+/* The same rule over one f32 row of n values; returns the scale. */
+float sc_quantize_row_i8(const float *x, int64_t n, int8_t *q);
+
+/* ---- oneDNN (dnnl.c): the int8 and bf16 matrix products ------------------- */
+
+/* Converts every matrix of the model (the layers' and the lm_head) to kind
+ * (INT8 or BF16) in oneDNN's layout and points w->packed at it. Fails with
+ * SC_ERR_UNSUPPORTED when oneDNN has no such product on this CPU. */
+sc_status sc_dnnl_pack_model(sc_model *m, sc_weights_kind kind, sc_error *err);
+void sc_dnnl_free_packs(sc_model *m);
+uint64_t sc_dnnl_packed_bytes(const sc_model *m);
+
+/* Per forward context: oneDNN's engine, stream, primitives (cached by
+ * shape) and the quantized activations. One thread at a time. */
+typedef struct sc_dnnl_ctx sc_dnnl_ctx;
+sc_status sc_dnnl_ctx_new(const sc_model *m, sc_dnnl_ctx **out, sc_error *err);
+void sc_dnnl_ctx_free(sc_dnnl_ctx *c);
+/* Sets this thread's OpenMP team size to the model's n_threads (if set). */
+void sc_dnnl_ctx_begin(sc_dnnl_ctx *c);
+/* y[n][w.rows] = x[n][w.cols] * w^T (+ bias[w.rows] when not NULL), through
+ * w->packed (which must be set). */
+sc_status sc_dnnl_linear(sc_dnnl_ctx *c, const sc_weight *w, const float *x, int n,
+                         const float *bias, float *y, sc_error *err);
+/* Bidirectional attention of nw query rows over n key rows, every head:
+ * q [nw][nh*hd], k and v [n][nkv*hd] (query head h reads kv head
+ * h / (nh / nkv)), att [nw][nh*hd]; softmax(q k^T * scale) v. scores is
+ * scratch of scores_cap floats (at least nh * n). */
+sc_status sc_dnnl_attention(sc_dnnl_ctx *c, const float *q, const float *k, const float *v,
+                            int nw, int n, int nh, int nkv, int hd, float scale,
+                            float *scores, size_t scores_cap, float *att, sc_error *err);
 
 /* ---- backends (backend.c, cpu.c) ----------------------------------------
  * A backend runs the forward pass for a loaded model. The CPU backend is the
@@ -148,6 +231,9 @@ struct sc_backend_ops {
                     sc_row_pick *out, sc_error *err);
   /* Optional: true when this state's pick runs on its device. */
   bool (*picks_on_device)(const void *state);
+  /* Optional (NULL: sc_forward_ctx_shift answers SC_ERR_UNSUPPORTED): as
+   * sc_forward_ctx_shift, arguments checked. */
+  sc_status (*shift)(void *state, int src0, int src1, int dst0, sc_error *err);
 };
 
 extern const sc_backend_ops sc_cpu_backend;

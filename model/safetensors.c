@@ -3,6 +3,7 @@
  * ("Format": u64 little-endian header size N, N bytes of JSON, then data;
  * data_offsets are [begin, end) relative to the data section). Every check
  * failing gives one error naming the file and, when there is one, the tensor. */
+#define _DEFAULT_SOURCE /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
 
@@ -20,13 +21,17 @@ size_t sc_dtype_size(sc_dtype dtype) {
   case SC_DTYPE_F32: return 4;
   case SC_DTYPE_F16:
   case SC_DTYPE_BF16: return 2;
+  case SC_DTYPE_I8: return 1;
+  case SC_DTYPE_Q8_0:
+  case SC_DTYPE_Q4_0: /* blocks: see sc_dtype_row_bytes */
   case SC_DTYPE_MIXED: return 0;
   }
   return 0;
 }
 
 /* Every dtype the format defines (so that a checkpoint with, say, an I64
- * buffer we never read still validates); only F32/F16/BF16 are usable. */
+ * buffer we never read still validates); F32/F16/BF16 are usable, and I8
+ * as the rows of a quantized matrix (checkpoint.c finds its scales). */
 static const struct {
   const char *name;
   unsigned size;
@@ -52,8 +57,13 @@ void sc_st_file_close(sc_st_file *f) {
   for (size_t i = 0; i < f->n_tensors; i++) free(f->tensors[i].name);
   free(f->tensors);
   if (f->map) munmap(f->map, f->map_len);
+  free(f->owned);
   free(f->path);
   memset(f, 0, sizeof *f);
+}
+
+void sc_st_file_release(sc_st_file *f) {
+  if (f && f->map) (void)madvise(f->map, f->map_len, MADV_DONTNEED);
 }
 
 const sc_st_tensor *sc_st_file_find(const sc_st_file *f, const char *name) {
@@ -87,6 +97,7 @@ static sc_status parse_entry(const char *path, const char *name, json_t *v,
   if (strcmp(ds, "F32") == 0) t->dtype = SC_DTYPE_F32;
   else if (strcmp(ds, "F16") == 0) t->dtype = SC_DTYPE_F16;
   else if (strcmp(ds, "BF16") == 0) t->dtype = SC_DTYPE_BF16;
+  else if (strcmp(ds, "I8") == 0) t->dtype = SC_DTYPE_I8;
   else t->usable = false;
 
   size_t rank = json_array_size(shape);

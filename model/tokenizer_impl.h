@@ -121,4 +121,13 @@ int32_t sc_tok__added_find(const sc_tokenizer *t, const char *s, size_t len);
 /* Builds the matching sets; call once at the end of loading. */
 sc_status sc_tok__finish(sc_tokenizer *t, sc_error *err);
 
+/* ---- GGUF (gguf.c) -------------------------------------------------------- */
+
+/* The .gguf file a model path names: the path itself when it is one, else
+ * the one .gguf file of a folder without config.json; NULL otherwise. The
+ * result is written into buf. */
+const char *sc_gguf_find(const char *dir, char *buf, size_t n);
+/* The tokenizer in a GGUF file's metadata (tokenizer.ggml.*). */
+sc_status sc_tokenizer_load_gguf(const char *path, sc_tokenizer **out, sc_error *err);
+
 #endif /* SC_TOKENIZER_IMPL_H */

@@ -423,6 +423,13 @@ sc_status sc_tokenizer_load_file(const char *path, sc_tokenizer **out, sc_error 
 sc_status sc_tokenizer_load_dir(const char *dir, sc_tokenizer **out, sc_error *err) {
   SC_CHECK(dir && out, err, SC_ERR_INVALID, "sc_tokenizer_load_dir: NULL argument");
   *out = NULL;
+  /* A llama.cpp GGUF file (or a folder holding one and no tokenizer files):
+   * its own metadata (gguf.c). */
+  char gguf[4200], tj[4200], vj[4200];
+  snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
+  snprintf(vj, sizeof vj, "%s/vocab.json", dir);
+  if (!file_exists(tj) && !file_exists(vj) && sc_gguf_find(dir, gguf, sizeof gguf))
+    return sc_tokenizer_load_gguf(gguf, out, err);
   enum { TJ, VJ, MT, TC, SM, NPATHS };
   static const char *const names[NPATHS] = {"tokenizer.json", "vocab.json", "merges.txt",
                                             "tokenizer_config.json",

@@ -81,9 +81,11 @@ typedef struct sc_serve_options {
                              127.0.0.1:8080 */
   const char *api_key;    /* borrowed; NULL = no authentication */
   sc_device_kind device;
+  sc_weights_kind weights; /* what the CPU computes in; AUTO: $SCULPT_WEIGHTS,
+                              else by the checkpoint's size (model.h) */
   int queue;              /* requests waiting beyond the live batch (64) */
   int batch;              /* requests decoded together, at most
-                             SC_INFILL_MAX_BATCH; 0: 8 on a GPU, 1 on the CPU */
+                             SC_INFILL_MAX_BATCH; 0: the default, 8 */
   int context;            /* positions per request (0 = min(model, 1024)) */
   int max_tokens;         /* cap on max_tokens, the canvas (256) */
   int max_connections;    /* the pool; past it only /health and /metrics are

@@ -205,9 +205,10 @@ static void handle_health(conn *c, const sc_http_request *q) {
   server *s = c->s;
   sched_counts k;
   sc_serve__sched_counts(s, &k);
-  json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "status", "ok", "model",
+  json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "status", "ok", "model",
                         s->model_name, "queue_depth", k.pending, "active", k.live,
-                        "queue_capacity", s->o.queue, "batch_capacity", s->o.batch);
+                        "queue_capacity", s->o.queue, "batch_capacity", s->o.batch, "weights",
+                        sc_weights_kind_name(s->info->weights));
   sc_serve__conn_respond_json(c, 200, o, NULL, false);
 }
 

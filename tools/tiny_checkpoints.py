@@ -213,6 +213,20 @@ BENCH = {
         added={"<|endoftext|>": 8188, "<|mask|>": 8190},
         expect=dict(mask_id=8190, eos_id=8188, pad_id=8188, bos_id=8188,
                     shift_logits=True)),
+    # Qwen2.5-0.5B's shape (its config.json: 24 layers, hidden 896, 14/2
+    # heads, ffn 4864, vocab 151936, QKV bias, tied) as an Open-dCoder-style
+    # diffusion checkpoint in bf16, random weights: for the CPU benchmarks
+    # and the int8 accuracy check (tools/bench/cpu_int8.py), never in ctest.
+    # With --qwen-tokenizer the real Qwen BPE comes along (the mask is
+    # Dream's id 151666 there).
+    "qwen2.5-0.5b": dict(
+        family="qwen2", dtype="BF16", hidden=896, layers=24, heads=14, kv_heads=2,
+        inter=4864, vocab=151936, theta=1e6, eps=1e-6, tie=True, shards=1,
+        config_ids=dict(mask_token_id=151666, eos_token_id=151643, pad_token_id=151643,
+                        bos_token_id=151643),
+        added={"<|endoftext|>": 151643, "<|mask|>": 151666},
+        expect=dict(mask_id=151666, eos_id=151643, pad_id=151643, bos_id=151643,
+                    shift_logits=True)),
 }
 
 

@@ -38,7 +38,7 @@
 
 (defcustom sculpt-settings nil
   "Server settings, a plist sent as initializationOptions.
-Keys: :modelPath :device :algorithm :threshold :eosPenalty :maxTokens
+Keys: :modelPath :device :weights :algorithm :threshold :eosPenalty :maxTokens
 :contextBudget :debounceMs :enabledLanguages :holeMarker :lengthCandidates
 :logLevel :repair :maxDocumentBytes :backend.
 Nil: the server's defaults ($SCULPT_MODEL, else the model sculpt ships)."

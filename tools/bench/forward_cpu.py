@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
 """CPU forward throughput: sculpt's CPU backend against PyTorch, same run.
 
-Generates the ~22M-parameter Dream-shaped f32 checkpoint (tools/
-tiny_checkpoints.py, "bench-20m") in a temp folder, then times one forward
-pass over a 256-token sequence, lm_head for every row, with the same thread
-count on both sides:
-  - sculpt: `sculpt logits --threads T --repeat R` (the binary logs the mean
-    and best of R passes after a warm-up pass; load and file output are not
-    timed);
+Generates a checkpoint (tools/tiny_checkpoints.py: "bench-20m", the ~22M-
+parameter Dream-shaped f32 one, or --shape qwen2.5-0.5b, bf16) in a temp
+folder, then times one forward pass over a 256-token sequence, lm_head for
+every row, with the same thread count on both sides:
+  - the measured sgemm peak first: numpy's float32 matmul (OpenBLAS, the
+    library sculpt's f32 path calls) on 2048 x 2048, T threads;
+  - sculpt: `sculpt logits --threads T --repeat R --weights W` for W in f32,
+    bf16, int8 (the binary logs the mean and best of R passes after a
+    warm-up pass; load and file output are not timed);
   - PyTorch: the same architecture written with torch ops (f32,
-    torch.set_num_threads(T), inference_mode), R passes after a warm-up.
-Prints tokens/s for both, the ratio, the machine, and the max relative
-difference between the two outputs as a sanity check. Not a test.
+    torch.set_num_threads(T), inference_mode), R passes after a warm-up,
+    with OMP_WAIT_POLICY=PASSIVE set before torch loads: with its default,
+    torch's idle OpenMP threads spin on the cores its BLAS threads need.
+    The peer's configuration (version, threads, wait policy, BLAS) is
+    printed with its numbers.
+Prints tokens/s for each, the ratios, the f32 pass as a share of the sgemm
+peak, the machine, and the max relative difference of each output from
+torch's as a sanity check. Not a test.
 
     tools/bench/forward_cpu.py [--sculpt build/sculpt] [--threads T] [--repeat R]
+                               [--shape bench-20m|qwen2.5-0.5b] [--tokens N]
 """
 import argparse
 import os
@@ -23,7 +31,8 @@ import sys
 import tempfile
 import time
 
-import numpy as np
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before numpy/torch load libgomp
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -72,9 +81,34 @@ def torch_model(model_dir, torch):
             x = x + F.linear(F.silu(F.linear(h, T[p + "mlp.gate_proj.weight"])) *
                              F.linear(h, T[p + "mlp.up_proj.weight"]),
                              T[p + "mlp.down_proj.weight"])
-        return F.linear(rms(x, T["model.norm.weight"]), T["lm_head.weight"])
+        head = T.get("lm_head.weight", T["model.embed_tokens.weight"])  # tied: the embedding
+        return F.linear(rms(x, T["model.norm.weight"]), head)
 
     return fwd
+
+
+def flops(spec, n):
+    """Multiply-adds x 2 of one pass over n tokens, lm_head for every row."""
+    H, L, V, F = spec["hidden"], spec["layers"], spec["vocab"], spec["inter"]
+    nh = spec["heads"]
+    nkv = spec["kv_heads"] or nh
+    hd = H // nh
+    layer = H * nh * hd + 2 * H * nkv * hd + nh * hd * H + 3 * H * F
+    return 2.0 * n * L * layer + L * 4.0 * n * n * nh * hd + 2.0 * n * V * H
+
+
+def sgemm_peak(threads, size=2048, repeat=5):
+    a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
+    b = a.T.copy()
+    a @ b
+    best = min(timeit(lambda: a @ b) for _ in range(repeat))
+    return 2.0 * size ** 3 / best / 1e9
+
+
+def timeit(f):
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
 
 
 def main():
@@ -84,34 +118,50 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--shape", default="bench-20m", choices=sorted(tiny_checkpoints.BENCH))
+    ap.add_argument("--weights", default="f32,bf16,int8")
     args = ap.parse_args()
+    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)  # numpy's sgemm peak
 
     with tempfile.TemporaryDirectory(prefix="sculpt-bench-") as tmp:
-        spec = tiny_checkpoints.BENCH["bench-20m"]
-        d = tiny_checkpoints.generate("bench-20m", spec, tmp)
-        params = tiny_checkpoints.n_params("bench-20m", spec)
+        spec = tiny_checkpoints.BENCH[args.shape]
+        d = tiny_checkpoints.generate(args.shape, spec, tmp)
+        params = tiny_checkpoints.n_params(args.shape, spec)
         ids = np.random.default_rng(7).integers(0, spec["vocab"], args.tokens)
-        out = os.path.join(tmp, "logits.bin")
-        r = subprocess.run([args.sculpt, "logits", "--model", d, "--ids", ",".join(map(str, ids)),
-                            "--out", out, "--device", "cpu", "--threads", str(args.threads),
-                            "--repeat", str(args.repeat)], capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"sculpt failed: {r.stderr.strip()}")
-        m = re.search(r"mean ([0-9.]+) ms, best ([0-9.]+) ms", r.stderr)
-        s_mean, s_best = float(m.group(1)), float(m.group(2))
-        ours = np.fromfile(out, dtype="<f4").reshape(args.tokens, -1)
-
-        print(f"machine: {describe()}")
-        print(f"checkpoint: bench-20m, {params / 1e6:.1f}M params, f32, "
-              f"{args.tokens} tokens, {args.threads} threads, {args.repeat} passes")
-        print(f"sculpt cpu : mean {s_mean:8.2f} ms  best {s_best:8.2f} ms  "
-              f"{args.tokens / s_best * 1e3:9.0f} tokens/s (best)")
+        fl = flops(spec, args.tokens)
+        peak = sgemm_peak(args.threads)
+        print(f"machine: {describe()}; load average {os.getloadavg()[0]:.1f} at the start")
+        print(f"checkpoint: {args.shape}, {params / 1e6:.1f}M params, {spec['dtype']}, "
+              f"{args.tokens} tokens, {args.threads} threads, {args.repeat} passes, "
+              f"{fl / 1e9:.1f} GFLOP per pass")
+        print(f"sgemm peak (numpy float32 matmul 2048^3 = OpenBLAS, {args.threads} threads): "
+              f"{peak:.1f} GFLOP/s")
+        ours = {}
+        for w in args.weights.split(","):
+            out = os.path.join(tmp, f"logits-{w}.bin")
+            r = subprocess.run([args.sculpt, "logits", "--model", d, "--ids",
+                                ",".join(map(str, ids)), "--out", out, "--device", "cpu",
+                                "--threads", str(args.threads), "--repeat", str(args.repeat),
+                                "--weights", w], capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"sculpt failed: {r.stderr.strip()}")
+            m = re.search(r"mean ([0-9.]+) ms, best ([0-9.]+) ms", r.stderr)
+            s_mean, s_best = float(m.group(1)), float(m.group(2))
+            ours[w] = (s_mean, s_best, np.fromfile(out, dtype="<f4").reshape(args.tokens, -1))
+            print(f"sculpt {w:4s}: mean {s_mean:9.2f} ms  best {s_best:9.2f} ms  "
+                  f"{args.tokens / s_best * 1e3:9.0f} tokens/s  {fl / s_best / 1e6:7.1f} GFLOP/s "
+                  f"(best; {fl / s_best / 1e6 / peak:.0%} of the sgemm peak)")
         try:
             import torch
         except ImportError:
             print("torch: not installed (python3-torch); no comparison")
             return
         torch.set_num_threads(args.threads)
+        blas = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+        print(f"peer: torch {torch.__version__}, f32, torch.set_num_threads({args.threads}) "
+              f"(intra-op {torch.get_num_threads()}, inter-op {torch.get_num_interop_threads()}), "
+              f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, "
+              f"BLAS {blas.group(1) if blas else '?'}, inference_mode")
         fwd = torch_model(d, torch)
         tid = torch.from_numpy(ids.astype(np.int64))
         with torch.inference_mode():
@@ -122,11 +172,12 @@ def main():
                 fwd(tid)
                 times.append((time.perf_counter() - t) * 1e3)
         t_mean, t_best = sum(times) / len(times), min(times)
-        print(f"torch {torch.__version__}: mean {t_mean:8.2f} ms  best {t_best:8.2f} ms  "
-              f"{args.tokens / t_best * 1e3:9.0f} tokens/s (best)")
-        print(f"ratio (sculpt tokens/s / torch tokens/s): best {t_best / s_best:.2f}, "
-              f"mean {t_mean / s_mean:.2f}")
-        print(f"max rel diff sculpt vs torch: {np.abs(ours - ref).max() / np.abs(ref).max():.2e}")
+        print(f"torch f32  : mean {t_mean:9.2f} ms  best {t_best:9.2f} ms  "
+              f"{args.tokens / t_best * 1e3:9.0f} tokens/s  {fl / t_best / 1e6:7.1f} GFLOP/s")
+        for w, (s_mean, s_best, got) in ours.items():
+            print(f"ratio sculpt {w} / torch f32 (tokens/s): best {t_best / s_best:.2f}, "
+                  f"mean {t_mean / s_mean:.2f}; max rel diff "
+                  f"{np.abs(got - ref).max() / np.abs(ref).max():.2e}")
 
 
 if __name__ == "__main__":

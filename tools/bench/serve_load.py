@@ -7,6 +7,10 @@ continuous batching shared).
 
     tools/bench/serve_load.py --bin build/sculpt [--model DIR] [--levels 1,2,4,8]
                               [--seconds 10] [--max-tokens 32] [--url http://H:P]
+                              [--batch N[,N...]]
+
+--batch 1,8 runs the whole set of levels against a server started with each
+(the same run, for the CPU default: README, "Measured").
 
 Without --url it starts `sculpt serve --listen 127.0.0.1:0` itself (on the
 planted byte model from tools/planted_checkpoints.py when --model is not
@@ -114,7 +118,17 @@ def main():
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--batch", default="8", help="serve --batch values, one server each")
     a = ap.parse_args()
+    batches = [int(b) for b in a.batch.split(",")]
+    if len(batches) > 1:
+        for b in batches:
+            print(f"== sculpt serve --batch {b}", flush=True)
+            args = [sys.argv[0]] + [x for x in sys.argv[1:]]
+            i = args.index("--batch")
+            args[i + 1] = str(b)
+            subprocess.run([sys.executable] + args, check=True)
+        return
     proc = None
     model = a.model
     if a.url:
@@ -127,7 +141,7 @@ def main():
                             tmp], check=True, capture_output=True)
             model = os.path.join(tmp, "planted-successor-shifted-bytes")
         proc = subprocess.Popen([a.bin, "serve", "--model", model, "--listen", "127.0.0.1:0",
-                                 "--batch", "8"], stderr=subprocess.PIPE)
+                                 "--batch", str(batches[0])], stderr=subprocess.PIPE)
         host, port = "127.0.0.1", None
         for line in proc.stderr:
             m = re.match(rb"sculpt serve: listening on 127\.0\.0\.1:(\d+)", line)
@@ -138,7 +152,8 @@ def main():
             sys.exit("the server did not start")
         threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
     print(f"machine: {describe()}")
-    print(f"model: {model or a.url}; max_tokens {a.max_tokens}; {a.seconds:g} s per level")
+    print(f"model: {model or a.url}; max_tokens {a.max_tokens}; {a.seconds:g} s per level; "
+          f"serve --batch {batches[0]}")
     print(f"{'clients':>7} {'requests':>8} {'err':>4} {'req/s':>8} {'tok/s':>9} "
           f"{'p50 ms':>8} {'p99 ms':>8} {'passes/step':>11}")
     rows = []

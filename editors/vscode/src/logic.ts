@@ -3,7 +3,7 @@
 
 /** The settings the server reads (section "sculpt", README "Settings"). */
 export const SERVER_SETTINGS = [
-  'modelPath', 'device', 'algorithm', 'threshold', 'eosPenalty', 'maxTokens', 'contextBudget',
+  'modelPath', 'device', 'weights', 'algorithm', 'threshold', 'eosPenalty', 'maxTokens', 'contextBudget',
   'debounceMs', 'enabledLanguages', 'holeMarker', 'lengthCandidates', 'logLevel',
   'repair', 'backend', 'maxDocumentBytes',
 ] as const;

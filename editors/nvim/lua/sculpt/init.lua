@@ -24,7 +24,7 @@ M.defaults = {
   -- Filetypes the server is attached to.
   filetypes = { 'c', 'cpp', 'python', 'javascript', 'typescript', 'typescriptreact',
                 'javascriptreact', 'go', 'rust', 'java', 'lua', 'sh' },
-  -- Server settings (section "sculpt"): modelPath, device, algorithm,
+  -- Server settings (section "sculpt"): modelPath, device, weights, algorithm,
   -- threshold, eosPenalty, maxTokens, contextBudget, debounceMs, enabledLanguages,
   -- holeMarker, lengthCandidates, logLevel, repair, maxDocumentBytes, backend
   -- (a URL or {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider,

@@ -1,0 +1,115 @@
+"""--weights and $SCULPT_WEIGHTS across the subcommands that load a model:
+the kind is parsed, refused when unknown (exit 2, one line), reported by
+`model info`, and the environment variable reaches loaders whose caller
+leaves the kind to auto; auto picks f32 for the small shipped model.
+`sculpt batch --weights` reaches its loader (the loader's debug line says
+what it made), `sculpt serve --weights` too (GET /health says what the
+model computes in), each against its default in the same run. (The LSP's
+weights setting and `sculpt lsp --weights`: tests/protocol/test_weights.py.)"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BIN = os.environ["SCULPT_BIN"]
+SRC = os.environ["SCULPT_SOURCE_DIR"]
+MODEL = os.path.join(SRC, "model", "default")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(*args, env=None):
+    e = dict(os.environ)
+    e.pop("SCULPT_WEIGHTS", None)
+    e.update(env or {})
+    p = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60, env=e,
+                       stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout, p.stderr
+
+
+def weights(*extra, env=None):
+    rc, out, err = run("model", "info", "--model", MODEL, "--json", *extra, env=env)
+    return json.loads(out).get("weights") if rc == 0 else f"exit {rc}: {err.strip()}"
+
+
+check(weights() == "f32", "auto: f32 for the 1M-parameter shipped model")
+for k in ("int8", "bf16", "f32"):
+    check(weights("--weights", k) == k, f"model info --weights {k} computes in {k}")
+check(weights(env={"SCULPT_WEIGHTS": "int8"}) == "int8", "$SCULPT_WEIGHTS=int8 is read")
+check(weights("--weights", "f32", env={"SCULPT_WEIGHTS": "int8"}) == "f32",
+      "an explicit --weights wins over $SCULPT_WEIGHTS")
+rc, _, err = run("model", "info", "--model", MODEL, env={"SCULPT_WEIGHTS": "int4"})
+check(rc == 2 and "SCULPT_WEIGHTS" in err and err.count("\n") == 1,
+      f"a bad $SCULPT_WEIGHTS is one clear error ({err.strip()})")
+for cmd in (["lsp"], ["serve"], ["complete", "x.py:1:1"], ["bench"], ["batch", "--holes", "."],
+            ["logits", "--model", MODEL, "--ids", "1", "--out", "/dev/null"],
+            ["model", "info", "--model", MODEL]):
+    rc, _, err = run(*cmd, "--weights", "int4")
+    check(rc == 2 and "--weights" in err, f"sculpt {cmd[0]} --weights int4 is refused ({err.strip()})")
+for sub in ("lsp", "batch", "serve", "complete"):
+    rc, out, _ = run("help", sub)
+    check("--weights" in out, f"sculpt help {sub} documents --weights")
+
+# sculpt batch: the kind reaches the loader (its debug line names the kind
+# it converted the matrices to; f32 converts nothing).
+tmp = tempfile.mkdtemp(prefix="sculpt-weights-")
+try:
+    src = os.path.join(tmp, "fib.py")
+    with open(src, "w") as f:
+        f.write("def fib(n):\n    # TODO(sculpt)\n    return n\n")
+    for extra, want in (([], None), (["--weights", "int8"], "int8")):
+        rc, out, err = run("batch", "--holes", "--model", MODEL, "--no-progress", *extra, src,
+                           env={"SCULPT_LOG": "debug"})
+        made = [k for k in ("int8", "bf16") if f"{k} weights made" in err]
+        check(rc in (0, 1) and made == ([want] if want else []),
+              f"sculpt batch {' '.join(extra) or '(auto)'}: the loader made {want or 'no'} "
+              f"converted weights ({rc}, {made}, {err.strip()[-200:]})")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def serve_health(*extra):
+    """Starts sculpt serve on a free port, returns GET /health's object."""
+    e = dict(os.environ)
+    e.pop("SCULPT_WEIGHTS", None)
+    p = subprocess.Popen([BIN, "serve", "--model", MODEL, "--listen", "127.0.0.1:0", *extra],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, env=e)
+    try:
+        deadline = time.time() + 60
+        addr = None
+        while time.time() < deadline and addr is None:
+            line = p.stderr.readline()
+            if not line:
+                break
+            if "listening on " in line:
+                addr = line.rsplit("listening on ", 1)[1].strip()
+        if addr is None:
+            return {"error": "no listening line"}
+        with urllib.request.urlopen(f"http://{addr}/health", timeout=30) as r:
+            return json.loads(r.read())
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+for extra, want in (([], "f32"), (["--weights", "int8"], "int8")):
+    h = serve_health(*extra)
+    check(h.get("weights") == want,
+          f"sculpt serve {' '.join(extra) or '(auto)'}: /health says {want} ({h})")
+
+if failures:
+    print(f"{len(failures)} failed")
+    sys.exit(1)

