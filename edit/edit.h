@@ -72,6 +72,13 @@ sc_status sc_edit_doc_new(const char *lang, const char *path, const char *text, 
                           sc_edit_doc **out, sc_error *err);
 void sc_edit_doc_free(sc_edit_doc *doc); /* NULL is fine */
 
+/* A document over a tree the caller has parsed already (e.g. the editor's
+ * copy of an open file), so that it is not parsed twice: the tree is copied
+ * (cheap for its nodes, the text duplicated; a pending tree is parsed
+ * here), path as for sc_edit_doc_new. *out owned by the caller. */
+sc_status sc_edit_doc_from_tree(const sc_syntax_tree *tree, const char *path, sc_edit_doc **out,
+                                sc_error *err);
+
 /* The current text (owned by the document, NUL-terminated, valid until the
  * next sc_edit_doc_apply) and its language (static). */
 const char *sc_edit_doc_text(const sc_edit_doc *doc, size_t *len);
