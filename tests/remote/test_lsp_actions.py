@@ -1,0 +1,139 @@
+"""Code actions with the remote backend (a mock FIM server, mockfim.py),
+whose candidates the test chooses, checked by the edit engine (edit/) as
+`sculpt batch` checks them (issue 21):
+
+- the quick fix for a `;` missing at a line's end, reported (as gcc does)
+  at the next line's first token, asks the backend for that line's
+  statement and offers the fix there, leaving the next statement alone;
+- a candidate that tree-sitter accepts but Python does not compile (an
+  unexpected indent) is never offered, nor one that changes code outside
+  its site; applied, every offered edit leaves the file compiling (or
+  with no more compiler errors than before);
+- a backend that fails is said once (the site stops at the first failure)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
+sys.path.insert(0, HERE)
+
+from lspclient import check, eq, run_tests  # noqa: E402
+from mockfim import Mock, closed_port  # noqa: E402
+import remotehelp  # noqa: E402  (no proxy may sit between: the mock is on 127.0.0.1)
+
+TMP = tempfile.mkdtemp(prefix="sculpt-remote-actions-")
+MODEL = remotehelp.planted_model(TMP)
+
+
+def start(url, **extra):
+    return remotehelp.start(MODEL, {"url": url, "model": "mock-model", "timeoutMs": 5000,
+                                    "maxTries": 1}, **extra)
+
+
+def open_doc(s, uri, text, lang):
+    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
+                                                       "version": 1, "text": text}})
+
+
+def actions(s, uri, line, col, diagnostics=()):
+    return s.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri},
+        "range": {"start": {"line": line, "character": col},
+                  "end": {"line": line, "character": col}},
+        "context": {"diagnostics": list(diagnostics)}}, 30)
+
+
+def edits_of(r, uri):
+    check("result" in r, "code actions", r)
+    return [e for a in r["result"] for e in a["edit"]["changes"][uri]]
+
+
+def apply(text, edit):
+    lines = text.split("\n")
+    def off(p):
+        return sum(len(l) + 1 for l in lines[:p["line"]]) + p["character"]
+    r = edit["range"]
+    return text[:off(r["start"])] + edit["newText"] + text[off(r["end"]):]
+
+
+def gcc_errors(text):
+    p = subprocess.run(["gcc", "-fsyntax-only", "-x", "c", "-"], input=text.encode(),
+                       capture_output=True)
+    return p.stderr.decode().count("error:")
+
+
+def python_compiles(text):
+    try:
+        compile(text, "<fixture>", "exec")
+        return True
+    except SyntaxError:
+        return False
+
+
+MISSING_SEMI = "int main(void) {\n  int a = 1\n  int b = 2;\n  return a + b;\n}\n"
+
+
+def test_missing_semicolon_fixed_on_its_line():
+    mock = Mock()
+    mock.default = {"text": "int a = 1;"}
+    s = start(mock.url)
+    uri = "file:///w/semi.c"
+    open_doc(s, uri, MISSING_SEMI, "c")
+    diag = {"range": {"start": {"line": 2, "character": 2}, "end": {"line": 2, "character": 5}},
+            "severity": 1, "message": "expected ',' or ';' before 'int'"}
+    edits = edits_of(actions(s, uri, 2, 2, [diag]), uri)
+    eq(len(edits), 1, "one fix")
+    e = edits[0]
+    eq(e["range"], {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 11}},
+       "the site is line 2's statement, `int a = 1`, not the next one")
+    fixed = apply(MISSING_SEMI, e)
+    eq(fixed, MISSING_SEMI.replace("int a = 1\n", "int a = 1;\n"), "the fix")
+    if shutil.which("gcc"):
+        eq(gcc_errors(fixed), 0, "gcc errors after the fix")
+    body = mock.requests[0]["body"]
+    check(body["prompt"].endswith("int main(void) {\n  "), "the prompt ends at the site", body)
+    check(body["suffix"].startswith("\n  int b = 2;"), "the next statement is in the suffix", body)
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+HOLE_PY = "def f():\n    TODO(sculpt)\n    return 1\n"
+
+
+def test_no_harmful_fill_is_offered():
+    mock = Mock()
+    # Seed 0: an unexpected indent (tree-sitter parses it, Python does
+    # not); seed 1: code that swallows the `return` after the site into a
+    # string; seed 2: a sound fill.
+    mock.script = [{"text": "x = 1\n        y = 2"}, {"text": "x = '''"}, {"text": "x = 1"}]
+    mock.default = {"text": "x = 1"}
+    s = start(mock.url)
+    uri = "file:///w/hole.py"
+    open_doc(s, uri, HOLE_PY, "python")
+    edits = edits_of(actions(s, uri, 1, 4), uri)
+    eq([e["newText"] for e in edits], ["x = 1"], "only the sound fill is offered")
+    for e in edits:
+        check(python_compiles(apply(HOLE_PY, e)), "applied, it compiles", e)
+    eq(len(mock.requests), 3, "three seeds asked")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+def test_backend_failure_is_said():
+    s = start("http://127.0.0.1:%d/v1" % closed_port())
+    uri = "file:///w/hole.c"
+    open_doc(s, uri, "int f(void) {\n  TODO(sculpt)\n}\n", "c")
+    r = actions(s, uri, 1, 2)
+    check("error" in r and r["error"]["code"] == -32803, "a request failure", r)
+    s.shutdown_and_exit()
+
+
+if __name__ == "__main__":
+    try:
+        run_tests([test_missing_semicolon_fixed_on_its_line, test_no_harmful_fill_is_offered,
+                   test_backend_failure_is_said])
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
