@@ -24,7 +24,8 @@ import shutil
 import subprocess
 import tempfile
 
-from lspclient import check, eq, planted_model, run_tests, sculpt_bin, spawn
+from lspclient import (apply_edit, check, eq, gcc_errors, planted_model, python_parses,
+                       run_tests, sculpt_bin, spawn)
 
 SRC = os.environ.get("SCULPT_SOURCE_DIR",
                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -84,16 +85,6 @@ def the_edit(action, path):
     return edits[0]
 
 
-def offset(text, pos):
-    lines = text.split("\n")
-    return sum(len(l) + 1 for l in lines[:pos["line"]]) + pos["character"]
-
-
-def apply(text, edit):
-    r = edit["range"]
-    return text[:offset(text, r["start"])] + edit["newText"] + text[offset(text, r["end"]):]
-
-
 def batch(path, mode, model=None, max_tokens=64):
     """`sculpt batch --json` on one file with the LSP's defaults; its one site."""
     cmd = [sculpt_bin(), "batch", "--json", "--no-progress", "--max-tokens", str(max_tokens),
@@ -140,7 +131,7 @@ def test_planted_same_edit_as_batch():
     acts = actions(s, hole, 1, 4)
     check(same_edit(s, hole, batch(hole, ["--holes"], model), acts, "fill hole"),
           "the hole was filled", acts)
-    eq(apply(text, the_edit(acts[0], hole)),
+    eq(apply_edit(text, the_edit(acts[0], hole)),
        "def f():\n    return abc" + ALPHABET + "\n\n\nprint(f())\n", "the planted fill")
     # A diagnostic at a stray `$`: the site runs from it to its statement's end.
     fix = os.path.join(TMP, "planted", "fix.js")
@@ -152,7 +143,7 @@ def test_planted_same_edit_as_batch():
     site = batch(fix, ["--diagnostics", diagnostics_file(fix, diag)], model)
     check(same_edit(s, fix, site, acts, "fix"), "the diagnostic was fixed", acts, site)
     # The statement's `;` is in the site: JavaScript needs none at a line's end.
-    eq(apply(text, the_edit(acts[0], fix)), "let v = abc" + ALPHABET + "\nconsole.log(v);\n",
+    eq(apply_edit(text, the_edit(acts[0], fix)), "let v = abc" + ALPHABET + "\nconsole.log(v);\n",
        "the planted fix")
     s.shutdown_and_exit()
 
@@ -178,7 +169,7 @@ def test_default_model_same_edit_on_real_files():
     text = open_file(s, py, "python")
     acts = actions(s, py, at, 8)
     if same_edit(s, py, batch(py, ["--holes"], max_tokens=16), acts, "fill hole"):
-        check(python_compiles(apply(text, the_edit(acts[0], py))), "the fill compiles")
+        check(python_parses(apply_edit(text, the_edit(acts[0], py))), "the fill compiles")
     # jq: a `;` at a line's end goes; the diagnostic is where gcc puts it,
     # at the next line's first token.
     c = copy_real("jq", "src/util.c", "jq")
@@ -197,24 +188,9 @@ def test_default_model_same_edit_on_real_files():
     site = batch(c, ["--diagnostics", diagnostics_file(c, diag)], max_tokens=16)
     eq(site["range"]["start"]["line"], at, "batch's site is the line missing its `;`")
     if same_edit(s, c, site, acts, "fix") and shutil.which("gcc"):
-        fixed = apply(text, the_edit(acts[0], c))
-        check(gcc_errors(fixed, c) < gcc_errors(text, c), "the fix lowers gcc's errors")
+        fixed = apply_edit(text, the_edit(acts[0], c))
+        check(gcc_errors(fixed, os.path.dirname(c)) < gcc_errors(text, os.path.dirname(c)), "the fix lowers gcc's errors")
     s.shutdown_and_exit()
-
-
-def gcc_errors(text, path):
-    folder = os.path.dirname(path)
-    p = subprocess.run(["gcc", "-fsyntax-only", "-w", "-x", "c", "-iquote", folder, "-I", folder,
-                        "-"], input=text.encode(), capture_output=True)
-    return p.stderr.decode().count("error:")
-
-
-def python_compiles(text):
-    try:
-        compile(text, "<fixture>", "exec")
-        return True
-    except SyntaxError:
-        return False
 
 
 ELLIPSES = '''import abc
@@ -271,12 +247,6 @@ def test_no_fill_hole_for_a_meant_ellipsis():
     titles = [a["title"] for a in actions(s, path, i, 4, trigger=2)]
     eq(titles, ["sculpt: fill hole"], "the plain `...` body is listed")
     s.shutdown_and_exit()
-
-
-def gcc_errors(text):
-    p = subprocess.run(["gcc", "-fsyntax-only", "-x", "c", "-"], input=text.encode(),
-                       capture_output=True)
-    return p.stderr.decode().count("error:")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ whose candidates the test chooses, checked by the edit engine (edit/) as
 - a backend that fails is said once (the site stops at the first failure)."""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -20,9 +19,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
 sys.path.insert(0, HERE)
 
-from lspclient import check, eq, run_tests  # noqa: E402
+from lspclient import apply_edit, check, eq, gcc_errors, python_parses, run_tests  # noqa: E402
 from mockfim import Mock, closed_port  # noqa: E402
 import remotehelp  # noqa: E402  (no proxy may sit between: the mock is on 127.0.0.1)
+from remotehelp import open_doc  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="sculpt-remote-actions-")
 MODEL = remotehelp.planted_model(TMP)
@@ -31,11 +31,6 @@ MODEL = remotehelp.planted_model(TMP)
 def start(url, **extra):
     return remotehelp.start(MODEL, {"url": url, "model": "mock-model", "timeoutMs": 5000,
                                     "maxTries": 1}, **extra)
-
-
-def open_doc(s, uri, text, lang):
-    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
-                                                       "version": 1, "text": text}})
 
 
 def actions(s, uri, line, col, diagnostics=()):
@@ -51,28 +46,6 @@ def edits_of(r, uri):
     return [e for a in r["result"] for e in a["edit"]["changes"][uri]]
 
 
-def apply(text, edit):
-    lines = text.split("\n")
-    def off(p):
-        return sum(len(l) + 1 for l in lines[:p["line"]]) + p["character"]
-    r = edit["range"]
-    return text[:off(r["start"])] + edit["newText"] + text[off(r["end"]):]
-
-
-def gcc_errors(text):
-    p = subprocess.run(["gcc", "-fsyntax-only", "-x", "c", "-"], input=text.encode(),
-                       capture_output=True)
-    return p.stderr.decode().count("error:")
-
-
-def python_compiles(text):
-    try:
-        compile(text, "<fixture>", "exec")
-        return True
-    except SyntaxError:
-        return False
-
-
 MISSING_SEMI = "int main(void) {\n  int a = 1\n  int b = 2;\n  return a + b;\n}\n"
 
 
@@ -81,7 +54,7 @@ def test_missing_semicolon_fixed_on_its_line():
     mock.default = {"text": "int a = 1;"}
     s = start(mock.url)
     uri = "file:///w/semi.c"
-    open_doc(s, uri, MISSING_SEMI, "c")
+    open_doc(s, MISSING_SEMI, uri=uri)
     diag = {"range": {"start": {"line": 2, "character": 2}, "end": {"line": 2, "character": 5}},
             "severity": 1, "message": "expected ',' or ';' before 'int'"}
     edits = edits_of(actions(s, uri, 2, 2, [diag]), uri)
@@ -89,7 +62,7 @@ def test_missing_semicolon_fixed_on_its_line():
     e = edits[0]
     eq(e["range"], {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 11}},
        "the site is line 2's statement, `int a = 1`, not the next one")
-    fixed = apply(MISSING_SEMI, e)
+    fixed = apply_edit(MISSING_SEMI, e)
     eq(fixed, MISSING_SEMI.replace("int a = 1\n", "int a = 1;\n"), "the fix")
     if shutil.which("gcc"):
         eq(gcc_errors(fixed), 0, "gcc errors after the fix")
@@ -112,11 +85,11 @@ def test_no_harmful_fill_is_offered():
     mock.default = {"text": "x = 1"}
     s = start(mock.url)
     uri = "file:///w/hole.py"
-    open_doc(s, uri, HOLE_PY, "python")
+    open_doc(s, HOLE_PY, uri=uri, lang="python")
     edits = edits_of(actions(s, uri, 1, 4), uri)
     eq([e["newText"] for e in edits], ["x = 1"], "only the sound fill is offered")
     for e in edits:
-        check(python_compiles(apply(HOLE_PY, e)), "applied, it compiles", e)
+        check(python_parses(apply_edit(HOLE_PY, e)), "applied, it compiles", e)
     eq(len(mock.requests), 3, "three seeds asked")
     s.shutdown_and_exit()
     mock.stop()
@@ -125,7 +98,7 @@ def test_no_harmful_fill_is_offered():
 def test_backend_failure_is_said():
     s = start("http://127.0.0.1:%d/v1" % closed_port())
     uri = "file:///w/hole.c"
-    open_doc(s, uri, "int f(void) {\n  TODO(sculpt)\n}\n", "c")
+    open_doc(s, "int f(void) {\n  TODO(sculpt)\n}\n", uri=uri)
     r = actions(s, uri, 1, 2)
     check("error" in r and r["error"]["code"] == -32803, "a request failure", r)
     s.shutdown_and_exit()
