@@ -324,16 +324,17 @@ static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
   const char *text = doc ? sc_edit_doc_text(doc, &len) : "";
   sc_line_index idx = {0};
   json_t *out = NULL;
-  if (sc_line_index_build(&idx, text, len) != SC_OK)
-    sc_error_set(err, SC_ERR_NOMEM, "out of memory");
-  else if (doc && find_targets(a, doc, &idx, err) != SC_OK)
-    ;
-  else if (a->mode == AM_RESOLVE && a->n == 0)
+  sc_status st = sc_line_index_build(&idx, text, len) == SC_OK
+                     ? SC_OK
+                     : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  /* No tree (a parse that failed): no site, nothing offered. */
+  if (st == SC_OK && doc) st = find_targets(a, doc, &idx, err);
+  if (st != SC_OK) {
+    /* err says why */
+  } else if (a->mode == AM_RESOLVE && a->n == 0) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "nothing to resolve here now");
-  else if (a->mode == AM_LAZY) {
+  } else if (a->mode == AM_LAZY || a->n == 0) {
     if (!(out = lazy_actions(a))) sc_error_set(err, SC_ERR_NOMEM, "out of memory");
-  } else if (!doc) {
-    out = json_array();
   } else {
     out = decode_actions(a, doc, &idx, err);
   }
