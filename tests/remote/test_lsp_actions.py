@@ -9,17 +9,21 @@ whose candidates the test chooses, checked by the edit engine (edit/) as
   unexpected indent) is never offered, nor one that changes code outside
   its site; applied, every offered edit leaves the file compiling (or
   with no more compiler errors than before);
-- a backend that fails is said once (the site stops at the first failure)."""
+- $/cancelRequest and an edit of the document stop the job and close the
+  backend's connection; a backend that fails is said once (the site stops
+  at the first failure)."""
 import os
 import shutil
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
 sys.path.insert(0, HERE)
 
-from lspclient import apply_edit, check, eq, gcc_errors, python_parses, run_tests  # noqa: E402
+from lspclient import (CONTENT_MODIFIED, REQUEST_CANCELLED, apply_edit, check, eq,  # noqa: E402
+                       expect_error, gcc_errors, python_parses, run_tests)
 from mockfim import Mock, closed_port  # noqa: E402
 import remotehelp  # noqa: E402  (no proxy may sit between: the mock is on 127.0.0.1)
 from remotehelp import open_doc  # noqa: E402
@@ -95,6 +99,37 @@ def test_no_harmful_fill_is_offered():
     mock.stop()
 
 
+def test_cancel_and_edit_stop_the_job():
+    # The code action's job waits on the backend on the network lane;
+    # $/cancelRequest answers -32800 at once and closes the connection, and
+    # an edit of the document answers -32801 (stale), as for completions.
+    mock = Mock()
+    mock.default = {"delay": 10, "text": "late"}
+    s = start(mock.url)
+    uri = "file:///w/slow.c"
+    text = "int f(void) {\n  TODO(sculpt)\n}\n"
+    open_doc(s, text, uri=uri)
+    params = {"textDocument": {"uri": uri},
+              "range": {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 2}},
+              "context": {"diagnostics": []}}
+    rid = s.send_request("textDocument/codeAction", params)
+    mock.wait_requests(1)
+    t0 = time.monotonic()
+    s.notify("$/cancelRequest", {"id": rid})
+    expect_error(s.wait_response(rid, 5), REQUEST_CANCELLED, id=rid)
+    check(time.monotonic() - t0 < 3, "cancelled at once, not after the mock's delay")
+    mock.wait_closed(1, 5)
+    eq(len(mock.requests), 1, "no other seed asked after the cancel")
+    rid = s.send_request("textDocument/codeAction", params)
+    mock.wait_requests(2)
+    s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                        "contentChanges": [{"text": text + "\n"}]})
+    expect_error(s.wait_response(rid, 5), CONTENT_MODIFIED, id=rid)
+    mock.wait_closed(2, 5)
+    s.shutdown_and_exit()
+    mock.stop()
+
+
 def test_backend_failure_is_said():
     s = start("http://127.0.0.1:%d/v1" % closed_port())
     uri = "file:///w/hole.c"
@@ -107,6 +142,6 @@ def test_backend_failure_is_said():
 if __name__ == "__main__":
     try:
         run_tests([test_missing_semicolon_fixed_on_its_line, test_no_harmful_fill_is_offered,
-                   test_backend_failure_is_said])
+                   test_cancel_and_edit_stop_the_job, test_backend_failure_is_said])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
