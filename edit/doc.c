@@ -74,12 +74,9 @@ const char *sc_edit_status_name(sc_edit_status s) {
   return (unsigned)s < 4 ? k_names[s] : "?";
 }
 
-sc_status sc_edit_doc_new(const char *lang, const char *path, const char *text, size_t len,
-                          sc_edit_doc **out, sc_error *err) {
-  *out = NULL;
-  sc_edit_doc *d = calloc(1, sizeof *d);
-  SC_CHECK(d, err, SC_ERR_NOMEM, "out of memory");
-  sc_status st = sc_syntax_tree_new(lang, text, len, &d->tree, err);
+/* The rest of a document around its tree (taken over): path and language. */
+static sc_status doc_finish(sc_edit_doc *d, const char *path, sc_status st, sc_edit_doc **out,
+                            sc_error *err) {
   if (st == SC_OK && path && !(d->path = strdup(path)))
     st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
   if (st != SC_OK) {
@@ -89,6 +86,25 @@ sc_status sc_edit_doc_new(const char *lang, const char *path, const char *text, 
   d->lang = sc_syntax_tree_language(d->tree);
   *out = d;
   return SC_OK;
+}
+
+sc_status sc_edit_doc_new(const char *lang, const char *path, const char *text, size_t len,
+                          sc_edit_doc **out, sc_error *err) {
+  *out = NULL;
+  sc_edit_doc *d = calloc(1, sizeof *d);
+  SC_CHECK(d, err, SC_ERR_NOMEM, "out of memory");
+  return doc_finish(d, path, sc_syntax_tree_new(lang, text, len, &d->tree, err), out, err);
+}
+
+sc_status sc_edit_doc_from_tree(const sc_syntax_tree *tree, const char *path, sc_edit_doc **out,
+                                sc_error *err) {
+  *out = NULL;
+  sc_edit_doc *d = calloc(1, sizeof *d);
+  SC_CHECK(d, err, SC_ERR_NOMEM, "out of memory");
+  sc_status st = sc_syntax_tree_copy(tree, &d->tree, err);
+  if (st == SC_OK && sc_syntax_tree_pending(d->tree))
+    st = sc_syntax_tree_parse(d->tree, NULL, NULL, err);
+  return doc_finish(d, path, st, out, err);
 }
 
 void sc_edit_doc_free(sc_edit_doc *doc) {

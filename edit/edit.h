@@ -19,28 +19,31 @@
  * and the tokenizer, for the local generator); never on lsp/, net/ or cli/:
  * a remote backend comes in as a generator callback.
  *
- * ---- The code actions' adapter (the intended use, for lsp/actions.c) ----
+ * ---- The code actions' adapter (lsp/actions.c) ----
  * For one codeAction request, on the worker thread:
- *   1. sc_edit_doc_new(lang, path, text, len, &doc): a snapshot of the open
- *      document (the engine never sees the protocol).
+ *   1. sc_edit_doc_from_tree(tree, path, &doc): a snapshot of the open
+ *      document over the tree the job parsed (the engine never sees the
+ *      protocol); path from the document's URI (stubs, includes).
  *   2. The site. Quick fix: sc_edit_site_for_diagnostic(doc, offset of the
  *      diagnostic's range.start, its message, &site). Fill hole:
- *      sc_edit_find_holes(doc, &{holeMarker setting}, offset of the range's
- *      first line, offset of its last line's end, &sites, &n). Complete
- *      block: sc_edit_site_block_at(doc, cursor, &site).
+ *      sc_edit_find_holes(doc, &{holeMarker setting, python_ellipsis: an
+ *      action is an offer the user picks}, the range's offsets, &sites,
+ *      &n). Complete block: sc_edit_site_block_at(doc, cursor, &site).
  *   3. The generator: sc_edit_local_generator(local), where local wraps the
  *      server's engine with options from its settings (maxTokens as
- *      max_tokens, contextBudget as context_tokens, the infill params); or
- *      the server's own callback over the remote FIM client, which sends the
- *      byte windows sc_edit_request_window gives.
- *   4. sc_edit_fill(doc, &site, &opts, &res). When res.status is
+ *      max_tokens, contextBudget as context_tokens, the infill params), its
+ *      calls counted; or the server's own callback over the remote FIM
+ *      client, which sends the byte windows sc_edit_request_window gives,
+ *      fitted to the backend's context when known.
+ *   4. sc_edit_fill(doc, &site, &opts (3 seeds), &res). When res.status is
  *      SC_EDIT_DONE the action's edit is one TextEdit replacing
  *      [res.start, res.end) of the snapshot with res.text (byte offsets; the
  *      LSP converts them with its line index and position encoding). The
  *      engine's checks are the rule for offering an action at all: a
  *      candidate that fails them is never offered.
  * The same site and seed give the same edit there and in `sculpt batch`;
- * tests/unit/test_edit.c checks it (sc_edit_fill against the CLI).
+ * tests/unit/test_edit.c checks it (sc_edit_fill against the CLI), and
+ * tests/protocol/test_actions.py (a code action against the CLI).
  *
  * Offsets are UTF-8 byte offsets into the document's text. Documents and
  * runs are not thread-safe: one thread at a time per handle.
@@ -71,6 +74,13 @@ typedef struct sc_edit_doc sc_edit_doc;
 sc_status sc_edit_doc_new(const char *lang, const char *path, const char *text, size_t len,
                           sc_edit_doc **out, sc_error *err);
 void sc_edit_doc_free(sc_edit_doc *doc); /* NULL is fine */
+
+/* A document over a tree the caller has parsed already (e.g. the editor's
+ * copy of an open file), so that it is not parsed twice: the tree is copied
+ * (cheap for its nodes, the text duplicated; a pending tree is parsed
+ * here), path as for sc_edit_doc_new. *out owned by the caller. */
+sc_status sc_edit_doc_from_tree(const sc_syntax_tree *tree, const char *path, sc_edit_doc **out,
+                                sc_error *err);
 
 /* The current text (owned by the document, NUL-terminated, valid until the
  * next sc_edit_doc_apply) and its language (static). */

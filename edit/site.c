@@ -262,11 +262,29 @@ static bool has_inner_statement(TSNode n) {
   return false;
 }
 
+static bool is_statement(const char *type);
+
+/* Does the ERROR [a, b) of tree lie in a statement that began before ls
+ * (the start of its line)? Then the line before ran on into this one:
+ * tree-sitter read `f(x)\n  int *p = ...` as one declaration with the
+ * type name an ERROR. */
+static bool runs_on_into(const sc_syntax_tree *tree, size_t a, size_t b, size_t ls) {
+  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a,
+                                               (uint32_t)b);
+  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    const char *type = ts_node_type(n);
+    if (is_statement(type)) return ts_node_start_byte(n) < ls;
+    if (has(type, "compound") || has(type, "block")) return false;
+  }
+  return false;
+}
+
 /* Where the error a diagnostic at x reports really is. A compiler reports
  * a missing token at the token after it (gcc: "expected ';' before 'int'"
  * at the start of the next line); when x is at the start of its line and
- * tree-sitter finds the previous line's end broken (a MISSING node at it, or
- * an ERROR that runs through it), the diagnostic belongs to that line. */
+ * tree-sitter finds the previous line's end broken (a MISSING node at it,
+ * an ERROR that runs through it, or one at x in a statement that began on
+ * an earlier line), the diagnostic belongs to that line. */
 static size_t anchor_of(const sc_edit_doc *doc, size_t x) {
   size_t len, ls, le, cs, ce;
   const char *t = sc_edit_doc_text(doc, &len);
@@ -286,7 +304,9 @@ static size_t anchor_of(const sc_edit_doc *doc, size_t x) {
   bool broken = false;
   for (size_t i = 0; i < n && !broken; i++) {
     size_t a = errs[i].start_byte, b = errs[i].end_byte;
-    broken = errs[i].missing ? a >= pce && a <= cs : a < pce && b >= pce && a >= pcs;
+    broken = errs[i].missing ? a >= pce && a <= cs
+                             : (a < pce && b >= pce && a >= pcs) ||
+                                   (a == cs && runs_on_into(doc->tree, a, b, ls));
   }
   free(errs);
   return broken ? pce : x;
@@ -306,6 +326,7 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
            len);
   bool indent = message && strcasestr(message, "indent") != NULL;
   size_t x = indent ? offset : anchor_of(doc, offset), ls, le, cs, ce;
+  bool moved = x != offset; /* attributed to the end of the line before */
   line_around(t, len, x, &ls, &le, &cs, &ce);
   size_t s0 = x < cs ? x : cs, s1 = x > ce ? x : ce;
   if (indent) {
@@ -327,7 +348,9 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
     for (size_t i = a; i < b; i++) lines += t[i] == '\n';
     if (lines <= 4 && a <= x && x <= b && !has_inner_statement(n)) {
       s0 = a;
-      s1 = b;
+      /* A statement the broken line ran on into ends at that line: the
+       * next line's code is another statement, not the diagnostic's. */
+      s1 = moved && b > le ? x : b;
     }
     break;
   }

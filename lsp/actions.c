@@ -1,26 +1,39 @@
-/* actions.c — code actions: textDocument/codeAction and codeAction/resolve.
- * Quick fixes by re-infilling: for each diagnostic, the span from the
- * diagnostic to the end of its statement, and the whole statement, are
- * masked and infilled; a candidate is offered when the document then has
- * fewer syntax errors, none of them new, and it differs from what was there.
- * Also "Fill hole" on a hole marker (setting holeMarker, default
- * TODO(sculpt); and a Python body that is only `...`) and "Complete block"
- * on an empty body. Everything runs in one cancellable job, on the model
- * lane, or on the network lane with the remote backend: the targets come
- * from the syntax tree, which the job parses (the loop never parses). Clients
- * that resolve edits lazily get the automatic list with no decoding, and the
- * picked action's edit through codeAction/resolve. */
+/* actions.c — code actions: textDocument/codeAction and codeAction/resolve,
+ * the editor's front door to the edit engine (edit/), the one `sculpt
+ * batch` uses. The engine finds the sites: a quick fix for each diagnostic
+ * in the request (the statement that holds its position), "Fill hole" on
+ * the holes of the range's lines (the holeMarker setting; a Python body
+ * that is only `...`, never where the engine says it is meant: an
+ * @overload, an abstract method, a Protocol, a stub), "Complete block" on
+ * an empty body at the cursor. Candidates come through the engine's
+ * generator from the local model or the remote backend, and the engine's
+ * checks decide what is offered: an action is listed only when the whole
+ * document then has no new syntax error and no more than before, nothing
+ * outside its site changed, its brackets balance and the language's own
+ * judgement (Python's compile, the C compiler's) finds nothing new. So
+ * the same site and seed give the same edit here and in `sculpt batch`.
+ *
+ * Everything runs in one cancellable job, on the model lane, or on the
+ * network lane with the remote backend; the job parses (the loop never
+ * does). Clients that resolve edits lazily get the automatic list with no
+ * decoding, and the picked action's edit through codeAction/resolve. */
 #define _POSIX_C_SOURCE 200809L
 #include "completer_impl.h"
+#include "edit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_TARGETS 6
+/* Seeds tried per site: greedy, then two samples (sc_edit_fill keeps the
+ * first that passes the checks). */
+#define CANDIDATES 3
+/* What later seeds sample at (batch's default --temperature). */
+#define SAMPLE_TEMPERATURE 0.8
 
 typedef struct action_target {
-  size_t a, b;       /* the span to replace */
+  sc_edit_site site; /* the engine's */
   char title[48];    /* "fix", "fill hole", "complete block" */
   const char *kind;  /* CodeActionKind */
   json_t *diagnostic; /* the diagnostic it fixes, or NULL (owned) */
@@ -34,12 +47,9 @@ typedef struct action_arg {
   sc_completer *c;
   settings set;
   char *uri;
+  char *path; /* the file the uri names (for the engine: stubs, includes), or NULL */
   int64_t version;
-  const char *lang; /* static */
-  char *text; /* the whole document (owned) */
-  size_t len;
   sc_syntax_snapshot *syn; /* the document's syntax (owned) */
-  const sc_syntax_tree *tree; /* syn's, once the job parsed it (borrowed) */
   sc_pos_encoding enc;
   uint32_t l0, c0, l1, c1; /* the request's range */
   json_t *range;           /* the same, as the client sent it (owned) */
@@ -49,13 +59,17 @@ typedef struct action_arg {
   int n;
   json_t *resolving; /* codeAction/resolve: the action to fill in (owned), else NULL */
   int remote_context; /* the backend's context in tokens; 0: unknown */
+  /* The job's, while it runs. */
+  sc_job *job;
+  sc_edit_generator local; /* the engine's local generator, wrapped to count calls */
+  sc_error gen_err;        /* the generator's last failure */
 } action_arg;
 
 static void action_arg_free(void *p) {
   action_arg *a = p;
   sc_cpl__settings_free(&a->set);
   free(a->uri);
-  free(a->text);
+  free(a->path);
   sc_syntax_snapshot_free(a->syn);
   json_decref(a->range);
   json_decref(a->diags);
@@ -64,178 +78,102 @@ static void action_arg_free(void *p) {
   free(a);
 }
 
-static void add_target(action_arg *a, size_t x, size_t y, const char *title, const char *kind,
-                       json_t *diag) {
-  if (a->n == MAX_TARGETS || y < x) return;
+static void add_target(action_arg *a, const sc_edit_site *site, const char *title,
+                       const char *kind, json_t *diag) {
+  if (a->n == MAX_TARGETS) return;
   for (int i = 0; i < a->n; i++)
-    if (a->t[i].a == x && a->t[i].b == y) return;
+    if (a->t[i].site.start == site->start && a->t[i].site.end == site->end) return;
   action_target *t = &a->t[a->n++];
-  t->a = x;
-  t->b = y;
+  t->site = *site;
   snprintf(t->title, sizeof t->title, "%s", title);
   t->kind = kind;
   t->diagnostic = diag ? json_incref(diag) : NULL;
 }
 
-static json_t *range_json(const char *text, size_t len, const sc_line_index *idx, size_t a,
-                          size_t b, sc_pos_encoding enc) {
-  uint32_t l0, c0, l1, c1;
-  sc_offset_to_pos(text, len, idx, a, enc, &l0, &c0);
-  sc_offset_to_pos(text, len, idx, b, enc, &l1, &c1);
-  return json_pack("{s:{s:i, s:i}, s:{s:i, s:i}}", "start", "line", (int)l0, "character",
-                   (int)c0, "end", "line", (int)l1, "character", (int)c1);
+/* ---- candidates ------------------------------------------------------------- */
+
+/* The local engine (sc_edit_local), each call counted for sculpt/status and
+ * the test hooks. */
+static sc_status local_generate(void *user, const sc_edit_request *req, sc_edit_candidate *out,
+                                sc_error *err) {
+  action_arg *a = user;
+  atomic_fetch_add(&a->c->engine_calls, 1);
+  sc_status st = a->local.generate(a->local.user, req, out, err);
+  if (st != SC_OK) a->gen_err = *err;
+  return st;
 }
 
-/* One candidate for a target: greedy, or sampled with a seed. Returns a
- * malloc'd text (or NULL) that passed the checks. */
-static char *check_candidate(action_arg *a, const action_target *t, const char *cand,
-                             size_t len);
-
-/* The remote backend's candidate: the byte windows around the span go to
- * the endpoint from this (worker) thread, through a private loop; the job's
- * cancel flag stops it. The same checks as the engine's follow. */
-static char *remote_candidate(action_arg *a, const action_target *t, uint64_t seed,
-                              sc_job *job, size_t *len_out, sc_error *err) {
-  /* Byte windows: the tokenizer is the model lane's. With the backend's
-   * context known, they are fitted to it (3 bytes a token). */
-  sc_infill_budget fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens * 2);
-  size_t pw = (size_t)a->set.context_budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
-  if (fit.context > 0) sc_cpl__remote_byte_windows(&fit, t->a, a->len - t->b, &pw, &sw);
-  size_t p0 = t->a > pw ? t->a - pw : 0;
-  size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
+/* The remote backend: the byte windows around the site go to the endpoint
+ * from this (worker) thread through a private loop; the job's cancel flag
+ * stops it. The windows are the engine's (contextBudget tokens), fitted to
+ * the backend's context when it is known (3 bytes a token); the canvas is
+ * maxTokens for a hole or a block, twice that for a re-infill, as batch's. */
+static sc_status remote_generate(void *user, const sc_edit_request *req, sc_edit_candidate *out,
+                                 sc_error *err) {
+  action_arg *a = user;
+  memset(out, 0, sizeof *out);
+  size_t s0 = req->site.start, s1 = req->site.end, p0, e1;
+  bool fill = req->site.kind == SC_EDIT_HOLE || req->site.kind == SC_EDIT_BLOCK;
+  sc_infill_budget fit =
+      sc_cpl__remote_fit(&a->set, a->remote_context, (fill ? 1 : 2) * a->set.max_tokens);
+  sc_edit_request_window(req, (size_t)a->set.context_budget, &p0, &e1);
+  if (fit.context > 0) {
+    size_t keep_before, keep_after;
+    sc_cpl__remote_byte_windows(&fit, s0, req->len - s1, &keep_before, &keep_after);
+    p0 = s0 - keep_before;
+    e1 = s1 + keep_after;
+  }
+  static const char *const nl_stop[] = {"\n"};
   sc_fim_client_options o;
   sc_cpl__fim_options(&a->set, &o);
-  sc_fim_request req = {.prompt = a->text + p0, .prompt_len = t->a - p0,
-                        .suffix = a->text + t->b, .suffix_len = s1 - t->b,
-                        .max_tokens = fit.canvas, .temperature = seed ? 0.8 : 0.0};
-  char *text = NULL;
-  if (sc_fim_complete_sync(&o, &req, &job->cancel, &text, len_out, NULL, err) != SC_OK)
-    return NULL;
-  return text;
+  sc_fim_request fr = {.prompt = req->text + p0, .prompt_len = s0 - p0,
+                       .suffix = req->text + s1, .suffix_len = e1 - s1,
+                       .max_tokens = fit.canvas,
+                       .temperature = req->seed ? SAMPLE_TEMPERATURE : 0.0,
+                       .stop = req->site.single_line ? nl_stop : NULL,
+                       .n_stop = req->site.single_line ? 1 : 0};
+  sc_status st = sc_fim_complete_sync(&o, &fr, &a->job->cancel, &out->text, &out->len, NULL, err);
+  if (st != SC_OK) a->gen_err = *err;
+  return st;
 }
 
-static char *candidate_for(sc_completer *c, action_arg *a, const action_target *t,
-                           uint64_t seed, sc_job *job, sc_error *err) {
-  if (a->set.backend_url) {
-    size_t len = 0;
-    char *cand = remote_candidate(a, t, seed, job, &len, err);
-    if (!cand) return NULL;
-    char *out = check_candidate(a, t, cand, len);
-    free(cand);
-    return out;
-  }
-  /* Canvas lengths around the span's own size: a fix is usually close to
-   * it. They and the prompt are fitted to the model's context. */
-  int32_t *old = NULL;
-  size_t n_old = 0;
-  sc_tokenizer_encode(c->tok, a->text + t->a, t->b - t->a, &old, &n_old, NULL);
-  free(old);
-  int base = (int)n_old;
-  sc_infill_plan plan = {3, {base + 8, 2 * base + 16, 4 * base + 32}};
-  for (int i = 0; i < 3; i++)
-    if (plan.lengths[i] > a->set.max_tokens * 2) plan.lengths[i] = a->set.max_tokens * 2;
-  sc_infill_params p;
-  sc_cpl__params_from_settings(&a->set, &p);
-  p.seed = seed;
-  p.temperature = seed ? 0.8 : 0.0;
-  sc_infill_budget fit;
-  if (sc_infill_fit_plan(c->model, sc_engine_context(c->engine), a->set.context_budget, &plan,
-                         &p, &fit, err) != SC_OK)
-    return NULL;
-  int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
-  size_t pw = (size_t)fit.prompt * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
-  size_t p0 = t->a > pw ? t->a - pw : 0;
-  size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
-  if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b,
-                             s1 < a->len, &fit, &pre, &n_pre, &keep_pre, &suf, &keep_suf,
-                             &p.suffix_cut, err) != SC_OK)
-    return NULL;
-  sc_infill_result res;
-  atomic_fetch_add(&c->engine_calls, 1);
-  sc_status st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
-                                  (int)keep_suf, &plan, &p, &job->cancel, NULL, NULL, &res, err);
-  free(pre);
-  free(suf);
-  if (st != SC_OK) return NULL;
-  char *out = check_candidate(a, t, res.text ? res.text : "", res.text_len);
-  sc_infill_result_free(&res);
-  return out;
-}
+/* ---- sites -------------------------------------------------------------------- */
 
-/* A copy of the candidate (trailing line breaks dropped) when it differs
- * from the span and the document then parses no worse; else NULL. */
-static char *check_candidate(action_arg *a, const action_target *t, const char *cand, size_t len) {
-  while (len > 0 && (cand[len - 1] == '\n' || cand[len - 1] == '\r')) len--;
-  char *out = NULL;
-  bool same = len == t->b - t->a && memcmp(cand, a->text + t->a, len) == 0;
-  if (!same) {
-    /* Parse check: the span replaced by the candidate. */
-    sc_syntax_tree *copy = NULL;
-    sc_completion_check chk;
-    size_t before = sc_syntax_tree_error_count(a->tree);
-    if (sc_syntax_tree_copy(a->tree, &copy, NULL) == SC_OK &&
-        sc_syntax_tree_edit(copy, t->a, t->b, "", 0, NULL) == SC_OK &&
-        sc_completion_check_insert(copy, t->a, cand, len, &chk, NULL) == SC_OK &&
-        chk.new_errors == 0 && (t->diagnostic == NULL || chk.errors_after < before ||
-                                before == 0)) {
-      out = malloc(len + 1);
-      if (out) {
-        memcpy(out, cand, len);
-        out[len] = '\0';
-      }
-    }
-    sc_syntax_tree_free(copy);
-  }
-  return out;
-}
-
-/* The targets in the document for the request's range and diagnostics,
- * from the parsed tree (on the job's thread; idx indexes a->text). */
-static void find_targets(action_arg *a, const sc_line_index *idx) {
-  const sc_syntax_tree *tree = a->tree;
-  const char *text = a->text;
-  size_t len = a->len;
-  /* Diagnostics: from the error to its statement's end, then the statement. */
+/* The targets for the request's range and diagnostics, from the engine's
+ * sites in doc (on the job's thread; idx indexes doc's text). */
+static sc_status find_targets(action_arg *a, const sc_edit_doc *doc, const sc_line_index *idx,
+                              sc_error *err) {
+  size_t len;
+  const char *text = sc_edit_doc_text(doc, &len);
+  /* Each diagnostic: the statement that holds its position. */
   size_t i;
   json_t *dg;
   json_array_foreach(a->diags, i, dg) {
     json_t *dr = json_object_get(dg, "range");
     uint32_t dl, dc;
     if (!sc_lsp__get_position(json_object_get(dr, "start"), &dl, &dc)) continue;
-    size_t x = sc_pos_to_offset(text, len, idx, dl, dc, a->enc, NULL), s0, s1;
-    sc_statement_span(tree, x, &s0, &s1);
-    if (x > s0 && x < s1) add_target(a, x, s1, "fix", "quickfix", dg);
-    add_target(a, s0, s1, "fix", "quickfix", dg);
+    size_t x = sc_pos_to_offset(text, len, idx, dl, dc, a->enc, NULL);
+    sc_edit_site site;
+    if (sc_edit_site_for_diagnostic(doc, x, json_string_value(json_object_get(dg, "message")),
+                                    &site, NULL) == SC_OK)
+      add_target(a, &site, "fix", "quickfix", dg);
   }
-  /* Hole markers on the lines of the range. */
+  /* The holes on the lines of the range. A `...` body is offered too (a
+   * code action is a suggestion the user picks, not a rewrite of the
+   * file), within the engine's rules for it. */
   size_t ra = sc_pos_to_offset(text, len, idx, a->l0, a->c0, a->enc, NULL);
   size_t rb = sc_pos_to_offset(text, len, idx, a->l1, a->c1, a->enc, NULL);
-  size_t ls = ra, le = rb;
-  while (ls > 0 && text[ls - 1] != '\n') ls--;
-  while (le < len && text[le] != '\n') le++;
-  const char *marker = a->set.hole_marker ? a->set.hole_marker : "TODO(sculpt)";
-  for (size_t p = ls; p < le;) {
-    const char *nl = memchr(text + p, '\n', le - p);
-    size_t e = nl ? (size_t)(nl - text) : le;
-    size_t x = p, y = e;
-    while (x < y && (text[x] == ' ' || text[x] == '\t')) x++;
-    while (y > x && (text[y - 1] == ' ' || text[y - 1] == '\t' || text[y - 1] == '\r')) y--;
-    bool python_hole = a->lang && strcmp(a->lang, "python") == 0 && y - x == 3 &&
-                       memcmp(text + x, "...", 3) == 0;
-    char *line = strndup(text + x, y - x);
-    if (line && (strstr(line, marker) || python_hole))
-      add_target(a, x, y, "fill hole", "refactor.rewrite", NULL);
-    free(line);
-    p = e + 1;
-  }
+  sc_edit_hole_options ho = {a->set.hole_marker, true};
+  sc_edit_site *holes = NULL;
+  size_t n_holes = 0;
+  SC_TRY(sc_edit_find_holes(doc, &ho, ra < rb ? ra : rb, ra < rb ? rb : ra, &holes, &n_holes,
+                            err));
+  for (size_t k = 0; k < n_holes; k++) add_target(a, &holes[k], "fill hole", "refactor.rewrite", NULL);
+  free(holes);
   /* An empty body at the cursor. */
-  if (ra == rb) {
-    sc_completion_plan plan;
-    if (sc_completion_plan_at(tree, ra, &plan, NULL) == SC_OK &&
-        (plan.kind == SC_COMPLETION_BLOCK || plan.kind == SC_COMPLETION_FUNCTION_BODY))
-      add_target(a, ra, ra, "complete block", "refactor.rewrite", NULL);
-  }
+  sc_edit_site block;
+  if (ra == rb && sc_edit_site_block_at(doc, ra, &block))
+    add_target(a, &block, "complete block", "refactor.rewrite", NULL);
   if (a->mode == AM_RESOLVE) {
     /* Only the picked kind (and diagnostic) is decoded. */
     const char *target = json_string_value(
@@ -251,7 +189,10 @@ static void find_targets(action_arg *a, const sc_line_index *idx) {
     }
     a->n = n;
   }
+  return SC_OK;
 }
+
+/* ---- answers ------------------------------------------------------------------ */
 
 /* The lazy list (clients that resolve edits, asked automatically, as on
  * every cursor move): one action per target kind and diagnostic, with no
@@ -280,92 +221,129 @@ static json_t *lazy_actions(const action_arg *a) {
   return out;
 }
 
+/* The action for a target's edit: replace [r->start, r->end) of text with
+ * r->text, titled with the edit's first line (48 bytes at most). */
+static json_t *edit_action(const action_arg *a, const action_target *t, const char *text,
+                           size_t len, const sc_line_index *idx, const sc_edit_result *r) {
+  const char *nl = memchr(r->text, '\n', r->len);
+  size_t shown = nl ? (size_t)(nl - r->text) : r->len;
+  bool more = nl || shown > 48;
+  if (shown > 48) shown = 48;
+  char title[128];
+  snprintf(title, sizeof title, "sculpt: %s: %.*s%s", t->title, (int)shown, r->text,
+           more ? " …" : "");
+  uint32_t l0, c0, l1, c1;
+  sc_offset_to_pos(text, len, idx, r->start, a->enc, &l0, &c0);
+  sc_offset_to_pos(text, len, idx, r->end, a->enc, &l1, &c1);
+  json_t *edit = json_pack("{s:{s:[{s:{s:{s:i, s:i}, s:{s:i, s:i}}, s:s%}]}}", "changes",
+                           a->uri, "range", "start", "line", (int)l0, "character", (int)c0,
+                           "end", "line", (int)l1, "character", (int)c1, "newText", r->text,
+                           r->len);
+  json_t *action = edit ? json_pack("{s:s, s:s, s:o}", "title", title, "kind", t->kind, "edit",
+                                    edit)
+                        : NULL;
+  if (action && t->diagnostic) {
+    json_object_set_new(action, "diagnostics", json_pack("[O]", t->diagnostic));
+    json_object_set_new(action, "isPreferred", json_true());
+  }
+  return action;
+}
+
+/* Decodes each target through the engine: its first candidate that passes
+ * the checks becomes an action. NULL with *err when the backend fails
+ * (said, rather than tried on) or the job is cancelled. */
+static json_t *decode_actions(action_arg *a, const sc_edit_doc *doc, const sc_line_index *idx,
+                              sc_error *err) {
+  sc_completer *c = a->c;
+  sc_edit_local *local = NULL;
+  sc_edit_generator gen = {remote_generate, NULL, a, true};
+  if (!a->set.backend_url) {
+    /* The settings' decoding, fitted to the loaded model by the engine's
+     * generator (sc_infill_fit_plan, as every caller is). */
+    sc_infill_params p;
+    sc_cpl__params_from_settings(&a->set, &p);
+    sc_edit_local_options lo = {a->set.max_tokens, a->set.context_budget, SAMPLE_TEMPERATURE, &p,
+                                &a->job->cancel};
+    if (sc_edit_local_new(c->engine, c->tok, c->model, &lo, &local, err) != SC_OK) return NULL;
+    a->local = sc_edit_local_generator(local);
+    gen = (sc_edit_generator){local_generate, NULL, a, false};
+  }
+  size_t len;
+  const char *text = sc_edit_doc_text(doc, &len);
+  json_t *out = json_array();
+  sc_status st = out ? SC_OK : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  for (int i = 0; st == SC_OK && i < a->n; i++) {
+    const action_target *t = &a->t[i];
+    sc_edit_fill_options fo = {gen, CANDIDATES, NULL, NULL, NULL, &a->job->cancel};
+    sc_edit_result r;
+    memset(&a->gen_err, 0, sizeof a->gen_err);
+    st = sc_edit_fill(doc, &t->site, &fo, &r, err);
+    if (st == SC_OK && r.status == SC_EDIT_DONE) {
+      json_t *action = edit_action(a, t, text, len, idx, &r);
+      if (!action) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+      else json_array_append_new(out, action);
+    } else if (st == SC_OK && gen.remote && a->gen_err.status == SC_ERR_IO) {
+      /* The backend is down or failing: say so instead of trying on. */
+      *err = a->gen_err;
+      st = err->status;
+    }
+    sc_edit_result_free(&r);
+    if (st == SC_OK && sc_job_cancelled(a->job) != SC_JOB_LIVE)
+      st = sc_error_set(err, SC_ERR_CANCELLED, "cancelled");
+  }
+  sc_edit_local_free(local);
+  if (st != SC_OK) {
+    json_decref(out);
+    return NULL;
+  }
+  return out;
+}
+
 static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
   action_arg *a = argp;
-  sc_completer *c = a->c;
+  a->job = job;
   /* The remote backend's jobs run on the network lane: c->engine belongs to
    * the model lane, so it is read only when there is no backend. */
-  if (a->mode != AM_LAZY && !a->set.backend_url && !c->engine) {
+  if (a->mode != AM_LAZY && !a->set.backend_url && !a->c->engine) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
     return NULL;
   }
   sc_error perr = {0};
-  if (!(a->tree = sc_syntax_snapshot_parse(a->syn, job, &perr))) {
+  const sc_syntax_tree *tree = sc_syntax_snapshot_parse(a->syn, job, &perr);
+  if (!tree) {
     if (sc_job_cancelled(job) != SC_JOB_LIVE) {
       sc_error_set(err, SC_ERR_CANCELLED, "cancelled while parsing");
       return NULL;
     }
     SC_LOG_WARN("syntax: %s: %s", a->uri, perr.msg);
   }
+  /* The engine's document over the tree just parsed (not parsed again). */
+  sc_edit_doc *doc = NULL;
+  if (tree && sc_edit_doc_from_tree(tree, a->path, &doc, err) != SC_OK) return NULL;
+  size_t len = 0;
+  const char *text = doc ? sc_edit_doc_text(doc, &len) : "";
   sc_line_index idx = {0};
-  if (sc_line_index_build(&idx, a->text, a->len) != SC_OK) {
-    sc_error_set(err, SC_ERR_NOMEM, "out of memory");
-    return NULL;
-  }
-  if (a->tree) find_targets(a, &idx);
-  if (a->mode == AM_RESOLVE && a->n == 0) {
-    sc_line_index_free(&idx);
+  json_t *out = NULL;
+  sc_status st = sc_line_index_build(&idx, text, len) == SC_OK
+                     ? SC_OK
+                     : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  /* No tree (a parse that failed): no site, nothing offered. */
+  if (st == SC_OK && doc) st = find_targets(a, doc, &idx, err);
+  if (st != SC_OK) {
+    /* err says why */
+  } else if (a->mode == AM_RESOLVE && a->n == 0) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "nothing to resolve here now");
-    return NULL;
-  }
-  if (a->mode == AM_LAZY) {
-    sc_line_index_free(&idx);
-    json_t *out = lazy_actions(a);
-    if (!out) sc_error_set(err, SC_ERR_NOMEM, "out of memory");
-    return out;
-  }
-  json_t *out = json_array();
-  for (int i = 0; i < a->n; i++) {
-    const action_target *t = &a->t[i];
-    /* Greedy first; if it does not pass, two seeded samples. */
-    char *seen[3] = {0};
-    int n_seen = 0;
-    for (uint64_t seed = 0; seed < 3 && n_seen < 1; seed++) {
-      if (sc_job_cancelled(job) != SC_JOB_LIVE) break;
-      sc_error cerr = {0};
-      char *cand = candidate_for(c, a, t, seed, job, &cerr);
-      if (!cand && a->set.backend_url && cerr.status == SC_ERR_IO) {
-        /* The backend is down or failing: say so instead of trying on. */
-        for (int k = 0; k < n_seen; k++) free(seen[k]);
-        sc_line_index_free(&idx);
-        json_decref(out);
-        *err = cerr;
-        return NULL;
-      }
-      if (!cand) continue;
-      bool dup = false;
-      for (int k = 0; k < n_seen; k++) dup |= strcmp(seen[k], cand) == 0;
-      if (dup) {
-        free(cand);
-        continue;
-      }
-      seen[n_seen++] = cand;
-      const char *nl = strchr(cand, '\n');
-      char title[128];
-      snprintf(title, sizeof title, "sculpt: %s: %.*s%s", t->title,
-               (int)(nl ? (nl - cand > 48 ? 48 : nl - cand) : (strlen(cand) > 48 ? 48 : (int)strlen(cand))),
-               cand, nl || strlen(cand) > 48 ? " …" : "");
-      json_t *edit = json_pack("{s:{s:[{s:o, s:s}]}}", "changes", a->uri, "range",
-                               range_json(a->text, a->len, &idx, t->a, t->b, a->enc),
-                               "newText", cand);
-      json_t *action = json_pack("{s:s, s:s, s:o}", "title", title, "kind", t->kind, "edit",
-                                 edit);
-      if (t->diagnostic) {
-        json_object_set_new(action, "diagnostics", json_pack("[O]", t->diagnostic));
-        json_object_set_new(action, "isPreferred", json_true());
-      }
-      if (action) json_array_append_new(out, action);
-    }
-    for (int k = 0; k < n_seen; k++) free(seen[k]);
+  } else if (a->mode == AM_LAZY || a->n == 0) {
+    if (!(out = lazy_actions(a))) sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  } else {
+    out = decode_actions(a, doc, &idx, err);
   }
   sc_line_index_free(&idx);
-  if (sc_job_cancelled(job) != SC_JOB_LIVE) {
-    json_decref(out);
-    sc_error_set(err, SC_ERR_CANCELLED, "cancelled");
-    return NULL;
-  }
+  sc_edit_doc_free(doc);
   return out;
 }
+
+/* ---- requests (the loop) ---------------------------------------------------- */
 
 /* The request's part on the loop: what the job needs, copied. NULL: out of
  * memory, or *nothing when there is nothing to offer (no grammar, language
@@ -385,18 +363,15 @@ static action_arg *action_prepare(sc_lsp_server *s, sc_completer *c, sc_document
   action_arg *a = calloc(1, sizeof *a);
   sc_error serr = {0};
   if (!a || !sc_cpl__settings_copy(&a->set, &c->set) || !(a->uri = strdup(d->uri)) ||
-      !(a->text = malloc(d->len + 1)) || !(a->syn = sc_document_syntax_snapshot(d, &serr))) {
-    if (a && !a->syn && a->text && serr.status != SC_ERR_NOMEM) *nothing = true;
+      !(a->syn = sc_document_syntax_snapshot(d, &serr))) {
+    if (a && !a->syn && a->uri && serr.status != SC_ERR_NOMEM) *nothing = true;
     if (a) action_arg_free(a);
     return NULL;
   }
-  memcpy(a->text, d->text, d->len);
-  a->text[d->len] = '\0';
-  a->len = d->len;
+  a->path = sc_path_from_file_uri(d->uri); /* NULL for another scheme: no path */
   a->remote_context = sc_cpl__remote_context(c);
   a->c = c;
   a->version = d->version;
-  a->lang = d->lang;
   a->enc = sc_lsp__encoding(s);
   a->l0 = l0, a->c0 = c0, a->l1 = l1, a->c1 = c1;
   a->range = json_incref(range);
@@ -422,7 +397,7 @@ static void resolve_result(sc_job *job) {
   if (!edit) {
     json_decref(job->result);
     job->result = NULL;
-    sc_error_set(&job->err, SC_ERR_IO, "no %s passed the parse check", a->t[0].title);
+    sc_error_set(&job->err, SC_ERR_IO, "no %s passed the engine's checks", a->t[0].title);
     return;
   }
   json_t *resolved = json_deep_copy(a->resolving);

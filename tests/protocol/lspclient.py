@@ -476,6 +476,35 @@ def rng(l1, c1, l2, c2):
 
 # ---- test models --------------------------------------------------------------
 
+def apply_edit(text, edit):
+    """text with one LSP TextEdit applied (ASCII positions: UTF-16 units
+    are characters)."""
+    lines = text.split("\n")
+
+    def off(p):
+        return sum(len(l) + 1 for l in lines[:p["line"]]) + p["character"]
+    r = edit["range"]
+    return text[:off(r["start"])] + edit["newText"] + text[off(r["end"]):]
+
+
+def python_parses(text):
+    """Python's own judgement: text compiles (never run)."""
+    try:
+        compile(text, "<fixture>", "exec")
+        return True
+    except SyntaxError:
+        return False
+
+
+def gcc_errors(text, folder=None):
+    """How many errors `gcc -fsyntax-only` finds in C text (its includes
+    searched in folder, as for a file compiled in place)."""
+    inc = ["-iquote", folder, "-I", folder] if folder else []
+    p = subprocess.run(["gcc", "-fsyntax-only", "-w", "-x", "c"] + inc + ["-"],
+                       input=text.encode(), capture_output=True)
+    return p.stderr.decode().count("error:")
+
+
 def planted_model(name="planted-successor-shifted-bytes"):
     """The path of a planted checkpoint (tools/planted_checkpoints.py: after
     "...abc" it writes "defghijklmnopqrstuvwxyz"), made in a temporary

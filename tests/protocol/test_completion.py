@@ -10,8 +10,8 @@ import subprocess
 import sys
 import tempfile
 
-from lspclient import (CONTENT_MODIFIED, INVALID_PARAMS, REQUEST_CANCELLED, check, eq,
-                       expect_error, run_tests, spawn)
+from lspclient import (CONTENT_MODIFIED, INVALID_PARAMS, REQUEST_CANCELLED, apply_edit, check,
+                       eq, expect_error, python_parses, run_tests, spawn)
 
 SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 TMP = tempfile.mkdtemp(prefix="sculpt-completion-")
@@ -266,27 +266,11 @@ def test_no_model():
     s.shutdown_and_exit()
 
 
-def python_parses(text):
-    try:
-        compile(text, "<fixture>", "exec")
-        return True
-    except SyntaxError:
-        return False
-
-
 def code_actions(s, uri, line, c0, c1, diagnostics=()):
     return s.request("textDocument/codeAction", {
         "textDocument": {"uri": uri},
         "range": {"start": {"line": line, "character": c0}, "end": {"line": line, "character": c1}},
         "context": {"diagnostics": list(diagnostics)}}, 60)
-
-
-def apply_edit(text, edit):
-    lines = text.split("\n")
-    def off(p):
-        return sum(len(l) + 1 for l in lines[:p["line"]]) + p["character"]
-    r = edit["range"]
-    return text[:off(r["start"])] + edit["newText"] + text[off(r["end"]):]
 
 
 def test_quick_fix_repairs_a_syntax_error():

@@ -308,6 +308,13 @@ static void test_diagnostic_sites(void) {
    * to the line before, and the next statement is not the site. */
   expect_site("c", "int main(void) {\n  int a = 1\n  int b = 2;\n  return a + b;\n}\n", 3, 3,
               "expected ',' or ';' before 'int'", "int a = 1");
+  /* ... also when tree-sitter reads the next line as part of it (the
+   * next line's type name an ERROR; jq's src/util.c): the site stops at
+   * the line's end. */
+  expect_site("c",
+              "void f(void) {\n  size_t sz = sizeof(int) * g(1, 0)\n  wchar_t *w = alloca(sz + 2);\n"
+              "  h(w);\n}\n",
+              3, 3, "expected ',' or ';' before 'wchar_t'", "size_t sz = sizeof(int) * g(1, 0)");
   /* ... and reported at the end of its own line. */
   expect_site("c", "int f(void) {\n  g(1)\n  return 0;\n}\n", 2, 7, "expected ';'", "g(1)");
   /* Missing `)`: at the `;` gcc names; the rest of that statement only. */
