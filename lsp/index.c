@@ -236,6 +236,8 @@ static void update_done(sc_lsp_server *s, sc_job *job) {
   if (job->result)
     SC_LOG_DEBUG("index: %s %s%s", a->remove ? "removed" : "updated", a->rel,
                  a->remove || a->indexed ? "" : " (not indexed)");
+  else if (sc_job_cancelled(job) != SC_JOB_LIVE)
+    SC_LOG_DEBUG("index: the update of %s was cancelled (shutdown or a newer edit)", a->rel);
   else
     SC_LOG_WARN("index: %s: %s", a->rel, job->err.msg);
 }
