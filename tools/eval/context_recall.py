@@ -776,7 +776,8 @@ def _go_foreign_packages(text, module):
 
 def _member_type(defs, files, owner, part, call, lang):
     """The type a member of owner (a field's declared type, a method's
-    result) has, from its definition in the repository; None when the
+    result) has, from its definition in the repository, and the file that
+    defines it (its imports name the type's package); None when the
     repository does not define it on owner or the type cannot be told;
     "" when it is defined there but its type is not a plain name."""
     for s in defs.get(part, []):
@@ -798,8 +799,8 @@ def _member_type(defs, files, owner, part, call, lang):
                 re.search(r"\b%s\s*:\s*([\"']?[\w.]+)" % e, text)
         else:
             m = re.search(r"((?:struct\s+)?\w+)\s*\**\s*\b%s\b" % e, text)
-        return m.group(1) if m else ""
-    return None
+        return (m.group(1), s.path) if m else ("", s.path)
+    return None, None
 
 
 def _scope_name(scope, lang):
@@ -820,16 +821,19 @@ def foreign_receiver(files, defs, repo_types, path, line, pre, lang, module, mem
     lines = lines[:line - 1] + [pre]
     foreign = foreign_modules(files, path, lang, module)
 
-    def verdict(t):
+    def verdict(t, where=None):
         """(True: another's, False: the repository's, None: cannot tell;
-        the type's name)."""
+        the type's name). where: the file the type is written in, when not
+        the use's (its imports say what a package name means)."""
         t = _clean_type(t, lang) if t else None
         if not t:
             return None, None
         name = t.rsplit(".", 1)[-1]
         if lang == "go" and "." in t:
             pkg = t.split(".", 1)[0]
-            return (True if pkg in foreign else (False if name in repo_types else None)), name
+            there = foreign if where in (None, path) else \
+                foreign_modules(files, where, lang, module)
+            return (True if pkg in there else (False if name in repo_types else None)), name
         if lang == "go":
             return (t in GO_BUILTIN_TYPES), name
         return (name not in repo_types), name
@@ -837,6 +841,7 @@ def foreign_receiver(files, defs, repo_types, path, line, pre, lang, module, mem
     def chain(parts, upto, depth):
         """The verdict on the type of the chain parts (first to last)."""
         first, call = parts[0]
+        where = None
         if depth > 3:
             return None, None
         if first in ("self", "cls", "this") and not call:
@@ -854,6 +859,7 @@ def foreign_receiver(files, defs, repo_types, path, line, pre, lang, module, mem
                     m = re.search(r"\)\s*(?:->|:)?\s*\(?\s*([\"']?\*?[\w.]+)",
                                   files[s.path].split("\n")[s.line - 1])
                     t = m.group(1) if m else None
+                    where = s.path
                     break
         elif lang == "go" and first in foreign:
             # pkg.F(...) or pkg.V: another module's package.
@@ -873,14 +879,14 @@ def foreign_receiver(files, defs, repo_types, path, line, pre, lang, module, mem
                 if not inner or inner[-1][1] is False:
                     return None, None
                 return chain(inner, dl - 1, depth + 1)
-        v, owner = verdict(t)
+        v, owner = verdict(t, where)
         for part, pcall in parts[1:]:
             if v is not False:
                 return v, owner
-            mt = _member_type(defs, files, owner, part, pcall, lang)
+            mt, where = _member_type(defs, files, owner, part, pcall, lang)
             if not mt:
                 return None, None
-            v, owner = verdict(mt)
+            v, owner = verdict(mt, where)
         return v, owner
 
     v, owner = chain(parts, len(lines) - 1, 0)
@@ -1056,15 +1062,26 @@ def key_lines(repo_files, case):
     return out
 
 
+PATH_LINE = re.compile(r"^(?:#|//) (\S+):\d+$")
+
+
 def scored(snippets, keys):
-    """Whether a snippet from a definition's file shows its first line (a
-    line that is it, or starts with it: a signature may be shown joined
-    with its continuation lines)."""
+    """Whether a snippet shows a definition's first line (a line that is it,
+    or starts with it: a signature may be shown joined with its
+    continuation lines) as a line of the definition's file: the snippet's
+    path, or the path line (`// path:line`) above it within the snippet (a
+    Go type's method set lists methods from several files under theirs)."""
     for s in snippets:
-        body = [norm(x) for x in s["text"].split("\n")]
-        for p, k in keys:
-            if s["path"] == p and any(x == k or (len(k) >= 6 and x.startswith(k)) for x in body):
-                return True
+        where = s["path"]
+        for raw in s["text"].split("\n"):
+            m = PATH_LINE.match(raw.strip())
+            if m:
+                where = m.group(1)
+                continue
+            x = norm(raw)
+            for p, k in keys:
+                if where == p and (x == k or (len(k) >= 6 and x.startswith(k))):
+                    return True
     return False
 
 
