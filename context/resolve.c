@@ -234,9 +234,23 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
   return NULL;
 }
 
-/* The nearest declaration of recv before offset end in text: its type. */
-static char *declared_before(const char *text, size_t floor, size_t end, const char *recv,
-                             size_t rn, const char *lang) {
+static bool masked_type(const char *t);
+
+/* Whether offset at of the tree's text is inside a comment or a string. */
+static bool in_comment(const sc_syntax_tree *tree, size_t at) {
+  if (!tree) return false;
+  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)at,
+                                               (uint32_t)at);
+  for (int up = 0; !ts_node_is_null(n) && up < 4; up++, n = ts_node_parent(n))
+    if (masked_type(ts_node_type(n))) return true;
+  return false;
+}
+
+/* The nearest declaration of recv before offset end in text: its type.
+ * Not in a comment or a string (a docstring's ":param ctx: Invocation
+ * context" declares nothing). */
+static char *declared_before(const char *text, const sc_syntax_tree *tree, size_t floor,
+                             size_t end, const char *recv, size_t rn, const char *lang) {
   size_t lo = end > (64u << 10) ? end - (64u << 10) : 0;
   if (floor > lo && floor < end) lo = floor;
   for (size_t i = end; i > lo + rn - 1 && i >= rn;) {
@@ -247,6 +261,10 @@ static char *declared_before(const char *text, size_t floor, size_t end, const c
         (a + rn < end && is_id(text[a + rn])))
       continue;
     char *t = rv_decl_type(text, end, a, rn, lang);
+    if (t && in_comment(tree, a)) {
+      free(t);
+      t = NULL;
+    }
     if (t) return t;
     i = a;
   }
@@ -324,7 +342,7 @@ static char *chain_type(const rv_scan *sc, const char *s, size_t a, size_t b, si
   } else if (word_is(w, wl, "this") && (ts_like(sc->lang) || lang_is(sc->lang, "cpp"))) {
     type = enclosing_class(sc, at);
   } else {
-    type = declared_before(sc->text, sc->decl_floor, at, w, wl, sc->lang);
+    type = declared_before(sc->text, sc->tree, sc->decl_floor, at, w, wl, sc->lang);
     if (type && type[0] == '=') { /* x = f(...), x = y.z: that expression's type */
       char *rhs = type;
       type = chain_type(sc, rhs, 1, strlen(rhs), at, depth + 1);
@@ -461,8 +479,20 @@ typedef struct collector {
   size_t n_recv;
 } collector;
 
+/* Words of the languages that ws_is_keyword (which the index's sketches
+ * use, so it stays as it is) does not list: never a name to look up. */
+static const char *const k_more_keywords[] = {
+    "type", "extends", "implements", "interface", "readonly", "keyof", "typeof", "infer",
+    "declare", "namespace", "abstract", "satisfies", "instanceof", "undefined", "null",
+    "boolean", "string", "number", "void", "never", "unknown", "any", "symbol", "bigint",
+    "delete", "throw", "super", "static", "protected", "override", "of", "true", "false",
+    "nil", "struct", "map", "chan", "range", "defer", "select", "go", "goto", "fallthrough",
+    "default", "const", "sizeof", "elif", "except", "finally", "raise", "global", "nonlocal",
+    "assert", "del", "None", "True", "False", "await", NULL};
+
 static bool skip_word(const char *s, size_t n) {
-  return n < 2 || isdigit((unsigned char)s[0]) || ws_is_keyword(s, n);
+  return n < 2 || isdigit((unsigned char)s[0]) || ws_is_keyword(s, n) ||
+         in_list(s, n, k_more_keywords);
 }
 
 static void add(collector *co, const char *name, size_t n, const char *recv_type, bool member,
@@ -666,12 +696,22 @@ size_t rv_words(const char *s, size_t n, uint64_t *out, size_t cap) {
     }
     if (i - a < 2 || i - a > 32) continue;
     char low[32];
+    size_t wl = i - a;
     for (size_t j = a; j < i; j++) low[j - a] = (char)tolower((unsigned char)s[j]);
-    uint64_t h = sc_hash64(low, i - a, 0x77);
+    /* A plural is its singular: keys, key; params, param (not "class"). */
+    if (wl >= 4 && low[wl - 1] == 's' && low[wl - 2] != 's') wl--;
+    uint64_t h = sc_hash64(low, wl, 0x77);
     bool dup = false;
     for (size_t j = 0; j < k && !dup; j++) dup = out[j] == h;
     if (!dup) out[k++] = h;
   }
+  /* The whole name as one word too, without case or underscores: a
+   * lower-case compound ("progressbar") is the name ProgressBar. */
+  char all[64];
+  size_t m = 0, parts = k;
+  for (size_t i = 0; i < n && m < sizeof all; i++)
+    if (isalpha((unsigned char)s[i])) all[m++] = (char)tolower((unsigned char)s[i]);
+  if (parts > 1 && k < cap && m >= 4 && m < sizeof all) out[k++] = sc_hash64(all, m, 0x77);
   return k;
 }
 
@@ -698,8 +738,10 @@ static void bag_add(rv_bag *b, const char *s, size_t n, float w) {
   }
 }
 
-/* Every identifier of text[a, b) into the bag (outside comments and
- * strings), but not those in [xa, xb). */
+/* Every identifier of text[a, b) into the bag, but not those in [xa, xb);
+ * the words of comments and strings weigh RV_W_PROSE as much (a comment
+ * says what the next line does: "we remove it" before RemoveCommand; a
+ * string names the case: "fish" where GenFishCompletion is called). */
 static void bag_range(rv_bag *bag, const char *t, const masks *mk, size_t a, size_t b, size_t xa,
                       size_t xb, float w) {
   for (size_t i = a; i < b;) {
@@ -709,8 +751,8 @@ static void bag_range(rv_bag *bag, const char *t, const masks *mk, size_t a, siz
     }
     size_t s = i;
     while (i < b && is_id(t[i])) i++;
-    if ((s >= xa && s < xb) || is_masked(mk, s)) continue;
-    bag_add(bag, t + s, i - s, w);
+    if (s >= xa && s < xb) continue;
+    bag_add(bag, t + s, i - s, is_masked(mk, s) ? w * RV_W_PROSE : w);
   }
 }
 
@@ -973,10 +1015,37 @@ static void expect_at(const rv_scan *sc, size_t ls, size_t ra, size_t fs, bool i
   x->known = false;
 }
 
+/* After a ':' at offset at: an annotation (a parameter's, a property's in
+ * an interface or type literal, a class attribute's) rather than an object
+ * literal's value or a dict's; from the syntax tree's nodes around it. */
+static bool annotation_colon(const sc_syntax_tree *tree, size_t at) {
+  static const char *const typed[] = {
+      "type_annotation", "property_signature", "object_type", "interface_body",
+      "required_parameter", "optional_parameter", "public_field_definition", "formal_parameters",
+      "type_alias_declaration", "parameters", "typed_parameter", "typed_default_parameter",
+      "class_body", "abstract_class_declaration", NULL};
+  static const char *const valued[] = {"pair", "object", "dictionary", "arguments", "switch_case",
+                                       "ternary_expression", "conditional_expression", "lambda",
+                                       "slice", "subscript", "labeled_statement", "statement_block",
+                                       NULL};
+  if (!tree) return false;
+  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)at,
+                                               (uint32_t)at + 1);
+  for (int up = 0; !ts_node_is_null(n) && up < 8; up++, n = ts_node_parent(n)) {
+    const char *ty = ts_node_type(n);
+    for (size_t i = 0; typed[i]; i++)
+      if (strcmp(ty, typed[i]) == 0) return true;
+    for (size_t i = 0; valued[i]; i++)
+      if (strcmp(ty, valued[i]) == 0) return false;
+  }
+  return false;
+}
+
 /* Whether the code before the cursor on its line, t[ls, cur), ends where
  * a type goes; *err: where an exception or error class goes (`raise`,
  * `except`, `throw new`), whose names say so. */
-static bool type_position(const char *t, size_t ls, size_t cur, const char *lang, bool *err) {
+static bool type_position(const char *t, size_t ls, size_t cur, const char *lang,
+                          const sc_syntax_tree *tree, bool *err) {
   *err = false;
   size_t e = cur;
   while (e > ls && (t[e - 1] == ' ' || t[e - 1] == '\t')) e--;
@@ -989,6 +1058,8 @@ static bool type_position(const char *t, size_t ls, size_t cur, const char *lang
   while (p > ls && (t[p - 1] == ' ' || t[p - 1] == '\t')) p--;
   size_t q = p;
   while (q > ls && is_id(t[q - 1])) q--;
+  if (wl == 0 && t[e - 1] == ':' && (lang_is(lang, "python") || ts_like(lang)))
+    return annotation_colon(tree, e - 1);
   if (lang_is(lang, "python")) {
     if (word_is(word, wl, "raise") || word_is(word, wl, "except")) return *err = true;
     if (e - ls >= 2 && t[e - 1] == '>' && t[e - 2] == '-') return true;
@@ -997,6 +1068,26 @@ static bool type_position(const char *t, size_t ls, size_t cur, const char *lang
       size_t o = e - 1;
       while (o > ls && t[o - 1] != '(') o--;
       return o >= ls + 11 && memcmp(t + o - 11, "isinstance(", 11) == 0;
+    }
+    return false;
+  }
+  if (lang_is(lang, "go")) {
+    /* []T, map[K]V, *T (not a product: nothing to multiply before it). */
+    if (e - ls >= 2 && t[e - 1] == ']' && t[e - 2] == '[') return true;
+    if (e - ls >= 4 && memcmp(t + e - 4, "map[", 4) == 0) return true;
+    if (t[e - 1] == '*' && (e - 1 == ls || strchr(" \t([,", t[e - 2]))) return true;
+    if (wl > 0 && (word_is(word, wl, "chan") || word_is(word, wl, "struct"))) return false;
+    /* "Name " in a struct or a parameter list: the type comes next. */
+    if (wl > 0 && e < cur && (p == ls || t[p - 1] == '(' || t[p - 1] == ',') && tree) {
+      TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)w,
+                                                   (uint32_t)e);
+      for (int up = 0; !ts_node_is_null(n) && up < 6; up++, n = ts_node_parent(n)) {
+        const char *ty = ts_node_type(n);
+        if (strcmp(ty, "field_declaration_list") == 0 || strcmp(ty, "parameter_list") == 0 ||
+            strcmp(ty, "field_declaration") == 0 || strcmp(ty, "parameter_declaration") == 0)
+          return true;
+        if (strcmp(ty, "block") == 0 || strcmp(ty, "literal_value") == 0) return false;
+      }
     }
     return false;
   }
@@ -1083,7 +1174,7 @@ size_t rv_candidates(rv_scan *scan, rv_cand *out, size_t cap) {
     bag->n = 0;
     bag_range(bag, t, &mk, ls, cur, access ? ra : cur, access ? cur : cur, RV_W_LINE);
     bool err = false;
-    scan->want_type = !access && type_position(t, ls, cur, sc->lang, &err);
+    scan->want_type = !access && type_position(t, ls, cur, sc->lang, sc->tree, &err);
     if (err) { /* what `raise` and `throw new` take is named so */
       bag_add(bag, "error", 5, RV_W_LINE);
       bag_add(bag, "exception", 9, RV_W_LINE);
@@ -1091,6 +1182,13 @@ size_t rv_candidates(rv_scan *scan, rv_cand *out, size_t cap) {
     if (name_b > name_a) bag_add(bag, t + name_a, name_b - name_a, RV_W_FUNC);
     scan->fn_at = name_a;
     scan->fn_len = name_b - name_a;
+    /* The comment right above the cursor's line says what it does. */
+    for (size_t k = 1; k < npre && k <= RV_BAG_BEFORE; k++) {
+      size_t a = pre[k], b = pre[k - 1];
+      while (a < b && (t[a] == ' ' || t[a] == '\t')) a++;
+      if (a >= b || t[a] == '\n' || !is_masked(&mk, a)) break;
+      bag_range(bag, t, &mk, a, b, 0, 0, RV_W_NOTE / RV_W_PROSE);
+    }
     for (size_t k = 1; k <= RV_BAG_BEFORE || k <= RV_BAG_AFTER; k++) {
       float wk = 1.0f / (1.0f + (float)k / 3.0f);
       if (k <= RV_BAG_AFTER && k < nsuf) bag_range(bag, t, &mk, suf[k - 1], suf[k], 0, 0, wk);

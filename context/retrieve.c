@@ -64,10 +64,14 @@
 #define CURSOR_TYPE_TOKENS 192 /* not typed yet: more of its members */
 #define BODY_MAX_LINES 40     /* a definition given whole: at most this many lines */
 #define LATE_TOKENS 64        /* a definition costing more goes after the smaller ones */
+#define SCOPES 3              /* enclosing scopes' headers: the outermost and the innermost */
+#define SCOPE_LINE_BYTES 120  /* a header line, at most */
 #define GUESSES 3             /* names predicted by the words around the cursor ... */
 #define GUESS_MIN 3.0f        /* ... scoring at least this */
 #define GUESS_MISSED 0.25f    /* a name's words not around the cursor: each lowers its score */
 #define GUESS_POOL 8192       /* definitions scored for them, at most */
+#define GUESS_LINE_BYTES 100  /* a guess is shown by its first line, at most this long ... */
+#define GUESS_TOKENS 40       /* ... and costing at most this */
 #define MEMBER_WORDS_MIN 2.0f /* a member sharing this much with the words around the cursor ... */
 
 /* Token counts of recent texts (window lines, compact forms), per thread:
@@ -93,6 +97,14 @@ static size_t count_tokens(const sc_tokenizer *tok, const char *s, size_t n) {
   free(ids);
   *m = (token_memo){tok, h, (uint32_t)n, (uint32_t)k};
   return k;
+}
+
+/* n, or less so that s[0, result) ends on a whole UTF-8 character, when
+ * it is more than max. */
+static size_t utf8_cut(const char *s, size_t n, size_t max) {
+  if (n <= max) return n;
+  while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80) max--;
+  return max;
 }
 
 static const char *comment_prefix(const char *lang) {
@@ -622,6 +634,7 @@ static bool guessable(const ws_def *d) {
 
 typedef struct guess {
   const char *name;
+  const char *head; /* its definition's compact form */
   float score;
 } guess;
 
@@ -666,7 +679,7 @@ static size_t guess_names(const retrieval *r, const rv_scan *scan, size_t cursor
             memcmp(nm, r->text + scan->fn_at, scan->fn_len) == 0)
           continue;
         float s = scorer_score(&sc, nm, 0.0f);
-        if (s >= GUESS_MIN && !near_cursor(r, nm)) g[n++] = (guess){nm, s};
+        if (s >= GUESS_MIN && !near_cursor(r, nm)) g[n++] = (guess){nm, ws_str(f, d->head), s};
       }
     }
   qsort(g, n, sizeof *g, cmp_guess);
@@ -674,7 +687,15 @@ static size_t guess_names(const retrieval *r, const rv_scan *scan, size_t cursor
   for (size_t i = 0; i < n && k < max; i++) {
     bool dup = false;
     for (size_t j = 0; j < k && !dup; j++) dup = strcmp(out[j], g[i].name) == 0;
-    if (!dup) out[k++] = g[i].name;
+    if (dup || !g[i].head) continue;
+    /* A guess shown costs its first line: one that costs much (a macro's
+     * body) is not worth a guess. */
+    const char *nl = strchr(g[i].head, '\n');
+    size_t hl = nl ? (size_t)(nl - g[i].head) : strlen(g[i].head);
+    if (count_tokens(r->tok, g[i].head, utf8_cut(g[i].head, hl, GUESS_LINE_BYTES)) >
+        GUESS_TOKENS)
+      continue;
+    out[k++] = g[i].name;
   }
   free(g);
   return k;
@@ -744,6 +765,15 @@ found:;
     if (space && o + 1 < limit && out[o - 1] != '(' && *p != ')') out[o++] = ' ';
     space = false;
     out[o++] = *p;
+  }
+  if (*p) { /* cut short: not inside a UTF-8 character */
+    size_t q = o;
+    while (q > 0 && ((unsigned char)out[q - 1] & 0xC0) == 0x80) q--;
+    if (q > 0 && (unsigned char)out[q - 1] >= 0xC0) {
+      unsigned char lead = (unsigned char)out[q - 1];
+      size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+      if (o - (q - 1) < want) o = q - 1;
+    }
   }
   out[o] = '\0';
   return o;
@@ -1001,7 +1031,7 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size
     ms[m].typed = tl && strncmp(mn, typed, tl) == 0;
     ms[m].kin = ms[m].near ? 0 : kinship(r, mn);
     if (wide) {
-      ms[m].words = scorer_score(&sc, mn, RV_W_LINE);
+      ms[m].words = scorer_score(&sc, mn, RV_W_NOTE);
       ms[m].fits = fits(r->expect, g, &g->defs[ms[m].k], ms[m].head, mn);
     }
   }
@@ -1320,10 +1350,15 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       else
         scopes[ns++] = n;
     }
+    /* Deep nesting (closures in closures) would spend the budget on
+     * headers: the outermost and the SCOPES - 1 innermost are kept, each
+     * at most SCOPE_LINE_BYTES long. */
     for (int k = ns - 1; k >= 0; k--) {
+      if (k != ns - 1 && k >= SCOPES - 1) continue;
       uint32_t x = ts_node_start_byte(scopes[k]), y = x;
       while (x > 0 && text[x - 1] != '\n') x--; /* keep the indentation */
       while (y < len && text[y] != '\n') y++;
+      y = x + (uint32_t)utf8_cut(text + x, y - x, SCOPE_LINE_BYTES);
       uint32_t row = ts_node_start_point(scopes[k]).row;
       char *name = strndup(text + x, y - x);
       if (name) push_text(out, self_path, lang, text + x, y - x, row, row, "enclosing scope", name,
@@ -1408,10 +1443,11 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     const rv_cand *c = &cands[i];
     bool wide = c->type_only && c->at_cursor && !c->known; /* a member is about to be typed */
     if (c->guess && ws_str(f, def->head)) {
-      /* A guess is worth its name and signature: one line. */
-      char line[MEMBER_LINE_BYTES + 64];
-      size_t ln = member_line(ws_str(f, def->head), def_name(f, def), line, sizeof line);
-      sb_put(&sb, line, ln);
+      /* A guess is worth its name, not much budget: its head's first line
+       * (a long signature is broken after its name's parenthesis). */
+      const char *h = ws_str(f, def->head), *nl = strchr(h, '\n');
+      size_t hl = nl ? (size_t)(nl - h) : strlen(h);
+      sb_put(&sb, h, utf8_cut(h, hl, GUESS_LINE_BYTES));
       sb_put(&sb, "\n", 1);
       last_line = first_line;
     } else if (listing)
@@ -1437,7 +1473,7 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       out->n_snippets--;
       continue;
     }
-    at_cursor[n_defs] = i < gat; /* the member access at the cursor, the cursor's line */
+    at_cursor[n_defs] = i < gat + put; /* the member access at the cursor, its line, the guesses */
     def_of[n_defs++] = d;
   }
   /* A large definition not from the cursor's line (a struct listed because

@@ -22,14 +22,17 @@ typedef struct rv_cand {
  * just wrote on the cursor's line, the enclosing function's name and the
  * names of the lines nearby, split into lower-cased words ("parentPath":
  * parent, path; "f_json_parse": json, parse; "HTTPError": http, error) and
- * weighted (RV_W_*: the cursor's line most, then the function's name, then
- * the lines by distance). A definition whose name shares rare words with
+ * weighted (RV_W_*: the cursor's line most, then the comment right above
+ * it, the function's name, then the lines by distance; comments and
+ * strings less than code). A definition whose name shares rare words with
  * these is likely the one about to be used: `parentPath := cmd.` is
  * Parent(), `static jv f_keys(...) { return ` is jv_keys, `request: ` is
  * KyRequest (the "expected name" of IDE completion rankers). */
 #define RV_BAG 128
 #define RV_W_LINE 3.0f
 #define RV_W_FUNC 2.0f
+#define RV_W_PROSE 0.5f /* a word of a comment or string, against one of code */
+#define RV_W_NOTE 2.5f  /* a word of the comment right above the cursor's line */
 #define RV_BAG_BEFORE 8 /* lines before the cursor's ... */
 #define RV_BAG_AFTER 4  /* ... and after it, weighted 1 / (1 + distance / 3) */
 typedef struct rv_bag {
@@ -39,7 +42,9 @@ typedef struct rv_bag {
 } rv_bag;
 
 /* The lower-cased words of identifier s[0, n), hashed, into out (at most
- * cap, each once); how many. Words of one letter and digits are left out. */
+ * cap, each once); how many. Words of one letter and digits are left out;
+ * a name of several words also gives its letters joined ("ProgressBar":
+ * progress, bar, progressbar). */
 size_t rv_words(const char *s, size_t n, uint64_t *out, size_t cap);
 /* The weight of word in the bag, 0 when absent. */
 float rv_bag_weight(const rv_bag *b, uint64_t word);
