@@ -895,11 +895,40 @@ static int annotated_results(const char *s, size_t len, size_t at, size_t n, con
   return 1;
 }
 
+/* C: a function head's return type, the words before its name on its line
+ * without storage classes ("static jv f(" is jv; "void x(" gives 0). */
+static int c_results(const char *s, size_t len, size_t at, size_t n, char *out, size_t cap) {
+  out[0] = '\0';
+  size_t k = at + n;
+  while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
+  if (k >= len || s[k] != '(') return -1; /* not a function */
+  size_t a = at;
+  while (a > 0 && s[a - 1] != '\n' && s[a - 1] != ';' && s[a - 1] != '}') a--;
+  static const char *const drop[] = {"static", "extern", "inline", "const", "register",
+                                     "__attribute__", NULL};
+  size_t o = 0;
+  for (size_t i = a; i < at && o + 1 < cap;) {
+    if (is_id_start(s[i])) {
+      size_t x = i;
+      while (i < at && is_id(s[i])) i++;
+      if (in_list(s + x, i - x, drop)) continue;
+      for (size_t j = x; j < i && o + 1 < cap; j++) out[o++] = s[j];
+    } else {
+      if (s[i] == '*' && o + 1 < cap) out[o++] = '*';
+      i++;
+    }
+  }
+  out[o] = '\0';
+  if (!o) return -1;
+  return strcmp(out, "void") == 0 ? 0 : 1;
+}
+
 int rv_member_results(const char *s, size_t len, size_t at, size_t n, const char *lang,
                       char *out, size_t cap) {
   if (lang_is(lang, "go")) return rv_go_results(s, len, at, n, out, cap);
   if (lang_is(lang, "python") || ts_like(lang))
     return annotated_results(s, len, at, n, lang, out, cap);
+  if (c_like(lang)) return c_results(s, len, at, n, out, cap);
   out[0] = '\0';
   return -1;
 }
@@ -918,7 +947,8 @@ static void expect_at(const rv_scan *sc, size_t ls, size_t ra, size_t fs, bool i
   memset(x, 0, sizeof *x);
   x->results = -1;
   bool go = lang_is(sc->lang, "go"), py = lang_is(sc->lang, "python"), ts = ts_like(sc->lang);
-  if (!go && !py && !ts) return;
+  bool c = c_like(sc->lang);
+  if (!go && !py && !ts && !c) return;
   size_t a = ls;
   while (a < ra && (t[a] == ' ' || t[a] == '\t')) a++;
   size_t b = ra; /* the code before the chain: t[a, b) */
@@ -941,10 +971,10 @@ static void expect_at(const rv_scan *sc, size_t ls, size_t ra, size_t fs, bool i
            ends_with_word(t, a, b, "while") || ends_with_word(t, a, b, "not") ||
            ends_with_word(t, a, b, "and") || ends_with_word(t, a, b, "or") ||
            ends_with_word(t, a, b, "assert");
-  if (ts && t[b - 1] == '(') {
-    size_t c = b - 1;
-    while (c > a && t[c - 1] == ' ') c--;
-    cond = cond || ends_with_word(t, a, c, "if") || ends_with_word(t, a, c, "while");
+  if ((ts || c) && t[b - 1] == '(') {
+    size_t q = b - 1;
+    while (q > a && t[q - 1] == ' ') q--;
+    cond = cond || ends_with_word(t, a, q, "if") || ends_with_word(t, a, q, "while");
   }
   if (cond) {
     x->want_bool = true;
@@ -981,7 +1011,7 @@ static void expect_at(const rv_scan *sc, size_t ls, size_t ra, size_t fs, bool i
       size_t na, nb;
       size_t he = fs + 2000 < sc->len ? fs + 2000 : sc->len;
       if (!function_name(t, fs, he, &na, &nb)) return;
-      if (annotated_results(t, he, na, nb - na, sc->lang, x->ret, sizeof x->ret) < 1) {
+      if (rv_member_results(t, he, na, nb - na, sc->lang, x->ret, sizeof x->ret) < 1) {
         x->ret[0] = '\0';
         return;
       }
@@ -1010,6 +1040,20 @@ static void expect_at(const rv_scan *sc, size_t ls, size_t ra, size_t fs, bool i
       }
     }
     x->results = names;
+    /* C: "T x = ": the value is a T. */
+    if (c && names == 1) {
+      size_t e = l;
+      while (e > a && (t[e - 1] == ' ' || t[e - 1] == '\t')) e--;
+      size_t v = e;
+      while (v > a && is_id(t[v - 1])) v--;
+      size_t te = v;
+      while (te > a && (t[te - 1] == ' ' || t[te - 1] == '\t' || t[te - 1] == '*')) te--;
+      if (te > a && v > a) {
+        char decl[96];
+        squeeze(t, a, v, decl, sizeof decl);
+        if (decl[0] && is_id_start(decl[0])) snprintf(x->ret, sizeof x->ret, "%s", decl);
+      }
+    }
     return;
   }
   x->known = false;
@@ -1068,6 +1112,21 @@ static bool type_position(const char *t, size_t ls, size_t cur, const char *lang
       size_t o = e - 1;
       while (o > ls && t[o - 1] != '(') o--;
       return o >= ls + 11 && memcmp(t + o - 11, "isinstance(", 11) == 0;
+    }
+    return false;
+  }
+  if (c_like(lang)) {
+    if (word_is(word, wl, "struct") || word_is(word, wl, "union") || word_is(word, wl, "enum"))
+      return true;
+    /* A parameter of a declaration (not an argument of a call). */
+    if (wl == 0 && (t[e - 1] == '(' || t[e - 1] == ',') && tree) {
+      TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)e - 1,
+                                                   (uint32_t)e);
+      for (int up = 0; !ts_node_is_null(n) && up < 4; up++, n = ts_node_parent(n)) {
+        const char *ty = ts_node_type(n);
+        if (strcmp(ty, "parameter_list") == 0) return true;
+        if (strcmp(ty, "argument_list") == 0) return false;
+      }
     }
     return false;
   }
@@ -1196,7 +1255,9 @@ size_t rv_candidates(rv_scan *scan, rv_cand *out, size_t cap) {
     }
   }
   memset(&scan->expect, 0, sizeof scan->expect);
-  if (access) expect_at(sc, ls, ra, fs, fs > 0 || fe < len, &scan->expect);
+  /* What the member at the cursor, or (no member access) the name being
+   * typed there, must give. */
+  expect_at(sc, ls, access ? ra : w, fs, fs > 0 || fe < len, &scan->expect);
   if (access) {
     const char *type = resolve_recv(&co, ra, op);
     size_t we = cur;

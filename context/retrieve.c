@@ -72,6 +72,7 @@
 #define GUESS_POOL 8192       /* definitions scored for them, at most */
 #define GUESS_LINE_BYTES 100  /* a guess is shown by its first line, at most this long ... */
 #define GUESS_TOKENS 40       /* ... and costing at most this */
+#define GUESS_FIT 0.5f        /* a guess fitting the slot scores this much more (less: not) */
 #define MEMBER_WORDS_MIN 2.0f /* a member sharing this much with the words around the cursor ... */
 
 /* Token counts of recent texts (window lines, compact forms), per thread:
@@ -508,6 +509,17 @@ static bool find_member(const retrieval *r, const char *type, const char *name, 
         *out = (defref){SELF, (uint32_t)k};
         return true;
       }
+    /* A type's member, to follow a chain: the file as the index last read
+     * it also says, when the text now does not (a line being typed can
+     * break the parse of the rest of its class). */
+    const ws_map_entry *e = r->ws ? ws_map_get(&r->ws->by_path, r->self_path) : NULL;
+    uint32_t id = e && e->n ? (uint32_t)(e->vals[0] >> 32) : UINT32_MAX;
+    const ws_file *g = r->ws && id < r->ws->n_slots ? r->ws->files[id] : NULL;
+    for (size_t k = 0; g && g != r->self && k < g->n_defs; k++)
+      if (filter(g, &g->defs[k], &nk)) {
+        *out = (defref){id, (uint32_t)k};
+        return true;
+      }
   }
   if (r->ws && pick_workspace(r, &r->ws->by_scope, type, filter, &nk, out)) return true;
   if (depth >= 3) return false;
@@ -560,6 +572,68 @@ static bool near_cursor(const retrieval *r, const char *name) {
   for (size_t i = 0; i < r->n_cands; i++)
     if (!r->cands[i].guess && strcmp(r->cands[i].name, name) == 0) return true;
   return false;
+}
+
+/* How near the cursor name is used: larger is nearer (the candidates are
+ * nearest first), 0 when it is not. */
+static uint32_t nearness(const retrieval *r, const char *name) {
+  for (size_t i = 0; i < r->n_cands; i++)
+    if (!r->cands[i].guess && strcmp(r->cands[i].name, name) == 0)
+      return (uint32_t)(r->n_cands - i);
+  return 0;
+}
+
+/* The position of name as a whole word in s, or NULL. */
+static const char *word_in(const char *s, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = s; (p = strstr(p, name)); p++) {
+    bool before = p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    bool after = !(isalnum((unsigned char)p[nl]) || p[nl] == '_');
+    if (before && after) return p;
+  }
+  return NULL;
+}
+
+/* Whether member d (its head, its name) gives what the code before the
+ * cursor expects (rv_expect): 1 exactly, -1 it cannot, 0 not known. */
+static int fits(const rv_expect *x, const ws_file *g, const ws_def *d, const char *head,
+                const char *name) {
+  if (!x || !x->known || !head || !g->lang) return 0;
+  bool go = strcmp(g->lang, "go") == 0; /* Go's types are checked: a mismatch rules out */
+  const char *at = word_in(head, name);
+  if (!at) return 0;
+  char res[128];
+  int n = rv_member_results(head, strlen(head), (size_t)(at - head), strlen(name), g->lang, res,
+                            sizeof res);
+  bool field = d->kind == WK_FIELD || d->kind == WK_VARIABLE;
+  if (x->stmt) return field || n < 0 ? 0 : n == 0 ? 1 : go ? -1 : 0;
+  if (n < 0) return 0;
+  bool c = strcmp(g->lang, "c") == 0 || strcmp(g->lang, "cpp") == 0;
+  if (x->want_bool) {
+    bool is_bool = n == 1 && (strcmp(res, "bool") == 0 || strcmp(res, "boolean") == 0 ||
+                              (c && strcmp(res, "int") == 0));
+    return is_bool ? 1 : go || n == 0 ? -1 : 0;
+  }
+  if (x->want_seq) {
+    bool seq = n == 1 && (strncmp(res, "[]", 2) == 0 || strncmp(res, "map[", 4) == 0 ||
+                          strstr(res, "list[") == res || strstr(res, "dict[") == res ||
+                          strstr(res, "Sequence[") || strstr(res, "Iterable[") ||
+                          strstr(res, "Iterator[") || strstr(res, "[]") ||
+                          strncmp(res, "Array<", 6) == 0);
+    return seq ? 1 : go || n == 0 ? -1 : 0;
+  }
+  if (x->results > 0) {
+    if (n != x->results) return go || n == 0 || x->results > 1 ? -1 : 0;
+    if (x->results > 1) return 1;
+    return x->ret[0] && strcmp(res, x->ret) == 0 ? 1 : 0; /* C: "T x = " */
+  }
+  if (x->ret[0]) {
+    int want = 1;
+    for (const char *p = x->ret; *p; p++) want += *p == ',';
+    if (go && n != want) return -1;
+    return strcmp(res, x->ret) == 0 ? 1 : 0;
+  }
+  return 0;
 }
 
 /* ---- names the words around the cursor predict ------------------------------------ */
@@ -679,6 +753,14 @@ static size_t guess_names(const retrieval *r, const rv_scan *scan, size_t cursor
             memcmp(nm, r->text + scan->fn_at, scan->fn_len) == 0)
           continue;
         float s = scorer_score(&sc, nm, 0.0f);
+        /* What fits the slot at the cursor (a statement, a condition, the
+         * function's result, a declared variable) is likelier; in Go what
+         * cannot fit is not guessed. */
+        if (s >= GUESS_MIN / 2 && d->kind == WK_FUNCTION) {
+          int fit = fits(r->expect, f, d, ws_str(f, d->head), nm);
+          if (fit < 0 && f->lang && strcmp(f->lang, "go") == 0) continue;
+          s *= 1.0f + GUESS_FIT * (float)fit;
+        }
         if (s >= GUESS_MIN && !near_cursor(r, nm)) g[n++] = (guess){nm, ws_str(f, d->head), s};
       }
     }
@@ -785,7 +867,7 @@ typedef struct member {
   bool typed; /* starts with what is typed of the member at the cursor */
   int fits;   /* gives what the cursor's code expects: 1, cannot: -1, not known: 0 */
   float words; /* the words it shares with those around the cursor (scorer) */
-  bool near;
+  uint32_t near; /* nearness() */
   uint32_t kin;  /* the longest start it shares with a name near the cursor (>= 5) */
   uint32_t uses; /* across the workspace, as a member */
   uint32_t order;
@@ -800,7 +882,7 @@ static int cmp_member_pick(const void *a, const void *b) {
   bool xw = x->words >= MEMBER_WORDS_MIN, yw = y->words >= MEMBER_WORDS_MIN;
   if (xw != yw) return xw ? -1 : 1;
   if (xw && x->words != y->words) return x->words > y->words ? -1 : 1;
-  if (x->near != y->near) return x->near ? -1 : 1;
+  if (x->near != y->near) return x->near > y->near ? -1 : 1;
   if (x->kin != y->kin) return x->kin > y->kin ? -1 : 1;
   if (x->uses != y->uses) return x->uses > y->uses ? -1 : 1;
   return x->order < y->order ? -1 : x->order > y->order;
@@ -858,17 +940,6 @@ static bool outside(const retrieval *r, const member *m) {
   return g->defs[m->k].parent == UINT16_MAX;
 }
 
-/* The position of name as a whole word in s, or NULL. */
-static const char *word_in(const char *s, const char *name) {
-  size_t nl = strlen(name);
-  for (const char *p = s; (p = strstr(p, name)); p++) {
-    bool before = p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
-    bool after = !(isalnum((unsigned char)p[nl]) || p[nl] == '_');
-    if (before && after) return p;
-  }
-  return NULL;
-}
-
 /* The container named type (a class, interface or struct): in the file
  * itself, else the preferred one in the workspace. */
 static bool find_type(const retrieval *r, const char *type, defref *out) {
@@ -908,7 +979,7 @@ static size_t inherited(retrieval *r, const char *type, member *ms, size_t n, si
             !mn || dunder(mn) || has_member_named(r, ms, n, mn))
           continue;
         ms[n] = (member){t.fid, (uint32_t)i, ws_str(g, m->head), false, 0, 0.0f,
-                         near_cursor(r, mn), 0, 0, (uint32_t)n};
+                         nearness(r, mn), 0, 0, (uint32_t)n};
         n++;
       }
       n = inherited(r, bases[b], ms, n, cap, depth + 1);
@@ -918,54 +989,22 @@ static size_t inherited(retrieval *r, const char *type, member *ms, size_t n, si
   return n;
 }
 
-/* Whether member d (its head, its name) gives what the code before the
- * cursor expects (rv_expect): 1 exactly, -1 it cannot, 0 not known. */
-static int fits(const rv_expect *x, const ws_file *g, const ws_def *d, const char *head,
-                const char *name) {
-  if (!x || !x->known || !head || !g->lang) return 0;
-  bool go = strcmp(g->lang, "go") == 0; /* Go's types are checked: a mismatch rules out */
-  const char *at = word_in(head, name);
-  if (!at) return 0;
-  char res[128];
-  int n = rv_member_results(head, strlen(head), (size_t)(at - head), strlen(name), g->lang, res,
-                            sizeof res);
-  bool field = d->kind == WK_FIELD || d->kind == WK_VARIABLE;
-  if (x->stmt) return field || n < 0 ? 0 : n == 0 ? 1 : go ? -1 : 0;
-  if (n < 0) return 0;
-  if (x->want_bool) {
-    bool is_bool = n == 1 && (strcmp(res, "bool") == 0 || strcmp(res, "boolean") == 0);
-    return is_bool ? 1 : go || n == 0 ? -1 : 0;
-  }
-  if (x->want_seq) {
-    bool seq = n == 1 && (strncmp(res, "[]", 2) == 0 || strncmp(res, "map[", 4) == 0 ||
-                          strstr(res, "list[") == res || strstr(res, "dict[") == res ||
-                          strstr(res, "Sequence[") || strstr(res, "Iterable[") ||
-                          strstr(res, "Iterator[") || strstr(res, "[]") ||
-                          strncmp(res, "Array<", 6) == 0);
-    return seq ? 1 : go || n == 0 ? -1 : 0;
-  }
-  if (x->results > 0) {
-    if (n == x->results) return x->results > 1 ? 1 : 0;
-    return go || n == 0 || x->results > 1 ? -1 : 0;
-  }
-  if (x->ret[0]) {
-    int want = 1;
-    for (const char *p = x->ret; *p; p++) want += *p == ',';
-    if (go && n != want) return -1;
-    return strcmp(res, x->ret) == 0 ? 1 : 0;
-  }
-  return 0;
-}
-
 /* The compact form of a container: its opening lines, its members (those
  * used near the cursor first, at most MEMBER_LINES, shown in source order;
  * for Go, the methods declared on the type anywhere in its package) and
  * its closing line. Members chosen on their own are left out. */
 static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size_t max_lines,
-                           size_t max_tokens, const char *typed, bool wide) {
+                           size_t max_tokens, const char *typed, bool wide, size_t *full) {
   const ws_file *f = file_of(r, fid);
   const ws_def *d = &f->defs[k];
-  sb_line(b, ws_str(f, d->head));
+  /* A type that is no container (an alias: `type A = B & {...}`) is
+   * listed here for its bases' members: its first line heads them. */
+  bool container = d->flags & WD_CONTAINER;
+  const char *head = ws_str(f, d->head);
+  const char *hnl = container ? NULL : strchr(head, '\n');
+  size_t head_len = hnl ? (size_t)(hnl - head) : strlen(head);
+  sb_put(b, head, head_len);
+  sb_put(b, "\n", 1);
   member ms[256];
   size_t n = 0;
   for (size_t i = k + 1; i < f->n_defs && f->defs[i].start_byte < d->end_byte && n < 256; i++) {
@@ -979,7 +1018,7 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size
                    def_name(f, m)) == 0;
     if (dup) continue;
     ms[n] = (member){fid, (uint32_t)i, ws_str(f, m->head), false, 0, 0.0f,
-                     near_cursor(r, def_name(f, m)), 0, 0, (uint32_t)n};
+                     nearness(r, def_name(f, m)), 0, 0, (uint32_t)n};
     n++;
   }
   const sc_workspace *ws = r->ws;
@@ -1000,7 +1039,7 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size
           was_chosen(r, SELF, (uint32_t)i) || !ws_str(r->self, m->head))
         continue;
       ms[n] = (member){SELF, (uint32_t)i, ws_str(r->self, m->head), false, 0, 0.0f,
-                       near_cursor(r, def_name(r->self, m)), 0, 0, (uint32_t)n};
+                       nearness(r, def_name(r->self, m)), 0, 0, (uint32_t)n};
       n++;
     }
     const ws_map_entry *e = ws ? ws_map_get(&ws->by_scope, name) : NULL;
@@ -1013,7 +1052,7 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size
       if (dir_len(g->path) != dl || strncmp(g->path, fpath, dl) != 0) continue;
       if (was_chosen(r, mf, mk) || !ws_str(g, g->defs[mk].head)) continue;
       ms[n] = (member){mf, mk, ws_str(g, g->defs[mk].head), false, 0, 0.0f,
-                       near_cursor(r, def_name(g, &g->defs[mk])), 0, 0, (uint32_t)n};
+                       nearness(r, def_name(g, &g->defs[mk])), 0, 0, (uint32_t)n};
       n++;
     }
   }
@@ -1038,28 +1077,35 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size
   qsort(ms, n, sizeof *ms, cmp_member_pick);
   if (n > max_lines) n = max_lines;
   /* Within CONTAINER_TOKENS: the most relevant members first. */
-  size_t used = count_tokens(r->tok, ws_str(f, d->head), strlen(ws_str(f, d->head))) +
-                (ws_str(f, d->tail) ? 2 : 0) + 12 /* the path line */;
-  size_t fit = 0;
-  for (; fit < n; fit++) {
+  size_t used = count_tokens(r->tok, head, head_len) + (ws_str(f, d->tail) ? 2 : 0) +
+                12 /* the path line */;
+  /* *full: what the listing would cost with no limit (up to
+   * CURSOR_TYPE_TOKENS), for the caller's reservation. */
+  size_t fit = 0, total = used;
+  for (size_t m = 0; m < n; m++) {
     char line[MEMBER_LINE_BYTES + 64];
-    const ws_file *g = file_of(r, ms[fit].fid);
-    size_t hl = member_line(ms[fit].head, def_name(g, &g->defs[ms[fit].k]), line, sizeof line);
+    const ws_file *g = file_of(r, ms[m].fid);
+    size_t hl = member_line(ms[m].head, def_name(g, &g->defs[ms[m].k]), line, sizeof line);
     size_t t = count_tokens(r->tok, line, hl) + 1;
     /* A file not listed yet costs its path line. */
-    const char *mp = member_path(r, &ms[fit]);
+    const char *mp = member_path(r, &ms[m]);
     bool seen = strcmp(mp, fpath) == 0;
-    for (size_t j = 0; j < fit && !seen; j++) seen = strcmp(member_path(r, &ms[j]), mp) == 0;
+    for (size_t j = 0; j < m && !seen; j++) seen = strcmp(member_path(r, &ms[j]), mp) == 0;
     if (!seen) t += count_tokens(r->tok, mp, strlen(mp)) + 6;
-    if (used + t > max_tokens) break;
-    used += t;
+    if (fit == m && used + t <= max_tokens) {
+      used += t;
+      fit = m + 1;
+    }
+    total += t;
+    if (fit <= m && (!full || total >= CURSOR_TYPE_TOKENS)) break;
   }
+  if (full) *full = total < CURSOR_TYPE_TOKENS ? total : CURSOR_TYPE_TOKENS;
   n = fit;
   t_home = fpath;
   t_r = r;
   qsort(ms, n, sizeof *ms, cmp_member_order);
   for (size_t m = 0; m < n; m++) choose(r, ms[m].fid, ms[m].k); /* listed: not again */
-  bool tail_after_fields = ws_str(f, d->tail) != NULL;
+  bool tail_after_fields = container && ws_str(f, d->tail) != NULL;
   size_t i = 0;
   const char *last = fpath;
   for (; i < n; i++) {
@@ -1421,7 +1467,19 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
   r.n_cands = n_cands;
   defref def_of[MAX_DEF_ITEMS];
   bool at_cursor[MAX_DEF_ITEMS];
+  size_t reserve[MAX_DEF_ITEMS]; /* what a definition is charged at least (the type at the cursor) */
   size_t n_defs = 0;
+  /* The members of the type at the cursor take three quarters of what the
+   * enclosing scopes leave of the snippet budget, at most
+   * CURSOR_TYPE_TOKENS: the listing must fit, or nothing after it would be
+   * taken. More budget gives the listing as much room or more (the same
+   * members or more) and what follows it more too (it is charged its room,
+   * see below), so that it never drops a definition that less took. */
+  size_t scope_tokens = 0;
+  for (size_t i = 0; i < n_scopes; i++)
+    scope_tokens += count_tokens(tok, out->snippets[i].text, out->snippets[i].len);
+  size_t wide_tokens = snippet_budget > scope_tokens ? (snippet_budget - scope_tokens) * 3 / 4 : 0;
+  if (wide_tokens > CURSOR_TYPE_TOKENS) wide_tokens = CURSOR_TYPE_TOKENS;
   for (size_t i = 0; i < n_cands && n_defs < MAX_DEF_ITEMS; i++) {
     defref d;
     if (!resolve_cand(&r, &cands[i], cursor, &d) || was_chosen(&r, d.fid, d.k)) continue;
@@ -1436,12 +1494,14 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     }
     /* A guessed container is shown by its head line only: it does not keep
      * its listing from coming later, for a name written near the cursor. */
-    bool listing = def->flags & WD_CONTAINER || (is_type(def) && f->lang && strcmp(f->lang, "go") == 0);
+    const rv_cand *c = &cands[i];
+    bool wide = c->type_only && c->at_cursor && !c->known; /* a member is about to be typed */
+    size_t full = 0;
+    bool listing = def->flags & WD_CONTAINER || (is_type(def) && wide) ||
+                   (is_type(def) && f->lang && strcmp(f->lang, "go") == 0);
     if (!(cands[i].guess && listing)) choose(&r, d.fid, d.k);
     sbuf sb = {0};
     uint32_t first_line = def->start_line, last_line = def->end_line;
-    const rv_cand *c = &cands[i];
-    bool wide = c->type_only && c->at_cursor && !c->known; /* a member is about to be typed */
     if (c->guess && ws_str(f, def->head)) {
       /* A guess is worth its name, not much budget: its head's first line
        * (a long signature is broken after its name's parenthesis). */
@@ -1450,10 +1510,18 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       sb_put(&sb, h, utf8_cut(h, hl, GUESS_LINE_BYTES));
       sb_put(&sb, "\n", 1);
       last_line = first_line;
+      /* A typedef'd struct is named on its closing line. */
+      const char *tail = ws_str(f, def->tail), *nm = def_name(f, def);
+      char first[GUESS_LINE_BYTES + 1];
+      snprintf(first, sizeof first, "%.*s", (int)(hl < GUESS_LINE_BYTES ? hl : GUESS_LINE_BYTES), h);
+      if (tail && nm && !word_in(first, nm) && word_in(tail, nm)) {
+        sb_line(&sb, tail);
+        last_line = def->end_line;
+      }
     } else if (listing)
       container_text(&r, d.fid, d.k, &sb, wide ? CURSOR_MEMBER_LINES : MEMBER_LINES,
-                     wide ? CURSOR_TYPE_TOKENS : i < gat ? CONTAINER_TOKENS : LATE_TOKENS,
-                     c->typed, wide);
+                     wide ? wide_tokens : i < gat ? CONTAINER_TOKENS : LATE_TOKENS,
+                     c->typed, wide, wide ? &full : NULL);
     else if (def->kind == WK_CONSTANT || def->kind == WK_MACRO || def->kind == WK_VARIABLE)
       group_text(&r, d.fid, d.k, &sb, i < gat ? CONTAINER_TOKENS : LATE_TOKENS, &first_line,
                  &last_line);
@@ -1474,6 +1542,7 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       continue;
     }
     at_cursor[n_defs] = i < gat + put; /* the member access at the cursor, its line, the guesses */
+    reserve[n_defs] = full < wide_tokens ? full : wide_tokens;
     def_of[n_defs++] = d;
   }
   /* A large definition not from the cursor's line (a struct listed because
@@ -1485,22 +1554,27 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     size_t n_big = 0, w = n_scopes;
     sc_context_snippet big[MAX_DEF_ITEMS];
     defref big_def[MAX_DEF_ITEMS];
+    size_t big_reserve[MAX_DEF_ITEMS];
     for (size_t i = n_scopes; i < out->n_snippets; i++) {
       sc_context_snippet s = out->snippets[i];
       defref dd = def_of[i - n_scopes];
+      size_t rs = reserve[i - n_scopes];
       bool late = !at_cursor[i - n_scopes] && count_tokens(tok, s.text, s.len) > LATE_TOKENS;
       if (late) {
         big[n_big] = s;
+        big_reserve[n_big] = rs;
         big_def[n_big++] = dd;
       } else {
         out->snippets[w] = s;
         def_of[w - n_scopes] = dd;
+        reserve[w - n_scopes] = rs;
         w++;
       }
     }
     for (size_t i = 0; i < n_big; i++, w++) {
       out->snippets[w] = big[i];
       def_of[w - n_scopes] = big_def[i];
+      reserve[w - n_scopes] = big_reserve[i];
     }
   }
   /* Costs, thresholds, and what the snippet budget takes. */
@@ -1525,12 +1599,17 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       }
     }
     if (!full) s->tokens = count_tokens(tok, s->text, s->len);
-    full = full || spent + s->tokens > snippet_budget; /* the first that does not fit ends it */
+    /* The type at the cursor is charged the room it was given (or all it
+     * would take, when less): so what follows it gets a share that only
+     * grows with the budget, not what a member more or less leaves. */
+    size_t charge = i >= n_scopes && reserve[i - n_scopes] > s->tokens ? reserve[i - n_scopes]
+                                                                      : s->tokens;
+    full = full || spent + charge > snippet_budget; /* the first that does not fit ends it */
     if (full) {
       snippet_free(s);
       continue;
     }
-    spent += s->tokens;
+    spent += charge;
     if (i >= n_scopes) kept_defs[n_kept_defs++] = def_of[i - n_scopes];
     out->snippets[kept++] = *s;
   }

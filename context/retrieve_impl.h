@@ -33,7 +33,7 @@ typedef struct rv_cand {
 #define RV_W_FUNC 2.0f
 #define RV_W_PROSE 0.5f /* a word of a comment or string, against one of code */
 #define RV_W_NOTE 2.5f  /* a word of the comment right above the cursor's line */
-#define RV_BAG_BEFORE 8 /* lines before the cursor's ... */
+#define RV_BAG_BEFORE 16 /* lines before the cursor's ... */
 #define RV_BAG_AFTER 4  /* ... and after it, weighted 1 / (1 + distance / 3) */
 typedef struct rv_bag {
   uint64_t word[RV_BAG]; /* sc_hash64 of the lower-cased word */
