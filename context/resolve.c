@@ -139,6 +139,44 @@ static char *narrowed_type(const char *s, size_t len, size_t at, size_t n, const
   return NULL;
 }
 
+/* TypeScript/JavaScript: name s[at, at + n) taken apart from an object,
+ * `const {a, name, b} = x.y;`: "=x.y.name" (for chain_type to follow), or
+ * NULL. Not a renamed one (`{name: other}` declares other). */
+static char *destructured(const char *s, size_t len, size_t at, size_t n) {
+  size_t b = at;
+  while (b > 0 && (is_id(s[b - 1]) || strchr(" \t\n,", s[b - 1]))) b--;
+  if (b == 0 || s[b - 1] != '{') return NULL;
+  size_t q = b - 1;
+  while (q > 0 && (s[q - 1] == ' ' || s[q - 1] == '\t')) q--;
+  size_t w = q;
+  while (w > 0 && is_id(s[w - 1])) w--;
+  if (!(word_is(s + w, q - w, "const") || word_is(s + w, q - w, "let") ||
+        word_is(s + w, q - w, "var")))
+    return NULL;
+  size_t e = at + n;
+  while (e < len && (s[e] == ' ' || s[e] == '\t')) e++;
+  if (e < len && s[e] == ':') return NULL; /* renamed */
+  while (e < len && (is_id(s[e]) || strchr(" \t\n,", s[e]))) e++;
+  if (e >= len || s[e] != '}') return NULL;
+  e++;
+  while (e < len && (s[e] == ' ' || s[e] == '\t')) e++;
+  if (e + 1 >= len || s[e] != '=' || s[e + 1] == '=') return NULL;
+  e++;
+  while (e < len && (s[e] == ' ' || s[e] == '\t')) e++;
+  char *rhs = rhs_chain(s, len, e);
+  if (!rhs) return NULL;
+  size_t rl = strlen(rhs);
+  char *out = malloc(rl + n + 2);
+  if (out) {
+    memcpy(out, rhs, rl);
+    out[rl] = '.';
+    memcpy(out + rl + 1, s + at, n);
+    out[rl + n + 1] = '\0';
+  }
+  free(rhs);
+  return out;
+}
+
 char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *lang) {
   size_t e = at + n;
   char *narrow = narrowed_type(s, len, at, n, lang);
@@ -211,6 +249,10 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
         word_is(s + a, k - a, "map") || word_is(s + a, k - a, "chan"))
       return NULL;
     return strndup(s + a, k - a);
+  }
+  if (ts_like(lang)) { /* const {a, b} = x: a is x.a */
+    char *d = destructured(s, len, at, n);
+    if (d) return d;
   }
   if (s[k] == '?' || s[k] == '!') k++;
   if (k < len && s[k] == ':' && !(k + 1 < len && s[k + 1] == '=')) {
@@ -481,18 +523,34 @@ typedef struct collector {
 
 /* Words of the languages that ws_is_keyword (which the index's sketches
  * use, so it stays as it is) does not list: never a name to look up. */
-static const char *const k_more_keywords[] = {
-    "type", "extends", "implements", "interface", "readonly", "keyof", "typeof", "infer",
-    "declare", "namespace", "abstract", "satisfies", "instanceof", "undefined", "null",
-    "boolean", "string", "number", "void", "never", "unknown", "any", "symbol", "bigint",
-    "delete", "throw", "super", "static", "protected", "override", "of", "true", "false",
-    "nil", "struct", "map", "chan", "range", "defer", "select", "go", "goto", "fallthrough",
-    "default", "const", "sizeof", "elif", "except", "finally", "raise", "global", "nonlocal",
-    "assert", "del", "None", "True", "False", "await", NULL};
+/* By length (called for every identifier scanned: a length, then a few
+ * words of it). */
+static const char *const k_more_keywords[][16] = {
+    {NULL},
+    {NULL},
+    {"of", "go", NULL},
+    {"any", "nil", "map", "del", NULL},
+    {"type", "null", "void", "true", "chan", "goto", "elif", "None", "True", NULL},
+    {"keyof", "infer", "never", "throw", "super", "false", "range", "defer", "const", "raise",
+     "False", "await", NULL},
+    {"typeof", "string", "number", "symbol", "bigint", "delete", "static", "struct", "select",
+     "sizeof", "except", "global", "assert", NULL},
+    {"extends", "declare", "boolean", "unknown", "default", "finally", NULL},
+    {"readonly", "abstract", "override", "nonlocal", NULL},
+    {"interface", "namespace", "satisfies", "undefined", "protected", NULL},
+    {"implements", "instanceof", NULL},
+    {"fallthrough", NULL},
+};
+
+static bool more_keyword(const char *s, size_t n) {
+  if (n >= sizeof k_more_keywords / sizeof k_more_keywords[0]) return false;
+  for (const char *const *k = k_more_keywords[n]; *k; k++)
+    if ((*k)[0] == s[0] && memcmp(*k, s, n) == 0) return true;
+  return false;
+}
 
 static bool skip_word(const char *s, size_t n) {
-  return n < 2 || isdigit((unsigned char)s[0]) || ws_is_keyword(s, n) ||
-         in_list(s, n, k_more_keywords);
+  return n < 2 || isdigit((unsigned char)s[0]) || ws_is_keyword(s, n) || more_keyword(s, n);
 }
 
 static void add(collector *co, const char *name, size_t n, const char *recv_type, bool member,

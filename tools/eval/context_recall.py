@@ -560,6 +560,30 @@ IMPORT_LINE = {
 }
 
 
+IMPORT_SPAN = {
+    "c": None,
+    "python": re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]*\([^)]*\)", re.M),
+    "go": re.compile(r"^[ \t]*import[ \t]*\([^)]*\)", re.M),
+    "typescript": re.compile(r"^[ \t]*(?:import|export)\b[^;'\"`]*?\bfrom[ \t]*['\"][^'\"]*['\"]",
+                             re.M),
+}
+
+
+def import_lines(code, lang):
+    """The 0-based lines inside import statements that span several lines
+    (`from x import (\n a,\n)`, `export {\n A,\n} from './a'`): a name
+    listed there is imported, not used."""
+    pat = IMPORT_SPAN[lang]
+    out = set()
+    if not pat:
+        return out
+    for m in pat.finditer(code):
+        a = code.count("\n", 0, m.start())
+        b = code.count("\n", 0, m.end())
+        out.update(range(a, b + 1))
+    return out
+
+
 def binds_locally(code, name, lang):
     """Whether file code binds name itself (a local, a parameter, an import
     alias): a use there may not mean the other file's definition."""
@@ -702,14 +726,17 @@ def _indent(text):
 
 
 def _function_head(text, lang):
-    """Whether a line opens a function (the end of a declaration's scope)."""
+    """Whether a line opens a named function (the end of a declaration's
+    scope; a closure sees the variables around it, so its head is not)."""
     t = text.strip()
     if lang == "python":
         return re.match(r"(?:async\s+)?def\s|class\s", t) is not None
+    if lang == "go":
+        return t.startswith("func ")
     if re.match(r"(?:\}\s*)?(?:else|if|for|while|switch|catch|do|try|finally|case|default|"
-                r"select|go|defer|return)\b", t):
+                r"return)\b", t) or "=>" in t or re.search(r"\bfunction\s*\(", t):
         return False
-    return "(" in t and t.endswith("{") or t.startswith("func ")
+    return "(" in t and t.endswith("{")
 
 
 def foreign_modules(files, path, lang, module):
@@ -952,8 +979,9 @@ def find_cases(repo, lang, n, seed, dropped=None):
         code = strip_code(text, lang)
         lines = code.split("\n")
         own = {}
+        in_import = import_lines(code, lang)
         for ln, t in enumerate(lines):
-            if IMPORT_LINE[lang].search(t):
+            if IMPORT_LINE[lang].search(t) or ln in in_import:
                 continue
             for m in IDENT.finditer(t):
                 name = m.group(0)
@@ -1272,6 +1300,7 @@ def evaluate(case_file, a, env):
                 hh["grep"] += hg
                 hh["prev"] += hp
                 per_case.append({"scenario": scenario, "half": half_of(c), "lang": lang,
+                                 "repo": os.path.basename(meta["repo"]),
                                  "file": c["file"], "line": c["line"],
                                  "col": c["col"], "name": c["name"], "kind": c["kind"],
                                  "sculpt": h, "grep": hg, "prev": hp if a.prev else None})
