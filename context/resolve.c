@@ -733,6 +733,22 @@ static void file_names(collector *co, size_t ra, size_t rb) {
 
 /* ---- words ------------------------------------------------------------------------ */
 
+/* The word a common abbreviation (lower case, s[0, n)) stands for, or NULL. */
+static const char *abbreviation(const char *s, size_t n) {
+  static const char *const pairs[][2] = {
+      {"err", "error"}, {"ctx", "context"}, {"cfg", "config"}, {"conf", "config"},
+      {"msg", "message"}, {"req", "request"}, {"res", "response"}, {"resp", "response"},
+      {"opt", "option"}, {"arg", "argument"}, {"cmd", "command"}, {"str", "string"},
+      {"val", "value"}, {"fn", "function"}, {"func", "function"}, {"num", "number"},
+      {"idx", "index"}, {"buf", "buffer"}, {"src", "source"}, {"dst", "destination"},
+      {"env", "environment"}, {"dir", "directory"}, {"prev", "previous"}, {"tmp", "temporary"},
+      {"param", "parameter"}, {"attr", "attribute"}, {"addr", "address"}, {"conn", "connection"},
+      {NULL, NULL}};
+  for (size_t i = 0; pairs[i][0]; i++)
+    if (strlen(pairs[i][0]) == n && memcmp(pairs[i][0], s, n) == 0) return pairs[i][1];
+  return NULL;
+}
+
 size_t rv_words(const char *s, size_t n, uint64_t *out, size_t cap) {
   size_t k = 0;
   for (size_t i = 0; i < n && k < cap;) {
@@ -758,6 +774,13 @@ size_t rv_words(const char *s, size_t n, uint64_t *out, size_t cap) {
     for (size_t j = a; j < i; j++) low[j - a] = (char)tolower((unsigned char)s[j]);
     /* A plural is its singular: keys, key; params, param (not "class"). */
     if (wl >= 4 && low[wl - 1] == 's' && low[wl - 2] != 's') wl--;
+    /* The abbreviations code writes everywhere are their words: err is
+     * error, ctx context, cmd command. */
+    const char *full = abbreviation(low, wl);
+    if (full) {
+      wl = strlen(full);
+      memcpy(low, full, wl);
+    }
     uint64_t h = sc_hash64(low, wl, 0x77);
     bool dup = false;
     for (size_t j = 0; j < k && !dup; j++) dup = out[j] == h;
@@ -1192,7 +1215,8 @@ static bool type_position(const char *t, size_t ls, size_t cur, const char *lang
     /* []T, map[K]V, *T (not a product: nothing to multiply before it). */
     if (e - ls >= 2 && t[e - 1] == ']' && t[e - 2] == '[') return true;
     if (e - ls >= 4 && memcmp(t + e - 4, "map[", 4) == 0) return true;
-    if (t[e - 1] == '*' && (e - 1 == ls || strchr(" \t([,", t[e - 2]))) return true;
+    if ((t[e - 1] == '*' || t[e - 1] == '&') && (e - 1 == ls || strchr(" \t([,=", t[e - 2])))
+      return true; /* *T; &T{...}, a composite literal's address */
     if (wl > 0 && (word_is(word, wl, "chan") || word_is(word, wl, "struct"))) return false;
     /* "Name " in a struct or a parameter list: the type comes next. */
     if (wl > 0 && e < cur && (p == ls || t[p - 1] == '(' || t[p - 1] == ',') && tree) {

@@ -594,6 +594,28 @@ static const char *word_in(const char *s, const char *name) {
   return NULL;
 }
 
+/* The line of head that names name (a whole word; else its first line):
+ * where it starts, *len its length, *row its index in head. */
+static const char *naming_line(const char *head, const char *name, size_t *len, size_t *row) {
+  const char *p = head;
+  for (size_t k = 0; p && *p; k++) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf - 1 ? n : sizeof buf - 1), p);
+    if (word_in(buf, name)) {
+      *len = n;
+      *row = k;
+      return p;
+    }
+    p = e ? e + 1 : NULL;
+  }
+  const char *e = strchr(head, '\n');
+  *len = e ? (size_t)(e - head) : strlen(head);
+  *row = 0;
+  return head;
+}
+
 /* Whether member d (its head, its name) gives what the code before the
  * cursor expects (rv_expect): 1 exactly, -1 it cannot, 0 not known. */
 static int fits(const rv_expect *x, const ws_file *g, const ws_def *d, const char *head,
@@ -770,13 +792,11 @@ static size_t guess_names(const retrieval *r, const rv_scan *scan, size_t cursor
     bool dup = false;
     for (size_t j = 0; j < k && !dup; j++) dup = strcmp(out[j], g[i].name) == 0;
     if (dup || !g[i].head) continue;
-    /* A guess shown costs its first line: one that costs much (a macro's
-     * body) is not worth a guess. */
-    const char *nl = strchr(g[i].head, '\n');
-    size_t hl = nl ? (size_t)(nl - g[i].head) : strlen(g[i].head);
-    if (count_tokens(r->tok, g[i].head, utf8_cut(g[i].head, hl, GUESS_LINE_BYTES)) >
-        GUESS_TOKENS)
-      continue;
+    /* A guess shown costs its line: one that costs much (a macro's body)
+     * is not worth a guess. */
+    size_t hl, row;
+    const char *line = naming_line(g[i].head, g[i].name, &hl, &row);
+    if (count_tokens(r->tok, line, utf8_cut(line, hl, GUESS_LINE_BYTES)) > GUESS_TOKENS) continue;
     out[k++] = g[i].name;
   }
   free(g);
@@ -1503,12 +1523,14 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     sbuf sb = {0};
     uint32_t first_line = def->start_line, last_line = def->end_line;
     if (c->guess && ws_str(f, def->head)) {
-      /* A guess is worth its name, not much budget: its head's first line
-       * (a long signature is broken after its name's parenthesis). */
-      const char *h = ws_str(f, def->head), *nl = strchr(h, '\n');
-      size_t hl = nl ? (size_t)(nl - h) : strlen(h);
+      /* A guess is worth its name, not much budget: the line of its head
+       * that names it (not a decorator above; a long signature is broken
+       * after its name's parenthesis). */
+      size_t hl, row;
+      const char *h = naming_line(ws_str(f, def->head), def_name(f, def), &hl, &row);
       sb_put(&sb, h, utf8_cut(h, hl, GUESS_LINE_BYTES));
       sb_put(&sb, "\n", 1);
+      first_line += (uint32_t)row;
       last_line = first_line;
       /* A typedef'd struct is named on its closing line. */
       const char *tail = ws_str(f, def->tail), *nm = def_name(f, def);
