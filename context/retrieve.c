@@ -759,7 +759,7 @@ static size_t guess_names(const retrieval *r, const rv_scan *scan, size_t cursor
       const ws_file *f = i == r->n_imported ? r->self : file_of(r, r->imported[i]);
       for (size_t k = 0; f && k < f->n_defs && n < GUESS_POOL; k++) {
         const ws_def *d = &f->defs[k];
-        if (!guessable(d) || (want_type && !is_type(d))) continue;
+        if (!guessable(d)) continue;
         /* Not what encloses the cursor. What the windows show is left to
          * the lookup (resolve_cand): the choice must not depend on the
          * windows, which grow with the budget. */
@@ -770,6 +770,11 @@ static size_t guess_names(const retrieval *r, const rv_scan *scan, size_t cursor
           scorer_add(&sc, nm);
           continue;
         }
+        /* Types only where a type goes; a word's rarity was still counted
+         * among all names (pass 0): counted among a few types alone, their
+         * words are all common and none is guessed (`raise ` in a module
+         * importing two error classes). */
+        if (want_type && !is_type(d)) continue;
         /* Nor the enclosing function's name: its words are in the bag. */
         if (scan->fn_len && strlen(nm) == scan->fn_len &&
             memcmp(nm, r->text + scan->fn_at, scan->fn_len) == 0)
