@@ -5,8 +5,11 @@
 #ifndef SCULPT_CLI_H
 #define SCULPT_CLI_H
 
+#include "sculpt.h"
+
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct sc_cli_command {
   const char *name;
@@ -32,12 +35,15 @@ int sc_cli_serve(int argc, char **argv);
 bool sc_cli_parse_long(const char *s, long lo, long hi, long *out);
 
 /* The remote backend's options, shared by complete and batch: --backend URL,
- * --backend-model NAME, --api-key-env VAR, --timeout MS, --max-tries N (option o with its
+ * --backend-model NAME, --api-key-env VAR, --timeout MS, --max-tries N,
+ * --provider NAME, --fim-template NAME, --stream on|off (option o with its
  * value v) into r. 1: parsed; 0: o is not one of them; -1: a bad value,
  * reported as `sculpt CMD: ...`. */
 struct sc_fim_client_options;
 int sc_cli_backend_option(const char *cmd, const char *o, const char *v,
                           struct sc_fim_client_options *r);
+/* True (and reported) when backend options came without --backend. */
+bool sc_cli_backend_orphan(const char *cmd, const struct sc_fim_client_options *r);
 
 /* Reads a whole file; *data (NUL-terminated) owned by the caller. On
  * failure errno says why. */
@@ -49,6 +55,14 @@ bool sc_cli_read_file(const char *path, char **data, size_t *len);
  * such column. */
 int sc_cli_locate(const char *target, char **path, const char *text, size_t len,
                   size_t *offset, bool read_it, long *line_out, long *col_out);
+
+/* Writes data atomically over path: a temp file .NAME.sculpt-XXXXXX in the
+ * same directory with the given permissions, fsync, rename, fsync of the
+ * directory. A kill at any point leaves either the old or the new file whole
+ * (at worst a stray temp file next to it, which `sculpt batch` skips). */
+#define SC_CLI_TMP_TAG ".sculpt-"
+sc_status sc_cli_write_atomic(const char *path, const char *data, size_t len, mode_t perm,
+                              sc_error *err);
 
 /* Prints "sculpt NAME: MESSAGE" on stderr. */
 void sc_cli_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

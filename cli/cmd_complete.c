@@ -155,12 +155,7 @@ static int parse_args(int argc, char **argv, args *a) {
     }
   }
   if (!a->target) { sc_cli_fail(CMD, "needs FILE:LINE:COL (see sculpt help complete)"); return 2; }
-  if (!a->remote.url &&
-      (a->remote.model || a->remote.api_key_env || a->remote.timeout_ms || a->remote.max_tries)) {
-    sc_cli_fail(CMD, "--backend-model, --api-key-env, --timeout and --max-tries go "
-                     "with --backend");
-    return 2;
-  }
+  if (sc_cli_backend_orphan(CMD, &a->remote)) return 2;
   return 0;
 }
 
@@ -221,8 +216,10 @@ static sc_status remote_fill(void *user, const char *head, size_t head_len, cons
     static const char *const nl_stop[] = {"\n"};
     bool one = f->one_line || !memchr(span, '\n', span_len);
     /* About four bytes a token, with room to write it differently. */
-    sc_fim_request req = {before, f->prompt_len + head_len, after, tail_len + f->suffix_len,
-                          (int)(span_len / 2 + 8), 0.0, one ? nl_stop : NULL, one ? 1 : 0};
+    sc_fim_request req = {.prompt = before, .prompt_len = f->prompt_len + head_len,
+                          .suffix = after, .suffix_len = tail_len + f->suffix_len,
+                          .max_tokens = (int)(span_len / 2 + 8), .stop = one ? nl_stop : NULL,
+                          .n_stop = one ? 1 : 0};
     sc_fim_result res = {0};
     st = sc_fim_complete_sync(f->o, &req, NULL, out, out_len, &res, err);
     f->tries += res.tries;
@@ -259,6 +256,8 @@ static int complete_remote(const args *a, const char *path, const char *text, si
   const char *suffix = text + offset;
   size_t suffix_len = len - offset > REMOTE_BYTES_AFTER ? REMOTE_BYTES_AFTER : len - offset;
   sc_prompt pr = {0};
+  sc_fim_chunk *chunks = NULL; /* the snippets, for providers that take them apart */
+  int n_chunks = 0;
   bool have_prompt = tok && lang &&
                      sc_prompt_build(NULL, path, lang, text, len, offset, tok, REMOTE_BUDGET,
                                      &pr, NULL) == SC_OK;
@@ -268,6 +267,10 @@ static int complete_remote(const args *a, const char *path, const char *text, si
       n_snippets = pr.n_snippets;
       suffix = pr.suffix;
       suffix_len = strlen(pr.suffix);
+      chunks = pr.n_snippets ? calloc(pr.n_snippets, sizeof *chunks) : NULL;
+      for (size_t i = 0; chunks && i < pr.n_snippets; i++)
+        chunks[n_chunks++] = (sc_fim_chunk){pr.snippets[i].path, strlen(pr.snippets[i].path),
+                                            pr.snippets[i].text, pr.snippets[i].len};
     }
   } else {
     size_t p0 = offset > REMOTE_BYTES_BEFORE ? offset - REMOTE_BYTES_BEFORE : 0;
@@ -292,8 +295,15 @@ static int complete_remote(const args *a, const char *path, const char *text, si
     static const char *const nl_stop[] = {"\n"};
     bool one_line = planned && plan.single_line;
     sc_fim_client_options o = a->remote;
-    sc_fim_request req = {prompt, prompt_len, suffix, suffix_len, a->plan.lengths[0],
-                          a->params.temperature, one_line ? nl_stop : NULL, one_line ? 1 : 0};
+    /* The prompt is the snippets then the window (sc_prompt_text): with the
+     * snippets apart, the window alone follows them. */
+    size_t window = chunks ? strlen(pr.prefix) : prompt_len;
+    sc_fim_request req = {.prompt = prompt + (prompt_len - window), .prompt_len = window,
+                          .suffix = suffix, .suffix_len = suffix_len,
+                          .max_tokens = a->plan.lengths[0],
+                          .temperature = a->params.temperature,
+                          .stop = one_line ? nl_stop : NULL, .n_stop = one_line ? 1 : 0,
+                          .extra = chunks, .n_extra = chunks ? n_chunks : 0};
     if (sc_fim_complete_sync(&o, &req, NULL, &raw, &raw_len, &res, &err) != SC_OK) {
       exit_code = fail_err(&err);
       goto done;
@@ -333,6 +343,12 @@ static int complete_remote(const args *a, const char *path, const char *text, si
                           res.http_status, "ms", res.ms, "kind",
                           planned ? sc_completion_kind_name(plan.kind) : "unplanned");
     if (o && discarded) json_object_set_new(o, "discarded", json_string(discarded));
+    if (o) {
+      json_object_set_new(o, "provider", json_string(sc_fim_provider_name(res.provider)));
+      json_object_set_new(o, "streamed", json_boolean(res.streamed));
+      json_object_set_new(o, "finish_reason", json_string(res.finish_reason));
+      json_object_set_new(o, "truncated", json_boolean(res.truncated));
+    }
     if (o && repaired) json_object_set_new(o, "repaired", json_true());
     char *out = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     json_decref(o);
@@ -344,6 +360,9 @@ static int complete_remote(const args *a, const char *path, const char *text, si
     free(out);
   } else {
     if (discarded) fprintf(stderr, "sculpt %s: nothing kept: %s\n", CMD, discarded);
+    if (res.truncated)
+      fprintf(stderr, "sculpt %s: the backend stopped at the token limit (--max-tokens): the "
+                      "answer may be cut off\n", CMD);
     fwrite(shown, 1, kept, stdout);
     putchar('\n');
   }
@@ -352,6 +371,7 @@ done:
   free(raw);
   free(repaired);
   free(prompt);
+  free(chunks);
   if (have_prompt) sc_prompt_free(&pr);
   sc_syntax_tree_free(tree);
   sc_tokenizer_free(tok);
@@ -429,23 +449,22 @@ int sc_cli_complete(int argc, char **argv) {
     goto done;
   }
   double t_tok = sc_now_ms();
-  /* The file cut to the context, as the family's harness would: the
-   * prefix is cut from the left first; a cut suffix ends without EOS. */
+  /* The canvas, the room a DreamOn canvas may grow into and the prompt are
+   * fitted to the model's context with the family's frame (model.h,
+   * sc_infill_fit_plan): a long canvas is cut, and a file longer than the
+   * rest keeps the tokens nearest the cursor, the prefix cut first (from
+   * the left, down to half), then the suffix, which then ends without EOS.
+   * The engine gets the positions that needs. */
   const sc_model_info *info = sc_model_get_info(model);
   sc_infill_params params = decoding_params(&a, model);
-  int max_len = 0;
-  for (int i = 0; i < a.plan.n_lengths; i++)
-    if (a.plan.lengths[i] > max_len) max_len = a.plan.lengths[i];
+  sc_infill_budget fit;
   size_t keep_pre = 0, keep_suf = 0;
-  if (!sc_infill_fit(model, &params, info->max_seq, max_len, n_pre, n_suf, &keep_pre, &keep_suf,
-                     &params.suffix_cut)) {
-    sc_cli_fail(CMD, "a %d-token canvas does not fit the model's %d-token context", max_len,
-                info->max_seq);
-    exit_code = 2;
+  if (sc_infill_fit_plan(model, info->max_seq, 0, &a.plan, &params, &fit, &err) != SC_OK) {
+    exit_code = fail_err(&err);
     goto done;
   }
-  int need = sc_infill_positions(model, &params, max_len, keep_pre, keep_suf);
-  if (need > info->max_seq) need = info->max_seq;
+  sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &params.suffix_cut);
+  int need = sc_infill_positions(&fit, keep_pre, keep_suf, params.suffix_cut);
   if (sc_engine_new(model, tok, need, &engine, &err) != SC_OK ||
       sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
                        &a.plan, &params, NULL, NULL, NULL, &res, &err) != SC_OK) {
@@ -463,7 +482,7 @@ int sc_cli_complete(int argc, char **argv) {
     json_t *text_j = json_stringn(res.text ? res.text : "", res.text_len);
     json_t *o = json_pack(
         "{s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:b, s:f, s:s, s:s, s:{s:s, s:s, s:s, s:s}, "
-        "s:{s:I, s:I, s:b}, s:{s:f, s:f, s:f, s:f, s:f}}",
+        "s:{s:I, s:I, s:i, s:b}, s:{s:f, s:f, s:f, s:f, s:f}}",
         "text", text_j ? text_j : json_string(""), "ids", ids, "confidence", conf,
         "canvas_ids", canvas, "steps", res.steps, "committed", res.committed, "canvas",
         res.canvas_len, "ended", res.ended, "mean_logp", res.mean_logp, "preset",
@@ -471,9 +490,9 @@ int sc_cli_complete(int argc, char **argv) {
         model_dir, "family", sc_model_family_name(info->family), "profile",
         sc_model_get_profile(model)->name, "device", dev.description, "context",
         "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
-        "suffix_cut", params.suffix_cut, "timings", "load_ms", t_load - t0, "tokenize_ms",
-        t_tok - t_load, "model_ms", res.ms_total, "forward_ms", res.ms_forward, "sample_ms",
-        res.ms_sample);
+        "model_tokens", fit.context, "suffix_cut", params.suffix_cut, "timings", "load_ms",
+        t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms", res.ms_total, "forward_ms",
+        res.ms_forward, "sample_ms", res.ms_sample);
     char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     if (!s) {
       sc_cli_fail(CMD, "cannot format the result");

@@ -120,6 +120,7 @@ typedef struct ctx_run {
   const sc_tokenizer *tok;
   sc_workspace *ws;
   long budget;
+  int context; /* the model's context (contextTokens), 0 when unknown */
   bool cut;
   const sc_prompt_inputs *inputs;
   /* --positions: the last files' trees, so that one parse serves every
@@ -216,6 +217,8 @@ static json_t *context_at(ctx_run *run, const char *target, long repeat, char *m
     goto done;
   }
   out = prompt_json(&prompt, rel, lang, line, col, offset, run->budget);
+  if (out && run->context > 0)
+    json_object_set_new(out, "contextTokens", json_integer(run->context));
   if (out && repeat > 0) {
     /* Wall time, and the thread's CPU time: on a shared machine the wall
      * time also counts the waits for a core. */
@@ -264,12 +267,15 @@ done:
 }
 
 #define MAX_EXTRAS 64
+/* The editor's defaults (lsp/settings.c: contextBudget, maxTokens). */
+#define DEFAULT_BUDGET 1024
+#define DEFAULT_CANVAS 64
 
 int sc_cli_context(int argc, char **argv) {
   const char *target = NULL, *root_arg = NULL, *model_dir = NULL, *positions = NULL;
   const char *open_args[MAX_EXTRAS], *edited_args[MAX_EXTRAS];
   size_t n_open = 0, n_edited = 0;
-  long budget = 1024, repeat = 0;
+  long budget = 0, repeat = 0; /* 0: fitted to the model (below) */
   bool cut = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -369,6 +375,21 @@ int sc_cli_context(int argc, char **argv) {
     sc_cli_fail(CMD, "%s", err.msg);
     goto done;
   }
+  /* Without --budget, the prompt an editor would get by default: 1024
+   * tokens, or what the model's context leaves after the editor's default
+   * 64-token canvas and the family's frame (model.h, sc_infill_budget). An
+   * explicit --budget is shown as asked, to study budgets beyond the model. */
+  int context = 0;
+  sc_infill_frame frame;
+  if (sc_model_context_read(model_dir, SC_FAMILY_AUTO, &context, &frame, NULL) != SC_OK)
+    context = 0;
+  if (budget == 0) {
+    sc_infill_budget fit;
+    budget = DEFAULT_BUDGET;
+    if (context > 0 && sc_infill_budget_compute(context, &frame, DEFAULT_BUDGET, DEFAULT_CANVAS,
+                                                &fit, NULL) == SC_OK)
+      budget = fit.prompt < 16 ? 16 : fit.prompt;
+  }
   if (root_arg) {
     root = strdup(root_arg);
   } else {
@@ -408,7 +429,8 @@ int sc_cli_context(int argc, char **argv) {
   }
   inputs = (sc_prompt_inputs){.docs = docs, .n_docs = n_open, .edits = edits,
                               .n_edits = n_edited};
-  run = (ctx_run){.tok = tok, .ws = ws, .budget = budget, .cut = cut, .inputs = &inputs};
+  run = (ctx_run){.tok = tok, .ws = ws, .budget = budget, .context = context, .cut = cut,
+                  .inputs = &inputs};
   char msg[PATH_MAX + 128];
   if (!positions) {
     json_t *out = context_at(&run, target, repeat, msg, sizeof msg);

@@ -4,9 +4,14 @@
 #include "net.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 bool sc_cli_parse_long(const char *s, long lo, long hi, long *out) {
   char *end;
@@ -108,8 +113,94 @@ int sc_cli_backend_option(const char *cmd, const char *o, const char *v,
       return -1;
     }
     r->max_tries = (int)n;
+  } else if (strcmp(o, "--provider") == 0) {
+    if (!sc_fim_provider_parse(v, &r->provider)) {
+      sc_cli_fail(cmd, "--provider takes %s", SC_FIM_PROVIDER_NAMES);
+      return -1;
+    }
+  } else if (strcmp(o, "--fim-template") == 0) {
+    if (!sc_fim_template_parse(v, &r->fim_template)) {
+      sc_cli_fail(cmd, "--fim-template takes %s", SC_FIM_TEMPLATE_NAMES);
+      return -1;
+    }
+  } else if (strcmp(o, "--stream") == 0) {
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+      sc_cli_fail(cmd, "--stream takes on or off");
+      return -1;
+    }
+    r->no_stream = strcmp(v, "off") == 0;
   } else {
     return 0;
   }
   return 1;
+}
+
+bool sc_cli_backend_orphan(const char *cmd, const struct sc_fim_client_options *r) {
+  if (r->url || !(r->model || r->api_key_env || r->timeout_ms || r->max_tries || r->provider ||
+                  r->fim_template || r->no_stream))
+    return false;
+  sc_cli_fail(cmd, "--backend-model, --api-key-env, --timeout, --max-tries, --provider, "
+                   "--fim-template and --stream go with --backend");
+  return true;
+}
+
+/* Writes data atomically over path: a temp file in the same directory with
+ * the given permissions, fsync, rename, fsync of the directory. A kill at any
+ * point leaves either the old or the new file whole (at worst a stray
+ * .NAME.sculpt-XXXXXX next to it). */
+sc_status sc_cli_write_atomic(const char *path, const char *data, size_t len, mode_t perm,
+                              sc_error *err) {
+  char *d1 = strdup(path), *d2 = strdup(path);
+  if (!d1 || !d2) {
+    free(d1);
+    free(d2);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
+  const char *dir = dirname(d1), *base = basename(d2);
+  size_t tl = strlen(dir) + strlen(base) + 32;
+  char *tmp = malloc(tl);
+  if (!tmp) {
+    free(d1);
+    free(d2);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
+  snprintf(tmp, tl, "%s/.%s" SC_CLI_TMP_TAG "XXXXXX", dir, base);
+  sc_status st = SC_OK;
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    st = sc_error_set(err, SC_ERR_IO, "cannot create a temp file next to %s: %s", path,
+                      strerror(errno));
+    goto out;
+  }
+  bool ok = fchmod(fd, perm) == 0;
+  for (size_t off = 0; ok && off < len;) {
+    ssize_t w = write(fd, data + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) ok = false;
+    else off += (size_t)w;
+  }
+  ok = ok && fsync(fd) == 0;
+  int saved = errno;
+  if (close(fd) != 0) ok = false;
+  if (!ok) {
+    unlink(tmp);
+    st = sc_error_set(err, SC_ERR_IO, "cannot write %s: %s", tmp, strerror(saved));
+    goto out;
+  }
+  if (rename(tmp, path) != 0) {
+    saved = errno;
+    unlink(tmp);
+    st = sc_error_set(err, SC_ERR_IO, "cannot replace %s: %s", path, strerror(saved));
+    goto out;
+  }
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    fsync(dfd); /* best effort: the rename itself is already atomic */
+    close(dfd);
+  }
+out:
+  free(tmp);
+  free(d1);
+  free(d2);
+  return st;
 }

@@ -89,6 +89,31 @@ sc_status sc_syntax_tree_edit(sc_syntax_tree *tree, size_t start, size_t old_end
  * long such a difference can last. Costs a full parse (~75 ms for 170 KB of C). */
 sc_status sc_syntax_tree_reparse(sc_syntax_tree *tree, sc_error *err);
 
+/* Parsing off the caller's thread (the language server's loop never
+ * parses): a tree is made or edited without parsing, copied to a worker
+ * (sc_syntax_tree_copy), and parsed there. Until it is parsed such a tree
+ * is pending: its text is current but its nodes are not, and only
+ * sc_syntax_tree_text, _copy, _edit_unparsed, _parse and _free may be
+ * called on it. */
+
+/* A tree for text (len bytes, copied) in lang, not parsed yet. */
+sc_status sc_syntax_tree_new_unparsed(const char *lang, const char *text, size_t len,
+                                      sc_syntax_tree **out, sc_error *err);
+/* sc_syntax_tree_edit without the parse: many edits then cost one
+ * (incremental) parse instead of one each. */
+sc_status sc_syntax_tree_edit_unparsed(sc_syntax_tree *tree, size_t start, size_t old_end,
+                                       const char *new_text, size_t new_len, sc_error *err);
+/* True: asked to stop (the parse is abandoned). */
+typedef bool (*sc_syntax_stop_fn)(void *user);
+/* Brings a pending tree up to its text: incrementally from its old nodes
+ * when it has them, else from scratch; nothing to do when it is not pending.
+ * With stop, the parse runs in slices of a few milliseconds (tree-sitter's
+ * timeout, resumed) and stop(user) is asked between them: true abandons it
+ * with SC_ERR_CANCELLED and the tree stays pending, unchanged. */
+sc_status sc_syntax_tree_parse(sc_syntax_tree *tree, sc_syntax_stop_fn stop, void *user,
+                               sc_error *err);
+bool sc_syntax_tree_pending(const sc_syntax_tree *tree);
+
 /* Replaces the whole text and parses it from scratch (LSP full sync). */
 sc_status sc_syntax_tree_set_text(sc_syntax_tree *tree, const char *text, size_t len,
                                   sc_error *err);
@@ -311,6 +336,16 @@ sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const
 bool sc_workspace_remove_file(sc_workspace *ws, const char *rel_path);
 /* How many definitions of name the index holds (a test and debugging aid). */
 size_t sc_workspace_count_definitions(const sc_workspace *ws, const char *name);
+
+/* ---- which folder to index (context/root.c) ---------------------------------- */
+
+/* The folder to index for a file (owned by the caller; NULL when the file
+ * does not exist). editor_root (may be NULL) is the folder the editor
+ * named: it is kept when it holds the file and is, or lies in, a work tree,
+ * or when the file is in no work tree at all. Otherwise (no folder named,
+ * one that does not hold the file, one above several repositories) the
+ * file's own work tree (sc_workspace_find_root), else the file's folder. */
+char *sc_context_index_root(const char *file, const char *editor_root);
 
 /* ---- identifier sets and MinHash (context/workspace.c) ----------------------
  * An identifier is [A-Za-z_][A-Za-z0-9_]* of at least 2 characters that is

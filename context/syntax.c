@@ -12,6 +12,9 @@ struct sc_syntax_tree {
   TSTree *ts;
   char *text;          /* NUL-terminated copy of the document */
   size_t len, cap;
+  /* The text changed since the last parse (or was never parsed): ts, if
+   * any, has the edits' positions but not their nodes. */
+  bool pending;
 };
 
 /* tree-sitter counts bytes in uint32_t. */
@@ -54,15 +57,42 @@ static sc_status reserve(sc_syntax_tree *t, size_t need, sc_error *err) {
   return SC_OK;
 }
 
-static sc_status parse(sc_syntax_tree *t, TSTree *old, sc_error *err) {
-  TSTree *next = ts_parser_parse_string(t->parser, old, t->text, (uint32_t)t->len);
-  if (!next && old) /* should not happen without a timeout; try from scratch */
+/* A parse that a stop callback can abandon is run in slices this long: the
+ * parser resumes where it stopped (tree-sitter keeps its state between calls
+ * with the same arguments until ts_parser_reset). */
+#define PARSE_SLICE_US 5000
+
+/* Parses t->text, from old (t->ts, edited, for an incremental parse; NULL:
+ * from scratch). With stop, in slices, asking stop between them; stopped:
+ * SC_ERR_CANCELLED, the parser is reset and the tree is left as it was
+ * (still pending). */
+static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn stop, void *user,
+                            sc_error *err) {
+  ts_parser_set_timeout_micros(t->parser, stop ? PARSE_SLICE_US : 0);
+  TSTree *next;
+  while (!(next = ts_parser_parse_string(t->parser, old, t->text, (uint32_t)t->len)) && stop) {
+    if (stop(user)) {
+      ts_parser_set_timeout_micros(t->parser, 0);
+      ts_parser_reset(t->parser);
+      return sc_error_set(err, SC_ERR_CANCELLED, "parsing %s (%zu bytes) was stopped", t->lang,
+                          t->len);
+    }
+  }
+  ts_parser_set_timeout_micros(t->parser, 0);
+  if (!next && old) { /* should not happen without a timeout; try from scratch */
+    ts_parser_reset(t->parser);
     next = ts_parser_parse_string(t->parser, NULL, t->text, (uint32_t)t->len);
+  }
   SC_CHECK(next, err, SC_ERR_INTERNAL, "tree-sitter returned no tree for %s (%zu bytes)",
            t->lang, t->len);
   if (t->ts) ts_tree_delete(t->ts);
   t->ts = next;
+  t->pending = false;
   return SC_OK;
+}
+
+static sc_status parse(sc_syntax_tree *t, TSTree *old, sc_error *err) {
+  return parse_text(t, old, NULL, NULL, err);
 }
 
 static sc_status tree_alloc(const char *lang, sc_syntax_tree **out, sc_error *err) {
@@ -90,20 +120,13 @@ static sc_status tree_alloc(const char *lang, sc_syntax_tree **out, sc_error *er
 
 sc_status sc_syntax_tree_new(const char *lang, const char *text, size_t len,
                              sc_syntax_tree **out, sc_error *err) {
-  SC_CHECK(out, err, SC_ERR_INVALID, "sc_syntax_tree_new: out is NULL");
-  *out = NULL;
-  SC_CHECK(text || len == 0, err, SC_ERR_INVALID, "sc_syntax_tree_new: text is NULL");
-  SC_CHECK(len <= SC_SYNTAX_MAX_BYTES, err, SC_ERR_UNSUPPORTED,
-           "document of %zu bytes is too large to parse", len);
-  sc_syntax_tree *t = NULL;
-  SC_TRY(tree_alloc(lang, &t, err));
-  sc_status s = sc_syntax_tree_set_text(t, text, len, err);
+  SC_TRY(sc_syntax_tree_new_unparsed(lang, text, len, out, err));
+  sc_status s = sc_syntax_tree_parse(*out, NULL, NULL, err);
   if (s != SC_OK) {
-    sc_syntax_tree_free(t);
-    return s;
+    sc_syntax_tree_free(*out);
+    *out = NULL;
   }
-  *out = t;
-  return SC_OK;
+  return s;
 }
 
 void sc_syntax_tree_free(sc_syntax_tree *t) {
@@ -126,8 +149,9 @@ sc_status sc_syntax_tree_copy(const sc_syntax_tree *src, sc_syntax_tree **out, s
   }
   memcpy(t->text, src->text, src->len + 1);
   t->len = src->len;
-  t->ts = ts_tree_copy(src->ts);
-  if (!t->ts) {
+  t->pending = src->pending;
+  t->ts = src->ts ? ts_tree_copy(src->ts) : NULL;
+  if (src->ts && !t->ts) {
     sc_syntax_tree_free(t);
     return sc_error_set(err, SC_ERR_NOMEM, "syntax tree: ts_tree_copy failed");
   }
@@ -148,8 +172,30 @@ sc_status sc_syntax_tree_set_text(sc_syntax_tree *t, const char *text, size_t le
   return parse(t, NULL, err);
 }
 
-sc_status sc_syntax_tree_edit(sc_syntax_tree *t, size_t start, size_t old_end,
-                              const char *new_text, size_t new_len, sc_error *err) {
+sc_status sc_syntax_tree_new_unparsed(const char *lang, const char *text, size_t len,
+                                      sc_syntax_tree **out, sc_error *err) {
+  SC_CHECK(out, err, SC_ERR_INVALID, "sc_syntax_tree_new_unparsed: out is NULL");
+  *out = NULL;
+  SC_CHECK(text || len == 0, err, SC_ERR_INVALID, "sc_syntax_tree_new_unparsed: text is NULL");
+  SC_CHECK(len <= SC_SYNTAX_MAX_BYTES, err, SC_ERR_UNSUPPORTED,
+           "document of %zu bytes is too large to parse", len);
+  sc_syntax_tree *t = NULL;
+  SC_TRY(tree_alloc(lang, &t, err));
+  sc_status s = reserve(t, len, err);
+  if (s != SC_OK) {
+    sc_syntax_tree_free(t);
+    return s;
+  }
+  if (len) memcpy(t->text, text, len);
+  t->text[len] = '\0';
+  t->len = len;
+  t->pending = true;
+  *out = t;
+  return SC_OK;
+}
+
+sc_status sc_syntax_tree_edit_unparsed(sc_syntax_tree *t, size_t start, size_t old_end,
+                                       const char *new_text, size_t new_len, sc_error *err) {
   SC_CHECK(t, err, SC_ERR_INVALID, "sc_syntax_tree_edit: tree is NULL");
   SC_CHECK(new_text || new_len == 0, err, SC_ERR_INVALID, "sc_syntax_tree_edit: text is NULL");
   SC_CHECK(start <= old_end && old_end <= t->len, err, SC_ERR_INVALID,
@@ -188,9 +234,24 @@ sc_status sc_syntax_tree_edit(sc_syntax_tree *t, size_t start, size_t old_end,
   t->text[new_total] = '\0';
   free(ins);
 
-  ts_tree_edit(t->ts, &e);
+  if (t->ts) ts_tree_edit(t->ts, &e);
+  t->pending = true;
+  return SC_OK;
+}
+
+sc_status sc_syntax_tree_edit(sc_syntax_tree *t, size_t start, size_t old_end,
+                              const char *new_text, size_t new_len, sc_error *err) {
+  SC_TRY(sc_syntax_tree_edit_unparsed(t, start, old_end, new_text, new_len, err));
   return parse(t, t->ts, err);
 }
+
+sc_status sc_syntax_tree_parse(sc_syntax_tree *t, sc_syntax_stop_fn stop, void *user,
+                               sc_error *err) {
+  SC_CHECK(t, err, SC_ERR_INVALID, "sc_syntax_tree_parse: tree is NULL");
+  return t->pending ? parse_text(t, t->ts, stop, user, err) : SC_OK;
+}
+
+bool sc_syntax_tree_pending(const sc_syntax_tree *t) { return t && t->pending; }
 
 sc_status sc_syntax_tree_reparse(sc_syntax_tree *t, sc_error *err) {
   SC_CHECK(t, err, SC_ERR_INVALID, "sc_syntax_tree_reparse: tree is NULL");

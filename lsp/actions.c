@@ -6,8 +6,9 @@
  * Also "Fill hole" on a hole marker (setting holeMarker, default
  * TODO(sculpt); and a Python body that is only `...`) and "Complete block"
  * on an empty body. Everything runs in one cancellable job, on the model
- * lane, or on the network lane with the remote backend. Clients that
- * resolve edits lazily get the automatic list with no decoding, and the
+ * lane, or on the network lane with the remote backend: the targets come
+ * from the syntax tree, which the job parses (the loop never parses). Clients
+ * that resolve edits lazily get the automatic list with no decoding, and the
  * picked action's edit through codeAction/resolve. */
 #define _POSIX_C_SOURCE 200809L
 #include "completer_impl.h"
@@ -25,17 +26,29 @@ typedef struct action_target {
   json_t *diagnostic; /* the diagnostic it fixes, or NULL (owned) */
 } action_target;
 
+/* What the job returns: the decoded actions, the lazy list (no decoding),
+ * or the edit of the one action being resolved. */
+typedef enum action_mode { AM_DECODE, AM_LAZY, AM_RESOLVE } action_mode;
+
 typedef struct action_arg {
   sc_completer *c;
   settings set;
   char *uri;
+  int64_t version;
+  const char *lang; /* static */
   char *text; /* the whole document (owned) */
   size_t len;
-  sc_syntax_tree *tree; /* a copy (owned) */
+  sc_syntax_snapshot *syn; /* the document's syntax (owned) */
+  const sc_syntax_tree *tree; /* syn's, once the job parsed it (borrowed) */
   sc_pos_encoding enc;
+  uint32_t l0, c0, l1, c1; /* the request's range */
+  json_t *range;           /* the same, as the client sent it (owned) */
+  json_t *diags;           /* the client's diagnostics (owned; may be NULL) */
+  action_mode mode;
   action_target t[MAX_TARGETS];
   int n;
   json_t *resolving; /* codeAction/resolve: the action to fill in (owned), else NULL */
+  int remote_context; /* the backend's context in tokens; 0: unknown */
 } action_arg;
 
 static void action_arg_free(void *p) {
@@ -43,7 +56,9 @@ static void action_arg_free(void *p) {
   sc_cpl__settings_free(&a->set);
   free(a->uri);
   free(a->text);
-  sc_syntax_tree_free(a->tree);
+  sc_syntax_snapshot_free(a->syn);
+  json_decref(a->range);
+  json_decref(a->diags);
   for (int i = 0; i < a->n; i++) json_decref(a->t[i].diagnostic);
   json_decref(a->resolving);
   free(a);
@@ -81,13 +96,18 @@ static char *check_candidate(action_arg *a, const action_target *t, const char *
  * cancel flag stops it. The same checks as the engine's follow. */
 static char *remote_candidate(action_arg *a, const action_target *t, uint64_t seed,
                               sc_job *job, size_t *len_out, sc_error *err) {
+  /* Byte windows: the tokenizer is the model lane's. With the backend's
+   * context known, they are fitted to it (3 bytes a token). */
+  sc_infill_budget fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens * 2);
   size_t pw = (size_t)a->set.context_budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
+  if (fit.context > 0) sc_cpl__remote_byte_windows(&fit, t->a, a->len - t->b, &pw, &sw);
   size_t p0 = t->a > pw ? t->a - pw : 0;
   size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
   sc_fim_client_options o;
   sc_cpl__fim_options(&a->set, &o);
-  sc_fim_request req = {a->text + p0, t->a - p0, a->text + t->b, s1 - t->b,
-                        a->set.max_tokens * 2, seed ? 0.8 : 0.0, NULL, 0};
+  sc_fim_request req = {.prompt = a->text + p0, .prompt_len = t->a - p0,
+                        .suffix = a->text + t->b, .suffix_len = s1 - t->b,
+                        .max_tokens = fit.canvas, .temperature = seed ? 0.8 : 0.0};
   char *text = NULL;
   if (sc_fim_complete_sync(&o, &req, &job->cancel, &text, len_out, NULL, err) != SC_OK)
     return NULL;
@@ -104,15 +124,8 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
     free(cand);
     return out;
   }
-  int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, keep_pre = 0, keep_suf = 0, budget = (size_t)a->set.context_budget;
-  size_t pw = budget * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
-  size_t p0 = t->a > pw ? t->a - pw : 0;
-  size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
-  if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b, budget, &pre,
-                             &n_pre, &keep_pre, &suf, &keep_suf, err) != SC_OK)
-    return NULL;
-  /* Canvas lengths around the span's own size: a fix is usually close to it. */
+  /* Canvas lengths around the span's own size: a fix is usually close to
+   * it. They and the prompt are fitted to the model's context. */
   int32_t *old = NULL;
   size_t n_old = 0;
   sc_tokenizer_encode(c->tok, a->text + t->a, t->b - t->a, &old, &n_old, NULL);
@@ -125,6 +138,19 @@ static char *candidate_for(sc_completer *c, action_arg *a, const action_target *
   sc_cpl__params_from_settings(&a->set, &p);
   p.seed = seed;
   p.temperature = seed ? 0.8 : 0.0;
+  sc_infill_budget fit;
+  if (sc_infill_fit_plan(c->model, sc_engine_context(c->engine), a->set.context_budget, &plan,
+                         &p, &fit, err) != SC_OK)
+    return NULL;
+  int32_t *pre = NULL, *suf = NULL;
+  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
+  size_t pw = (size_t)fit.prompt * WINDOW_BYTES_PER_TOKEN, sw = pw / 4 + 256;
+  size_t p0 = t->a > pw ? t->a - pw : 0;
+  size_t s1 = a->len - t->b > sw ? t->b + sw : a->len;
+  if (sc_cpl__encode_context(c, a->text + p0, t->a - p0, a->text + t->b, s1 - t->b,
+                             s1 < a->len, &fit, &pre, &n_pre, &keep_pre, &suf, &keep_suf,
+                             &p.suffix_cut, err) != SC_OK)
+    return NULL;
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
   sc_status st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
@@ -164,19 +190,129 @@ static char *check_candidate(action_arg *a, const action_target *t, const char *
   return out;
 }
 
+/* The targets in the document for the request's range and diagnostics,
+ * from the parsed tree (on the job's thread; idx indexes a->text). */
+static void find_targets(action_arg *a, const sc_line_index *idx) {
+  const sc_syntax_tree *tree = a->tree;
+  const char *text = a->text;
+  size_t len = a->len;
+  /* Diagnostics: from the error to its statement's end, then the statement. */
+  size_t i;
+  json_t *dg;
+  json_array_foreach(a->diags, i, dg) {
+    json_t *dr = json_object_get(dg, "range");
+    uint32_t dl, dc;
+    if (!sc_lsp__get_position(json_object_get(dr, "start"), &dl, &dc)) continue;
+    size_t x = sc_pos_to_offset(text, len, idx, dl, dc, a->enc, NULL), s0, s1;
+    sc_statement_span(tree, x, &s0, &s1);
+    if (x > s0 && x < s1) add_target(a, x, s1, "fix", "quickfix", dg);
+    add_target(a, s0, s1, "fix", "quickfix", dg);
+  }
+  /* Hole markers on the lines of the range. */
+  size_t ra = sc_pos_to_offset(text, len, idx, a->l0, a->c0, a->enc, NULL);
+  size_t rb = sc_pos_to_offset(text, len, idx, a->l1, a->c1, a->enc, NULL);
+  size_t ls = ra, le = rb;
+  while (ls > 0 && text[ls - 1] != '\n') ls--;
+  while (le < len && text[le] != '\n') le++;
+  const char *marker = a->set.hole_marker ? a->set.hole_marker : "TODO(sculpt)";
+  for (size_t p = ls; p < le;) {
+    const char *nl = memchr(text + p, '\n', le - p);
+    size_t e = nl ? (size_t)(nl - text) : le;
+    size_t x = p, y = e;
+    while (x < y && (text[x] == ' ' || text[x] == '\t')) x++;
+    while (y > x && (text[y - 1] == ' ' || text[y - 1] == '\t' || text[y - 1] == '\r')) y--;
+    bool python_hole = a->lang && strcmp(a->lang, "python") == 0 && y - x == 3 &&
+                       memcmp(text + x, "...", 3) == 0;
+    char *line = strndup(text + x, y - x);
+    if (line && (strstr(line, marker) || python_hole))
+      add_target(a, x, y, "fill hole", "refactor.rewrite", NULL);
+    free(line);
+    p = e + 1;
+  }
+  /* An empty body at the cursor. */
+  if (ra == rb) {
+    sc_completion_plan plan;
+    if (sc_completion_plan_at(tree, ra, &plan, NULL) == SC_OK &&
+        (plan.kind == SC_COMPLETION_BLOCK || plan.kind == SC_COMPLETION_FUNCTION_BODY))
+      add_target(a, ra, ra, "complete block", "refactor.rewrite", NULL);
+  }
+  if (a->mode == AM_RESOLVE) {
+    /* Only the picked kind (and diagnostic) is decoded. */
+    const char *target = json_string_value(
+        json_object_get(json_object_get(a->resolving, "data"), "target"));
+    int n = 0;
+    for (int k = 0; k < a->n; k++) {
+      if (target && strcmp(a->t[k].title, target) == 0 &&
+          (a->diags != NULL) == (a->t[k].diagnostic != NULL)) {
+        a->t[n++] = a->t[k];
+      } else {
+        json_decref(a->t[k].diagnostic);
+      }
+    }
+    a->n = n;
+  }
+}
+
+/* The lazy list (clients that resolve edits, asked automatically, as on
+ * every cursor move): one action per target kind and diagnostic, with no
+ * edit; the model runs only for the one the user picks (codeAction/resolve).
+ * Nothing is decoded for a lightbulb nobody opens. */
+static json_t *lazy_actions(const action_arg *a) {
+  json_t *out = json_array();
+  for (int i = 0; out && i < a->n; i++) {
+    const action_target *t = &a->t[i];
+    bool seen = false;
+    for (int k = 0; k < i; k++)
+      seen |= strcmp(a->t[k].title, t->title) == 0 && a->t[k].diagnostic == t->diagnostic;
+    if (seen) continue;
+    json_t *data = json_pack("{s:s, s:I, s:O, s:s}", "uri", a->uri, "version",
+                             (json_int_t)a->version, "range", a->range, "target", t->title);
+    if (data && t->diagnostic) json_object_set(data, "diagnostic", t->diagnostic);
+    char title[64];
+    snprintf(title, sizeof title, "sculpt: %s", t->title);
+    json_t *action = data ? json_pack("{s:s, s:s, s:o}", "title", title, "kind", t->kind,
+                                      "data", data)
+                          : NULL;
+    if (action && t->diagnostic)
+      json_object_set_new(action, "diagnostics", json_pack("[O]", t->diagnostic));
+    if (action) json_array_append_new(out, action);
+  }
+  return out;
+}
+
 static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
   action_arg *a = argp;
   sc_completer *c = a->c;
   /* The remote backend's jobs run on the network lane: c->engine belongs to
    * the model lane, so it is read only when there is no backend. */
-  if (!a->set.backend_url && !c->engine) {
+  if (a->mode != AM_LAZY && !a->set.backend_url && !c->engine) {
     sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
     return NULL;
+  }
+  sc_error perr = {0};
+  if (!(a->tree = sc_syntax_snapshot_parse(a->syn, job, &perr))) {
+    if (sc_job_cancelled(job) != SC_JOB_LIVE) {
+      sc_error_set(err, SC_ERR_CANCELLED, "cancelled while parsing");
+      return NULL;
+    }
+    SC_LOG_WARN("syntax: %s: %s", a->uri, perr.msg);
   }
   sc_line_index idx = {0};
   if (sc_line_index_build(&idx, a->text, a->len) != SC_OK) {
     sc_error_set(err, SC_ERR_NOMEM, "out of memory");
     return NULL;
+  }
+  if (a->tree) find_targets(a, &idx);
+  if (a->mode == AM_RESOLVE && a->n == 0) {
+    sc_line_index_free(&idx);
+    sc_error_set(err, SC_ERR_UNSUPPORTED, "nothing to resolve here now");
+    return NULL;
+  }
+  if (a->mode == AM_LAZY) {
+    sc_line_index_free(&idx);
+    json_t *out = lazy_actions(a);
+    if (!out) sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    return out;
   }
   json_t *out = json_array();
   for (int i = 0; i < a->n; i++) {
@@ -231,99 +367,42 @@ static json_t *actions_job(sc_job *job, void *argp, sc_error *err) {
   return out;
 }
 
-/* The targets a code action request has on d: the range (l0, c0)-(l1, c1)
- * and the client's diagnostics (an array, or NULL). NULL: out of memory, or
- * *nothing when there is nothing to offer (no tree, language off, no model). */
-static action_arg *action_targets(sc_lsp_server *s, sc_completer *c, sc_document *d, uint32_t l0,
-                                  uint32_t c0, uint32_t l1, uint32_t c1, json_t *diags,
-                                  bool *nothing) {
+/* The request's part on the loop: what the job needs, copied. NULL: out of
+ * memory, or *nothing when there is nothing to offer (no grammar, language
+ * off, no model, a document out of sync or too large). */
+static action_arg *action_prepare(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                  json_t *range, json_t *diags, action_mode mode, bool *nothing) {
   *nothing = false;
-  sc_syntax_tree *tree = sc_document_syntax(d);
-  const sc_line_index *idx = sc_document_lines(d);
-  if (!tree || !idx || !sc_cpl__language_enabled(c, d->lang) || c->state != MS_READY) {
+  char why[512];
+  uint32_t l0, c0, l1, c1;
+  if (!d->lang || !sc_cpl__language_enabled(c, d->lang) || c->state != MS_READY ||
+      sc_cpl__document_refused(s, c, d, why, sizeof why) ||
+      !sc_lsp__get_position(json_object_get(range, "start"), &l0, &c0) ||
+      !sc_lsp__get_position(json_object_get(range, "end"), &l1, &c1)) {
     *nothing = true; /* nothing we can offer here */
     return NULL;
   }
-  sc_pos_encoding enc = sc_lsp__encoding(s);
   action_arg *a = calloc(1, sizeof *a);
+  sc_error serr = {0};
   if (!a || !sc_cpl__settings_copy(&a->set, &c->set) || !(a->uri = strdup(d->uri)) ||
-      !(a->text = malloc(d->len + 1)) || sc_syntax_tree_copy(tree, &a->tree, NULL) != SC_OK) {
+      !(a->text = malloc(d->len + 1)) || !(a->syn = sc_document_syntax_snapshot(d, &serr))) {
+    if (a && !a->syn && a->text && serr.status != SC_ERR_NOMEM) *nothing = true;
     if (a) action_arg_free(a);
     return NULL;
   }
   memcpy(a->text, d->text, d->len);
   a->text[d->len] = '\0';
   a->len = d->len;
+  a->remote_context = sc_cpl__remote_context(c);
   a->c = c;
-  a->enc = enc;
-  /* Diagnostics: from the error to its statement's end, then the statement. */
-  size_t i;
-  json_t *dg;
-  json_array_foreach(diags, i, dg) {
-    json_t *dr = json_object_get(dg, "range");
-    uint32_t dl, dc;
-    if (!sc_lsp__get_position(json_object_get(dr, "start"), &dl, &dc)) continue;
-    size_t x = sc_pos_to_offset(d->text, d->len, idx, dl, dc, enc, NULL), s0, s1;
-    sc_statement_span(tree, x, &s0, &s1);
-    if (x > s0 && x < s1) add_target(a, x, s1, "fix", "quickfix", dg);
-    add_target(a, s0, s1, "fix", "quickfix", dg);
-  }
-  /* Hole markers on the lines of the range. */
-  size_t ra = sc_pos_to_offset(d->text, d->len, idx, l0, c0, enc, NULL);
-  size_t rb = sc_pos_to_offset(d->text, d->len, idx, l1, c1, enc, NULL);
-  size_t ls = ra, le = rb;
-  while (ls > 0 && d->text[ls - 1] != '\n') ls--;
-  while (le < d->len && d->text[le] != '\n') le++;
-  const char *marker = c->set.hole_marker ? c->set.hole_marker : "TODO(sculpt)";
-  for (size_t p = ls; p < le;) {
-    const char *nl = memchr(d->text + p, '\n', le - p);
-    size_t e = nl ? (size_t)(nl - d->text) : le;
-    size_t x = p, y = e;
-    while (x < y && (d->text[x] == ' ' || d->text[x] == '\t')) x++;
-    while (y > x && (d->text[y - 1] == ' ' || d->text[y - 1] == '\t' || d->text[y - 1] == '\r')) y--;
-    bool python_hole = d->lang && strcmp(d->lang, "python") == 0 && y - x == 3 &&
-                       memcmp(d->text + x, "...", 3) == 0;
-    char *line = strndup(d->text + x, y - x);
-    if (line && (strstr(line, marker) || python_hole))
-      add_target(a, x, y, "fill hole", "refactor.rewrite", NULL);
-    free(line);
-    p = e + 1;
-  }
-  /* An empty body at the cursor. */
-  if (ra == rb) {
-    sc_completion_plan plan;
-    if (sc_completion_plan_at(tree, ra, &plan, NULL) == SC_OK &&
-        (plan.kind == SC_COMPLETION_BLOCK || plan.kind == SC_COMPLETION_FUNCTION_BODY))
-      add_target(a, ra, ra, "complete block", "refactor.rewrite", NULL);
-  }
+  a->version = d->version;
+  a->lang = d->lang;
+  a->enc = sc_lsp__encoding(s);
+  a->l0 = l0, a->c0 = c0, a->l1 = l1, a->c1 = c1;
+  a->range = json_incref(range);
+  a->diags = diags ? json_incref(diags) : NULL;
+  a->mode = mode;
   return a;
-}
-
-/* The lazy list (clients that resolve edits, asked automatically, as on
- * every cursor move): one action per target kind and diagnostic, with no
- * edit; the model runs only for the one the user picks (codeAction/resolve).
- * Nothing is decoded for a lightbulb nobody opens. */
-static json_t *lazy_actions(const action_arg *a, const sc_document *d, json_t *range) {
-  json_t *out = json_array();
-  for (int i = 0; i < a->n; i++) {
-    const action_target *t = &a->t[i];
-    bool seen = false;
-    for (int k = 0; k < i; k++)
-      seen |= strcmp(a->t[k].title, t->title) == 0 && a->t[k].diagnostic == t->diagnostic;
-    if (seen) continue;
-    json_t *data = json_pack("{s:s, s:I, s:O, s:s}", "uri", d->uri, "version",
-                             (json_int_t)d->version, "range", range, "target", t->title);
-    if (data && t->diagnostic) json_object_set(data, "diagnostic", t->diagnostic);
-    char title[64];
-    snprintf(title, sizeof title, "sculpt: %s", t->title);
-    json_t *action = data ? json_pack("{s:s, s:s, s:o}", "title", title, "kind", t->kind,
-                                      "data", data)
-                          : NULL;
-    if (action && t->diagnostic)
-      json_object_set_new(action, "diagnostics", json_pack("[O]", t->diagnostic));
-    if (action) json_array_append_new(out, action);
-  }
-  return out;
 }
 
 /* With the remote backend a code action waits on HTTP (several requests:
@@ -332,6 +411,36 @@ static json_t *lazy_actions(const action_arg *a, const sc_document *d, json_t *r
  * behind it. */
 static sc_job_lane action_lane(const action_arg *a) {
   return a->set.backend_url ? SC_LANE_NETWORK : SC_LANE_MODEL;
+}
+
+/* codeAction/resolve's answer: the edit of a lazy action, decoded for its
+ * target alone, in the action the client sent. */
+static void resolve_result(sc_job *job) {
+  action_arg *a = job->arg;
+  json_t *first = json_array_get(job->result, 0);
+  json_t *edit = json_object_get(first, "edit");
+  if (!edit) {
+    json_decref(job->result);
+    job->result = NULL;
+    sc_error_set(&job->err, SC_ERR_IO, "no %s passed the parse check", a->t[0].title);
+    return;
+  }
+  json_t *resolved = json_deep_copy(a->resolving);
+  if (resolved) {
+    json_object_set(resolved, "edit", edit);
+    json_object_set(resolved, "title", json_object_get(first, "title"));
+  }
+  json_decref(job->result);
+  job->result = resolved;
+  if (!resolved) sc_error_set(&job->err, SC_ERR_NOMEM, "out of memory");
+}
+
+static void action_done(sc_lsp_server *s, sc_job *job) {
+  action_arg *a = job->arg;
+  /* The tree the job parsed serves the next request, answered or not. */
+  sc_document_syntax_adopt(sc_lsp__documents(s), job->uri, a->syn);
+  if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
+  if (a->mode == AM_RESOLVE) resolve_result(job);
 }
 
 void sc_cpl__handle_action(sc_lsp_req *r) {
@@ -351,54 +460,24 @@ void sc_cpl__handle_action(sc_lsp_req *r) {
     sc_lsp__bad_params(r, "context.diagnostics must be an array");
     return;
   }
+  /* Clients that resolve edits lazily get the automatic list with no
+   * decoding; the rest, and an explicit request, get decoded actions. */
+  json_t *trigger = json_object_get(json_object_get(r->params, "context"), "triggerKind");
+  bool lazy = sc_lsp__client_action_resolve(s) && json_integer_value(trigger) == 2;
   bool nothing = false;
-  action_arg *a = action_targets(s, c, d, l0, c0, l1, c1, diags, &nothing);
+  action_arg *a = action_prepare(s, c, d, range, diags, lazy ? AM_LAZY : AM_DECODE, &nothing);
   if (!a) {
     if (nothing) sc_lsp__send_result(s, r->id, json_array());
     else sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
-  if (a->n == 0) {
-    action_arg_free(a);
-    sc_lsp__send_result(s, r->id, json_array());
-    return;
-  }
-  json_t *trigger = json_object_get(json_object_get(r->params, "context"), "triggerKind");
-  if (sc_lsp__client_action_resolve(s) && json_integer_value(trigger) == 2 /* Automatic */) {
-    json_t *out = lazy_actions(a, d, range);
-    action_arg_free(a);
-    if (out) sc_lsp__send_result(s, r->id, out);
-    else sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
-    return;
-  }
   sc_lsp__cancel_method(s, r->method, d->uri);
   sc_lsp__post_job_on(s, action_lane(a), r->id, r->method, d->uri, actions_job, a,
-                      action_arg_free, NULL);
+                      action_arg_free, action_done);
 }
 
 /* codeAction/resolve: the edit of a lazy action, decoded now for its target
  * alone. The document must still be the version the action was listed for. */
-static void resolve_done(sc_lsp_server *s, sc_job *job) {
-  action_arg *a = job->arg;
-  if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
-  json_t *first = json_array_get(job->result, 0);
-  json_t *edit = json_object_get(first, "edit");
-  if (!edit) {
-    json_decref(job->result);
-    job->result = NULL;
-    sc_error_set(&job->err, SC_ERR_IO, "no %s passed the parse check", a->t[0].title);
-    return;
-  }
-  json_t *resolved = json_deep_copy(a->resolving);
-  if (resolved) {
-    json_object_set(resolved, "edit", edit);
-    json_object_set(resolved, "title", json_object_get(first, "title"));
-  }
-  json_decref(job->result);
-  job->result = resolved;
-  if (!resolved) sc_error_set(&job->err, SC_ERR_NOMEM, "out of memory");
-}
-
 void sc_cpl__handle_action_resolve(sc_lsp_req *r) {
   sc_lsp_server *s = r->s;
   sc_completer *c = sc_lsp__feature(s);
@@ -424,29 +503,16 @@ void sc_cpl__handle_action_resolve(sc_lsp_req *r) {
   }
   json_t *diags = diag ? json_pack("[O]", diag) : NULL;
   bool nothing = false;
-  action_arg *a = action_targets(s, c, d, l0, c0, l1, c1, diags, &nothing);
+  action_arg *a = action_prepare(s, c, d, range, diags, AM_RESOLVE, &nothing);
   json_decref(diags);
-  if (a) {
-    /* Only the picked kind (and diagnostic) is decoded. */
-    int n = 0;
-    for (int i = 0; i < a->n; i++) {
-      if (strcmp(a->t[i].title, target) == 0 && (diag != NULL) == (a->t[i].diagnostic != NULL)) {
-        a->t[n++] = a->t[i];
-      } else {
-        json_decref(a->t[i].diagnostic);
-      }
-    }
-    a->n = n;
-    a->resolving = json_incref(r->params);
-  }
-  if (!a || a->n == 0) {
-    if (a) action_arg_free(a);
-    if (!a && !nothing) sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
-    else sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED, "%s: nothing to resolve here now",
-                            r->method);
+  if (!a) {
+    if (nothing) sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED,
+                                    "%s: nothing to resolve here now", r->method);
+    else sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
+  a->resolving = json_incref(r->params);
   sc_lsp__cancel_method(s, r->method, d->uri);
   sc_lsp__post_job_on(s, action_lane(a), r->id, r->method, d->uri, actions_job, a,
-                      action_arg_free, resolve_done);
+                      action_arg_free, action_done);
 }

@@ -19,6 +19,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "completer_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,8 +59,18 @@ static void completer_capabilities(json_t *caps) {
  * background. */
 static void completer_start(sc_lsp_server *s) {
   sc_completer *c = sc_lsp__feature(s);
+  c->started = true;
+  /* `sculpt lsp --device` is the default the device setting overrides. */
+  if (!c->set.device_set) c->set.device = sc_lsp__options(s)->device;
   if (c->state == MS_NONE) sc_cpl__start_load(s, c);
   sc_cpl__start_index(s, c);
+}
+
+/* A request failed (or the one that failed works again): the status says
+ * so, once the session runs. */
+static void completer_on_error(sc_lsp_server *s) {
+  sc_completer *c = sc_lsp__feature(s);
+  if (c->started) sc_cpl__send_status(s, c);
 }
 
 /* workspace/executeCommand: sculpt.accept and sculpt.dismiss, which the
@@ -81,6 +92,37 @@ static void handle_execute(sc_lsp_req *r) {
   }
   SC_LOG_DEBUG("%s (accepted %ld, dismissed %ld)", cmd, c->accepted, c->dismissed);
   sc_lsp__send_result(r->s, r->id, json_null());
+}
+
+const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     char *why, size_t cap) {
+  if (d->unsynced) {
+    snprintf(why, cap, "%s is out of sync with the editor (an edit could not be applied); "
+             "close and reopen it", d->uri);
+    return "out of sync";
+  }
+  size_t max = (size_t)c->set.max_document_bytes;
+  if (d->len <= max) return NULL;
+  snprintf(why, cap, "%s is %zu bytes, above maxDocumentBytes (%zu): sculpt offers nothing in it",
+           d->uri, d->len, max);
+  if (d->tree) sc_document_drop_syntax(d);
+  if (!d->size_warned) {
+    /* Once per document: the user learns why nothing comes, without a
+     * message per keystroke. */
+    d->size_warned = true;
+    SC_LOG_INFO("%s", why);
+    sc_lsp__send_notification(s, "window/showMessage",
+                              json_pack("{s:i, s:s}", "type", 2, "message", why));
+  }
+  return "too large";
+}
+
+/* A document's change: one that grew past maxDocumentBytes frees its tree
+ * at once (memory), then the completion side's own bookkeeping. */
+static void completer_on_change(sc_lsp_server *s, sc_document *d) {
+  sc_completer *c = sc_lsp__feature(s);
+  if (d->len > (size_t)c->set.max_document_bytes && d->tree) sc_document_drop_syntax(d);
+  sc_cpl__on_change(s, d);
 }
 
 /* The counters merged into sculpt/test/stats. */
@@ -115,8 +157,10 @@ const sc_lsp_feature sc_completion_feature = {
     .set_root = sc_cpl__set_root,
     .settings = sc_cpl__apply_settings,
     .start = completer_start,
-    .on_change = sc_cpl__on_change,
+    .on_change = completer_on_change,
     .on_save = sc_cpl__on_save,
     .on_file_changed = sc_cpl__on_file_changed,
     .stats = completer_stats,
+    .on_error = completer_on_error,
+    .on_open = sc_cpl__on_open,
 };

@@ -22,24 +22,38 @@ typedef struct sc_completer sc_completer;
  * (code averages 3-4 bytes a token; 8 leaves room), never the whole file,
  * since tokenizing what the budget then drops is wasted time. */
 #define WINDOW_BYTES_PER_TOKEN 8
+/* Documents larger than this (setting maxDocumentBytes) are kept in sync
+ * but get no syntax tree and no completions: a tree costs 25-60 times the
+ * text for real code and about 100 times for garbage, and its first parse
+ * seconds per megabyte. */
+#define SC_DEFAULT_MAX_DOCUMENT_BYTES (2 << 20)
 
 typedef struct settings {
   char *model_path; /* NULL: sc_model_default_dir() */
   sc_device_kind device;
+  bool device_set; /* the setting was given (else `sculpt lsp --device` chooses) */
   char algorithm[16];
   double threshold;
   double eos_penalty; /* NAN: the checkpoint's default */
   int max_tokens;
-  int context_budget;
+  int context_budget; /* prompt tokens wanted; fitted to the model per request */
+  bool budget_set;    /* the user set contextBudget (else the default: no warning) */
   int debounce_ms;
   char **languages; /* NULL: every language sculpt knows */
   int n_languages;
   char *hole_marker; /* NULL: TODO(sculpt) */
   int length_candidates; /* canvas lengths decoded per completion (batched) */
   bool repair;           /* a candidate that breaks the parse is repaired once */
+  int max_document_bytes; /* larger documents get no tree and no completions */
   /* The remote backend (setting "backend"); url NULL: the local engine. */
   char *backend_url, *backend_model, *backend_key_env, *backend_key;
   int backend_timeout_ms, backend_max_tries;
+  int backend_context; /* backend.contextTokens: the server's context; 0: unknown */
+  sc_fim_provider backend_provider; /* "provider"; AUTO: from the URL */
+  sc_fim_template backend_template; /* "fimTemplate" */
+  bool backend_no_stream;           /* "stream": false */
+  bool backend_drop_cut;            /* "cutOff": "drop" (default "mark") */
+  bool backend_drafts;              /* "drafts": sculpt/draft notifications */
 } settings;
 
 typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state;
@@ -69,14 +83,22 @@ struct sc_completer {
   model_state state;
   char model_name[256], device_name[192], error[512];
   double last_latency_ms; /* also set by inline.c and remote.c when they answer */
+  int model_context;      /* the loaded model's context in tokens (0: none loaded) */
+  sc_infill_frame model_frame; /* its family's frame (sc_infill_frame_for) */
+  /* The (budget, context) pair last warned about: contextBudget larger
+   * than the context allows is said once, not per request. */
+  int warned_budget, warned_context;
   int load_generation;
-  char progress_token[48];
-  bool progress_begun, progress_end_pending;
+  int load_progress; /* the load's $/progress token (sc_lsp__progress_begin), or 0 */
   /* index.c */
   sc_workspace *ws; /* the workspace index (model lane only) */
   /* Loop-thread state for the index. */
-  char *root;       /* the workspace folder, from initialize */
-  bool indexing;
+  char *client_root; /* the folder initialize named, or NULL */
+  char *root;        /* the folder indexed: client_root, or the open file's work tree */
+  bool indexing;     /* an index of root is being built */
+  sc_job *index_job; /* that build (while indexing) */
+  int index_generation; /* bumped per build: a superseded one's answer is dropped */
+  bool started;      /* initialized was received */
   /* Files whose entries changed while the index was being built: their
    * updates went to the old index (or nowhere), so they are redone once the
    * new one is installed (uri; buffer: refresh from the open document). */
@@ -89,7 +111,6 @@ struct sc_completer {
   const char *index_state; /* for sculpt/status: NULL (no root), "indexing", "ready", "failed" */
   size_t index_files;
   double last_index_ms;
-  char index_token[48];
   /* cache.c (loop thread) */
   cache_entry cache[CACHE_ENTRIES];
   uint64_t cache_clock;
@@ -104,6 +125,7 @@ struct sc_completer {
   unsigned fim_generation; /* bumped per client: a shaped answer knows its own */
   backend_state backend;
   char backend_error[512];
+  int backend_context_learnt; /* the context a backend's error named; 0: none */
   bool closing; /* completer.c: being freed, remote callbacks touch nothing */
   /* Counters; engine_calls is bumped by jobs, read on the loop. */
   _Atomic long engine_calls;
@@ -124,6 +146,19 @@ void sc_cpl__params_from_settings(const settings *st, sc_infill_params *p);
 void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o);
 /* Whether completions are on for lang (sculpt's language name, or NULL). */
 bool sc_cpl__language_enabled(const sc_completer *c, const char *lang);
+/* Says once (a warning) when a contextBudget the user set is more than the
+ * model's (or the backend's) context leaves after a maxTokens canvas; the
+ * requests then use what fits. Called when the model loads, the settings
+ * change, or the backend's context is learnt. */
+void sc_cpl__check_budget(sc_completer *c);
+/* The remote backend's context in tokens: backend.contextTokens, else what
+ * an error of the backend said, else 0 (unknown). */
+int sc_cpl__remote_context(const sc_completer *c);
+/* Why nothing is offered in d, or NULL: "out of sync" (an edit could not
+ * apply) or "too large" (over maxDocumentBytes: its tree is freed and the
+ * user told once, window/showMessage). why gets the sentence for the user. */
+const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     char *why, size_t cap);
 
 /* ======================= the model (model_slot.c) =========================== */
 
@@ -144,6 +179,9 @@ const char *sc_cpl__state_name(model_state st);
 /* The feature's hooks: the workspace folder (from initialize), a saved
  * document, a file changed on disk (type: LSP's FileChangeType). */
 void sc_cpl__set_root(sc_lsp_server *s, const char *root_uri);
+/* The feature's on_open hook: a document outside the indexed workspace
+ * moves it to the document's work tree (or folder). */
+void sc_cpl__on_open(sc_lsp_server *s, sc_document *d);
 void sc_cpl__on_save(sc_lsp_server *s, const char *uri);
 void sc_cpl__on_file_changed(sc_lsp_server *s, const char *uri, int type);
 /* Builds the index of the root (if any, and not already building). */
@@ -189,12 +227,15 @@ typedef struct complete_arg {
   char *prefix; /* the window before the cursor (owned) */
   size_t prefix_len;
   char *suffix; /* the window after it (owned) */
+  bool suffix_window_cut; /* it stops before the document's end */
   size_t suffix_len;
   bool single_line;
   int debounce_ms;
   char *rest;      /* the remains of a suggestion the typing diverged from (owned) */
   json_t *position; /* the client's position, for ranges (owned) */
-  sc_syntax_tree *tree; /* a copy of the document's tree, for shaping (owned; may be NULL) */
+  sc_syntax_snapshot *syn; /* the document's syntax, parsed by the job (owned; may be NULL) */
+  sc_syntax_tree *tree; /* syn's tree once parsed, for shaping (borrowed; may be NULL) */
+  bool settled;         /* the job's answer is final: nothing to complete here */
   sc_completion_plan plan;
   size_t cursor;        /* byte offset of the cursor in the document */
   char language[16];
@@ -211,11 +252,19 @@ typedef struct complete_arg {
   double model_ms;
   /* The remote backend: the job assembles the prompt, the loop sends it. */
   bool remote;
-  char *r_prompt; /* snippets + prefix window (owned) */
+  int remote_context; /* the backend's context in tokens (configured or learnt); 0: unknown */
+  char *r_prompt; /* snippets + prefix window, fitted (owned) */
   size_t r_prompt_len, n_snippets;
+  char *r_suffix; /* the suffix window, fitted (owned) */
+  size_t r_suffix_len;
+  int r_canvas; /* max_tokens for the backend: maxTokens, fitted */
+  double remote_ms, repair_ms; /* the backend's calls, all and the repair's (loop) */
+  int remote_tries;
   double ctx_ms;
   sc_lsp_server *s;
   sc_fim_call *call; /* in flight, or NULL */
+  bool r_one_line;   /* the call in flight wants one line: its stream may stop there */
+  double r_draft_ms; /* when the last sculpt/draft went out; 0: none yet; <0: no drafts */
   sc_job *shape;     /* the job shaping the backend's answer, or NULL (loop thread) */
   /* Repair once: the shaped candidate that failed the parse check and its
    * check, while the backend rewrites the broken span (owned). */
@@ -238,15 +287,33 @@ prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_docum
 void sc_cpl__extras_free(prompt_extras *x);
 /* The text before the canvas: repository snippets and the prefix window.
  * Returns what *before points into (owned), or NULL: then a->prefix. */
-char *sc_cpl__prompt_before(const complete_arg *a, const char **before, size_t *before_len,
-                            size_t *n_snippets);
-/* Tokenizes the text before and after the span and fits them to the budget:
- * three quarters before (the tokens nearest the cursor), the rest after.
+char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **before,
+                            size_t *before_len, size_t *n_snippets);
+/* Tokenizes the text before and after the canvas and fits them to fit's
+ * prompt (sc_infill_fit: the prefix's far end is cut first, down to half,
+ * then the suffix's). after_cut: the text after is a window that stops
+ * before the document's end. *suffix_cut (for params.suffix_cut): the
+ * suffix the model sees is not the document's end, so no EOS follows it.
  * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
 sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
-                                 const char *after, size_t after_len, size_t budget,
-                                 int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
-                                 size_t *keep_suf, sc_error *err);
+                                 const char *after, size_t after_len, bool after_cut,
+                                 const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
+                                 size_t *keep_pre, int32_t **suf, size_t *keep_suf,
+                                 bool *suffix_cut, sc_error *err);
+/* The remote backend's fit for a canvas of `canvas` tokens: the backend's
+ * context (remote_context: configured or learnt) when known, with room for
+ * the canvas and the repair's request; else (context 0) the budget alone
+ * bounds the prompt. */
+sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas);
+/* Without a tokenizer to count with: the bytes to keep before and after
+ * the canvas (at most before and after), 3 bytes a token. */
+void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
+                                 size_t *keep_before, size_t *keep_after);
+/* On the model lane: a->r_prompt and a->r_suffix, the text before the
+ * canvas (before, before_len) and the suffix window cut to fit->prompt,
+ * counted with the local tokenizer (or, without one, 3 bytes a token). */
+sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_budget *fit, const char *before,
+                             size_t before_len, sc_error *err);
 /* sculpt/test/prompt (a test hook): the assembled prompt at a position. */
 void sc_cpl__handle_test_prompt(sc_lsp_req *r);
 

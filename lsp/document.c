@@ -1,6 +1,9 @@
 /* document.c — open documents: text, version, line index; keyed by URI.
  * The store also remembers which documents were used most recently and the
- * line ranges edited most recently, for repository context. */
+ * line ranges edited most recently, for repository context. Each document's
+ * syntax tree is kept here but parsed only on workers: a request takes a
+ * snapshot (the last tree and the edits queued since), its job parses it,
+ * and the parsed tree comes back to the document for the next request. */
 #define _POSIX_C_SOURCE 200809L
 #include "context.h"
 #include "lsp_impl.h"
@@ -16,6 +19,7 @@ struct sc_document_store {
   size_t used;  /* live + tombstones */
   sc_recent_edit recent[SC_RECENT_EDITS]; /* most recent first */
   size_t n_recent;
+  uint64_t next_tree_gen; /* for sc_document.tree_gen: unique across documents */
 };
 
 static sc_document k_tombstone;
@@ -37,6 +41,17 @@ sc_document_store *sc_document_store_new(void) {
 static void clear_edits(sc_document *d) {
   for (size_t i = 0; i < d->n_edits; i++) free(d->edits[i].text);
   d->n_edits = 0;
+}
+
+static void bump_tree_gen(sc_document *d) {
+  d->tree_gen = d->store ? ++d->store->next_tree_gen : d->tree_gen + 1;
+}
+
+void sc_document_drop_syntax(sc_document *d) {
+  clear_edits(d);
+  sc_syntax_tree_free(d->tree);
+  d->tree = NULL;
+  bump_tree_gen(d);
 }
 
 static void document_free(sc_document *d) {
@@ -164,8 +179,8 @@ static sc_status replace_text(sc_document *doc, const char *text, size_t len, sc
   doc->len = len;
   doc->lines_valid = false;
   doc->edit_seq++;
-  clear_edits(doc);
-  doc->tree_stale = true;
+  /* The old tree would only be replaced by a fresh parse: free it now. */
+  sc_document_drop_syntax(doc);
   return SC_OK;
 }
 
@@ -214,10 +229,8 @@ sc_status sc_document_store_open(sc_document_store *s, const char *uri,
   d->last_used_ms = sc_now_ms();
   d->index_dirty = false;
   d->lang = sc_context_language_for(lang, uri);
-  if (d->tree && (!d->lang || strcmp(sc_syntax_tree_language(d->tree), d->lang) != 0)) {
-    sc_syntax_tree_free(d->tree);
-    d->tree = NULL;
-  }
+  d->unsynced = false; /* the client's own text */
+  bump_tree_gen(d);
   if (!found) {
     if (s->slots[i] != &k_tombstone) s->used++;
     s->slots[i] = d;
@@ -251,16 +264,21 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
                                  sc_error *err) {
   const sc_line_index *idx = sc_document_lines(doc);
   SC_CHECK(idx, err, SC_ERR_NOMEM, "out of memory indexing %s", doc->uri);
+  /* A reversed range used to be swapped, which deleted text the client
+   * never meant to touch; one past the last line can only be its end. */
+  uint32_t n_lines = (uint32_t)idx->n;
+  SC_CHECK(start_line < end_line || (start_line == end_line && start_char <= end_char), err,
+           SC_ERR_INVALID, "range %u:%u-%u:%u is reversed", start_line, start_char, end_line,
+           end_char);
+  SC_CHECK(end_line < n_lines || (end_line == n_lines && end_char == 0), err, SC_ERR_INVALID,
+           "range %u:%u-%u:%u is past the end of the document (%u lines)", start_line,
+           start_char, end_line, end_char, n_lines);
   bool c1 = false, c2 = false;
   size_t a = sc_pos_to_offset(doc->text, doc->len, idx, start_line, start_char, enc, &c1);
   size_t b = sc_pos_to_offset(doc->text, doc->len, idx, end_line, end_char, enc, &c2);
-  if (clamped) *clamped = c1 || c2;
-  /* A reversed range is the client's mistake; treat it as its normal form. */
-  if (b < a) {
-    size_t t = a;
-    a = b;
-    b = t;
-  }
+  if (clamped) *clamped = (c1 && start_line < n_lines) || (c2 && end_line < n_lines);
+  SC_CHECK(a <= b, err, SC_ERR_INTERNAL, "range %u:%u-%u:%u maps to bytes %zu-%zu", start_line,
+           start_char, end_line, end_char, a, b);
   size_t new_len = doc->len - (b - a) + len;
   if (new_len + 1 > doc->cap) {
     size_t cap = new_len + 1 + new_len / 4 + 64;
@@ -286,8 +304,9 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
   doc->lines_valid = false;
   doc->edit_seq++;
   /* Queue the edit for the tree; past a few hundred, a fresh parse is
-   * cheaper than replaying them. */
-  if (doc->lang && doc->tree && !doc->tree_stale) {
+   * cheaper than replaying them. Without a tree too: a snapshot of the text
+   * may be parsing, and its tree will need the edits made since. */
+  if (doc->lang) {
     if (doc->n_edits == doc->cap_edits) {
       size_t cap = doc->cap_edits ? doc->cap_edits * 2 : 16;
       sc_pending_edit *ne = cap <= 512 ? realloc(doc->edits, cap * sizeof *ne) : NULL;
@@ -301,42 +320,99 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
       memcpy(copy, text, len);
       doc->edits[doc->n_edits++] = (sc_pending_edit){a, b, copy, len};
     } else {
-      clear_edits(doc);
-      doc->tree_stale = true;
+      sc_document_drop_syntax(doc);
     }
   }
   return SC_OK;
 }
 
-struct sc_syntax_tree *sc_document_syntax(sc_document *doc) {
+struct sc_syntax_snapshot {
+  sc_syntax_tree *tree; /* the old tree's copy, or the text's unparsed tree (owned) */
+  sc_pending_edit *edits; /* copies, applied on the worker (owned) */
+  size_t n_edits;
+  size_t n_covered; /* the document's queued edits its tree includes once parsed */
+  uint64_t tree_gen; /* the document's, when the snapshot was made */
+  bool parsed;
+};
+
+void sc_syntax_snapshot_free(sc_syntax_snapshot *snap) {
+  if (!snap) return;
+  for (size_t i = 0; i < snap->n_edits; i++) free(snap->edits[i].text);
+  free(snap->edits);
+  sc_syntax_tree_free(snap->tree);
+  free(snap);
+}
+
+sc_syntax_snapshot *sc_document_syntax_snapshot(sc_document *doc, sc_error *err) {
   if (!doc->lang) return NULL;
-  sc_error err = {0};
-  if (!doc->tree) {
-    if (sc_syntax_tree_new(doc->lang, doc->text, doc->len, &doc->tree, &err) != SC_OK) {
-      SC_LOG_WARN("syntax: %s: %s", doc->uri, err.msg);
-      doc->lang = NULL; /* do not retry on every request */
-      return NULL;
-    }
-  } else if (doc->tree_stale) {
-    if (sc_syntax_tree_set_text(doc->tree, doc->text, doc->len, &err) != SC_OK) {
-      SC_LOG_WARN("syntax: %s: %s", doc->uri, err.msg);
-      return NULL;
-    }
-  } else {
-    for (size_t i = 0; i < doc->n_edits; i++) {
-      sc_pending_edit *e = &doc->edits[i];
-      if (sc_syntax_tree_edit(doc->tree, e->start, e->old_end, e->text, e->len, &err) !=
-          SC_OK) {
-        SC_LOG_WARN("syntax: %s: %s; parsing afresh", doc->uri, err.msg);
-        clear_edits(doc);
-        if (sc_syntax_tree_set_text(doc->tree, doc->text, doc->len, &err) != SC_OK) return NULL;
+  sc_syntax_snapshot *snap = calloc(1, sizeof *snap);
+  if (!snap) {
+    sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  snap->tree_gen = doc->tree_gen;
+  sc_status st;
+  if (doc->tree) {
+    st = sc_syntax_tree_copy(doc->tree, &snap->tree, err);
+    if (st == SC_OK && doc->n_edits &&
+        !(snap->edits = calloc(doc->n_edits, sizeof *snap->edits)))
+      st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == SC_OK && i < doc->n_edits; i++) {
+      const sc_pending_edit *e = &doc->edits[i];
+      char *t = malloc(e->len + 1);
+      if (!t) {
+        st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
         break;
       }
+      memcpy(t, e->text, e->len);
+      snap->edits[snap->n_edits++] = (sc_pending_edit){e->start, e->old_end, t, e->len};
     }
+  } else {
+    st = sc_syntax_tree_new_unparsed(doc->lang, doc->text, doc->len, &snap->tree, err);
   }
-  clear_edits(doc);
-  doc->tree_stale = false;
-  return doc->tree;
+  snap->n_covered = doc->n_edits; /* replayed, or already in the text */
+  if (st != SC_OK) {
+    if (st == SC_ERR_UNSUPPORTED) doc->lang = NULL; /* do not retry on every request */
+    sc_syntax_snapshot_free(snap);
+    return NULL;
+  }
+  return snap;
+}
+
+static bool job_stopped(void *job) { return sc_job_cancelled(job) != SC_JOB_LIVE; }
+
+sc_syntax_tree *sc_syntax_snapshot_parse(sc_syntax_snapshot *snap, sc_job *job, sc_error *err) {
+  if (snap->parsed) return snap->tree;
+  /* The queued edits, replayed on the old tree without parsing, then one
+   * incremental parse for all of them. */
+  for (size_t i = 0; i < snap->n_edits; i++) {
+    sc_pending_edit *e = &snap->edits[i];
+    if (sc_syntax_tree_edit_unparsed(snap->tree, e->start, e->old_end, e->text, e->len, err) !=
+        SC_OK)
+      return NULL;
+    free(e->text);
+    e->text = NULL;
+    e->len = 0;
+  }
+  if (sc_syntax_tree_parse(snap->tree, job ? job_stopped : NULL, job, err) != SC_OK) return NULL;
+  snap->parsed = true;
+  return snap->tree;
+}
+
+void sc_document_syntax_adopt(sc_document_store *store, const char *uri,
+                              const sc_syntax_snapshot *snap) {
+  sc_document *d = snap && snap->parsed && uri ? sc_document_store_get(store, uri) : NULL;
+  if (!d || d->tree_gen != snap->tree_gen || d->n_edits < snap->n_covered) return;
+  sc_syntax_tree *copy = NULL;
+  if (sc_syntax_tree_copy(snap->tree, &copy, NULL) != SC_OK) return;
+  sc_syntax_tree_free(d->tree);
+  d->tree = copy;
+  /* The edits made after the snapshot stay queued on the newer tree. */
+  size_t k = snap->n_covered;
+  for (size_t i = 0; i < k; i++) free(d->edits[i].text);
+  if (d->n_edits > k) memmove(d->edits, d->edits + k, (d->n_edits - k) * sizeof *d->edits);
+  d->n_edits -= k;
+  bump_tree_gen(d);
 }
 
 const sc_recent_edit *sc_document_store_recent_edits(const sc_document_store *s, size_t *n) {
@@ -349,7 +425,8 @@ size_t sc_document_store_recent_docs(sc_document_store *s, const sc_document *ex
   size_t n = 0;
   for (size_t i = 0; i < s->cap && max; i++) {
     sc_document *d = s->slots[i];
-    if (!d || d == &k_tombstone || d == except) continue;
+    /* An unsynced document's text is not what the user sees. */
+    if (!d || d == &k_tombstone || d == except || d->unsynced) continue;
     /* Insertion into the top max by last use: few documents, small max. */
     size_t at = n < max ? n++ : max;
     while (at > 0 && out[at - 1]->last_used_ms < d->last_used_ms) {

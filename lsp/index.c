@@ -23,6 +23,8 @@ typedef struct index_arg {
   sc_workspace *ws; /* built on the background worker, until installed (owned) */
   sc_workspace_stats stats;
   int pause_ms; /* test hook: wait this long first (SCULPT_TEST_INDEX_PAUSE_MS) */
+  int generation; /* c->index_generation when it started: a newer root supersedes it */
+  int progress;   /* its $/progress token (sc_lsp__progress_begin), or 0 */
 } index_arg;
 
 static void index_arg_free(void *p) {
@@ -59,19 +61,10 @@ static void install_index_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__feature(s);
   index_arg *a = job->arg;
   if (!job->result) return; /* cancelled at exit */
+  if (a->generation != c->index_generation) return; /* another root is being indexed */
   c->index_state = "ready";
   c->index_files = a->stats.files;
   sc_cpl__send_status(s, c);
-}
-
-static void index_progress(sc_lsp_server *s, sc_completer *c, const char *kind,
-                           const char *message) {
-  if (!c->index_token[0]) return;
-  json_t *v = json_pack("{s:s}", "kind", kind);
-  if (strcmp(kind, "begin") == 0) json_object_set_new(v, "title", json_string("sculpt: indexing"));
-  if (message) json_object_set_new(v, "message", json_string(message));
-  sc_lsp__send_notification(s, "$/progress",
-                            json_pack("{s:s, s:o}", "token", c->index_token, "value", v));
 }
 
 static void post_update(sc_lsp_server *s, sc_completer *c, const char *uri, const char *text,
@@ -83,9 +76,17 @@ static void index_done(sc_lsp_server *s, sc_job *job) {
   index_arg *a = job->arg;
   /* Copied first: a moves to the install job (freed at once if that post
    * fails for lack of memory). */
-  sc_workspace_stats stats = a ? a->stats : (sc_workspace_stats){0};
+  sc_workspace_stats stats = a->stats;
+  int progress = a->progress;
+  if (a->generation != c->index_generation) {
+    /* Superseded by the index of another root (sc_cpl__on_open): only its
+     * progress ends. */
+    sc_lsp__progress_end(s, progress, "superseded: the workspace moved");
+    return;
+  }
   c->indexing = false;
-  if (job->result && a && a->ws && sc_job_cancelled(job) == SC_JOB_LIVE) {
+  c->index_job = NULL;
+  if (job->result && a->ws && sc_job_cancelled(job) == SC_JOB_LIVE) {
     /* The job's arg moves to the install job. */
     job->arg = NULL;
     job->free_arg = NULL;
@@ -116,27 +117,22 @@ static void index_done(sc_lsp_server *s, sc_job *job) {
     snprintf(msg, sizeof msg, "not indexed: %s", job->err.msg);
     SC_LOG_INFO("index: %s", msg);
   }
-  index_progress(s, c, "end", msg);
-}
-
-static void on_index_progress_created(sc_lsp_server *s, json_t *result, json_t *error) {
-  sc_completer *c = sc_lsp__feature(s);
-  if (error) {
-    c->index_token[0] = '\0';
-    return;
-  }
-  if (c->indexing) index_progress(s, c, "begin", c->root);
-  else index_progress(s, c, "end", NULL), c->index_token[0] = '\0';
+  sc_lsp__progress_end(s, progress, msg);
 }
 
 void sc_cpl__start_index(sc_lsp_server *s, sc_completer *c) {
-  if (!c->root || c->indexing) return;
+  if (!c->root) return;
   index_arg *a = calloc(1, sizeof *a);
   if (!a || !(a->root = strdup(c->root))) {
     free(a);
     return;
   }
+  /* A build of another root still running stops between files; its
+   * answer is ignored (index_done). */
+  if (c->indexing && c->index_job)
+    atomic_store(&c->index_job->cancel, (int)SC_JOB_CANCELLED);
   a->c = c;
+  a->generation = ++c->index_generation;
   const char *pause = getenv("SCULPT_TEST_INDEX_PAUSE_MS");
   if (sc_lsp__options(s)->test_hooks && pause) a->pause_ms = atoi(pause);
   c->indexing = true;
@@ -144,19 +140,49 @@ void sc_cpl__start_index(sc_lsp_server *s, sc_completer *c) {
     c->index_state = "indexing";
     sc_cpl__send_status(s, c);
   }
-  static int generation;
-  if (sc_lsp__client_progress(s)) {
-    snprintf(c->index_token, sizeof c->index_token, "sculpt/index/%d", ++generation);
-    sc_lsp__send_request(s, "window/workDoneProgress/create",
-                         json_pack("{s:s}", "token", c->index_token), on_index_progress_created);
+  a->progress = sc_lsp__progress_begin(s, "index", "sculpt: indexing", c->root, -1);
+  c->index_job =
+      sc_lsp__post_background_job(s, "sculpt/index", index_job, a, index_arg_free, index_done);
+  if (!c->index_job) { /* a is freed */
+    c->indexing = false;
+    c->index_state = "failed";
   }
-  sc_lsp__post_background_job(s, "sculpt/index", index_job, a, index_arg_free, index_done);
 }
 
+/* initialize's folder: indexed from the start when it is, or lies in, a
+ * git work tree; otherwise (a folder above several repositories, or none)
+ * the root waits for the first document (sc_cpl__on_open). */
 void sc_cpl__set_root(sc_lsp_server *s, const char *root_uri) {
   sc_completer *c = sc_lsp__feature(s);
+  free(c->client_root);
+  c->client_root = sc_path_from_file_uri(root_uri);
+  char *tree = c->client_root ? sc_workspace_find_root(c->client_root) : NULL;
   free(c->root);
-  c->root = sc_path_from_file_uri(root_uri);
+  c->root = tree && c->client_root ? strdup(c->client_root) : NULL;
+  free(tree);
+}
+
+/* A document opened outside the workspace being indexed (or with none: the
+ * client gave no folder, or one above the repositories) moves the
+ * workspace to the file's git work tree (libgit2 finds it) or its folder
+ * (sc_context_index_root): the editor's folder is only a hint. */
+void sc_cpl__on_open(sc_lsp_server *s, sc_document *d) {
+  sc_completer *c = sc_lsp__feature(s);
+  char *path = sc_path_from_file_uri(d->uri);
+  if (!path) return;
+  char *want = sc_context_index_root(path, c->root ? c->root : c->client_root);
+  free(path);
+  if (!want || (c->root && strcmp(want, c->root) == 0)) {
+    free(want);
+    return;
+  }
+  SC_LOG_INFO("index: the workspace is now %s (for %s)", want, d->uri);
+  free(c->root);
+  c->root = want;
+  c->index_state = "indexing"; /* what the status said was another folder's */
+  c->index_files = 0;
+  /* Before initialized, the start indexes it. */
+  if (c->started) sc_cpl__start_index(s, c);
 }
 
 /* uri as the index names it: relative to the root when inside it, else the
@@ -299,4 +325,5 @@ void sc_cpl__index_free(sc_completer *c) {
   pending_clear(c);
   free(c->pending);
   free(c->root);
+  free(c->client_root);
 }

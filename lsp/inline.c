@@ -1,12 +1,14 @@
 /* inline.c — the completion requests: textDocument/inlineCompletion (LSP
  * 3.18 ghost text) and textDocument/completion for clients without it. The
  * handler, on the loop, answers at once what needs no model (a language
- * that is off, no model, nothing to complete here by the syntax plan, text
- * the cache serves) and otherwise copies what the job needs: the windows
- * around the cursor, the settings, a copy of the syntax tree, the prompt
- * extras. The job, on the model lane, waits out the debounce of an
- * automatic trigger, builds the prompt and decodes on the local engine (or
- * hands the prompt to the remote backend), and shapes the answer. The
+ * that is off, a document out of sync or too large, no model, text the
+ * cache serves) and otherwise copies what the job needs: the windows around
+ * the cursor, the settings, a syntax snapshot, the prompt extras. The job,
+ * on the model lane, waits out the debounce of an automatic trigger, parses
+ * the snapshot (the loop never parses: in a buffer full of errors a parse
+ * takes up to seconds) and plans by it (nothing inside a comment or a
+ * string), builds the prompt and decodes on the local engine (or hands the
+ * prompt to the remote backend), and shapes the answer. The
  * debounce adapts to the user's typing rhythm, which document changes
  * feed.
  *
@@ -26,24 +28,30 @@ void sc_cpl__complete_arg_free(void *p) {
   free(a->suffix);
   free(a->middle);
   json_decref(a->position);
-  sc_syntax_tree_free(a->tree);
+  sc_syntax_snapshot_free(a->syn); /* a->tree is its tree */
   free(a->rest);
   free(a->rel_path);
   sc_cpl__extras_free(a->extras);
   free(a->r_prompt);
+  free(a->r_suffix);
   free(a->r_cand);
   free(a);
 }
 
 /* The repair's model call on the local engine (sc_repair_fill_fn): the
  * prompt and the candidate's good head before a canvas the size of the
- * broken span (plus room), its tail and the suffix after. */
+ * broken span (plus room), its tail and the suffix after, fitted to the
+ * model's context as the first call was. Its time and steps are added up
+ * for the request's data. */
 typedef struct local_fill_ctx {
   complete_arg *a;
   sc_job *job;
   const char *before; /* snippets + prefix window */
   size_t before_len;
   const sc_infill_params *params;
+  int prompt; /* the first call's fitted prompt tokens */
+  double repair_ms;
+  int repair_steps;
 } local_fill_ctx;
 
 static sc_status local_fill(void *user, const char *head, size_t head_len, const char *span,
@@ -52,6 +60,17 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   local_fill_ctx *f = user;
   complete_arg *a = f->a;
   sc_completer *c = a->c;
+  int32_t *old = NULL;
+  size_t n_old = 0;
+  sc_tokenizer_encode(c->tok, span, span_len, &old, &n_old, NULL);
+  free(old);
+  int m = (int)n_old + 4;
+  if (m > a->set.max_tokens) m = a->set.max_tokens;
+  sc_infill_plan plan = {1, {m}};
+  sc_infill_params p = *f->params;
+  sc_infill_budget fit;
+  SC_TRY(sc_infill_fit_plan(c->model, sc_engine_context(c->engine), f->prompt, &plan, &p, &fit,
+                            err));
   char *b = malloc(f->before_len + head_len + 1);
   char *e = malloc(tail_len + a->suffix_len + 1);
   if (!b || !e) {
@@ -63,99 +82,51 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   memcpy(b + f->before_len, head, head_len);
   memcpy(e, tail, tail_len);
   memcpy(e + tail_len, a->suffix, a->suffix_len);
-  int32_t *pre = NULL, *suf = NULL, *old = NULL;
-  size_t n_pre = 0, keep_pre = 0, keep_suf = 0, n_old = 0;
+  int32_t *pre = NULL, *suf = NULL;
+  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_status st = sc_cpl__encode_context(c, b, f->before_len + head_len, e,
-                                        tail_len + a->suffix_len, (size_t)a->set.context_budget,
-                                        &pre, &n_pre, &keep_pre, &suf, &keep_suf, err);
+                                        tail_len + a->suffix_len, a->suffix_window_cut, &fit,
+                                        &pre, &n_pre, &keep_pre, &suf, &keep_suf, &p.suffix_cut,
+                                        err);
   free(b);
   free(e);
   if (st != SC_OK) return st;
-  sc_tokenizer_encode(c->tok, span, span_len, &old, &n_old, NULL);
-  free(old);
-  int m = (int)n_old + 4;
-  if (m > a->set.max_tokens) m = a->set.max_tokens;
-  sc_infill_plan plan = {1, {m}};
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
   st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                        &plan, f->params, &f->job->cancel, NULL, NULL, &res, err);
+                        &plan, &p, &f->job->cancel, NULL, NULL, &res, err);
   free(pre);
   free(suf);
   if (st != SC_OK) return st;
+  f->repair_ms += res.ms_total;
+  f->repair_steps += res.steps;
   *out = res.text ? strndup(res.text, res.text_len) : strdup("");
   *out_len = res.text ? res.text_len : 0;
   sc_infill_result_free(&res);
   return *out ? SC_OK : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
 }
 
-static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
-  complete_arg *a = argp;
+/* The canvas lengths for the request: what remained of a suggestion the
+ * typing left, else the syntax plan's (within maxTokens, no repeats; each
+ * extra length is a whole extra decode, so by default only the plan's
+ * middle one runs: setting lengthCandidates), else maxTokens (24 at most
+ * for one line). *reconditioned: the first case. On the model lane (the
+ * tokenizer is its). */
+static sc_infill_plan canvas_plan(const complete_arg *a, int *reconditioned) {
   sc_completer *c = a->c;
-  /* Debounce (automatic triggers only), in steps so a newer edit or request
-   * cancels it at once. */
-  if (!sc_job_wait(job, a->debounce_ms)) {
-    sc_error_set(err, SC_ERR_CANCELLED, "cancelled while waiting");
-    return NULL;
-  }
-  if (!c->engine && !a->remote) {
-    sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
-    return NULL;
-  }
-  double t0 = sc_now_ms();
-  /* Repository context: definitions of what is used around the cursor,
-   * from this file, its imports and the workspace, each headed by its path,
-   * go before the prefix window. */
-  const char *before;
-  size_t before_len, n_snippets;
-  char *joined = sc_cpl__prompt_before(a, &before, &before_len, &n_snippets);
-  if (a->remote) {
-    /* Only the assembled prompt and the suffix travel; the request goes out
-     * on the loop (complete_done), so this job ends here. */
-    a->r_prompt = malloc(before_len + 1);
-    if (a->r_prompt) {
-      memcpy(a->r_prompt, before, before_len);
-      a->r_prompt[before_len] = '\0';
-      a->r_prompt_len = before_len;
-    }
-    free(joined);
-    if (!a->r_prompt) {
-      sc_error_set(err, SC_ERR_NOMEM, "out of memory");
-      return NULL;
-    }
-    a->n_snippets = n_snippets;
-    a->ctx_ms = sc_now_ms() - t0;
-    return json_null();
-  }
-  int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
-  sc_status est = sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len,
-                                         (size_t)a->set.context_budget, &pre, &n_pre, &keep_pre,
-                                         &suf, &keep_suf, err);
-  if (est != SC_OK) {
-    free(joined);
-    return NULL;
-  }
-  double t_ctx = sc_now_ms();
-  sc_infill_params p;
-  sc_cpl__params_from_settings(&a->set, &p);
   sc_infill_plan plan = {0};
-  int reconditioned = 0;
-  if (a->rest) {
-    /* The canvas is what remained of the diverged suggestion. */
+  *reconditioned = 0;
+  if (a->rest && c->tok) {
     int32_t *ids = NULL;
     size_t n = 0;
     if (sc_tokenizer_encode(c->tok, a->rest, strlen(a->rest), &ids, &n, NULL) == SC_OK && n) {
-      reconditioned = (int)(n < (size_t)a->set.max_tokens ? n : (size_t)a->set.max_tokens);
+      *reconditioned = (int)(n < (size_t)a->set.max_tokens ? n : (size_t)a->set.max_tokens);
       plan.n_lengths = 1;
-      plan.lengths[0] = reconditioned;
+      plan.lengths[0] = *reconditioned;
     }
     free(ids);
   }
   if (a->tree && plan.n_lengths == 0) {
-    /* The syntax plan's lengths, within the maxTokens setting, no repeats.
-     * Each extra length is a whole extra decode, so by default only the
-     * plan's middle one runs (setting lengthCandidates). */
     sc_infill_plan from;
     sc_completion_plan_to_infill(&a->plan, &from);
     int want = a->set.length_candidates < from.n_lengths ? a->set.length_candidates
@@ -171,10 +142,103 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   if (plan.n_lengths == 0) {
     int m = a->set.max_tokens;
     if (a->single_line && m > 24) m = 24;
-    if (m > a->set.max_tokens) m = a->set.max_tokens;
     plan.n_lengths = 1;
     plan.lengths[0] = m;
   }
+  return plan;
+}
+
+/* The remote backend's part of the job: the prompt (snippets and the
+ * prefix window) and the suffix, fitted to the backend's context when it is
+ * known; the request goes out on the loop (complete_done). */
+static json_t *remote_prompt_job(complete_arg *a, double t0, sc_error *err) {
+  sc_infill_budget fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens);
+  const char *before;
+  size_t before_len, n_snippets;
+  char *joined = sc_cpl__prompt_before(a, fit.prompt, &before, &before_len, &n_snippets);
+  sc_status st = sc_cpl__remote_cut(a, &fit, before, before_len, err);
+  free(joined);
+  if (st != SC_OK) return NULL;
+  a->n_snippets = n_snippets;
+  a->r_canvas = fit.canvas;
+  a->ctx_ms = sc_now_ms() - t0;
+  return json_null();
+}
+
+/* The data of an answer that needed no model: why, and how long it took. */
+static json_t *skipped_data(double t_request, const char *why) {
+  return json_pack("{s:b, s:s, s:f}", "cached", 0, "skipped", why, "totalMs",
+                   sc_now_ms() - t_request);
+}
+
+static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
+  complete_arg *a = argp;
+  sc_completer *c = a->c;
+  /* Debounce (automatic triggers only), in steps so a newer edit or request
+   * cancels it at once. */
+  if (!sc_job_wait(job, a->debounce_ms)) {
+    sc_error_set(err, SC_ERR_CANCELLED, "cancelled while waiting");
+    return NULL;
+  }
+  /* What belongs at the cursor, from the syntax tree: nothing inside a
+   * comment or a string, one line mid-line, a body for an empty block. */
+  if (a->syn) {
+    sc_error perr = {0};
+    sc_syntax_tree *tree = sc_syntax_snapshot_parse(a->syn, job, &perr);
+    if (!tree && sc_job_cancelled(job) != SC_JOB_LIVE) {
+      sc_error_set(err, SC_ERR_CANCELLED, "cancelled while parsing");
+      return NULL;
+    }
+    sc_completion_plan plan;
+    if (!tree) {
+      SC_LOG_WARN("syntax: %s", perr.msg);
+    } else if (sc_completion_plan_at(tree, a->cursor, &plan, &perr) != SC_OK) {
+      SC_LOG_WARN("planning: %s", perr.msg);
+    } else if (plan.kind == SC_COMPLETION_NONE) {
+      a->settled = true;
+      json_t *data = skipped_data(a->t_request, plan.reason ? plan.reason : "");
+      json_object_set_new(data, "kind", json_string("none"));
+      return sc_cpl__build_items(a, "", 0, data);
+    } else {
+      a->tree = tree;
+      a->plan = plan;
+      a->single_line = plan.single_line;
+    }
+  }
+  if (!c->engine && !a->remote) {
+    sc_error_set(err, SC_ERR_UNSUPPORTED, "no model is loaded (see sculpt/status)");
+    return NULL;
+  }
+  double t0 = sc_now_ms();
+  if (a->remote) return remote_prompt_job(a, t0, err);
+  /* The canvas and the prompt are fitted to the model's context first
+   * (model.h, sc_infill_fit_plan): after the family's frame, the plan's
+   * lengths are cut to at most half of it, and the prompt budget to what
+   * the canvas leaves. */
+  int reconditioned = 0;
+  sc_infill_plan plan = canvas_plan(a, &reconditioned);
+  sc_infill_params p;
+  sc_cpl__params_from_settings(&a->set, &p);
+  sc_infill_budget fit;
+  if (sc_infill_fit_plan(c->model, sc_engine_context(c->engine), a->set.context_budget, &plan,
+                         &p, &fit, err) != SC_OK)
+    return NULL;
+  /* Repository context: definitions of what is used around the cursor,
+   * from this file, its imports and the workspace, each headed by its path,
+   * go before the prefix window. */
+  const char *before;
+  size_t before_len, n_snippets;
+  char *joined = sc_cpl__prompt_before(a, fit.prompt, &before, &before_len, &n_snippets);
+  int32_t *pre = NULL, *suf = NULL;
+  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
+  sc_status est = sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len,
+                                         a->suffix_window_cut, &fit, &pre, &n_pre, &keep_pre,
+                                         &suf, &keep_suf, &p.suffix_cut, err);
+  if (est != SC_OK) {
+    free(joined);
+    return NULL;
+  }
+  double t_ctx = sc_now_ms();
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
   sc_status st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
@@ -187,27 +251,33 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   }
   double t_shape0 = sc_now_ms();
   const char *discarded = NULL;
-  local_fill_ctx fc = {a, job, before, before_len, &p};
+  local_fill_ctx fc = {a, job, before, before_len, &p, fit.prompt, 0, 0};
   size_t len = sc_cpl__shape_middle(a, res.text ? res.text : "", res.text_len, &discarded,
                                     local_fill, &fc, false);
   free(joined);
   double t_end = sc_now_ms();
-  a->model_ms = res.ms_total;
+  /* modelMs is every engine call the request made: the infill and the
+   * repair's, which is also shown alone (repairMs). */
+  a->model_ms = res.ms_total + fc.repair_ms;
   double shape_ms = t_end - t_shape0;
   json_t *data = json_pack("{s:b, s:f, s:i, s:f, s:i, s:i, s:f, s:s, s:i}", "cached", 0,
-                           "contextMs", t_ctx - t0, "steps", res.steps, "modelMs", res.ms_total,
-                           "tokens", res.n_ids, "debounceMs", a->debounce_ms, "totalMs",
-                           t_end - a->t_request, "kind",
+                           "contextMs", t_ctx - t0, "steps", res.steps + fc.repair_steps,
+                           "modelMs", a->model_ms, "tokens", res.n_ids, "debounceMs",
+                           a->debounce_ms, "totalMs", t_end - a->t_request, "kind",
                            a->tree ? sc_completion_kind_name(a->plan.kind) : "unplanned",
                            "canvas", res.canvas_len);
   if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
   json_object_set_new(data, "shapeMs", json_real(shape_ms));
+  json_object_set_new(data, "repairMs", json_real(fc.repair_ms));
   json_object_set_new(data, "snippets", json_integer((json_int_t)n_snippets));
+  json_object_set_new(data, "promptTokens", json_integer((json_int_t)(keep_pre + keep_suf)));
+  json_object_set_new(data, "contextTokens", json_integer(fit.context));
   if (reconditioned) json_object_set_new(data, "reconditioned", json_true());
+  if (p.suffix_cut) json_object_set_new(data, "suffixCut", json_true());
   if (a->repaired) json_object_set_new(data, "repaired", json_true());
   json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
   SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
-               res.n_ids, res.steps, t_ctx - t0, res.ms_total, t_end - a->t_request);
+               res.n_ids, res.steps, t_ctx - t0, a->model_ms, t_end - a->t_request);
   json_t *out = sc_cpl__build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
   sc_infill_result_free(&res);
   return out;
@@ -216,7 +286,9 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
 static void complete_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__feature(s);
   complete_arg *a = job->arg;
-  if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE) return;
+  /* The tree the job parsed serves the next request, answered or not. */
+  sc_document_syntax_adopt(sc_lsp__documents(s), job->uri, a->syn);
+  if (!job->result || sc_job_cancelled(job) != SC_JOB_LIVE || a->settled) return;
   if (a->remote) {
     sc_cpl__remote_submit(s, c, job);
     return;
@@ -269,18 +341,31 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   bool automatic = kind == RK_INLINE ? json_integer_value(trig) == 2
                                      : json_integer_value(trig) != 1 && trig != NULL;
   c->requests++;
+  double t_request = sc_now_ms();
   const char *lang = sc_context_language_for(d->language_id, d->uri);
-  json_t *empty_data = json_pack("{s:b, s:s}", "cached", 0, "skipped", "language");
   complete_arg probe = {.kind = kind, .position = pos};
+  if (lang) snprintf(probe.language, sizeof probe.language, "%s", lang);
   if (!sc_cpl__language_enabled(c, lang)) {
-    sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, "", 0, empty_data));
+    sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, "", 0,
+                                                      skipped_data(t_request, "language")));
     return;
   }
-  json_decref(empty_data);
+  char why[512];
+  const char *refused = sc_cpl__document_refused(s, c, d, why, sizeof why);
+  if (refused) {
+    if (automatic) {
+      json_t *data = skipped_data(t_request, refused);
+      json_object_set_new(data, "reason", json_string(why));
+      sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, "", 0, data));
+    } else {
+      sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED, "%s: %s", r->method, why);
+    }
+    return;
+  }
   if (c->state == MS_ERROR || c->state == MS_NONE) {
     if (automatic) {
-      sc_lsp__send_result(
-          s, r->id, sc_cpl__build_items(&probe, "", 0, json_pack("{s:s}", "skipped", "model")));
+      sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, "", 0,
+                                                        skipped_data(t_request, "model")));
     } else {
       sc_lsp__send_error(s, r->id, SC_RPC_REQUEST_FAILED, "%s: no model: %s", r->method,
                          c->error[0] ? c->error : "not loaded");
@@ -294,32 +379,14 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   }
   size_t off = sc_pos_to_offset(d->text, d->len, idx, line, character, sc_lsp__encoding(s), NULL);
   uint64_t uri_hash = sc_hash64(d->uri, strlen(d->uri), 3);
-  double t_request = sc_now_ms();
 
   /* A newer request on this document supersedes the older ones. */
   sc_lsp__cancel_method(s, r->method, d->uri);
 
-  /* What belongs at the cursor, from the syntax tree: nothing inside a
-   * comment or a string, one line mid-line, a body for an empty block. */
-  sc_syntax_tree *tree = sc_document_syntax(d);
-  sc_completion_plan plan;
-  if (tree) {
-    sc_error perr = {0};
-    if (sc_completion_plan_at(tree, off, &plan, &perr) != SC_OK) {
-      SC_LOG_WARN("planning: %s", perr.msg);
-      tree = NULL;
-    } else if (plan.kind == SC_COMPLETION_NONE) {
-      complete_arg none = {.kind = kind, .position = pos};
-      sc_lsp__send_result(s, r->id,
-                          sc_cpl__build_items(&none, "", 0,
-                                              json_pack("{s:b, s:s, s:s}", "cached", 0, "kind",
-                                                        "none", "skipped",
-                                                        plan.reason ? plan.reason : "")));
-      return;
-    }
-  }
-
-  /* Typing-through: the user typed the start of what we showed. */
+  /* Typing-through: the user typed the start of what we showed. The cache
+   * is asked before the syntax plan (the job's): mid-line, the first typed
+   * character puts the cursor inside a word, where the plan would suggest
+   * nothing. */
   size_t typed = 0;
   bool diverged = false;
   uint64_t suffix_hash = sc_hash64(d->text + off, d->len - off, 1);
@@ -331,12 +398,10 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   }
   if (hit) {
     c->cache_hits++;
-    complete_arg a = {.kind = kind, .position = pos};
-    snprintf(a.language, sizeof a.language, "%s", lang);
     json_t *data = json_pack("{s:b, s:i, s:f}", "cached", 1, "typed", (int)typed, "totalMs",
                              sc_now_ms() - t_request);
-    sc_lsp__send_result(
-        s, r->id, sc_cpl__build_items(&a, hit->middle + typed, hit->middle_len - typed, data));
+    sc_lsp__send_result(s, r->id, sc_cpl__build_items(&probe, hit->middle + typed,
+                                                      hit->middle_len - typed, data));
     return;
   }
 
@@ -349,6 +414,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
     a->kind = kind;
     a->prefix_len = off - p0;
     a->suffix_len = s1 - off;
+    a->suffix_window_cut = s1 < d->len;
     a->prefix = malloc(a->prefix_len + 1);
     a->suffix = malloc(a->suffix_len + 1);
   }
@@ -370,19 +436,16 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   sc_cpl__maybe_refresh_index(s, c, d);
   a->extras = sc_cpl__gather_extras(s, c, d, line_of_offset(idx, p0));
   a->cursor = off;
-  if (tree) {
-    a->plan = plan;
-    a->single_line = plan.single_line;
-    sc_error cerr = {0};
-    if (sc_syntax_tree_copy(tree, &a->tree, &cerr) != SC_OK) a->tree = NULL;
-  } else {
-    /* No grammar: mid-line (code after the cursor) completes that line only. */
-    const char *eol = memchr(d->text + off, '\n', d->len - off);
-    size_t rest_end = eol ? (size_t)(eol - d->text) : d->len;
-    a->single_line = false;
-    for (size_t i = off; i < rest_end; i++)
-      if (d->text[i] != ' ' && d->text[i] != '\t' && d->text[i] != '\r') a->single_line = true;
-  }
+  sc_error serr = {0};
+  if (!(a->syn = sc_document_syntax_snapshot(d, &serr)) && serr.status != SC_OK)
+    SC_LOG_WARN("syntax: %s: %s", d->uri, serr.msg);
+  /* Without a tree (no grammar, or its parse fails): mid-line (code after
+   * the cursor) completes that line only. */
+  const char *eol = memchr(d->text + off, '\n', d->len - off);
+  size_t rest_end = eol ? (size_t)(eol - d->text) : d->len;
+  a->single_line = false;
+  for (size_t i = off; i < rest_end; i++)
+    if (d->text[i] != ' ' && d->text[i] != '\t' && d->text[i] != '\r') a->single_line = true;
   a->debounce_ms = automatic ? debounce_for(c) : 0;
   a->uri_hash = uri_hash;
   a->prefix_hash = sc_hash64(d->text, off, 2);
@@ -391,6 +454,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->t_request = t_request;
   a->prepare_ms = sc_now_ms() - t_request;
   a->remote = a->set.backend_url != NULL;
+  a->remote_context = sc_cpl__remote_context(c);
   sc_lsp__post_job(s, r->id, r->method, d->uri, complete_job, a, sc_cpl__complete_arg_free,
                    complete_done);
 }

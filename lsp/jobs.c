@@ -41,6 +41,8 @@ void sc_server__answer_job(sc_lsp_server *s, sc_job *job) {
     if (job->on_cancel) job->on_cancel(s, job);
   }
   sc_job_cancel c = sc_job_cancelled(job);
+  const char *outer = s->answering; /* for sculpt/status's last error */
+  s->answering = job->method;
   if (!job->id) {
     /* An internal job: on_done was its whole answer. */
   } else if (c == SC_JOB_STALE) {
@@ -55,6 +57,7 @@ void sc_server__answer_job(sc_lsp_server *s, sc_job *job) {
                                                      : SC_RPC_REQUEST_FAILED;
     sc_lsp__send_error(s, job->id, code, "%s: %s", job->method, job->err.msg);
   }
+  s->answering = outer;
   SC_LOG_DEBUG("%s answered after %.1f ms", job->method, sc_now_ms() - job->queued_ms);
   sc_job_free(job);
 }
@@ -159,10 +162,12 @@ void sc_lsp__answer_deferred(sc_lsp_server *s, sc_job *job) {
 }
 
 void sc_lsp_server_drain(sc_lsp_server *s) {
+  sc_server__loop_enter(s);
   sc_job *job;
   for (int l = 0; l < SC_LANE_COUNT; l++)
     while ((job = sc_worker_take_done(s->workers[l]))) sc_server__answer_job(s, job);
   sc_server__flush_logs(s);
+  sc_server__loop_leave(s);
 }
 
 void sc_server__handle_cancel(sc_lsp_req *r) {

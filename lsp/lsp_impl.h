@@ -97,14 +97,22 @@ typedef struct sc_document {
   sc_line_index lines;
   bool lines_valid;
   uint64_t edit_seq; /* bumps on every change; jobs compare it */
-  /* The syntax tree follows the text lazily: edits are queued as they come
-   * (a keystroke costs a copy, not a reparse) and applied when a request
-   * needs the tree (sc_document_syntax). */
+  /* The syntax tree follows the text lazily and is parsed only off the
+   * loop: edits are queued as they come (a keystroke costs a copy, not a
+   * reparse); a request copies the tree and the queue (a syntax snapshot),
+   * its job parses on its worker, and the loop keeps the result for the
+   * next request (sc_document_syntax_adopt). */
   const char *lang;              /* sculpt's language name, NULL = no grammar */
-  struct sc_syntax_tree *tree;   /* NULL until first needed */
-  bool tree_stale;               /* reparse from the text instead of the queue */
-  struct sc_pending_edit *edits; /* queued edits, in order */
+  struct sc_syntax_tree *tree;   /* the last parsed tree, NULL: parse the text afresh */
+  struct sc_pending_edit *edits; /* queued edits since tree (or since a snapshot of the
+                                    text, without one), in order */
   size_t n_edits, cap_edits;
+  uint64_t tree_gen;             /* changes whenever tree or the queue's start does */
+  /* An incremental change that cannot apply (a reversed range, a line past
+   * the end) leaves the text out of step with the client's: until a full
+   * text arrives, changes are not applied and nothing is offered in it. */
+  bool unsynced;
+  bool size_warned; /* the feature told the user this document is too large */
   /* For repository context (issue #6). */
   struct sc_document_store *store; /* the store it is open in (borrowed) */
   double last_used_ms;  /* sc_now_ms() of the last open, edit or request */
@@ -129,9 +137,31 @@ typedef struct sc_pending_edit {
   size_t len;
 } sc_pending_edit;
 
-/* The document's syntax tree, brought up to date; NULL when the language
- * has no grammar or parsing failed (logged). Owned by the document. */
-struct sc_syntax_tree *sc_document_syntax(sc_document *doc);
+/* A request's view of its document's syntax: made on the loop (a copy of
+ * the last tree and copies of the edits queued since, or the text when
+ * there is no tree), parsed on the request's worker, and handed back to the
+ * document on the loop, so that the loop never runs the parser. */
+typedef struct sc_syntax_snapshot sc_syntax_snapshot;
+typedef struct sc_job sc_job; /* below, with the worker */
+
+/* Loop thread. NULL when the document has no grammar (err untouched), or
+ * with err set when memory ran out or the grammar cannot load (the document
+ * is then treated as having none). Costs a copy of the text. */
+sc_syntax_snapshot *sc_document_syntax_snapshot(sc_document *doc, sc_error *err);
+/* The job's thread: the tree at the snapshot's text, parsed (incrementally
+ * when the snapshot has an old tree) in slices that stop as soon as job is
+ * cancelled (job may be NULL: never stopped). Owned by the snapshot; NULL
+ * with err set when stopped (SC_ERR_CANCELLED) or failed. */
+struct sc_syntax_tree *sc_syntax_snapshot_parse(sc_syntax_snapshot *snap, sc_job *job,
+                                                sc_error *err);
+/* Loop thread: the document uri names keeps a copy of the snapshot's parsed
+ * tree, and drops the edits it covers, unless the document's tree changed
+ * meanwhile (closed, replaced, adopted from another request). */
+void sc_document_syntax_adopt(struct sc_document_store *store, const char *uri,
+                              const sc_syntax_snapshot *snap);
+void sc_syntax_snapshot_free(sc_syntax_snapshot *snap);
+/* Frees the document's tree and queue: the next snapshot parses afresh. */
+void sc_document_drop_syntax(sc_document *doc);
 
 typedef struct sc_document_store sc_document_store;
 
@@ -165,8 +195,12 @@ sc_document_store *sc_lsp__documents(sc_lsp_server *s);
 /* Replaces the whole text. */
 sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
                                sc_error *err);
-/* Replaces the range [start, end) given as LSP positions. *clamped reports
- * whether either position had to be clamped. */
+/* Replaces the range [start, end) given as LSP positions. A character past
+ * the end of its line counts as the line's end (LSP says so); *clamped
+ * reports whether that happened. SC_ERR_INVALID, with nothing changed, for
+ * a range that cannot be meant: reversed (start after end), or a line past
+ * the end of the document (the line just after the last one, at character
+ * 0, is its end, as clients write it). */
 sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
                                  uint32_t start_char, uint32_t end_line,
                                  uint32_t end_char, sc_pos_encoding enc,
@@ -303,6 +337,24 @@ bool sc_lsp__client_action_resolve(const sc_lsp_server *s);
 /* Sends a server->client request; on_response runs when the answer comes. */
 void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
                           void (*on_response)(sc_lsp_server *, json_t *, json_t *));
+/* Work-done progress the server starts (LSP 3.17): creates a token
+ * "sculpt/KIND/N" and sends begin (title, message, percentage -1: none)
+ * once the client accepts it. Each token goes begin -> report* -> end,
+ * each once, whatever the order of the client's answer and the calls:
+ * what comes before the answer waits (the latest report only), and a
+ * refused token sends nothing. Returns the token's handle, 0 when the
+ * client does not take progress (the other calls then do nothing). */
+int sc_lsp__progress_begin(sc_lsp_server *s, const char *kind, const char *title,
+                           const char *message, int percentage);
+void sc_lsp__progress_report(sc_lsp_server *s, int id, const char *message, int percentage);
+/* Ends the token (message may be NULL); the handle is void afterwards. */
+void sc_lsp__progress_end(sc_lsp_server *s, int id, const char *message);
+/* The last request that failed with an error worth showing (not a
+ * cancellation, a changed document or an unknown method): its message
+ * (borrowed, valid until the next response), code, method and time (ISO
+ * 8601, UTC); NULL when there is none, or the method has succeeded since. */
+const char *sc_lsp__last_error(const sc_lsp_server *s, int *code, const char **method,
+                               const char **time);
 /* Posts a job (id NULL: an internal job, never answered; its on_done runs).
  * Takes ownership of arg. Returns the job (still owned by the server) or
  * NULL when it was refused for lack of memory (the request is answered). */
@@ -379,6 +431,10 @@ typedef struct sc_lsp_feature {
   void (*on_file_changed)(sc_lsp_server *s, const char *uri, int type);
   /* Counters merged into sculpt/test/stats (owned by the caller). */
   json_t *(*stats)(sc_lsp_server *s);
+  /* The last error (sc_lsp__last_error) was set or cleared. */
+  void (*on_error)(sc_lsp_server *s);
+  /* A document was opened (its text is in the store). */
+  void (*on_open)(sc_lsp_server *s, sc_document *d);
 } sc_lsp_feature;
 
 /* The completion feature (lsp/completer.c), the one the server runs. */

@@ -42,33 +42,24 @@ void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c) {
   }
   /* The workspace index is built in the background: a client (or a test)
    * that wants repository context from the start can wait for "ready". */
-  if (c->index_state)
-    json_object_set_new(p, "index", json_pack("{s:s, s:I}", "state", c->index_state, "files",
-                                              (json_int_t)c->index_files));
+  if (c->index_state) {
+    json_t *ix = json_pack("{s:s, s:I}", "state", c->index_state, "files",
+                           (json_int_t)c->index_files);
+    if (c->root) json_object_set_new(ix, "root", json_string(c->root));
+    json_object_set_new(p, "index", ix);
+  }
+  /* The context requests are fitted to (model.h, sc_infill_budget). */
+  int context = c->set.backend_url ? sc_cpl__remote_context(c) : c->model_context;
+  if (context > 0) json_object_set_new(p, "contextTokens", json_integer(context));
+  /* The last request that failed, so that a client (or the user) sees why
+   * completions stopped even when the client drops error answers. */
+  int code = 0;
+  const char *method = NULL, *when = NULL;
+  const char *msg = sc_lsp__last_error(s, &code, &method, &when);
+  if (msg)
+    json_object_set_new(p, "lastError", json_pack("{s:s, s:s, s:i, s:s}", "message", msg,
+                                                  "method", method, "code", code, "time", when));
   sc_lsp__send_notification(s, "sculpt/status", p);
-}
-
-static void progress_send(sc_lsp_server *s, sc_completer *c, const char *kind,
-                          const char *message) {
-  json_t *v = json_pack("{s:s}", "kind", kind);
-  if (strcmp(kind, "begin") == 0) {
-    json_object_set_new(v, "title", json_string("sculpt: loading the model"));
-    json_object_set_new(v, "percentage", json_integer(0));
-  }
-  if (message) json_object_set_new(v, "message", json_string(message));
-  sc_lsp__send_notification(s, "$/progress",
-                            json_pack("{s:s, s:o}", "token", c->progress_token, "value", v));
-}
-
-static void on_progress_created(sc_lsp_server *s, json_t *result, json_t *error) {
-  sc_completer *c = sc_lsp__feature(s);
-  if (error) return; /* the client refused: no progress, status still goes */
-  c->progress_begun = true;
-  progress_send(s, c, "begin", c->model_name);
-  if (c->progress_end_pending) {
-    progress_send(s, c, "end", sc_cpl__state_name(c->state));
-    c->progress_begun = c->progress_end_pending = false;
-  }
 }
 
 typedef struct load_arg {
@@ -76,10 +67,12 @@ typedef struct load_arg {
   char *path;
   sc_device_kind device;
   int generation;
-  int max_seq;
+  int progress; /* its $/progress token, or 0 */
   bool remote; /* the remote backend: only the tokenizer, for the prompt */
   /* out */
   char model_name[256], device_name[192];
+  int context;           /* the model's context in tokens */
+  sc_infill_frame frame; /* its family's frame */
 } load_arg;
 
 static void load_arg_free(void *p) {
@@ -128,9 +121,18 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
     sc_cpl__release_model(c);
     return NULL;
   }
+  /* The engine holds the model's whole context, so that every request
+   * can be fitted to it (sc_infill_fit_plan) whatever the settings say; the
+   * per-position buffers are touched only as far as a request reaches. The
+   * frame is what the settings' decoding reserves (no setting changes it:
+   * they all decode with sc_infill_params_default's loop and padding), for
+   * the budget warning on the loop (sc_cpl__check_budget). */
   const sc_model_info *info = sc_model_get_info(c->model);
-  int max_seq = a->max_seq < info->max_seq ? a->max_seq : info->max_seq;
-  if (sc_engine_new(c->model, c->tok, max_seq, &c->engine, err) != SC_OK) {
+  a->context = info->max_seq;
+  sc_infill_params dp;
+  sc_infill_params_default(&dp);
+  sc_infill_frame_for(c->model, &dp, &a->frame);
+  if (sc_engine_new(c->model, c->tok, 0, &c->engine, err) != SC_OK) {
     sc_cpl__release_model(c);
     return NULL;
   }
@@ -139,32 +141,32 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
   snprintf(a->model_name, sizeof a->model_name, "%s (%s, %.1fM params)",
            base && base[1] ? base + 1 : a->path, sc_model_family_name(info->family),
            (double)info->n_params / 1e6);
-  SC_LOG_INFO("model %s loaded in %.0f ms on %s", a->model_name, sc_now_ms() - t0,
-              a->device_name);
+  SC_LOG_INFO("model %s loaded in %.0f ms on %s; %d-token context", a->model_name,
+              sc_now_ms() - t0, a->device_name, a->context);
   return json_null();
 }
 
 static void load_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__feature(s);
   load_arg *a = job->arg;
-  if (a->generation != c->load_generation) return; /* a newer load follows */
+  if (a->generation != c->load_generation) return; /* a newer load follows; its progress ended */
   if (job->result) {
     c->state = MS_READY;
     if (!a->remote) snprintf(c->model_name, sizeof c->model_name, "%s", a->model_name);
     snprintf(c->device_name, sizeof c->device_name, "%s", a->device_name);
     c->error[0] = '\0';
+    c->model_context = a->remote ? 0 : a->context;
+    c->model_frame = a->frame;
   } else {
     c->state = MS_ERROR;
+    c->model_context = 0;
     snprintf(c->error, sizeof c->error, "%s",
              sc_job_cancelled(job) ? "loading was cancelled" : job->err.msg);
     SC_LOG_ERROR("model: %s", c->error);
   }
-  if (c->progress_begun) {
-    progress_send(s, c, "end", c->state == MS_READY ? "ready" : c->error);
-    c->progress_begun = false;
-  } else if (c->progress_token[0]) {
-    c->progress_end_pending = true;
-  }
+  sc_lsp__progress_end(s, a->progress, c->state == MS_READY ? "ready" : c->error);
+  c->load_progress = 0;
+  sc_cpl__check_budget(c);
   sc_cpl__send_status(s, c);
 }
 
@@ -180,9 +182,12 @@ void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
   }
   a->device = c->set.device;
   a->generation = ++c->load_generation;
-  /* Context for the budget, a DreamOn canvas growing 4x, and specials. */
-  a->max_seq = c->set.context_budget + 4 * c->set.max_tokens + 8;
+  /* A load still under way is superseded: its progress ends now (its
+   * answer is dropped in load_done). */
+  sc_lsp__progress_end(s, c->load_progress, "superseded");
+  c->load_progress = 0;
   c->state = MS_LOADING;
+  c->model_context = 0;
   sc_cpl__cache_clear(c);
   snprintf(c->model_name, sizeof c->model_name, "%s", path ? path : "(none)");
   a->remote = c->set.backend_url != NULL;
@@ -200,13 +205,8 @@ void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
     sc_cpl__send_status(s, c);
     return;
   }
-  c->progress_begun = c->progress_end_pending = false;
-  c->progress_token[0] = '\0';
-  if (sc_lsp__client_progress(s)) {
-    snprintf(c->progress_token, sizeof c->progress_token, "sculpt/load/%d", a->generation);
-    sc_lsp__send_request(s, "window/workDoneProgress/create",
-                         json_pack("{s:s}", "token", c->progress_token), on_progress_created);
-  }
+  a->progress = c->load_progress =
+      sc_lsp__progress_begin(s, "load", "sculpt: loading the model", c->model_name, 0);
   sc_cpl__send_status(s, c);
   sc_lsp__post_job(s, NULL, "sculpt/loadModel", NULL, load_job, a, load_arg_free, load_done);
 }

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "completer_impl.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,13 +74,11 @@ prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_docum
   return x;
 }
 
-/* Tokenizes the text before and after the span and fits them to the budget:
- * three quarters before (the tokens nearest the cursor), the rest after.
- * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
 sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
-                                 const char *after, size_t after_len, size_t budget,
-                                 int32_t **pre, size_t *n_pre, size_t *keep_pre, int32_t **suf,
-                                 size_t *keep_suf, sc_error *err) {
+                                 const char *after, size_t after_len, bool after_cut,
+                                 const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
+                                 size_t *keep_pre, int32_t **suf, size_t *keep_suf,
+                                 bool *suffix_cut, sc_error *err) {
   size_t n_suf = 0;
   SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
   if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {
@@ -87,8 +86,8 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
     *pre = NULL;
     return err ? err->status : SC_ERR_INTERNAL;
   }
-  *keep_suf = n_suf < budget / 4 ? n_suf : budget / 4;
-  *keep_pre = *n_pre < budget - *keep_suf ? *n_pre : budget - *keep_suf;
+  sc_infill_fit(fit, *n_pre, n_suf, keep_pre, keep_suf, suffix_cut);
+  if (after_cut) *suffix_cut = true;
   return SC_OK;
 }
 
@@ -98,8 +97,8 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
  * language sculpt does not know), the whole prefix window (sc_cpl__encode_context
  * trims it). *before points into the returned text (owned) or, when NULL
  * is returned, into a->prefix. */
-char *sc_cpl__prompt_before(const complete_arg *a, const char **before, size_t *before_len,
-                            size_t *n_snippets) {
+char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **before,
+                            size_t *before_len, size_t *n_snippets) {
   sc_completer *c = a->c;
   *before = a->prefix;
   *before_len = a->prefix_len;
@@ -114,7 +113,7 @@ char *sc_cpl__prompt_before(const complete_arg *a, const char **before, size_t *
       memcpy(text + a->prefix_len, a->suffix, a->suffix_len);
       text[tl] = '\0';
       if (sc_prompt_build_with(c->ws, a->rel_path, a->language, text, tl, a->prefix_len,
-                               c->tok, (size_t)a->set.context_budget,
+                               c->tok, (size_t)(budget >= 16 ? budget : 16),
                                a->extras ? &a->extras->in : NULL, &prompt, NULL) == SC_OK) {
         if (prompt.n_snippets && (joined = sc_prompt_text(&prompt, before_len))) {
           *before = joined;
@@ -126,6 +125,102 @@ char *sc_cpl__prompt_before(const complete_arg *a, const char **before, size_t *
     }
   }
   return joined;
+}
+
+/* ---- the remote backend's prompt ------------------------------------------------ */
+
+/* Positions a FIM server's template adds around the prompt and the suffix
+ * (BOS and the three FIM sentinels, with room to spare), whether or not
+ * the suffix is cut: its template is not known here. */
+#define REMOTE_SPECIALS 8
+/* Without a local tokenizer, bytes stand for tokens at this rate: code
+ * averages 3-4 bytes a token with BPE tokenizers, so 3 errs on the side of
+ * fitting. */
+#define REMOTE_BYTES_PER_TOKEN 3
+
+sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas) {
+  int budget = set->context_budget;
+  /* The canvas reserves room for the repair's request too, which carries
+   * the candidate's head and tail besides the prompt. */
+  sc_infill_frame frame = {REMOTE_SPECIALS, REMOTE_SPECIALS, 2 * canvas};
+  sc_infill_budget fit = {.context = 0, .frame = frame, .canvas = canvas,
+                          .max_canvas = canvas, .prompt = budget, .prompt_cut = budget};
+  if (remote_context > 0 &&
+      sc_infill_budget_compute(remote_context, &frame, budget, canvas, &fit, NULL) != SC_OK) {
+    /* A context too small for anything: the least that can be sent. */
+    fit = (sc_infill_budget){.context = remote_context, .frame = frame, .canvas = 1,
+                             .max_canvas = 1, .prompt = 1, .prompt_cut = 1, .clamped = true};
+  }
+  return fit;
+}
+
+void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
+                                 size_t *keep_before, size_t *keep_after) {
+  /* The same split, in bytes. */
+  sc_infill_budget bytes = *fit;
+  size_t room = (size_t)fit->prompt * REMOTE_BYTES_PER_TOKEN;
+  bytes.prompt = bytes.prompt_cut = room > INT32_MAX ? INT32_MAX : (int)room;
+  bool cut;
+  sc_infill_fit(&bytes, before, after, keep_before, keep_after, &cut);
+}
+
+/* Keeps the last n bytes of [p, p+len) that start a UTF-8 character. */
+static size_t tail_start(const char *p, size_t len, size_t n) {
+  if (n >= len) return 0;
+  size_t i = len - n;
+  while (i < len && ((unsigned char)p[i] & 0xC0) == 0x80) i++;
+  return i;
+}
+
+/* The first n bytes of [p, p+len), ending on a UTF-8 character boundary. */
+static size_t head_len(const char *p, size_t len, size_t n) {
+  if (n >= len) return len;
+  while (n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80) n--;
+  return n;
+}
+
+sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_budget *fit, const char *before,
+                             size_t before_len, sc_error *err) {
+  sc_completer *c = a->c;
+  size_t pre_at = 0, pre_len = before_len, suf_len = a->suffix_len;
+  if (c->tok) {
+    /* Counted and cut with the local tokenizer; the kept tokens decode
+     * back to exactly the bytes they came from. */
+    int32_t *pre = NULL, *suf = NULL;
+    size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
+    bool cut; /* the server frames the prompt itself */
+    SC_TRY(sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len, false, fit,
+                                  &pre, &n_pre, &keep_pre, &suf, &keep_suf, &cut, err));
+    char *tp = NULL, *ts = NULL;
+    size_t lp = 0, ls = 0;
+    sc_status st = sc_tokenizer_decode(c->tok, pre + (n_pre - keep_pre), keep_pre, &tp, &lp, err);
+    if (st == SC_OK) st = sc_tokenizer_decode(c->tok, suf, keep_suf, &ts, &ls, err);
+    free(pre);
+    free(suf);
+    free(ts);
+    free(tp);
+    if (st != SC_OK) return st;
+    /* Byte-level BPE round-trips exactly; the kept text is the window's
+     * end (prefix) and start (suffix). */
+    pre_at = lp <= before_len ? before_len - lp : 0;
+    pre_len = before_len - pre_at;
+    suf_len = ls <= a->suffix_len ? ls : a->suffix_len;
+  } else {
+    size_t keep_pre = 0, keep_suf = 0;
+    sc_cpl__remote_byte_windows(fit, before_len, a->suffix_len, &keep_pre, &keep_suf);
+    pre_at = tail_start(before, before_len, keep_pre);
+    pre_len = before_len - pre_at;
+    suf_len = head_len(a->suffix, a->suffix_len, keep_suf);
+  }
+  /* Copies with their lengths: the text may hold NUL bytes. */
+  a->r_prompt = malloc(pre_len + 1);
+  a->r_suffix = malloc(suf_len + 1);
+  if (a->r_prompt) memcpy(a->r_prompt, before + pre_at, pre_len), a->r_prompt[pre_len] = '\0';
+  if (a->r_suffix) memcpy(a->r_suffix, a->suffix, suf_len), a->r_suffix[suf_len] = '\0';
+  a->r_prompt_len = pre_len;
+  a->r_suffix_len = suf_len;
+  if (!a->r_prompt || !a->r_suffix) return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  return SC_OK;
 }
 
 /* ---- sculpt/test/prompt (SCULPT_TEST_HOOKS) ---------------------------------- */

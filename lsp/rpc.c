@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* json_string() refuses invalid UTF-8; log text and error messages may carry
  * bytes from the client's files, so replace bad bytes with U+FFFD. */
@@ -61,11 +62,49 @@ static void send_message(sc_lsp_server *s, json_t *msg) {
   free(body);
 }
 
+/* Requests that fail in the normal course of editing (cancelled,
+ * superseded, the document changed) and methods a client probes for are
+ * not errors a user needs to see; the rest become sculpt/status's last
+ * error. */
+static bool worth_reporting(int code) {
+  return code != SC_RPC_REQUEST_CANCELLED && code != SC_RPC_CONTENT_MODIFIED &&
+         code != SC_RPC_METHOD_NOT_FOUND;
+}
+
+/* The feature's status carries the last error; nothing but the initialize
+ * answer may go out before initialize is answered. */
+static void notify_error_changed(sc_lsp_server *s) {
+  if (s->feature->on_error && s->state != LC_UNINITIALIZED && s->state != LC_EXITED)
+    s->feature->on_error(s);
+}
+
+static void record_error(sc_lsp_server *s, int code, const char *text) {
+  last_error *e = &s->last_error;
+  e->set = true;
+  e->code = code;
+  snprintf(e->method, sizeof e->method, "%s", s->answering ? s->answering : "");
+  snprintf(e->message, sizeof e->message, "%s", text);
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  char day[24];
+  strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(e->time, sizeof e->time, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+  notify_error_changed(s);
+}
+
 void sc_lsp__send_result(sc_lsp_server *s, json_t *id, json_t *result) {
   json_t *msg = json_object();
   json_object_set(msg, "id", id ? id : json_null());
   json_object_set_new(msg, "result", result ? result : json_null());
   send_message(s, msg);
+  /* The method that failed last works again: the error is history. */
+  last_error *e = &s->last_error;
+  if (e->set && s->answering && strcmp(e->method, s->answering) == 0) {
+    e->set = false;
+    notify_error_changed(s);
+  }
 }
 
 void sc_lsp__send_error(sc_lsp_server *s, json_t *id, int code, const char *fmt, ...) {
@@ -81,6 +120,17 @@ void sc_lsp__send_error(sc_lsp_server *s, json_t *id, int code, const char *fmt,
   json_object_set(msg, "id", id ? id : json_null());
   json_object_set_new(msg, "error", err);
   send_message(s, msg);
+  if (worth_reporting(code)) record_error(s, code, text);
+}
+
+const char *sc_lsp__last_error(const sc_lsp_server *s, int *code, const char **method,
+                               const char **time) {
+  const last_error *e = &s->last_error;
+  if (!e->set) return NULL;
+  if (code) *code = e->code;
+  if (method) *method = e->method;
+  if (time) *time = e->time;
+  return e->message;
 }
 
 void sc_lsp__send_notification(sc_lsp_server *s, const char *method, json_t *params) {
@@ -90,8 +140,10 @@ void sc_lsp__send_notification(sc_lsp_server *s, const char *method, json_t *par
   send_message(s, msg);
 }
 
-void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
-                         void (*on_response)(sc_lsp_server *, json_t *, json_t *)) {
+static void send_request(sc_lsp_server *s, const char *method, json_t *params,
+                         void (*on_response)(sc_lsp_server *, json_t *, json_t *),
+                         void (*on_response_with)(sc_lsp_server *, json_t *, json_t *, void *),
+                         void *user) {
   outgoing *o = calloc(1, sizeof *o);
   if (!o) {
     json_decref(params);
@@ -100,6 +152,8 @@ void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
   }
   o->id = ++s->next_out_id;
   o->on_response = on_response;
+  o->on_response_with = on_response_with;
+  o->user = user;
   o->next = s->outgoing;
   s->outgoing = o;
   json_t *msg = json_object();
@@ -107,6 +161,18 @@ void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
   json_object_set_new(msg, "method", json_string(method));
   json_object_set_new(msg, "params", params ? params : json_object());
   send_message(s, msg);
+}
+
+void sc_lsp__send_request(sc_lsp_server *s, const char *method, json_t *params,
+                          void (*on_response)(sc_lsp_server *, json_t *, json_t *)) {
+  send_request(s, method, params, on_response, NULL, NULL);
+}
+
+void sc_server__send_request_with(sc_lsp_server *s, const char *method, json_t *params,
+                                  void (*on_response)(sc_lsp_server *, json_t *, json_t *,
+                                                      void *),
+                                  void *user) {
+  send_request(s, method, params, NULL, on_response, user);
 }
 
 void sc_server__handle_response(sc_lsp_server *s, json_t *msg) {
@@ -120,7 +186,9 @@ void sc_server__handle_response(sc_lsp_server *s, json_t *msg) {
     outgoing *o = *p;
     *p = o->next;
     json_t *error = json_object_get(msg, "error");
-    o->on_response(s, error ? NULL : json_object_get(msg, "result"), error);
+    json_t *result = error ? NULL : json_object_get(msg, "result");
+    if (o->on_response_with) o->on_response_with(s, result, error, o->user);
+    else o->on_response(s, result, error);
     free(o);
     return;
   }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ======================= configuration ===================================== */
 
@@ -277,6 +278,8 @@ static const sc_lsp_method *find_method(const sc_lsp_server *s, const char *name
   return m && (m->flags & SC_METHOD_TEST_HOOK) && !s->opts.test_hooks ? NULL : m;
 }
 
+static void dispatch_request(sc_lsp_server *s, sc_lsp_req *r);
+
 static void dispatch(sc_lsp_server *s, json_t *msg) {
   if (json_is_array(msg)) {
     sc_lsp__send_error(s, NULL, SC_RPC_INVALID_REQUEST, "batch requests are not supported");
@@ -335,10 +338,26 @@ static void dispatch(sc_lsp_server *s, json_t *msg) {
       if (strncmp(name, "$/", 2) != 0) SC_LOG_DEBUG("ignoring notification %s", name);
       return;
     }
+    const char *outer = s->answering;
+    s->answering = name;
     m->fn(&r);
+    s->answering = outer;
     return;
   }
 
+  /* Errors sent from here on are this method's (sculpt/status's last error). */
+  const char *outer = s->answering;
+  s->answering = name;
+  dispatch_request(s, &r);
+  s->answering = outer;
+}
+
+/* A request, with s->answering set: checked against the lifecycle, then
+ * handled by its row. */
+static void dispatch_request(sc_lsp_server *s, sc_lsp_req *rp) {
+  sc_lsp_req r = *rp;
+  json_t *id = r.id;
+  const char *name = r.method;
   if (s->state == LC_UNINITIALIZED && strcmp(name, "initialize") != 0) {
     sc_lsp__send_error(s, id, SC_RPC_SERVER_NOT_INITIALIZED, "%s: the server is not initialized", name);
     return;
@@ -432,6 +451,7 @@ void sc_lsp_server_free(sc_lsp_server *s) {
   sc_log_set_sink(NULL, NULL);
   for (int l = 0; l < SC_LANE_COUNT; l++)
     if (s->workers[l]) sc_worker_free(s->workers[l]);
+  sc_server__progress_free_all(s);
   if (s->feature_state) s->feature->destroy(s->feature_state);
   free(s->inflight);
   sc_document_store_free(s->docs);
@@ -451,12 +471,42 @@ void sc_lsp_server_free(sc_lsp_server *s) {
   free(s);
 }
 
+const double k_loop_bucket_ms[LOOP_BUCKETS] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 1e300};
+
+static double thread_cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void sc_server__loop_enter(sc_lsp_server *s) {
+  if (s->timing.depth++ > 0) return;
+  s->timing.t0_wall = sc_now_ms();
+  s->timing.t0_cpu = thread_cpu_ms();
+}
+
+void sc_server__loop_leave(sc_lsp_server *s) {
+  loop_timing *t = &s->timing;
+  if (--t->depth > 0) return;
+  double wall = sc_now_ms() - t->t0_wall, cpu = thread_cpu_ms() - t->t0_cpu;
+  t->calls++;
+  if (wall > t->max_wall_ms) t->max_wall_ms = wall;
+  if (cpu > t->max_cpu_ms) t->max_cpu_ms = cpu;
+  int i = 0, k = 0;
+  while (wall > k_loop_bucket_ms[i]) i++;
+  while (cpu > k_loop_bucket_ms[k]) k++;
+  t->wall_le[i]++;
+  t->cpu_le[k]++;
+}
+
 void sc_lsp_server_feed(sc_lsp_server *s, const char *data, size_t len) {
+  sc_server__loop_enter(s);
   if (sc_frame_reader_feed(&s->reader, data, len, on_frame, s) != SC_OK)
     SC_LOG_ERROR("out of memory buffering input; %zu bytes dropped", len);
   /* Garbage is reported once per run, when the next message arrives (or at
    * the end), not once per read. */
   sc_lsp_server_drain(s);
+  sc_server__loop_leave(s);
 }
 
 void sc_lsp_server_eof(sc_lsp_server *s) {

@@ -28,8 +28,23 @@ typedef enum lifecycle {
 typedef struct outgoing {
   json_int_t id;
   void (*on_response)(sc_lsp_server *s, json_t *result, json_t *error);
+  /* Or, with what the sender gave: */
+  void (*on_response_with)(sc_lsp_server *s, json_t *result, json_t *error, void *user);
+  void *user;
   struct outgoing *next;
 } outgoing;
+
+/* A work-done progress token the server started (progress.c). */
+typedef struct sc_server_progress sc_server_progress;
+
+/* The last request that failed, for sculpt/status (rpc.c records it). */
+typedef struct last_error {
+  bool set;
+  int code;
+  char method[96];
+  char message[600];
+  char time[32]; /* ISO 8601, UTC */
+} last_error;
 
 /* Log lines bound for window/logMessage, queued because they may come from
  * any thread and because nothing may be sent before initialize is answered. */
@@ -39,6 +54,22 @@ typedef struct log_entry {
   char text[];
 } log_entry;
 #define MAX_QUEUED_LOGS 1000
+
+/* How long each call from the loop into the server (sc_lsp_server_feed,
+ * sc_lsp_server_drain) took: the loop must never block, and a test checks
+ * that it does not through sculpt/test/stats. Wall time says what a client
+ * waits; the thread's CPU time says what the loop itself did, which a
+ * loaded machine does not inflate. */
+#define LOOP_BUCKETS 12
+typedef struct loop_timing {
+  int depth;            /* feed drains: only the outermost call counts */
+  double t0_wall, t0_cpu;
+  long calls;
+  double max_wall_ms, max_cpu_ms;
+  long wall_le[LOOP_BUCKETS]; /* calls of at most k_loop_bucket_ms[i] (wall) */
+  long cpu_le[LOOP_BUCKETS];
+} loop_timing;
+extern const double k_loop_bucket_ms[LOOP_BUCKETS];
 
 struct sc_lsp_server {
   sc_lsp_options opts;
@@ -72,6 +103,13 @@ struct sc_lsp_server {
   log_entry *log_head, *log_tail;
   size_t log_count, log_dropped;
   _Atomic int client_log_level; /* window/logMessage threshold */
+
+  sc_server_progress *progress; /* tokens not yet ended (progress.c) */
+  int next_progress_id;
+  /* The method being answered (a handler's or a job's), for last_error. */
+  const char *answering;
+  last_error last_error;
+  loop_timing timing; /* the loop's calls into the server (sculpt/test/stats) */
 };
 
 /* ======================= rpc.c ============================================= */
@@ -85,6 +123,17 @@ void sc_server__flush_logs(sc_lsp_server *s);
 void sc_server__set_client_log_level(sc_lsp_server *s, sc_log_level level);
 /* $/setTrace and initialize's trace: off, messages, verbose. */
 bool sc_server__level_from_trace(const char *trace, sc_log_level *out);
+
+/* sc_lsp__send_request with a pointer handed back to on_response. */
+void sc_server__send_request_with(sc_lsp_server *s, const char *method, json_t *params,
+                                  void (*on_response)(sc_lsp_server *, json_t *, json_t *,
+                                                      void *),
+                                  void *user);
+
+/* ======================= progress.c ======================================== */
+
+/* Frees the tokens still open (at exit). */
+void sc_server__progress_free_all(sc_lsp_server *s);
 
 /* ======================= jobs.c ============================================ */
 
@@ -101,6 +150,9 @@ void sc_server__handle_cancel(sc_lsp_req *r); /* $/cancelRequest */
 
 /* params.textDocument.uri, or NULL after reporting the error. */
 const char *sc_server__get_uri(sc_lsp_req *r);
+/* Around each call from the loop into the server. */
+void sc_server__loop_enter(sc_lsp_server *s);
+void sc_server__loop_leave(sc_lsp_server *s);
 
 /* ======================= sync.c ============================================ */
 

@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The prompt budget when the user sets none: fitted to the model without
+ * a word, since it is nobody's choice to warn about. */
+#define DEFAULT_CONTEXT_BUDGET 1024
+
 void sc_cpl__settings_defaults(settings *st) {
   memset(st, 0, sizeof *st);
   st->device = SC_DEVICE_AUTO;
@@ -18,10 +22,11 @@ void sc_cpl__settings_defaults(settings *st) {
   st->threshold = 0.9;
   st->eos_penalty = NAN;
   st->max_tokens = 64;
-  st->context_budget = 1024;
+  st->context_budget = DEFAULT_CONTEXT_BUDGET;
   st->debounce_ms = 75;
   st->length_candidates = 1;
   st->repair = true;
+  st->max_document_bytes = SC_DEFAULT_MAX_DOCUMENT_BYTES;
 }
 
 /* The decoding parameters the settings choose (completions and code actions). */
@@ -91,12 +96,57 @@ static void set_str(char **dst, const char *src) {
   *dst = src && *src ? strdup(src) : NULL;
 }
 
+/* The backend object's provider, fimTemplate, stream, cutOff and drafts; false
+ * (with a warning) on a bad value, which leaves the whole setting ignored
+ * rather than half applied. */
+static bool backend_shape(json_t *v, sc_fim_provider *prov, sc_fim_template *tmpl, bool *no_stream,
+                          bool *drop_cut, bool *drafts) {
+  json_t *x;
+  if ((x = json_object_get(v, "provider")) && !json_is_null(x) &&
+      !sc_fim_provider_parse(json_string_value(x), prov)) {
+    SC_LOG_WARN("settings: backend.provider must be one of %s; ignored", SC_FIM_PROVIDER_NAMES);
+    return false;
+  }
+  if ((x = json_object_get(v, "fimTemplate")) && !json_is_null(x) &&
+      !sc_fim_template_parse(json_string_value(x), tmpl)) {
+    SC_LOG_WARN("settings: backend.fimTemplate must be one of %s; ignored", SC_FIM_TEMPLATE_NAMES);
+    return false;
+  }
+  if ((x = json_object_get(v, "stream"))) {
+    if (!json_is_boolean(x)) {
+      SC_LOG_WARN("settings: backend.stream must be true or false; ignored");
+      return false;
+    }
+    *no_stream = json_is_false(x);
+  }
+  if ((x = json_object_get(v, "cutOff"))) {
+    const char *m = json_string_value(x);
+    if (!m || (strcmp(m, "mark") != 0 && strcmp(m, "drop") != 0)) {
+      SC_LOG_WARN("settings: backend.cutOff must be \"mark\" or \"drop\"; ignored");
+      return false;
+    }
+    *drop_cut = strcmp(m, "drop") == 0;
+  }
+  if ((x = json_object_get(v, "drafts"))) {
+    if (!json_is_boolean(x)) {
+      SC_LOG_WARN("settings: backend.drafts must be true or false; ignored");
+      return false;
+    }
+    *drafts = json_is_true(x);
+  }
+  return true;
+}
+
 /* The "backend" setting: null or "" (the local engine), a URL, or
- * {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries}. True when it
- * changed. The key itself is never logged. */
+ * {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider, fimTemplate,
+ * stream, cutOff, drafts, contextTokens}. True when it changed. The key
+ * itself is never logged. */
 static bool backend_settings(settings *st, json_t *v) {
   const char *url = NULL, *model = NULL, *env = NULL, *key = NULL;
-  int timeout = 0, tries = 0;
+  int timeout = 0, tries = 0, context = 0;
+  sc_fim_provider prov = SC_FIM_PROVIDER_AUTO;
+  sc_fim_template tmpl = SC_FIM_TEMPLATE_NONE;
+  bool no_stream = false, drop_cut = false, drafts = false;
   if (json_is_string(v)) {
     url = json_string_value(v);
   } else if (json_is_object(v)) {
@@ -106,8 +156,11 @@ static bool backend_settings(settings *st, json_t *v) {
     key = json_string_value(json_object_get(v, "apiKey"));
     get_int(v, "timeoutMs", 100, 600000, &timeout);
     get_int(v, "maxTries", 1, 10, &tries);
+    get_int(v, "contextTokens", 64, 1 << 22, &context);
+    if (!backend_shape(v, &prov, &tmpl, &no_stream, &drop_cut, &drafts)) return false;
   } else if (!json_is_null(v)) {
-    SC_LOG_WARN("settings: backend must be a URL or {url, model, apiKeyEnv, timeoutMs}; ignored");
+    SC_LOG_WARN("settings: backend must be a URL or {url, model, apiKeyEnv, timeoutMs, provider, "
+                "fimTemplate, ...}; ignored");
     return false;
   }
   if (url && !*url) url = NULL;
@@ -120,7 +173,10 @@ static bool backend_settings(settings *st, json_t *v) {
   if (key && !*key) key = NULL;
   if (same_str(url, st->backend_url) && same_str(model, st->backend_model) &&
       same_str(env, st->backend_key_env) && same_str(key, st->backend_key) &&
-      timeout == st->backend_timeout_ms && tries == st->backend_max_tries)
+      timeout == st->backend_timeout_ms && tries == st->backend_max_tries &&
+      prov == st->backend_provider && tmpl == st->backend_template &&
+      no_stream == st->backend_no_stream && drop_cut == st->backend_drop_cut &&
+      drafts == st->backend_drafts && context == st->backend_context)
     return false;
   set_str(&st->backend_url, url);
   set_str(&st->backend_model, model);
@@ -128,6 +184,12 @@ static bool backend_settings(settings *st, json_t *v) {
   set_str(&st->backend_key, key);
   st->backend_timeout_ms = timeout;
   st->backend_max_tries = tries;
+  st->backend_context = context;
+  st->backend_provider = prov;
+  st->backend_template = tmpl;
+  st->backend_no_stream = no_stream;
+  st->backend_drop_cut = drop_cut;
+  st->backend_drafts = drafts;
   return true;
 }
 
@@ -166,6 +228,7 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
     if (json_is_string(v) && sc_device_kind_parse(json_string_value(v), &k)) {
       if (k != st->device) reload = true;
       st->device = k;
+      st->device_set = true;
     } else {
       SC_LOG_WARN("settings: device must be auto, cpu or cuda; ignored");
     }
@@ -201,9 +264,17 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
       SC_LOG_WARN("settings: holeMarker must be a non-empty string; ignored");
     }
   }
-  get_int(o, "contextBudget", 64, 65536, &st->context_budget);
+  if ((v = json_object_get(o, "contextBudget"))) {
+    if (json_is_null(v)) { /* back to the default, fitted silently */
+      st->context_budget = DEFAULT_CONTEXT_BUDGET;
+      st->budget_set = false;
+    } else if (get_int(o, "contextBudget", 64, 65536, &st->context_budget)) {
+      st->budget_set = true;
+    }
+  }
   get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
   get_int(o, "lengthCandidates", 1, SC_INFILL_MAX_CANDIDATES, &st->length_candidates);
+  get_int(o, "maxDocumentBytes", 0, 1 << 30, &st->max_document_bytes);
   if ((v = json_object_get(o, "repair"))) {
     if (json_is_boolean(v)) st->repair = json_is_true(v);
     else SC_LOG_WARN("settings: repair must be true or false; ignored");
@@ -233,6 +304,7 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
       sc_cpl__cache_clear(c);
       c->backend = BS_UNKNOWN;
       c->backend_error[0] = '\0';
+      c->backend_context_learnt = 0; /* another server, perhaps another context */
       SC_LOG_INFO("settings: %s%s%s", st->backend_url ? "the remote backend" : "the local engine",
                   st->backend_model ? ", model " : "", st->backend_model ? st->backend_model : "");
       /* Remote needs only the tokenizer; local needs the model. */
@@ -240,6 +312,7 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
     }
   }
   if (!same_decoding(&before, st)) sc_cpl__cache_clear(c);
+  sc_cpl__check_budget(c);
   /* A new model or device is loaded at once, once the session runs. */
   if (reload && c->state != MS_NONE) sc_cpl__start_load(s, c);
 }
@@ -250,4 +323,29 @@ bool sc_cpl__language_enabled(const sc_completer *c, const char *lang) {
   for (int i = 0; i < c->set.n_languages; i++)
     if (strcmp(c->set.languages[i], lang) == 0) return true;
   return false;
+}
+
+int sc_cpl__remote_context(const sc_completer *c) {
+  return c->set.backend_context > 0 ? c->set.backend_context : c->backend_context_learnt;
+}
+
+void sc_cpl__check_budget(sc_completer *c) {
+  bool remote = c->set.backend_url != NULL;
+  int context = remote ? sc_cpl__remote_context(c) : c->model_context;
+  if (!c->set.budget_set || context <= 0) return;
+  sc_infill_budget fit;
+  if (remote) {
+    fit = sc_cpl__remote_fit(&c->set, context, c->set.max_tokens);
+  } else if (sc_infill_budget_compute(context, &c->model_frame, c->set.context_budget,
+                                      c->set.max_tokens, &fit, NULL) != SC_OK) {
+    return;
+  }
+  if (!fit.clamped) return;
+  if (c->warned_budget == c->set.context_budget && c->warned_context == context) return;
+  c->warned_budget = c->set.context_budget;
+  c->warned_context = context;
+  SC_LOG_WARN("settings: contextBudget %d is more than the %s's %d-token context leaves "
+              "after a %d-token canvas; prompts get at most %d tokens",
+              c->set.context_budget, remote ? "backend" : "model", context, fit.canvas,
+              fit.prompt);
 }

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Each answer carries data (the timings, and why nothing was suggested):
+ * InlineCompletionList.data and CompletionList.data (fields of ours beside
+ * the protocol's), and each CompletionItem.data. */
 json_t *sc_cpl__build_items(const complete_arg *a, const char *text, size_t len, json_t *data) {
   json_t *range = json_pack("{s:O, s:O}", "start", a->position, "end", a->position);
   json_t *t = json_stringn(text, len);
@@ -51,8 +54,9 @@ json_t *sc_cpl__build_items(const complete_arg *a, const char *text, size_t len,
     json_decref(range);
     json_decref(t);
   }
-  json_decref(data);
-  return json_pack("{s:b, s:o}", "isIncomplete", 1, "items", items);
+  /* The timings go on the list too (beside the items, as on the inline
+   * list), so that an answer with no item still says what happened. */
+  return json_pack("{s:b, s:o, s:o}", "isIncomplete", 1, "items", items, "data", data);
 }
 
 /* Shaping, for the local engine's and the remote backend's text alike: the

@@ -1,12 +1,16 @@
 /* stdio.c — the server on stdin/stdout, driven by a libev loop.
  * Reads never block the loop (non-blocking pipes); writes are queued and
- * flushed when stdout is writable, so a slow client cannot stall us. */
+ * flushed when stdout is writable, so a slow client cannot stall us. A
+ * client that can no longer read us (EPIPE on a write, or, for a pipe, its
+ * reading end closed while we are idle) ends the session: nothing we do
+ * could reach it again. */
 #define _POSIX_C_SOURCE 200809L
 #include "lsp_impl.h"
 
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 typedef struct stdio_ctx {
   struct ev_loop *loop;
   ev_io in_w, out_w;
+  ev_io hup_w;      /* a pipe on stdout: readable-or-error, i.e. its reader is gone */
   ev_async wake_w;
   sc_lsp_server *server;
   char *out;        /* queued output [out_start, out_len) */
@@ -35,6 +40,17 @@ static void set_nonblocking(int fd, bool on) {
   fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
+/* The client closed our stdout: one line on stderr, and the loop ends as
+ * after exit (sc_lsp_run_stdio then answers what is in flight, into the
+ * void, and frees everything). */
+static void out_gone(stdio_ctx *c, const char *why) {
+  c->out_start = c->out_len;
+  if (c->out_broken) return;
+  c->out_broken = true;
+  SC_LOG_ERROR("stdout: the client closed it (%s); shutting down", why);
+  if (c->loop) ev_break(c->loop, EVBREAK_ALL);
+}
+
 /* Writes what it can; returns false once stdout is gone. */
 static bool flush_out(stdio_ctx *c) {
   while (c->out_start < c->out_len) {
@@ -45,9 +61,7 @@ static bool flush_out(stdio_ctx *c) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    if (!c->out_broken) SC_LOG_ERROR("stdout closed: %s", strerror(errno));
-    c->out_broken = true;
-    c->out_start = c->out_len;
+    out_gone(c, n < 0 ? strerror(errno) : "nothing written");
     return false;
   }
   c->out_start = c->out_len = 0;
@@ -102,6 +116,19 @@ static void out_cb(struct ev_loop *loop, ev_io *w, int revents) {
   update_out_watcher(c);
 }
 
+/* stdout is a pipe: it never becomes readable, so this fires only when
+ * poll reports an error on it, which for a pipe means no reader is left. */
+static void hup_cb(struct ev_loop *loop, ev_io *w, int revents) {
+  stdio_ctx *c = w->data;
+  struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
+  if (poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP))) {
+    ev_io_stop(loop, w);
+    out_gone(c, strerror(EPIPE));
+  } else {
+    ev_io_stop(loop, w); /* not what we watch for: do not spin on it */
+  }
+}
+
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents) {
   stdio_ctx *c = w->data;
   sc_lsp_server_drain(c->server);
@@ -142,10 +169,18 @@ int sc_lsp_run_stdio(const sc_lsp_options *opts) {
   c.in_w.data = c.out_w.data = c.wake_w.data = &c;
   ev_io_start(c.loop, &c.in_w);
   ev_async_start(c.loop, &c.wake_w);
+  struct stat st_out;
+  if (fstat(STDOUT_FILENO, &st_out) == 0 && S_ISFIFO(st_out.st_mode)) {
+    /* Only a pipe: a socket on stdout is usually stdin's too (its EOF ends
+     * us), and a write to a closed one fails with EPIPE like a pipe's. */
+    ev_io_init(&c.hup_w, hup_cb, STDOUT_FILENO, EV_READ);
+    c.hup_w.data = &c;
+    ev_io_start(c.loop, &c.hup_w);
+  }
 
   ev_run(c.loop, 0);
 
-  int code = 1;
+  int code = 1; /* also when stdout broke: the client left without exit */
   sc_lsp_server_done(c.server, &code);
   sc_lsp_server_finish(c.server);
   /* Whatever is still queued goes out before we leave. */

@@ -1,7 +1,11 @@
 /* sync.c — text synchronisation: didOpen, didChange (incremental and full,
- * every change validated before any is applied), didClose, didSave and
- * workspace/didChangeWatchedFiles. An edit cancels its document's jobs;
- * the feature hears of changes, saves and files changed on disk. */
+ * every change's shape validated before any is applied), didClose, didSave
+ * and workspace/didChangeWatchedFiles. An edit cancels its document's jobs;
+ * the feature hears of opened documents, changes, saves and files changed
+ * on disk. A change whose range cannot apply leaves the document unsynced
+ * (logged once): the incremental changes after it are not applied, since
+ * they would edit the wrong text, until a full-text change brings it back
+ * (a reopen does too). */
 #define _POSIX_C_SOURCE 200809L
 #include "server_impl.h"
 
@@ -21,11 +25,15 @@ void sc_server__handle_did_open(sc_lsp_req *r) {
   if (sc_document_store_get(r->s->docs, uri))
     SC_LOG_WARN("didOpen: %s was already open; replacing it", uri);
   sc_error err = {0};
-  if (sc_document_store_open(r->s->docs, uri, lang, json_integer_value(version),
-                             json_string_value(text), json_string_length(text),
-                             &err) != SC_OK)
-    SC_LOG_ERROR("didOpen: %s", err.msg);
+  sc_status st = sc_document_store_open(r->s->docs, uri, lang, json_integer_value(version),
+                                        json_string_value(text), json_string_length(text), &err);
   sc_server__cancel_jobs_for_uri(r->s, uri);
+  if (st != SC_OK) {
+    SC_LOG_ERROR("didOpen: %s", err.msg);
+    return;
+  }
+  sc_document *d = sc_document_store_get(r->s->docs, uri);
+  if (d && r->s->feature->on_open) r->s->feature->on_open(r->s, d);
 }
 
 /* One parsed content change. */
@@ -91,19 +99,31 @@ void sc_server__handle_did_change(sc_lsp_req *r) {
   for (size_t i = 0; i < n; i++) {
     sc_error err = {0};
     bool clamped = false;
+    if (d->unsynced && !cs[i].full) continue; /* it would edit the wrong text */
     sc_status st = cs[i].full
                        ? sc_document_set_text(d, cs[i].text, cs[i].len, &err)
                        : sc_document_apply_edit(d, cs[i].sl, cs[i].sc, cs[i].el, cs[i].ec,
                                                 s->enc, cs[i].text, cs[i].len, &clamped,
                                                 &err);
-    if (st != SC_OK) SC_LOG_ERROR("didChange: %s", err.msg);
+    if (st == SC_OK && cs[i].full && d->unsynced) {
+      d->unsynced = false;
+      SC_LOG_INFO("didChange: %s: in sync again (the client sent its full text)", uri);
+    } else if (st != SC_OK) {
+      /* Once out of step with the client, every later incremental change
+       * would land in the wrong place: stop applying them. */
+      d->unsynced = true;
+      SC_LOG_ERROR("didChange: %s: %s; the document is out of sync: its changes are not "
+                   "applied and nothing is offered in it until the client sends its full "
+                   "text (close and reopen it)",
+                   uri, err.msg);
+    }
     if (clamped)
-      SC_LOG_WARN("didChange: %s: range %u:%u-%u:%u is past the end; clamped", uri,
+      SC_LOG_WARN("didChange: %s: range %u:%u-%u:%u is past the end of a line; clamped", uri,
                   cs[i].sl, cs[i].sc, cs[i].el, cs[i].ec);
   }
   free(cs);
   sc_server__cancel_jobs_for_uri(s, uri);
-  s->feature->on_change(s, d);
+  if (!d->unsynced) s->feature->on_change(s, d);
 }
 
 void sc_server__handle_did_close(sc_lsp_req *r) {
@@ -122,7 +142,7 @@ void sc_server__handle_did_save(sc_lsp_req *r) {
    * than a fresh parse (tree-sitter #1645, #4001); a save is a good moment
    * to start afresh. Lazily: the next request that needs the tree parses. */
   sc_document *d = sc_document_store_get(r->s->docs, uri);
-  if (d && d->tree) d->tree_stale = true;
+  if (d && d->tree) sc_document_drop_syntax(d);
   r->s->feature->on_save(r->s, uri);
 }
 

@@ -1,11 +1,13 @@
 /* test_hooks.c — the sculpt/test/... methods, answered only with test
- * hooks on ($SCULPT_TEST_HOOKS=1): a document's text, a position's offset,
- * a job that sleeps (cancellable), and the counters. */
+ * hooks on ($SCULPT_TEST_HOOKS=1): a document's text (and whether it is in
+ * sync), a position's offset, a job that sleeps (cancellable), and the
+ * counters, with how long the loop's callbacks took. */
 #define _POSIX_C_SOURCE 200809L
 #include "server_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 void sc_server__handle_test_document(sc_lsp_req *r) {
@@ -13,9 +15,9 @@ void sc_server__handle_test_document(sc_lsp_req *r) {
   if (!d) return;
   json_t *text = json_stringn(d->text, d->len);
   sc_lsp__send_result(r->s, r->id,
-              json_pack("{s:s, s:I, s:s, s:o}", "uri", d->uri, "version",
+              json_pack("{s:s, s:I, s:s, s:o, s:b}", "uri", d->uri, "version",
                         (json_int_t)d->version, "languageId", d->language_id, "text",
-                        text ? text : json_null()));
+                        text ? text : json_null(), "synced", !d->unsynced));
 }
 
 void sc_server__handle_test_offset(sc_lsp_req *r) {
@@ -89,5 +91,24 @@ void sc_server__handle_test_stats(sc_lsp_req *r) {
   json_t *cstats = r->s->feature->stats(r->s);
   json_object_update(stats, cstats);
   json_decref(cstats);
+  /* The loop's calls into the server so far (this one still running is not
+   * counted); "resetLoop": true starts the count afresh after this answer. */
+  loop_timing *t = &r->s->timing;
+  json_t *wall = json_array(), *cpu = json_array();
+  for (int i = 0; i < LOOP_BUCKETS; i++) {
+    double le = k_loop_bucket_ms[i] > 1e299 ? -1 : k_loop_bucket_ms[i]; /* -1: the rest */
+    json_array_append_new(wall, json_pack("[f, I]", le, (json_int_t)t->wall_le[i]));
+    json_array_append_new(cpu, json_pack("[f, I]", le, (json_int_t)t->cpu_le[i]));
+  }
+  json_object_set_new(stats, "loop",
+                      json_pack("{s:I, s:f, s:f, s:o, s:o}", "calls", (json_int_t)t->calls,
+                                "maxWallMs", t->max_wall_ms, "maxCpuMs", t->max_cpu_ms,
+                                "wallHistogramMs", wall, "cpuHistogramMs", cpu));
+  if (json_is_true(json_object_get(r->params, "resetLoop"))) {
+    int depth = t->depth;
+    double w0 = t->t0_wall, c0 = t->t0_cpu;
+    memset(t, 0, sizeof *t);
+    t->depth = depth, t->t0_wall = w0, t->t0_cpu = c0;
+  }
   sc_lsp__send_result(r->s, r->id, stats);
 }

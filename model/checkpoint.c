@@ -305,8 +305,10 @@ sc_status sc_model_load(const char *dir, const sc_model_options *opts, sc_model 
   i->bos_id = c->bos_id;
   i->shift_logits = c->shift_logits;
   i->eos_penalty = c->eos_penalty;
-  int cap = c->max_positions > 0 && c->max_positions < 2048 ? c->max_positions : 2048;
-  i->max_seq = o.max_seq > 0 ? o.max_seq : cap;
+  i->max_positions = c->max_positions;
+  i->sliding_window = c->sliding_window;
+  i->context = sc_config_context(c);
+  i->max_seq = o.max_seq > 0 ? o.max_seq : i->context;
   i->weight_bytes = L.bytes;
   m->backend = sc_backend_for(o.device);
   i->context_bytes = m->backend->ctx_bytes(m, i->max_seq);

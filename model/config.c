@@ -305,6 +305,14 @@ static sc_status read_qwen(const char *dir, const json_t *cfg, sc_config *c, sc_
   SC_TRY(get_bool(cfg, "tie_word_embeddings", &c->tie, dir, err));
   SC_TRY(get_int(cfg, "max_position_embeddings", 1, 1 << 30, &c->max_positions, NULL, dir,
                  err));
+  /* Qwen2Config/Qwen3Config: with use_sliding_window, the upper layers
+   * attend only to the last sliding_window positions. Our attention is
+   * full, which computes the same thing for sequences within the window,
+   * so the window bounds the context we use (sc_config_context). */
+  int use_window = 0, window = 0;
+  SC_TRY(get_bool(cfg, "use_sliding_window", &use_window, dir, err));
+  SC_TRY(get_int(cfg, "sliding_window", 1, 1 << 30, &window, NULL, dir, err));
+  c->sliding_window = use_window == 1 ? window : 0;
   /* Qwen2 hard-codes bias on q/k/v; Qwen3 reads attention_bias. */
   c->qkv_bias = c->family != SC_FAMILY_QWEN3;
   if (c->family == SC_FAMILY_QWEN3) {
@@ -389,6 +397,27 @@ static sc_status read_generation(const char *dir, sc_config *c, sc_error *err) {
   }
   json_decref(g);
   return st;
+}
+
+int sc_config_context(const sc_config *c) {
+  int n = c->max_positions > 0 && c->max_positions < SC_MODEL_MAX_CONTEXT ? c->max_positions
+                                                                        : SC_MODEL_MAX_CONTEXT;
+  if (c->sliding_window > 0 && c->sliding_window < n) n = c->sliding_window;
+  return n;
+}
+
+sc_status sc_model_context_read(const char *dir, sc_model_family family, int *context,
+                                sc_infill_frame *frame, sc_error *err) {
+  SC_CHECK(dir && *dir && context, err, SC_ERR_INVALID, "no model folder given");
+  sc_config c;
+  SC_TRY(sc_config_load(dir, family, &c, err));
+  *context = sc_config_context(&c);
+  if (frame) {
+    sc_infill_params p;
+    sc_infill_params_default(&p);
+    sc_family_frame_for(&c.profile, c.vocab, &p, frame);
+  }
+  return SC_OK;
 }
 
 sc_status sc_config_load(const char *dir, sc_model_family family, sc_config *c,

@@ -50,9 +50,19 @@ void sc_device_select(sc_device_kind requested, sc_device_choice *out) {
   }
   describe_cpu(out);
   snprintf(out->fallback_reason, sizeof out->fallback_reason, "%s", err.msg);
-  /* One line per process, whatever was asked: the user should know the GPU
-   * is not used, once. */
+  /* One line per process. Asked for CUDA, the user learns why it is not
+   * used (a warning). Asked for nothing (auto) on a machine with no CUDA
+   * driver at all, the CPU is simply the device: a debug line, not a line
+   * on every command. A driver without a usable device, though, is worth
+   * an info line: the user may well expect the GPU. */
   static atomic_flag said = ATOMIC_FLAG_INIT;
-  if ((sc_kernels_compiled() || requested == SC_DEVICE_CUDA) && !atomic_flag_test_and_set(&said))
+  if (!(sc_kernels_compiled() || requested == SC_DEVICE_CUDA) || atomic_flag_test_and_set(&said))
+    return;
+  if (requested == SC_DEVICE_CUDA)
+    SC_LOG_WARN("device: CUDA unavailable (%s); falling back to the CPU (cuda was asked for)",
+                err.msg);
+  else if (info.driver_version == 0 || !sc_kernels_compiled())
+    SC_LOG_DEBUG("device: CUDA unavailable (%s); falling back to the CPU", err.msg);
+  else
     SC_LOG_INFO("device: CUDA unavailable (%s); falling back to the CPU", err.msg);
 }

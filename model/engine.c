@@ -644,7 +644,8 @@ struct sc_engine_batch {
   double ms_fwd, ms_smp; /* over all passes */
 };
 
-static sc_status check_request(const sc_engine *e, const sc_infill_request *q, sc_error *err);
+static sc_status check_request(const sc_engine *e, const sc_infill_request *q,
+                               const sc_infill_params *p, sc_error *err);
 static sc_status finish_result(sc_engine *e, cand_state *bestp, int best_index,
                                sc_infill_result *out, sc_error *err);
 
@@ -664,7 +665,7 @@ static int batch_live_tokens(const sc_engine_batch *b) {
 static sc_status batch_add_indexed(sc_engine_batch *b, const sc_infill_request *q,
                                    const sc_infill_params *p, int index, int *slot,
                                    sc_error *err) {
-  SC_TRY(check_request(b->e, q, err));
+  SC_TRY(check_request(b->e, q, p, err));
   SC_CHECK(!p || p->loop == SC_LOOP_BLOCKS, err, SC_ERR_UNSUPPORTED,
            "batch: the %s loop decodes one request at a time (sc_engine_infill)",
            sc_decode_loop_name(p ? p->loop : SC_LOOP_BLOCKS));
@@ -679,6 +680,7 @@ static sc_status batch_add_indexed(sc_engine_batch *b, const sc_infill_request *
   memset(bs, 0, sizeof *bs);
   if (p) bs->p = *p;
   else sc_infill_params_default(&bs->p);
+  if (q->suffix_cut) bs->p.suffix_cut = true;
   SC_TRY(run_init(b->e, &bs->run, q->prefix, q->n_prefix, q->suffix, q->n_suffix, q->canvas,
                   index, q->seed, &bs->p, err));
   bs->used = true;
@@ -886,6 +888,8 @@ static sc_status decode_candidate_loop(sc_engine *e, const int32_t *prefix, int 
                         ms_smp, err);
 }
 
+int sc_engine_context(const sc_engine *e) { return e->max_seq; }
+
 sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
                            const sc_infill_params *params, const _Atomic int *cancel,
@@ -933,7 +937,7 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
     sc_infill_request reqs[SC_INFILL_MAX_CANDIDATES];
     for (int c = 0; c < plan->n_lengths; c++)
       reqs[c] = (sc_infill_request){prefix, n_prefix, suffix, n_suffix, plan->lengths[c],
-                                    params->seed};
+                                    params->seed, params->suffix_cut};
     st = decode_batch(e, reqs, plan->n_lengths, true, params, cancel, progress, user, cands,
                       &steps, &ms_fwd, &ms_smp, err);
     for (int c = 0; c < plan->n_lengths; c++) committed += cands[c].committed;
@@ -1022,11 +1026,15 @@ static sc_status finish_result(sc_engine *e, cand_state *bestp, int best_index,
   return SC_OK;
 }
 
-static sc_status check_request(const sc_engine *e, const sc_infill_request *q, sc_error *err) {
+/* p may be NULL (the defaults); a cut suffix (the request's or the
+ * params') has no EOS after it. */
+static sc_status check_request(const sc_engine *e, const sc_infill_request *q,
+                               const sc_infill_params *p, sc_error *err) {
   SC_CHECK(q->n_prefix >= 0 && q->n_suffix >= 0 && (q->n_prefix == 0 || q->prefix) &&
                (q->n_suffix == 0 || q->suffix) && q->canvas >= 1,
            err, SC_ERR_INVALID, "infill: bad request");
-  SC_CHECK(q->n_prefix + q->canvas + q->n_suffix + sc_family_frame_extra(e->prof, false, 0) <=
+  bool cut = q->suffix_cut || (p && p->suffix_cut);
+  SC_CHECK(q->n_prefix + q->canvas + q->n_suffix + sc_family_frame_extra(e->prof, cut, 0) <=
                e->max_seq,
            err, SC_ERR_INVALID,
            "infill: %d prefix + %d canvas + %d suffix tokens exceed the %d-token context",
@@ -1051,7 +1059,7 @@ sc_status sc_engine_infill_many(sc_engine *e, const sc_infill_request *reqs, int
   if (passes) *passes = 0;
   SC_CHECK(n >= 0 && (n == 0 || (reqs && outs)), err, SC_ERR_INVALID, "infill: bad arguments");
   for (int i = 0; i < n; i++) memset(&outs[i], 0, sizeof outs[i]);
-  for (int i = 0; i < n; i++) SC_TRY(check_request(e, &reqs[i], err));
+  for (int i = 0; i < n; i++) SC_TRY(check_request(e, &reqs[i], params, err));
   /* Groups of at most SC_INFILL_MAX_BATCH requests and a bounded packed
    * length (the packed context's arena grows with its square). */
   const int max_tokens = e->max_seq > 2048 ? e->max_seq : 2048;

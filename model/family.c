@@ -379,53 +379,23 @@ void sc_infill_params_for(const sc_model *model, sc_preset preset, sc_infill_par
   p->plain_confidence = pf->plain_confidence;
 }
 
-/* The longest canvas a decode of initial length m may reach: DreamOn's
- * expand grows it up to max_canvas (else the profile's max_infill). */
-static int grown_canvas(const sc_family_profile *pf, const sc_infill_params *p, int m) {
-  bool dreamon = pf->expand_id >= 0 && !p->no_expand &&
+/* ---- the frame a fit reserves -------------------------------------------------------- */
+
+void sc_family_frame_for(const sc_family_profile *pf, int vocab, const sc_infill_params *p,
+                         sc_infill_frame *out) {
+  out->whole = sc_family_frame_extra(pf, false, p->pad_after);
+  out->cut = sc_family_frame_extra(pf, true, p->pad_after);
+  /* DreamOn's expand grows a canvas up to max_canvas, else the profile's
+   * max_infill (0: it does not grow), as sc_loop_decode and the engine
+   * decide (an expand id past the vocabulary is none). */
+  bool dreamon = pf->expand_id >= 0 && pf->expand_id < vocab && !p->no_expand &&
                  (p->loop == SC_LOOP_BLOCKS || p->loop == SC_LOOP_DREAMON);
-  if (!dreamon) return m;
-  int cap = p->max_canvas > 0 ? p->max_canvas : pf->max_infill;
-  return cap > m ? cap : m;
+  out->grow = !dreamon ? 0 : p->max_canvas > 0 ? p->max_canvas : pf->max_infill;
 }
 
-bool sc_infill_fit(const sc_model *model, const sc_infill_params *p, int max_seq, int m,
-                   size_t n_pre, size_t n_suf, size_t *keep_pre, size_t *keep_suf,
-                   bool *suffix_cut) {
-  const sc_family_profile *pf = sc_model_get_profile(model);
-  const long grow = grown_canvas(pf, p, m);
-  /* Room for prefix + suffix with the suffix whole (followed by its EOS and
-   * padding), and with it cut (followed by nothing). */
-  const long whole = (long)max_seq - sc_family_frame_extra(pf, false, p->pad_after) - grow;
-  const long cut = (long)max_seq - sc_family_frame_extra(pf, true, p->pad_after) - grow;
-  *keep_pre = *keep_suf = 0;
-  *suffix_cut = false;
-  /* The prefix is cut from the left first (upstream harnesses cut the whole
-   * prompt from the left), but keeps at least half the room when it can:
-   * the lines before the cursor matter most to an editor. */
-  if (whole >= 0) {
-    size_t W = (size_t)whole, floor_pre = n_pre < W / 2 ? n_pre : W / 2;
-    if (n_suf + floor_pre <= W) {
-      *keep_suf = n_suf;
-      *keep_pre = n_pre < W - n_suf ? n_pre : W - n_suf;
-      return true;
-    }
-  }
-  if (cut < 0 || n_suf == 0) return false;
-  size_t R = (size_t)cut, floor_pre = n_pre < R / 2 ? n_pre : R / 2;
-  *keep_pre = floor_pre;
-  *keep_suf = R - floor_pre < n_suf - 1 ? R - floor_pre : n_suf - 1; /* cut: at least one */
-  if (*keep_pre < n_pre && *keep_pre + *keep_suf < R)
-    *keep_pre = n_pre < R - *keep_suf ? n_pre : R - *keep_suf;
-  *suffix_cut = true;
-  return true;
-}
-
-int sc_infill_positions(const sc_model *model, const sc_infill_params *p, int m,
-                        size_t keep_pre, size_t keep_suf) {
-  const sc_family_profile *pf = sc_model_get_profile(model);
-  return (int)(keep_pre + keep_suf) + grown_canvas(pf, p, m) +
-         sc_family_frame_extra(pf, false, p->pad_after);
+void sc_infill_frame_for(const sc_model *model, const sc_infill_params *p,
+                         sc_infill_frame *out) {
+  sc_family_frame_for(sc_model_get_profile(model), sc_model_get_info(model)->vocab, p, out);
 }
 
 /* ---- frame, ending, cleaning -------------------------------------------------------- */

@@ -35,6 +35,12 @@ static inline bool sc_family_is_end(const sc_family_profile *pf, int32_t t) {
  * after a whole suffix, and pad_after EOS. */
 int sc_family_frame_extra(const sc_family_profile *pf, bool suffix_cut, int pad_after);
 
+/* The frame a fit reserves (model.h, sc_infill_frame) for a profile, a
+ * vocabulary of vocab ids and decoding with p; sc_infill_frame_for for a
+ * loaded model, sc_model_context_read for a checkpoint's config alone. */
+void sc_family_frame_for(const sc_family_profile *pf, int vocab, const sc_infill_params *p,
+                         sc_infill_frame *out);
+
 /* Writes [BOS] prefix MASK*m suffix [EOS] [EOS*pad_after] into seq (room
  * for n_prefix + m + n_suffix + sc_family_frame_extra) and returns its
  * length; *c0 = the canvas start. A cut suffix gets no EOS (nor padding). */

@@ -40,8 +40,11 @@ typedef struct sc_device_choice {
 const char *sc_model_default_dir(void);
 
 /* Picks the device for a request. AUTO and CUDA fall back to the CPU when
- * the binary has no CUDA backend or no device answers, and log exactly one
- * info line saying so; CPU never probes. Never fails. */
+ * the binary has no CUDA backend or no device answers, and log one line
+ * per process saying why: a warning when CUDA was asked for; for AUTO a
+ * debug line when there is no CUDA driver (or backend) at all, an info
+ * line when a driver is there but no device is usable. CPU never probes.
+ * Never fails. */
 void sc_device_select(sc_device_kind requested, sc_device_choice *out);
 
 /* ======================= tokenizer ======================================= */
@@ -147,8 +150,8 @@ typedef struct sc_model_options {
   sc_model_family family; /* SC_FAMILY_AUTO (0) detects; else overrides */
   sc_device_kind device;  /* what sc_device_select() chose; CUDA has no
                              forward pass yet and falls back to the CPU */
-  int max_seq;   /* longest sequence a context accepts; 0 = min(the
-                    checkpoint's max positions, 2048) */
+  int max_seq;   /* longest sequence a context accepts; 0 = the
+                    checkpoint's context (info.context) */
   int n_threads; /* GEMM threads (OpenBLAS, process-wide); 0 = leave as is */
 } sc_model_options;
 
@@ -165,12 +168,34 @@ typedef struct sc_model_info {
   bool shift_logits;     /* token i is predicted by row i-1 (row 0 by itself) */
   float eos_penalty;     /* the checkpoint's default (generation_config.json
                             "eos_penalty"), else 0 */
-  int max_seq;           /* the contexts' default capacity */
+  int max_positions;     /* config.json max_position_embeddings (LLaDA:
+                            max_sequence_length); 0 when not stated */
+  int sliding_window;    /* the active sliding window; 0 when off */
+  int context;           /* the positions a sequence may use: max_positions,
+                            at most SC_MODEL_MAX_CONTEXT and the sliding
+                            window (sc_model_context_read reads the same) */
+  int max_seq;           /* the contexts' default capacity (context, unless
+                            the options said otherwise) */
   uint64_t weight_bytes; /* tensor bytes mapped from the checkpoint */
   uint64_t context_bytes; /* one context's activation arena at max_seq */
 } sc_model_info;
 
 typedef struct sc_model sc_model;
+
+/* The most positions sculpt gives a sequence, whatever the checkpoint
+ * allows: a context's arena and the engine's logits grow with it. */
+#define SC_MODEL_MAX_CONTEXT 2048
+
+typedef struct sc_infill_frame sc_infill_frame; /* below: fitting a request */
+
+/* The context (sc_model_info.context) of the checkpoint in dir, and the
+ * frame (may be NULL) of its family profile with the default decoding
+ * (sc_infill_params_default, as the editor's), from its config.json and
+ * tokenizer files alone: no weights are opened. For callers that need the
+ * model's limits but not the model (`sculpt context`). family as in
+ * sc_model_options. */
+sc_status sc_model_context_read(const char *dir, sc_model_family family, int *context,
+                                sc_infill_frame *frame, sc_error *err);
 
 /* Loads and validates the checkpoint in dir: every safetensors header, every
  * tensor the family needs (present, known dtype, shape matching config.json,
@@ -464,21 +489,6 @@ const sc_family_profile *sc_model_get_profile(const sc_model *model);
  * then override single fields (the CLI's flags, the LSP's settings). */
 void sc_infill_params_for(const sc_model *model, sc_preset preset, sc_infill_params *p);
 
-/* Fits a prompt to a context of max_seq tokens for a canvas of m (the
- * largest of a plan): the frame's own tokens and DreamOn's growth room are
- * reserved; then, as upstream harnesses truncate (from the left), the
- * prefix is cut first, down to half of what is left, before the suffix is
- * cut from its end. *keep_pre counts the prefix's last tokens, *keep_suf the
- * suffix's first ones; *suffix_cut says the suffix was cut (set
- * params.suffix_cut). False when not even the canvas fits. */
-bool sc_infill_fit(const sc_model *model, const sc_infill_params *p, int max_seq, int m,
-                   size_t n_pre, size_t n_suf, size_t *keep_pre, size_t *keep_suf,
-                   bool *suffix_cut);
-/* Context positions an infill of that fit needs (prefix + canvas + suffix,
- * the frame and DreamOn's growth): what to give sc_engine_new. */
-int sc_infill_positions(const sc_model *model, const sc_infill_params *p, int m,
-                        size_t keep_pre, size_t keep_suf);
-
 /* "confidence", "margin", "entropy" -> rank with the fixed-k schedule;
  * "threshold" -> confidence with the threshold schedule. */
 bool sc_infill_algorithm_parse(const char *name, sc_infill_params *p);
@@ -491,6 +501,81 @@ typedef struct sc_infill_plan {
   int n_lengths;
   int lengths[SC_INFILL_MAX_CANDIDATES];
 } sc_infill_plan;
+
+/* ---- fitting a request to a context ------------------------------------------
+ * (model/fit.c) How the tokens of one infill share a context of N positions,
+ * one rule for every caller (the LSP, `sculpt complete`, `sculpt context`,
+ * `sculpt batch`, `sculpt serve`, and the LSP's remote backend with the
+ * context its server has). The frame's own tokens (the family profile's
+ * BOS, the EOS after a whole suffix, padding) are reserved first; then the
+ * canvas, at most half of what is left, since a canvas with nothing to
+ * condition on is noise; a canvas that may grow (DreamOn) reserves what it
+ * may grow to, within the same half; the prompt (the text before and after
+ * the canvas) gets the rest, or what the caller asked for when that is
+ * less. When text has to go, the far end of the prefix goes first (as the
+ * upstream harnesses truncate, from the left), down to half the prompt,
+ * then the far end of the suffix; a cut suffix is followed by no EOS (it
+ * is not the file's end), which frees that room for the prompt. */
+
+/* What a layout adds to the prompt and the canvas. */
+struct sc_infill_frame {
+  int whole; /* positions the frame adds when the suffix is whole: the BOS,
+                an EOS after the suffix, padding */
+  int cut;   /* the same when the suffix is cut: no EOS, no padding */
+  int grow;  /* what a canvas may grow to (DreamOn: params.max_canvas, else
+                the profile's max_infill); 0 = a fixed-length canvas */
+};
+
+/* The frame of the model's family profile for decoding with p (its
+ * padding, and whether a DreamOn canvas may grow: the expand token, the
+ * loop, no_expand, max_canvas). */
+void sc_infill_frame_for(const sc_model *model, const sc_infill_params *p,
+                         sc_infill_frame *out);
+
+typedef struct sc_infill_budget {
+  int context;           /* the positions fitted into */
+  sc_infill_frame frame; /* the frame fitted with */
+  int canvas;            /* the longest canvas: the one asked for, cut to fit */
+  int max_canvas;        /* what a growing canvas may reach; canvas when it cannot grow */
+  int prompt;            /* tokens for the text before and after the canvas
+                            together, the suffix whole */
+  int prompt_cut;        /* the same with the suffix cut (>= prompt) */
+  bool clamped;          /* the prompt budget asked for was more than the room left */
+} sc_infill_budget;
+
+/* context: the positions (a model's info.context, an engine's
+ * sc_engine_context, a remote server's); frame: what the layout adds
+ * (sc_infill_frame_for, or the caller's estimate for a server whose
+ * template it does not know); budget: the prompt tokens wanted, 0 = all
+ * the room; canvas: the longest canvas wanted (>= 1). SC_ERR_INVALID when
+ * the context leaves no room for one canvas token and one prompt token. */
+sc_status sc_infill_budget_compute(int context, const sc_infill_frame *frame, int budget,
+                                   int canvas, sc_infill_budget *out, sc_error *err);
+
+/* Splits fit's prompt between the text before the canvas (n_pre tokens)
+ * and after it (n_suf): the prefix is cut first (its far end), but keeps
+ * half the prompt when it has that much; then the suffix is cut (its far
+ * end, at least one token: *suffix_cut, which the caller sets in
+ * params.suffix_cut or the request's suffix_cut); room one side does not
+ * need goes to the other. Use pre + (n_pre - keep_pre) and suf[0,
+ * keep_suf). */
+void sc_infill_fit(const sc_infill_budget *fit, size_t n_pre, size_t n_suf, size_t *keep_pre,
+                   size_t *keep_suf, bool *suffix_cut);
+
+/* The context positions an infill of that split needs (prefix + suffix, the
+ * canvas and its growth, the frame): what to give sc_engine_new. */
+int sc_infill_positions(const sc_infill_budget *fit, size_t keep_pre, size_t keep_suf,
+                        bool suffix_cut);
+
+/* sc_infill_budget_compute for a model decoding with params in a context of
+ * `context` positions (the engine's sc_engine_context, or info.max_seq
+ * before an engine is made), the plan's longest length as the canvas. Then
+ * cuts the plan's lengths to out->canvas and, for a growing canvas, sets
+ * params->max_canvas to out->max_canvas, so that the engine stays within
+ * what was reserved. plan and params are changed in place. */
+sc_status sc_infill_fit_plan(const sc_model *model, int context, int budget,
+                             sc_infill_plan *plan, sc_infill_params *params,
+                             sc_infill_budget *out, sc_error *err);
 
 typedef struct sc_infill_result {
   int32_t *ids;       /* the middle: the canvas up to the family's first end
@@ -521,6 +606,8 @@ typedef struct sc_infill_request {
   int n_suffix;
   int canvas;    /* canvas length */
   uint64_t seed; /* its own seed (the params' seed is not used) */
+  bool suffix_cut; /* the suffix was cut (sc_infill_fit): no EOS after it,
+                      as with the params' suffix_cut */
 } sc_infill_request;
 
 #define SC_INFILL_MAX_BATCH 16
@@ -539,10 +626,9 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
                         sc_engine **out, sc_error *err);
 void sc_engine_free(sc_engine *e);
 
-/* Fills the middle. cancel (may be NULL) is polled between steps: when it
- * becomes non-zero the call returns SC_ERR_CANCELLED within one step.
- * progress may be NULL. *out is filled on success (free with
- * sc_infill_result_free). */
+/* The positions a sequence may have in this engine (its max_seq). */
+int sc_engine_context(const sc_engine *e);
+
 /* Several independent prompts (other sites, other files) decoded together:
  * every step is one packed forward pass over all unfinished prompts, in
  * groups of up to SC_INFILL_MAX_BATCH. outs[i] gets what sc_engine_infill
@@ -553,6 +639,10 @@ sc_status sc_engine_infill_many(sc_engine *e, const sc_infill_request *reqs, int
                                 const sc_infill_params *params, const _Atomic int *cancel,
                                 sc_infill_result *outs, int *passes, sc_error *err);
 
+/* Fills the middle. cancel (may be NULL) is polled between steps: when it
+ * becomes non-zero the call returns SC_ERR_CANCELLED within one step.
+ * progress may be NULL. *out is filled on success (free with
+ * sc_infill_result_free). */
 sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
                            const sc_infill_params *params, const _Atomic int *cancel,

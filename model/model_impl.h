@@ -65,6 +65,7 @@ typedef struct sc_config {
   int32_t mask_id, eos_id, pad_id, bos_id;
   bool shift_logits;
   int max_positions;  /* 0 when unknown */
+  int sliding_window; /* positions the upper layers attend to; 0 when off */
   float eos_penalty;  /* generation_config.json "eos_penalty", else 0 */
   sc_family_profile profile; /* how the family frames, ends and decodes (family.c) */
 } sc_config;
@@ -74,6 +75,11 @@ typedef struct sc_config {
  * detection unless SC_FAMILY_AUTO. */
 sc_status sc_config_load(const char *dir, sc_model_family family, sc_config *out,
                          sc_error *err);
+
+/* The positions a sequence of this checkpoint may use: max_positions (at
+ * most SC_MODEL_MAX_CONTEXT, which bounds a context's memory), and no more
+ * than an active sliding window. */
+int sc_config_context(const sc_config *c);
 
 /* ---- the loaded model (checkpoint.c) ---------------------------------- */
 

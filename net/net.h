@@ -5,9 +5,9 @@
  * a libev loop, OpenAI-compatible FIM completions and llama.cpp's /infill,
  * with continuous batching.
  * The client side is the remote backend: it sends an assembled prompt and
- * suffix to an OpenAI-compatible FIM endpoint (sculpt serve, Mercury Coder,
- * SGLang, vLLM) through libcurl's multi interface on a libev loop, so the
- * loop never blocks.
+ * suffix to a FIM endpoint in its provider's shape (see "client" below)
+ * through libcurl's multi interface on a libev loop, so the loop never
+ * blocks.
  *
  * net/ depends on model/ (the engine, for the server) and common/; it knows
  * no LSP and no syntax.
@@ -109,32 +109,102 @@ void sc_serve_options_default(sc_serve_options *o);
 sc_status sc_serve_run(const sc_serve_options *o, sc_error *err);
 
 /* ==== client: the remote FIM backend ====================================== */
-/* One request is POST {url}/v1/fim/completions (the URL as given when it
- * already has a path) with the JSON body {model, prompt, suffix, max_tokens,
- * temperature, stop, stream: false}; the answer is choices[0].text (the
- * OpenAI legacy completions shape, which sculpt serve, Mercury Coder, vLLM
- * and SGLang answer). A base ending in /v1 gets /fim/completions; for vLLM
- * or SGLang give the full .../v1/completions URL. 429 and 5xx are retried
- * with exponential backoff (Retry-After honoured); a connection that fails
- * or times out is not. */
+/* One request is one POST to the provider's FIM endpoint, in its own shape
+ * (net/fim_client.c cites each provider's source):
+ *
+ *   openai-fim       {model, prompt, suffix, max_tokens, temperature, stop,
+ *                    stream} to .../v1/fim/completions (sculpt serve, Mercury
+ *                    Coder), .../beta/completions (DeepSeek) or .../v1/completions
+ *                    (Ollama's OpenAI layer); the answer in choices[0].text
+ *   mistral          the same to .../v1/fim/completions (Codestral), model
+ *                    required; the answer in choices[0].message.content
+ *                    (streamed: choices[0].delta.content)
+ *   llama.cpp        {input_prefix, input_suffix, input_extra, n_predict, ...}
+ *                    to .../infill; the answer in content
+ *   ollama           {model, prompt, suffix, options} to .../api/generate;
+ *                    NDJSON, the answer in response
+ *   prompt-template  {prompt, max_tokens, ...} to .../v1/completions with the
+ *                    prompt wrapped in the target model's FIM tokens and no
+ *                    suffix (vLLM refuses one; SGLang drops it unless started
+ *                    with --completion-template)
+ *
+ * A URL whose path ends in the endpoint (/completions, /infill,
+ * /api/generate) is used as given; any other path is a base the endpoint is
+ * appended to (a trailing /v1 or /beta is kept: http://h/x/v1 ->
+ * http://h/x/v1/fim/completions). Answers are streamed where the provider
+ * can (SSE or NDJSON, read as they arrive); finish_reason "length" (llama.cpp
+ * stop_type "limit", Ollama done_reason "length") marks the result cut off.
+ * 429 and 5xx (but 501 and 505) are retried with exponential backoff
+ * (Retry-After honoured); a connection that fails or times out is not. */
 
 struct ev_loop;
 
 #define SC_FIM_DEFAULT_KEY_ENV "SCULPT_API_KEY"
 
+/* Which request and answer shapes the endpoint speaks. */
+typedef enum sc_fim_provider {
+  SC_FIM_PROVIDER_AUTO = 0,  /* from the URL (see sc_fim_client_new) */
+  SC_FIM_PROVIDER_OPENAI,    /* "openai-fim" */
+  SC_FIM_PROVIDER_MISTRAL,   /* "mistral" */
+  SC_FIM_PROVIDER_LLAMACPP,  /* "llama.cpp" */
+  SC_FIM_PROVIDER_OLLAMA,    /* "ollama" (native /api/generate) */
+  SC_FIM_PROVIDER_TEMPLATE,  /* "prompt-template" */
+} sc_fim_provider;
+
+/* The target model's FIM tokens, for prompt-template. */
+typedef enum sc_fim_template {
+  SC_FIM_TEMPLATE_NONE = 0,
+  SC_FIM_TEMPLATE_QWEN,      /* "qwen": Qwen2.5-Coder */
+  SC_FIM_TEMPLATE_DEEPSEEK,  /* "deepseek": DeepSeek-Coder */
+  SC_FIM_TEMPLATE_STARCODER, /* "starcoder": StarCoder, StarCoder2 */
+  SC_FIM_TEMPLATE_CODESTRAL, /* "codestral": Codestral (suffix first) */
+} sc_fim_template;
+
+/* Names <-> values; parse returns false for an unknown name. */
+bool sc_fim_provider_parse(const char *name, sc_fim_provider *out);
+const char *sc_fim_provider_name(sc_fim_provider p);
+bool sc_fim_template_parse(const char *name, sc_fim_template *out);
+const char *sc_fim_template_name(sc_fim_template t);
+/* For messages: "auto, openai-fim, mistral, llama.cpp, ollama, prompt-template". */
+extern const char SC_FIM_PROVIDER_NAMES[];
+extern const char SC_FIM_TEMPLATE_NAMES[];
+
 typedef struct sc_fim_client_options {
   const char *url;         /* base URL or full endpoint (borrowed; copied) */
-  const char *model;       /* NULL or "": the field is left out */
+  const char *model;       /* NULL or "": the field is left out (an error for
+                              providers that require it) */
   const char *api_key;     /* NULL: read from the environment variable below */
   const char *api_key_env; /* NULL: SC_FIM_DEFAULT_KEY_ENV; no key: no header */
   int timeout_ms;          /* per try, connection included; 0: 30000 */
   int max_tries;           /* 0: 4 */
   int backoff_ms;          /* the first retry's delay, doubled per try; 0: 200 */
   int max_backoff_ms;      /* cap on one delay, Retry-After included; 0: 10000 */
+  sc_fim_provider provider; /* AUTO: detected from the URL */
+  sc_fim_template fim_template; /* required by prompt-template; setting it
+                                   with provider AUTO chooses prompt-template */
+  bool no_stream;          /* ask for the whole answer at once */
 } sc_fim_client_options;
 
+/* A piece of repository context (a snippet headed by its path): llama.cpp
+ * takes these apart from the prefix (input_extra); every other provider gets
+ * their texts in order before the prompt. */
+typedef struct sc_fim_chunk {
+  const char *filename; /* borrowed; filename_len bytes (0: none) */
+  size_t filename_len;
+  const char *text;     /* borrowed; text_len bytes */
+  size_t text_len;
+} sc_fim_chunk;
+
+typedef struct sc_fim_call sc_fim_call;
+
+/* Runs on the loop thread while a streamed answer arrives, with the whole
+ * text so far (borrowed for the call), after each event that changed it;
+ * never after done. It may call sc_fim_call_finish or sc_fim_call_cancel on
+ * this call (or any other), but must not free the client. */
+typedef void (*sc_fim_partial_fn)(void *user, sc_fim_call *call, const char *text, size_t len);
+
 typedef struct sc_fim_request {
-  const char *prompt; /* the assembled text before the hole (borrowed) */
+  const char *prompt; /* the text before the hole (borrowed), after extra */
   size_t prompt_len;
   const char *suffix; /* the text after it (borrowed) */
   size_t suffix_len;
@@ -142,23 +212,33 @@ typedef struct sc_fim_request {
   double temperature;
   const char *const *stop; /* n_stop strings (borrowed), or NULL */
   int n_stop;
+  const sc_fim_chunk *extra; /* n_extra chunks before the prompt (borrowed), or NULL */
+  int n_extra;
+  sc_fim_partial_fn partial; /* NULL: no drafts; called with submit's user */
 } sc_fim_request;
 
 typedef struct sc_fim_result {
-  /* SC_OK; SC_ERR_CANCELLED; SC_ERR_IO (unreachable, timed out, or an HTTP
-   * error after the last try); SC_ERR_FORMAT (an answer without text). */
+  /* SC_OK; SC_ERR_CANCELLED; SC_ERR_IO (unreachable, timed out, an HTTP
+   * error after the last try, an error reported inside the stream, or a
+   * stream that ended before its last event); SC_ERR_FORMAT (an answer
+   * without text). */
   sc_status status;
   bool unreachable;  /* no HTTP answer at all: connect failed or timed out */
   int http_status;   /* of the last try; 0 when none came */
   int tries;
   double ms;         /* from submit to the end */
-  const char *text;  /* choices[0].text on SC_OK (borrowed for the callback) */
+  double first_ms;   /* from submit to the first streamed text; 0: none */
+  const char *text;  /* the answer on SC_OK (borrowed for the callback) */
   size_t text_len;
+  bool streamed;     /* the answer arrived as a stream of events */
+  bool truncated;    /* the server stopped at max_tokens: the text is cut off */
+  bool finished_early; /* sc_fim_call_finish ended it before the server did */
+  char finish_reason[16]; /* as the server said it ("stop", "length"), or "" */
+  sc_fim_provider provider; /* the shapes the client spoke */
   sc_error err;      /* why, when status is not SC_OK; never holds the key */
 } sc_fim_result;
 
 typedef struct sc_fim_client sc_fim_client;
-typedef struct sc_fim_call sc_fim_call;
 
 /* Runs on the loop thread, once per submitted request, also when it is
  * cancelled (status SC_ERR_CANCELLED), even from inside sc_fim_call_cancel
@@ -167,13 +247,22 @@ typedef struct sc_fim_call sc_fim_call;
 typedef void (*sc_fim_done_fn)(void *user, const sc_fim_result *res);
 
 /* A client whose transfers are driven by loop (borrowed; must outlive the
- * client). Used from the loop's thread only. *out owned by the caller. */
+ * client). Used from the loop's thread only. *out owned by the caller.
+ * Provider AUTO is detected from the URL: a path ending in /infill is
+ * llama.cpp, in /api/generate (or /api) ollama, a Mistral host
+ * (api.mistral.ai, codestral.mistral.ai) mistral, port 11434 without /v1
+ * Ollama's native API; a fim_template chooses prompt-template; anything else
+ * is openai-fim. SC_ERR_INVALID when a provider that needs a model (mistral,
+ * ollama, DeepSeek's /beta, Ollama's /v1) has none, or prompt-template has
+ * no template. */
 sc_status sc_fim_client_new(struct ev_loop *loop, const sc_fim_client_options *o,
                             sc_fim_client **out, sc_error *err);
 /* Cancels what is in flight (callbacks run, cancelled) and frees. */
 void sc_fim_client_free(sc_fim_client *c);
 /* The endpoint requests go to (owned by the client), for messages. */
 const char *sc_fim_client_endpoint(const sc_fim_client *c);
+/* The provider the client speaks (AUTO resolved). */
+sc_fim_provider sc_fim_client_provider(const sc_fim_client *c);
 
 /* Starts a request; its body is built now, so req is only borrowed for the
  * call. Returns the call (owned by the client; valid until done runs) or
@@ -183,6 +272,10 @@ sc_fim_call *sc_fim_client_submit(sc_fim_client *c, const sc_fim_request *req,
 /* Stops the request and closes its connection (the server sees it go);
  * done runs before this returns, with SC_ERR_CANCELLED. */
 void sc_fim_call_cancel(sc_fim_call *call);
+/* Ends a streamed answer now, with the text so far (SC_OK, finished_early):
+ * for a caller that has what it needs (a line) before the server stops.
+ * Closes the connection; done runs before this returns. */
+void sc_fim_call_finish(sc_fim_call *call);
 
 /* The synchronous form, for the CLI and the worker thread: a private loop
  * and client for one request. cancel (may be NULL) is polled every 20 ms;

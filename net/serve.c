@@ -109,7 +109,20 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   s->context = s->o.context > 0 ? s->o.context : (s->info->max_seq < 1024 ? s->info->max_seq : 1024);
   if (s->context > s->info->max_seq) s->context = s->info->max_seq;
   if (s->context < 8) FAIL(SC_ERR_INVALID, "a %d-token context is too small", s->context);
-  if (s->o.max_tokens > (s->context - 2) / 2) s->o.max_tokens = (s->context - 2) / 2;
+  {
+    /* The longest canvas a request may have: at most half of what the
+     * context leaves after the family's frame, as every request is fitted
+     * (model.h, sc_infill_budget; the split is in serve_sched.c). */
+    sc_infill_params p;
+    sc_serve__job_params(&p);
+    sc_infill_frame frame;
+    sc_infill_frame_for(s->model, &p, &frame);
+    sc_infill_budget fit;
+    if ((st = sc_infill_budget_compute(s->context, &frame, 0, s->o.max_tokens, &fit, err)) !=
+        SC_OK)
+      goto done;
+    s->o.max_tokens = fit.canvas;
+  }
   if ((st = sc_engine_new(s->model, s->tok, s->context, &s->engine, err)) != SC_OK) goto done;
   {
     int budget = s->context * s->o.batch;

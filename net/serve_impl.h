@@ -259,6 +259,10 @@ void sc_serve__last_words(server *s);
 json_t *sc_serve__json_text(const char *text, size_t len);
 /* OpenAI's error body {"error": {message, type, param, code}}. */
 json_t *sc_serve__error_body(const char *msg, const char *type);
+/* The decoding parameters a job starts from: sculpt's block loop with
+ * blocks of 32, and no DreamOn growth (the batch decodes fixed-length
+ * canvases), which is also what the context is fitted for. */
+void sc_serve__job_params(sc_infill_params *p);
 /* Validates a request body into a new job (owned by the caller), or NULL
  * with msg filled on a bad request: the OpenAI completions shape, or
  * llama.cpp's /infill shape. */

@@ -82,21 +82,21 @@ static sc_status admit(server *s, job *j) {
     free(suf);
     return st;
   }
-  /* As `sculpt complete` lays it out: keep the tokens nearest the middle;
-   * when they do not fit, the suffix gets at most a quarter of the room. */
-  int m = j->max_tokens;
-  size_t room = (size_t)(s->context - m - 2);
-  size_t keep_pre = n_pre, keep_suf = n_suf;
-  if (n_pre + n_suf > room) {
-    keep_suf = n_suf < room / 4 ? n_suf : room / 4;
-    keep_pre = n_pre < room - keep_suf ? n_pre : room - keep_suf;
-    keep_suf = room - keep_pre < n_suf ? room - keep_pre : n_suf;
-  }
+  /* As every caller fits a request (model.h, sc_infill_fit_plan and
+   * sc_infill_fit): the family's frame, the canvas (already within half
+   * the room: serve.c), and the tokens nearest the middle, the prefix cut
+   * first down to half, then the suffix, which then ends without EOS. */
+  sc_infill_plan plan = {1, {j->max_tokens}};
+  sc_infill_budget fit;
+  size_t keep_pre = 0, keep_suf = 0;
+  bool cut = false;
+  st = sc_infill_fit_plan(s->model, s->context, 0, &plan, &j->params, &fit, &err);
+  if (st == SC_OK) sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &cut);
   /* (An empty text may come back as NULL: no offset on that.) */
   sc_infill_request q = {pre ? pre + (n_pre - keep_pre) : NULL, (int)keep_pre, suf,
-                         (int)keep_suf, m, j->params.seed};
+                         (int)keep_suf, plan.lengths[0], j->params.seed, cut};
   int slot = -1;
-  st = sc_engine_batch_add(s->batch, &q, &j->params, &slot, &err);
+  if (st == SC_OK) st = sc_engine_batch_add(s->batch, &q, &j->params, &slot, &err);
   free(pre);
   free(suf);
   pthread_mutex_lock(&s->mu);

@@ -301,13 +301,18 @@ static bool get_number(json_t *root, const char *key, double lo, double hi, doub
   return true;
 }
 
+void sc_serve__job_params(sc_infill_params *p) {
+  sc_infill_params_default(p);
+  p->block_len = 32;
+  p->no_expand = true;
+}
+
 /* A new job with our defaults; NULL on OOM. */
 static job *job_new(enum job_api api) {
   job *j = calloc(1, sizeof *j);
   if (!j) return NULL;
   j->api = api;
-  sc_infill_params_default(&j->params);
-  j->params.block_len = 32;
+  sc_serve__job_params(&j->params);
   j->max_tokens = 32;
   j->stop_hit = -1;
   return j;
@@ -350,9 +355,9 @@ static bool get_canvas(const server *s, json_t *root, const char *key, bool allo
 
 /* What both shapes share: sampling, streaming and stop strings. */
 static bool parse_common(const server *s, json_t *root, job *j, char *msg, size_t msg_len) {
-  /* At least half the context stays for the prompt and suffix: a canvas
-   * with nothing to condition on would be noise. */
-  if (j->max_tokens > (s->context - 2) / 2) j->max_tokens = (s->context - 2) / 2;
+  /* The server's longest canvas is at most half of what the context leaves
+   * after the frame (serve.c): the default canvas too. */
+  if (j->max_tokens > s->o.max_tokens) j->max_tokens = s->o.max_tokens;
   if (!get_number(root, "temperature", 0, 2, &j->params.temperature, msg, msg_len) ||
       !get_number(root, "top_p", 0, 1, &j->params.top_p, msg, msg_len))
     return false;

@@ -4,6 +4,8 @@
 #   tools/bootstrap.sh demo   install, build, run the main job (default)
 #   tools/bootstrap.sh test   install, build, run the whole test suite
 #   tools/bootstrap.sh build  install and build only
+#   tools/bootstrap.sh gpu-prep  what tools/gpu_session.sh --prepare and
+#                             tools/gpu_rehearse.sh need (patchelf, debootstrap)
 #
 # Idempotent and non-interactive: Debian 12 packages are installed only when
 # missing, npm packages from their lock files. Run as root (or with sudo).
@@ -16,8 +18,14 @@ jobs=$(nproc 2>/dev/null || echo 2)
 BUILD_PKGS=(build-essential cmake ninja-build pkg-config git ca-certificates
             libjansson-dev libev-dev libtree-sitter-dev libpcre2-dev libutf8proc-dev
             libopenblas-dev libhttp-parser-dev libcurl4-openssl-dev libgit2-dev python3)
-TEST_PKGS=(python3-numpy python3-torch clang libclang-rt-14-dev neovim emacs-nox elpa-eglot tmux wrk
-           haproxy)
+# The editor tests: Neovim, Emacs with eglot and go-mode, Chromium to drive
+# code-server, libkrb5-dev to build one of code-server's native modules;
+# HAProxy for the several-servers test.
+TEST_PKGS=(python3-numpy python3-torch clang libclang-rt-14-dev neovim emacs-nox elpa-eglot
+           elpa-go-mode tmux wrk chromium libkrb5-dev haproxy)
+# What preparing the GPU session needs beyond a build (tools/gpu_session.sh
+# --prepare, tools/gpu_bundle.sh, tools/gpu_rehearse.sh): not CI's.
+GPU_PREP_PKGS=(python3-numpy patchelf debootstrap xz-utils)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -54,13 +62,15 @@ install_node() {
 }
 
 install_editor_clients() {
-  # The VS Code extension's tooling (vsce 3.9) needs node >= 20; with an older
-  # node its test says so and skips.
-  local major; major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-  if [ "$major" -ge 20 ] && { [ ! -d editors/vscode/node_modules ] ||
-       [ editors/vscode/package-lock.json -nt editors/vscode/node_modules ]; }; then
-    echo "bootstrap: npm ci in editors/vscode"
-    (cd editors/vscode && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  # The VS Code extension's tooling needs node >= 20 and code-server node 24:
+  # tools/editor_tools.sh installs pinned ones (and code-server) under
+  # ~/.cache/sculpt-tools, once; the editor tests find them there.
+  local tools; tools=$(tools/editor_tools.sh | tail -n 1)
+  if [ ! -d editors/vscode/node_modules ] ||
+     [ editors/vscode/package-lock.json -nt editors/vscode/node_modules ]; then
+    echo "bootstrap: npm ci in editors/vscode (node $("$tools/bin/node" --version))"
+    (cd editors/vscode && PATH="$tools/bin:$PATH" npm ci --ignore-scripts --no-audit --no-fund \
+       --loglevel=error)
     touch editors/vscode/node_modules
   fi
 }
@@ -104,8 +114,12 @@ case "$mode" in
     if [ $status -ne 0 ]; then echo "bootstrap: tests FAILED"; else echo "bootstrap: all tests passed"; fi
     exit $status
     ;;
+  gpu-prep)
+    install_missing "${BUILD_PKGS[@]}" "${GPU_PREP_PKGS[@]}"
+    install_node
+    ;;
   *)
-    echo "usage: tools/bootstrap.sh [demo|test|build]" >&2
+    echo "usage: tools/bootstrap.sh [demo|test|build|gpu-prep]" >&2
     exit 2
     ;;
 esac

@@ -13,6 +13,10 @@
 ;; Completion items (textDocument/completion) work through eglot's
 ;; completion-at-point as usual.
 ;;
+;; A failed request, or the server reporting an error in sculpt/status, is
+;; shown once in the echo area (and *Messages*) with `message', the first
+;; time its text is seen.
+;;
 ;;   (require 'sculpt)
 ;;   (add-hook 'c-mode-hook #'eglot-ensure)   ; or M-x eglot
 ;;   (add-hook 'eglot-managed-mode-hook #'sculpt-mode-maybe)
@@ -41,11 +45,18 @@ Nil: the server's defaults ($SCULPT_MODEL, else the model sculpt ships)."
   :type 'plist)
 
 (defcustom sculpt-major-modes
-  '((c-mode :language-id "c") (c++-mode :language-id "cpp")
-    (python-mode :language-id "python") (js-mode :language-id "javascript")
-    (typescript-mode :language-id "typescript") (go-mode :language-id "go")
-    (rust-mode :language-id "rust") (java-mode :language-id "java")
-    (sh-mode :language-id "shellscript") (json-mode :language-id "json"))
+  '((c-mode :language-id "c") (c-ts-mode :language-id "c")
+    (c++-mode :language-id "cpp") (c++-ts-mode :language-id "cpp")
+    (python-mode :language-id "python") (python-ts-mode :language-id "python")
+    (js-mode :language-id "javascript") (js-ts-mode :language-id "javascript")
+    (typescript-mode :language-id "typescript")
+    (typescript-ts-mode :language-id "typescript")
+    (sculpt-typescript-mode :language-id "typescript")
+    (go-mode :language-id "go") (go-ts-mode :language-id "go")
+    (rust-mode :language-id "rust") (rust-ts-mode :language-id "rust")
+    (java-mode :language-id "java") (java-ts-mode :language-id "java")
+    (sh-mode :language-id "shellscript") (bash-ts-mode :language-id "shellscript")
+    (json-mode :language-id "json") (json-ts-mode :language-id "json"))
   "Major modes eglot starts sculpt for, with their LSP language ids."
   :type '(repeat sexp))
 
@@ -64,8 +75,50 @@ The server adds its own debounce, fitted to the typing rhythm."
 
 ;; ------------------------------------------------------------- the server
 
+;; Emacs 28 has no TypeScript mode and Debian 12 packages none: without
+;; one, .ts files open in a mode derived from js-mode so that eglot can
+;; manage them (as language "typescript").  Any real TypeScript mode wins.
+(define-derived-mode sculpt-typescript-mode js-mode "TypeScript"
+  "JavaScript editing for .ts files, for want of a TypeScript mode.")
+
+(unless (or (fboundp 'typescript-mode) (fboundp 'typescript-ts-mode)
+            (assoc-default "x.ts" auto-mode-alist #'string-match))
+  (add-to-list 'auto-mode-alist '("\\.ts\\'" . sculpt-typescript-mode)))
+
 (defclass sculpt-eglot-server (eglot-lsp-server) ()
   "The sculpt language server.")
+
+(defvar sculpt--shown-errors (make-hash-table :test #'eq :weakness 'key)
+  "Server -> the keys of the errors it reported that the user was shown.")
+
+(defconst sculpt--quiet-error-codes '(-32800 -32801 -32802)
+  "JSON-RPC error codes that are part of normal typing, never shown:
+the request was cancelled (by us or the server) or the document changed.")
+
+(defun sculpt--error-key (text)
+  "What makes two error messages the same error: TEXT without the LSP
+method the server puts first (\"textDocument/inlineCompletion: \") and
+with any number as #: automatic requests fail the same way on every
+edit, with other counts."
+  (replace-regexp-in-string
+   "[0-9]+" "#"
+   (replace-regexp-in-string
+    "\\`\\(?:\\(?:textDocument\\|workspace\\|completionItem\\|codeAction\\)/[[:alpha:]/]+: \\)+"
+    "" text t t)
+   t t))
+
+(defun sculpt--report-error (server text)
+  "Show TEXT, an error from SERVER, unless it was shown before.
+One whose key (`sculpt--error-key') contains this one's, or is contained
+in it, counts as shown: a failed request repeats the server's status
+message.  Returns non-nil when shown."
+  (when (and (stringp text) (not (string-empty-p text)))
+    (let ((key (sculpt--error-key text))
+          (seen (gethash server sculpt--shown-errors)))
+      (unless (cl-some (lambda (old) (or (string-search key old) (string-search old key))) seen)
+        (puthash server (cons key seen) sculpt--shown-errors)
+        (message "sculpt: %s" text)
+        t))))
 
 (cl-defmethod eglot-initialization-options ((_ sculpt-eglot-server))
   (or sculpt-settings eglot--{}))
@@ -74,10 +127,10 @@ The server adds its own debounce, fitted to the typing rhythm."
   "The last sculpt/status notification, a plist (:state :model :device ...).")
 
 (cl-defmethod eglot-handle-notification
-  ((_ sculpt-eglot-server) (_ (eql 'sculpt/status)) &rest params)
+  ((server sculpt-eglot-server) (_ (eql 'sculpt/status)) &rest params)
   (setq sculpt-status params)
   (when (equal (plist-get params :state) "error")
-    (message "sculpt: %s" (plist-get params :message)))
+    (sculpt--report-error server (plist-get params :message)))
   (force-mode-line-update t))
 
 (defun sculpt--contact (&optional _interactive)
@@ -105,7 +158,9 @@ The server adds its own debounce, fitted to the typing rhythm."
 (defvar-local sculpt--showing nil "Non-nil while a suggestion is shown.")
 (defvar-local sculpt--inserting nil "Non-nil while we edit the buffer.")
 (defvar-local sculpt--timer nil)
-(defvar-local sculpt--request-id nil)
+(defvar-local sculpt--pending nil
+  "The number of the request in flight, or nil.")
+(defvar sculpt--request-count 0 "Requests sent, for `sculpt--pending'.")
 
 (defvar sculpt-ghost-map
   (let ((m (make-sparse-keymap)))
@@ -141,7 +196,6 @@ The server adds its own debounce, fitted to the typing rhythm."
 (defun sculpt--on-result (buffer tick pos result)
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
-      (setq sculpt--request-id nil)
       ;; Show it only where it was asked for.
       (when (and (= tick (buffer-chars-modified-tick)) (= pos (point)))
         (let* ((items (if (vectorp result) result (plist-get result :items)))
@@ -159,18 +213,34 @@ AUTOMATIC non-nil: triggerKind Automatic (the server debounces)."
   (let ((server (sculpt--server)))
     (when server
       (eglot--signal-textDocument/didChange)
-      (when sculpt--request-id
-        (jsonrpc-notify server :$/cancelRequest (list :id sculpt--request-id)))
-      (let ((buffer (current-buffer)) (tick (buffer-chars-modified-tick)) (pos (point)))
-        (setq sculpt--request-id
-              (car (jsonrpc-async-request
-                    server :textDocument/inlineCompletion
-                    (append (eglot--TextDocumentPositionParams)
-                            (list :context (list :triggerKind (if automatic 2 1))))
-                    :success-fn (lambda (result) (sculpt--on-result buffer tick pos result))
-                    ;; Stale or cancelled answers are expected while typing.
-                    :error-fn #'ignore
-                    :timeout-fn #'ignore)))))))
+      ;; No $/cancelRequest for the one in flight: the server answers a
+      ;; document's older request as superseded when a newer one comes.
+      (let* ((buffer (current-buffer)) (tick (buffer-chars-modified-tick)) (pos (point))
+             (n (setq sculpt--request-count (1+ sculpt--request-count)))
+             (done (lambda ()
+                     (when (buffer-live-p buffer)
+                       (with-current-buffer buffer
+                         (when (eql sculpt--pending n) (setq sculpt--pending nil)))))))
+        (setq sculpt--pending n)
+        (jsonrpc-async-request
+         server :textDocument/inlineCompletion
+         (append (eglot--TextDocumentPositionParams)
+                 (list :context (list :triggerKind (if automatic 2 1))))
+         :success-fn (lambda (result)
+                       (funcall done)
+                       (sculpt--on-result buffer tick pos result))
+         :error-fn (lambda (err)
+                     (funcall done)
+                     ;; Stale or cancelled answers are expected while
+                     ;; typing; others are shown once.
+                     (unless (memq (plist-get err :code) sculpt--quiet-error-codes)
+                       (sculpt--report-error
+                        server (or (plist-get err :message) (format "%S" err)))))
+         :timeout-fn done)))))
+
+(defun sculpt-pending-p ()
+  "Non-nil while a request from this buffer awaits its answer."
+  sculpt--pending)
 
 (defun sculpt--execute (command)
   (let ((server (sculpt--server)))

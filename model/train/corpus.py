@@ -10,11 +10,20 @@ Sources (each file's license is recorded in the manifest):
   * npm packages found under --npm-root folders (default /usr/lib/node_modules):
     the package.json "license" must be permissive. A package with a src/
     folder contributes only src/ (its dist/ builds are near-copies of it).
-  * Packages fetch_sources.py downloaded (same license rules):
+  * Packages fetch_sources.py downloaded:
     --deb-root DIR   DIR/<pkg>/ is an unpacked binary package; evidence
-                     DIR/<pkg>/usr/share/doc/<pkg>/copyright
+                     DIR/<pkg>/usr/share/doc/<pkg>/copyright, same rule as
+                     above (every License: field permissive)
     --src-root DIR   DIR/<pkg>/ is an unpacked Debian source package;
-                     evidence its debian/copyright
+                     evidence its debian/copyright, read FILE BY FILE: in a
+                     source tree the DEP-5 "Files:" patterns name the very
+                     paths we read, so each file takes the License of the
+                     last stanza whose patterns match it (DEP-5 1.0, "Files
+                     field") and is kept only when that license is
+                     permissive. A package whose packaging (debian/*) or
+                     build scripts are GPL still gives its permissive code;
+                     the tarballs are not patched, so debian/* never covers
+                     the code taken.
 Languages: Python (.py), JavaScript/TypeScript (.js .mjs .cjs .ts), C (.c .h;
 headers that look like C++ are skipped).
 
@@ -49,6 +58,11 @@ PERMISSIVE = {
     "python", "python-2.0", "x11", "mit/x11", "public-domain", "cc0", "cc0-1.0",
     "unlicense", "curl", "libpng", "boost", "bsl-1.0", "blueoak-1.0.0", "zlib/libpng",
     "bsd-3-clause-lbnl", "mit-0", "sgi-b-2.0", "ntp", "hpnd", "openssl",
+    # The same licenses as Debian copyright files spell them, and a few more
+    # permissive ones they name (SPDX: PostgreSQL, IJG, libtiff, FSFUL,
+    # FSFULLR, FSFAP, Unicode-DFS-2015/2016, BSL-1.0 as Boost-1.0).
+    "apache-2", "psf-2", "boost-1.0", "bsd3", "pd", "postgresql", "ijg", "libtiff",
+    "fsful", "fsfullr", "fsfap", "unicode-dfs-2015", "unicode-dfs-2016",
 }
 
 # CPython's stdlib: free-form copyright file, PSF license (python.org/psf/license).
@@ -102,6 +116,42 @@ def dep5_license(path):
     return None, path
 
 
+def dep5_stanzas(path):
+    """[(compiled pattern, license)] of a machine-readable copyright file's
+    Files paragraphs, in order; None when the file is missing or free-form.
+    DEP-5 patterns: '*' matches any run of characters, '/' included, '?'
+    one character, relative to the source tree's root; 'dir/' means
+    'dir/*'."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    if not re.search(r"^Format:.*copyright-format", text, re.M):
+        return None
+    out = []
+    for para in re.split(r"\n[ \t]*\n", text):
+        files = re.search(r"^Files:[ \t]*(.*(?:\n[ \t]+\S.*)*)", para, re.M)
+        lic = re.search(r"^License:[ \t]*(\S[^\n]*)", para, re.M)
+        if not files or not lic:
+            continue
+        pats = []
+        for g in files.group(1).split():
+            if g.endswith("/"):
+                g += "*"
+            pats.append("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in g))
+        out.append((re.compile("(?:" + "|".join(pats) + r")\Z"), lic.group(1).strip()))
+    return out
+
+
+def dep5_file_license(stanzas, rel):
+    """The license of the last stanza whose patterns match rel, or None."""
+    for rx, lic in reversed(stanzas):
+        if rx.match(rel):
+            return lic
+    return None
+
+
 def dpkg_sources():
     """[(source name, license, evidence, [files])] from dpkg's file lists."""
     out = []
@@ -145,16 +195,41 @@ def deb_root_sources(roots):
 
 def src_root_sources(roots):
     """Unpacked Debian source packages (fetch_sources.py OUT/src): the
-    upstream tree(s) plus debian/, whose copyright file covers them all."""
+    upstream tree(s), each file under the license its debian/copyright
+    gives that path. fetch_sources.py unpacks the .orig tarball as
+    <pkg>/<top>/ and a component tarball (.orig-NAME) beside it; dpkg-source
+    would put a component at <top>/NAME, so its paths are taken relative to
+    <top> with its own folder's name in front. One source per license
+    (name "debian-source:<pkg>" plus " [license]" when the package has
+    several), so the manifest records each file's license."""
     out = []
     for root in roots:
         for pkg in sorted(os.listdir(root)):
             d = os.path.join(root, pkg)
             ev = os.path.join(d, "debian", "copyright")
-            lic, ev = dep5_license(ev)
-            files = code_files(d, skip_dirs=("debian",)) if lic else []
-            if files:
-                out.append((f"debian-source:{pkg}", lic, ev, files))
+            stanzas = dep5_stanzas(ev)
+            if not stanzas:
+                continue
+            tops = [t for t in sorted(os.listdir(d)) if t != "debian"
+                    and os.path.isdir(os.path.join(d, t))]
+            if not tops:
+                continue
+            # The main tree is the one with most files; the rest are components.
+            sizes = {t: sum(len(fs) for _, _, fs in os.walk(os.path.join(d, t))) for t in tops}
+            main = max(tops, key=lambda t: (sizes[t], t))
+            by_lic = {}
+            for t in tops:
+                base = os.path.join(d, t)
+                for p in code_files(base):
+                    rel = os.path.relpath(p, base)
+                    if t != main:
+                        rel = t + "/" + rel
+                    lic = dep5_file_license(stanzas, rel)
+                    if lic and license_ok(lic):
+                        by_lic.setdefault(lic, []).append(p)
+            for lic in sorted(by_lic):
+                name = f"debian-source:{pkg}" + (f" [{lic}]" if len(by_lic) > 1 else "")
+                out.append((name, lic, ev, by_lic[lic]))
     return out
 
 

@@ -13,13 +13,13 @@ import shutil
 import struct
 
 import numpy as np
-import torch
 
 MAX_SHARD = 16 * 1024 * 1024
 
 
 def bf16_bytes(t):
     """float tensor -> bf16 little-endian bytes (torch rounds to nearest even)."""
+    import torch
     return t.detach().to(torch.bfloat16).contiguous().view(torch.int16).cpu().numpy() \
         .astype("<i2").tobytes()
 
@@ -91,11 +91,19 @@ def special_ids(tokenizer_path):
 
 def export(model, tokenizer_path, out_dir, extra_meta=None):
     """Writes the checkpoint into out_dir; returns the list of files written."""
+    items = [(k, tuple(v.shape), bf16_bytes(v)) for k, v in model.state_dict().items()]
+    return write_checkpoint(model.config, items, tokenizer_path, out_dir, extra_meta)
+
+
+def write_checkpoint(c, items, tokenizer_path, out_dir, extra_meta=None):
+    """The checkpoint files for config c and items [(name, shape, bf16
+    bytes)]: config.json, tokenizer files, model.safetensors (or shards of
+    at most MAX_SHARD with an index), training.json. No torch: the GPU
+    session's rehearsal writes its stand-in weights through it."""
     os.makedirs(out_dir, exist_ok=True)
     for stale in os.listdir(out_dir):  # an earlier export's shards
         if stale.startswith("model") and stale.endswith((".safetensors", ".json")):
             os.remove(os.path.join(out_dir, stale))
-    c = model.config
     ids = special_ids(tokenizer_path)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(config_json(c, ids), f, indent=2)
@@ -106,7 +114,6 @@ def export(model, tokenizer_path, out_dir, extra_meta=None):
           "model_max_length": c["max_position_embeddings"]}
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
         json.dump(tc, f, indent=1)
-    items = [(k, tuple(v.shape), bf16_bytes(v)) for k, v in model.state_dict().items()]
     shards, cur, size = [], [], 0
     for it in items:
         if cur and size + len(it[2]) > MAX_SHARD - 4096:
@@ -140,6 +147,7 @@ def export(model, tokenizer_path, out_dir, extra_meta=None):
 
 def load(out_dir):
     """The exported checkpoint back as a float32 DiffusionLM (bf16-rounded weights)."""
+    import torch
     from model import DiffusionLM
     with open(os.path.join(out_dir, "config.json")) as f:
         cfg = json.load(f)

@@ -17,13 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def default_config(**kw):
-    c = dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, intermediate_size=128, rope_theta=10000.0,
-             rms_norm_eps=1e-6, max_position_embeddings=256)
-    c.update(kw)
-    return c
+from presets import default_config  # noqa: F401 (model.default_config for callers)
 
 
 class RMSNorm(nn.Module):

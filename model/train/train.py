@@ -19,7 +19,6 @@ fixed time budget gives a complete schedule on any hardware.
              --preset cpu --time-budget 900
 """
 import argparse
-import json
 import math
 import os
 import sys
@@ -33,49 +32,18 @@ sys.path.insert(0, HERE)
 
 import bpe  # noqa: E402
 import export  # noqa: E402
+import tokcache  # noqa: E402
 from model import DiffusionLM, default_config, diffusion_loss  # noqa: E402
 
-PRESETS = {
-    # hidden, layers, heads, kv_heads, inter, seq, batch, lr
-    "toy": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                num_key_value_heads=2, intermediate_size=128, seq=128, batch=8, lr=3e-3),
-    "cpu": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-                num_key_value_heads=2, intermediate_size=384, seq=256, batch=8, lr=3e-3),
-    "gpu": dict(hidden_size=320, num_hidden_layers=8, num_attention_heads=5,
-                num_key_value_heads=1, intermediate_size=864, seq=512, batch=256, lr=1.5e-3),
-}
+from presets import PRESETS  # noqa: E402
 
 
 def tokenize_corpus(corpus_dir, split, tok, cache_dir, log=print):
-    """Token stream of a split: files joined by EOS. Cached as .npy keyed by
-    the corpus manifest hash and a hash of the tokenizer file's bytes (not its
-    mtime, so a cache prepared on one machine is found on another: the GPU
-    box gets it carried, and tokenizing there in pure Python costs minutes of
-    device time). uint16 when the vocabulary fits, to halve what travels."""
-    import hashlib
-    with open(os.path.join(corpus_dir, "manifest.json")) as f:
-        chash = json.load(f)["corpus_sha256"][:16]
-    with open(tok.path, "rb") as f:
-        thash = hashlib.sha256(f.read()).hexdigest()[:16]
-    key = f"{split}-{chash}-{thash}.npy"
-    path = os.path.join(cache_dir, key) if cache_dir else None
-    if path and os.path.exists(path):
-        return np.load(path)
-    eos = tok.id_of("<|endoftext|>")
-    out = []
-    t0 = time.time()
-    with open(os.path.join(corpus_dir, f"{split}.jsonl"), encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            out.extend(tok.encode(json.loads(line)["text"]))
-            out.append(eos)
-    arr = np.asarray(out, dtype=np.uint16 if max(out, default=0) < 65536 else np.int32)
-    log(f"tokenized {split}: {len(arr)} tokens in {time.time() - t0:.1f}s")
-    if path:
-        os.makedirs(cache_dir, exist_ok=True)
-        tmp = path + f".tmp{os.getpid()}.npy"
-        np.save(tmp, arr)
-        os.replace(tmp, path)
-    return arr
+    """Token stream of a split: files joined by EOS, from the cache
+    (tokcache.py: keyed by the corpus manifest and the tokenizer file's
+    bytes, so one prepared elsewhere is found; the GPU box gets it made by
+    `sculpt tokenize --jsonl`), else encoded here and cached."""
+    return tokcache.stream_python(corpus_dir, split, tok, cache_dir, log)
 
 
 class Batcher:
@@ -208,14 +176,7 @@ def main(argv=None):
     ap.add_argument("--log", default=None, help="also append log lines to this file")
     a = ap.parse_args(argv)
 
-    logf = open(a.log, "a") if a.log else None
-
-    def log(msg):
-        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
-        print(line, flush=True)
-        if logf:
-            logf.write(line + "\n")
-            logf.flush()
+    log = tokcache.make_log(a.log)
 
     if a.threads:
         torch.set_num_threads(a.threads)

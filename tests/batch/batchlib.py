@@ -47,18 +47,24 @@ def model():
     return _model
 
 
-# Fixture repositories: holes the planted model fills (inline markers right
-# after "abc"), and planted compile errors (`$` after "abc").
+# Fixture repositories: holes the planted model fills (inline markers in
+# code right after "abc"), a marker in a string and a docstring (never a
+# hole), and planted compile errors (`$` after "abc").
 FIXTURE = {
     "c/alphabet.c": '#include <stdio.h>\n\nstatic const char *alphabet(void) {\n'
-                    '  return "abcTODO(sculpt)";\n}\n\nint main(void) {\n'
+                    '  return abcTODO(sculpt);\n}\n\nint main(void) {\n'
                     '  puts(alphabet());\n  return 0;\n}\n',
     "c/other.c": "int twice(int x) {\n  return 2 * x;\n}\n",
-    "py/letters.py": 'LETTERS = "abcTODO(sculpt)"\n\n\ndef count():\n    return len(LETTERS)\n',
+    "py/letters.py": 'LETTERS = abcTODO(sculpt)\n\n\ndef count():\n    return len(LETTERS)\n',
     "py/clean.py": "def add(a, b):\n    return a + b\n",
-    "js/letters.js": 'const letters = "abcTODO(sculpt)";\nconsole.log(letters);\n',
+    "py/strings.py": 'S = "abcTODO(sculpt)"\n\n\ndef f():\n'
+                     '    """abcTODO(sculpt) in a docstring."""\n    return S\n',
+    "js/letters.js": 'const letters = abcTODO(sculpt);\nconsole.log(letters);\n',
     "README.md": "Not code: TODO(sculpt) here is ignored.\n",
 }
+# What --write makes of each fixture file.
+FILLED = {rel: (text if rel.endswith((".md", "strings.py")) else
+                text.replace("abcTODO(sculpt)", "abc" + FILL)) for rel, text in FIXTURE.items()}
 ERRORS = {
     "py/broken.py": "x = abc$\nprint(x)\n",
     "c/broken.c": "int abc;\nint f(void) {\n  return abc$;\n}\n",

@@ -11,8 +11,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from batchlib import FILL, batch, check, finish, make_repo, model, read, report, snapshot  # noqa: E402
 
 M = model()
-C = '#include <stdio.h>\n\nint main(void) {\n  puts("abcTODO(sculpt)");\n  return 0;\n}\n'
-SAMPLING = ["--candidates", "16", "--temperature", "8"]
+C = ('#include <stdio.h>\n#define STR(x) #x\n\nint main(void) {\n  puts(STR(abcTODO(sculpt)));\n'
+     '  return 0;\n}\n')
+# A hole in code takes only candidates that parse there; with a 3-token
+# canvas the planted model's hot samples ("de" + a random byte) often do.
+SAMPLING = ["--candidates", "16", "--temperature", "8", "--max-tokens", "3"]
 
 # 1. A check that always fails: every parsed candidate is tried, none kept;
 #    the file is back to its original bytes, exit 1.
@@ -26,7 +29,7 @@ site = rep["sites"][0] if rep["sites"] else {}
 check(site.get("status") == "failed" and site.get("text") is None, f"site failed: {site}")
 cands = site.get("candidates", [])
 check([c["seed"] for c in cands] == list(range(16)), "sixteen candidates, seeds 0..15")
-check(cands and cands[0]["text"] == FILL, "seed 0 is the greedy fill")
+check(cands and cands[0]["text"] == FILL[:3], "seed 0 is the greedy fill")
 tried = [c for c in cands if c["parsed"]]
 check(all(c.get("check") == "failed" for c in tried), "each parsed candidate ran the check")
 
@@ -34,7 +37,7 @@ check(all(c.get("check") == "failed" for c in tried), "each parsed candidate ran
 def printable(t):
     return t and all(32 <= ord(ch) < 127 and ch not in '"\\' for ch in t)
 
-pick = [c for c in tried if c["seed"] > 0 and c["text"] != FILL and printable(c["text"])]
+pick = [c for c in tried if c["seed"] > 0 and c["text"] != FILL[:3] and printable(c["text"])]
 check(len(pick) >= 1, f"sampling gives a second distinct candidate: {[c['text'] for c in cands]}")
 
 if pick:
@@ -55,7 +58,7 @@ if pick:
     check(s["seed"] == want["seed"] and s["text"] == want["text"],
           f"kept seed {s['seed']} {s['text']!r}, wanted seed {want['seed']} {want['text']!r}")
     check(s["candidates_tried"] == want["seed"] + 1, "stops at the first candidate that passes")
-    check(f'+  puts("abc{want["text"]}");' in rep["diffs"].get(s["file"], ""), "the diff has it")
+    check(f'+  puts(STR(abc{want["text"]}));' in rep["diffs"].get(s["file"], ""), "the diff has it")
 
     # 3. The same with --write: the kept candidate is on disk.
     rc, out, err = batch("--holes", "--write", "--check", cmd, *SAMPLING, "--model", M, root)
@@ -67,7 +70,7 @@ cc = shutil.which("cc") or shutil.which("gcc")
 if cc:
     root2 = make_repo({"a.c": C})
     cmd = f'{cc} -o prog "$SCULPT_BATCH_FILE" && ./prog | grep -qx abcdefghijkwxyz'
-    rc, out, err = batch("--holes", "--json", "--check", cmd, *SAMPLING, "--model", M, root2,
+    rc, out, err = batch("--holes", "--json", "--check", cmd, *SAMPLING[:4], "--model", M, root2,
                          cwd=root2)
     rep = report(out)
     texts = [c["text"] for c in rep["sites"][0]["candidates"]] if rep["sites"] else []

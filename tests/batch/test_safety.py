@@ -34,7 +34,7 @@ check(read(root, "c/alphabet.c") == FIXTURE["c/alphabet.c"].replace("TODO(sculpt
 # 2. A file changed on disk after it was read is refused, not overwritten:
 #    the check command edits the file it checks, so the dry run's restore
 #    finds someone else's bytes there and keeps them.
-root = make_repo({"a.py": 'A = "abcTODO(sculpt)"\n'})
+root = make_repo({"a.py": 'A = abcTODO(sculpt)\n'})
 cmd = 'printf "# edited elsewhere\\n" >> "$SCULPT_BATCH_FILE"'
 rc, out, err = batch("--holes", "--check", cmd, "--model", M, root)
 check(rc == 1, f"a stale file gives exit 1 (got {rc})")
@@ -45,31 +45,31 @@ check(read(root, "a.py").endswith("# edited elsewhere\n"), "the other writer's b
 #    files are skipped; nothing outside is touched.
 outside = tempfile.mkdtemp(prefix="sculpt-batch-outside-")
 with open(os.path.join(outside, "victim.py"), "w") as f:
-    f.write('V = "abcTODO(sculpt)"\n')
-root = make_repo({"in.py": 'I = "abcTODO(sculpt)"\n'})
+    f.write('V = abcTODO(sculpt)\n')
+root = make_repo({"in.py": 'I = abcTODO(sculpt)\n'})
 os.symlink(os.path.join(outside, "victim.py"), os.path.join(root, "link.py"))
 os.symlink(outside, os.path.join(root, "linkdir"))
 with open(os.path.join(root, "blob.c"), "wb") as f:
-    f.write(b'char *s = "abcTODO(sculpt)";\0\x01\x02')
+    f.write(b'char *s = abcTODO(sculpt);\0\x01\x02')
 rc, out, err = batch("--holes", "--write", "--json", "--model", M, root)
 rep = report(out)
 check(rc == 0, f"exit 0 with refused files skipped ({rc}: {err})")
 skipped = {os.path.basename(s["path"]): s["reason"] for s in rep["summary"].get("skipped_files", [])}
 check("outside" in skipped.get("link.py", ""), f"symlink out refused: {skipped}")
 check("binary" in skipped.get("blob.c", ""), f"binary skipped: {skipped}")
-check(read(outside, "victim.py") == 'V = "abcTODO(sculpt)"\n', "the file outside is untouched")
-check(read(root, "in.py") == f'I = "abc{FILL}"\n', "the file inside is written")
+check(read(outside, "victim.py") == 'V = abcTODO(sculpt)\n', "the file outside is untouched")
+check(read(root, "in.py") == f'I = abc{FILL}\n', "the file inside is written")
 # A root given directly that is a symlink's target outside: diagnostics for
 # a file outside the roots are refused too.
 rc, out, err = batch("--diagnostics", "-", "--model", M, root,
                      stdin=os.path.join(outside, "victim.py") + ":1:9: error: x\n")
 check("outside the given roots" in err, f"a diagnostic outside the roots is refused: {err}")
-check(read(outside, "victim.py") == 'V = "abcTODO(sculpt)"\n', "still untouched")
+check(read(outside, "victim.py") == 'V = abcTODO(sculpt)\n', "still untouched")
 
 # 4. SIGINT mid-run (sent by the check command to sculpt, its parent):
 #    the current site finishes, the rest are reported as interrupted, the
 #    files written so far are whole, exit 1.
-files = {f"f{i}.py": f'V{i} = "abcTODO(sculpt)"\n' for i in range(4)}
+files = {f"f{i}.py": f'V{i} = abcTODO(sculpt)\n' for i in range(4)}
 root = make_repo(files)
 rc, out, err = batch("--holes", "--write", "--json", "--check", "kill -INT $PPID; true",
                      "--model", M, root)

@@ -8,15 +8,10 @@ import subprocess
 import sys
 import tempfile
 
+from clitest import check, failures
+
 BIN = os.environ["SCULPT_BIN"]
 SRC = os.environ["SCULPT_SOURCE_DIR"]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(*args):

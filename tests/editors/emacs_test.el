@@ -32,6 +32,22 @@
       eglot-sync-connect 10
       eglot-autoshutdown nil)
 
+;; Errors: one key for the same error whatever its counts and LSP method.
+(sculpt-test-check (equal (sculpt--error-key "textDocument/inlineCompletion: infill: 768 prefix")
+                          "infill: # prefix")
+                   "error key" (sculpt--error-key "textDocument/inlineCompletion: infill: 768 prefix"))
+(sculpt-test-check (equal (sculpt--error-key "model/x: cannot open") "model/x: cannot open")
+                   "error key: a path kept")
+(let ((server (make-symbol "server")))
+  (sculpt-test-check (sculpt--report-error server "/m/config.json: cannot open") "an error is shown")
+  (sculpt-test-check (not (sculpt--report-error
+                           server "textDocument/inlineCompletion: no model: /m/config.json: cannot open"))
+                     "the same error through a request is not shown again")
+  (sculpt-test-check (sculpt--report-error server "textDocument/inlineCompletion: infill: 768 x")
+                     "another error is")
+  (sculpt-test-check (not (sculpt--report-error server "textDocument/completion: infill: 632 x"))
+                     "with other numbers and method it is the same"))
+
 (condition-case err
     (progn
       (find-file (getenv "SCULPT_FIXTURE"))

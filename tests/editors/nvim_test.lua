@@ -25,6 +25,22 @@ check(sculpt._next_word('foo bar') == 'foo', 'next word', sculpt._next_word('foo
 check(sculpt._next_word('  (x)') == '  (', 'next word: punctuation')
 check(sculpt._next_line('a b\nc') == 'a b', 'next line', sculpt._next_line('a b\nc'))
 check(sculpt._next_line('\n  x\ny') == '\n  x', 'next line after a newline')
+-- Errors: one key for the same error whatever its counts and LSP method.
+check(sculpt._error_key('textDocument/inlineCompletion: infill: 768 prefix') == 'infill: # prefix',
+      'error key', sculpt._error_key('textDocument/inlineCompletion: infill: 768 prefix'))
+check(sculpt._error_key('model/x: cannot open') == 'model/x: cannot open', 'error key: a path kept')
+local notified = {}
+local real_notify = vim.notify
+vim.notify = function(msg, level) notified[#notified + 1] = { msg, level } end
+check(sculpt._report_error('/m/config.json: cannot open'), 'an error is shown')
+check(not sculpt._report_error('textDocument/inlineCompletion: no model: /m/config.json: cannot open'),
+      'the same error through a request is not shown again')
+check(sculpt._report_error('textDocument/inlineCompletion: infill: 768 prefix'), 'another error is')
+check(not sculpt._report_error('textDocument/completion: infill: 632 prefix'),
+      'with other numbers and method it is the same')
+vim.wait(100, function() return #notified == 2 end, 10)
+check(#notified == 2 and notified[1][2] == vim.log.levels.WARN, 'two warnings', notified)
+vim.notify = real_notify
 
 sculpt.setup({
   cmd = { env.SCULPT_BIN, 'lsp' },

@@ -7,29 +7,28 @@ its runtime dependencies."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import SRC, planted, run, sculpt_bin, skip  # noqa: E402
+from common import SRC, node_env, planted, run, sculpt_bin, skip  # noqa: E402
 
 ext = os.path.join(SRC, "editors", "vscode")
-npm = shutil.which("npm")
-if not npm or not shutil.which("node"):
+# The pinned node of tools/editor_tools.sh (bootstrap installs it) when
+# there, else the system's.
+env, node_major = node_env()
+npm = shutil.which("npm", path=env["PATH"])
+if node_major == 0:
     skip("node and npm are not installed")
-node_major = int(subprocess.run(["node", "-p", "process.versions.node.split('.')[0]"],
-                                capture_output=True, text=True).stdout.strip() or 0)
 if node_major < 20:
-    skip("node %d is too old: vscode-languageclient 10 and @vscode/vsce 3.9 need node 20+"
-         % node_major)
+    skip("node %d is too old: vscode-languageclient 10 and @vscode/vsce 3.9 need node 20+ "
+         "(tools/editor_tools.sh installs a pinned one)" % node_major)
 if not os.path.isdir(os.path.join(ext, "node_modules", "vscode-languageclient")):
     skip("editors/vscode/node_modules is missing: run `npm ci` in editors/vscode")
 binary = sculpt_bin()
 tmp = tempfile.mkdtemp(prefix="sculpt-vscode-")
-env = dict(os.environ, SCULPT_BIN=binary, SCULPT_REQUIRE_SERVER="1",
-           SCULPT_TEST_MODEL=planted(tmp), npm_config_update_notifier="false")
+env.update(SCULPT_BIN=binary, SCULPT_REQUIRE_SERVER="1", SCULPT_TEST_MODEL=planted(tmp))
 
 rc = run([npm, "test"], env, timeout=300, cwd=ext)
 if rc != 0:

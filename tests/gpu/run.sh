@@ -11,6 +11,12 @@
 # SCULPT_GPU_STEPS picks steps (default "build test bench"); a later call
 # with only "bench" appends to the same results file (tools/gpu_session.sh
 # runs the benchmark after the model training that shares the GPU is done).
+# SCULPT_GPU_PREBUILT=FILE.tar.xz (tools/gpu_bundle.sh): the GPU machine
+# has none of our Debian libraries, so the build step unpacks binaries built
+# elsewhere (with their libraries) into the build folder instead, and the
+# test step replays ctest's list through tests/gpu/replay.py; when those
+# binaries do not run here, it says why and builds with cmake as before
+# (unless SCULPT_GPU_CMAKE=0: then it exits 1).
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${SCULPT_GPU_BUILD:-$SRC/build-gpu}
@@ -61,12 +67,46 @@ say() { echo "$@" | tee -a "$RES"; }
 # ---- build ---------------------------------------------------------------
 if has_step build; then
 say "## Build (Release, CUDA, -Werror)"
+PREBUILT=${SCULPT_GPU_PREBUILT:-}
+# Unpacks the prebuilt tarball as $BUILD (Python's tarfile: this machine
+# may have no xz) and checks that its sculpt starts (the loader finds every
+# library) and has the CUDA backend.
+unpack_prebuilt() {
+  rm -rf "$BUILD.unpack" && mkdir -p "$BUILD.unpack" &&
+  python3 - "$PREBUILT" "$BUILD.unpack" <<'PYEOF' &&
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+PYEOF
+  rm -rf "$BUILD" && mv "$BUILD.unpack/prebuilt" "$BUILD" && rm -rf "$BUILD.unpack" &&
+  "$BUILD/sculpt" --version >"$LOGS/prebuilt.log" 2>&1 && grep -q cuda "$LOGS/prebuilt.log"
+}
 build_with() { # $1: -Werror ON or OFF
   timeout "$(tmo 120)" cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DSCULPT_WERROR="$1" >"$LOGS/configure.log" 2>&1 &&
   timeout "$(tmo 300)" cmake --build "$BUILD" -j "$(nproc)" >"$LOGS/build.log" 2>&1
 }
-if build_with ON; then
+info() { sed -n "s/^$1: //p" "$BUILD/BUILD-INFO"; }
+NEED_BUILD=1
+if [ -n "$PREBUILT" ]; then
+  if unpack_prebuilt; then
+    NEED_BUILD=0
+    say "- prebuilt elsewhere (tools/gpu_bundle.sh), not built here: commit $(info commit)," \
+        "nvcc $(info nvcc | sed 's/.*cuda_\([0-9]*\.[0-9]*\).*/\1/'), architectures $(info 'cuda architectures')," \
+        "$(info built | sed 's/^[^ ]* on //'); $(tr '\n' ' ' < "$LOGS/prebuilt.log")"
+  else
+    say "- the prebuilt binaries ($PREBUILT) do not run here. Why:"
+    { echo '```'; tail -5 "$LOGS/prebuilt.log" 2>/dev/null || echo "cannot unpack it"; echo '```'; } >> "$RES"
+    rm -rf "$BUILD"
+    # SCULPT_GPU_CMAKE=0: the caller only wanted them unpacked (it builds
+    # later, beside other work).
+    [ "${SCULPT_GPU_CMAKE:-1}" = 0 ] && exit 1
+    say "- building with cmake instead"
+  fi
+fi
+if [ "$NEED_BUILD" = 0 ]; then
+  :
+elif build_with ON; then
   say "- built in $((SECONDS - T0)) s; $("$BUILD/sculpt" --version | tr '\n' ' ')"
 elif cp "$LOGS/build.log" "$LOGS/build-werror.log" && build_with OFF; then
   # This toolkit warns where CI's does not: the run still tests the code,
@@ -101,7 +141,15 @@ if has_step test; then
 say ""
 say "## Tests (ctest -L gpu)"
 # -V: a skipped test's own words (why it skipped) reach the log too.
-timeout "$(tmo 240)" ctest --test-dir "$BUILD" -L gpu -V >"$LOGS/ctest-gpu.log" 2>&1
+if [ -f "$BUILD/gpu-tests.json" ]; then
+  # Prebuilt: ctest's list replayed with this machine's paths and Python.
+  say "- replayed from the prebuilt list (tests/gpu/replay.py), as ctest -L gpu -V"
+  timeout "$(tmo 240)" "${PY:-python3}" "$SRC/tests/gpu/replay.py" "$BUILD/gpu-tests.json" \
+    --build "$BUILD" --src "$SRC" --python "${PY:-python3}" \
+    --deadline "$(( $(date +%s) + $(tmo 240) - 5 ))" >"$LOGS/ctest-gpu.log" 2>&1
+else
+  timeout "$(tmo 240)" ctest --test-dir "$BUILD" -L gpu -V >"$LOGS/ctest-gpu.log" 2>&1
+fi
 TRC=$?
 { echo '```'; grep -E "Test +#|tests passed|tests failed|Skipped|\*\*\*|FAIL|err " "$LOGS/ctest-gpu.log" | head -60; echo '```'; } >> "$RES"
 if grep -qE "Skipped|Not Run" "$LOGS/ctest-gpu.log"; then

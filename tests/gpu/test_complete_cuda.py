@@ -108,7 +108,7 @@ with tempfile.TemporaryDirectory() as tmp:
     os.makedirs(repo)
     for i, lead in enumerate(("abc", "ghi", "mno")):
         with open(os.path.join(repo, f"h{i}.py"), "w") as f:
-            f.write(f'S{i} = "{lead}TODO(sculpt)"\n')
+            f.write(f'S{i} = {lead}TODO(sculpt)\n')  # a hole in code, not in a string
     subprocess.run(["git", "init", "-q", repo], check=True)
     subprocess.run(["git", "-C", repo, "add", "."], check=True)
     texts = {}

@@ -182,9 +182,14 @@ int main(void) {
     printf("cannot make a temporary folder\n");
     return 1;
   }
+  /* A prepared binary run on another machine (tools/gpu_session.sh carries
+   * it to the GPU box) finds the sources and a Python with numpy there
+   * through the environment, not the paths of the machine that built it. */
+  const char *src = getenv("SCULPT_SOURCE_DIR"), *py = getenv("SCULPT_PYTHON");
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s %s/../tools/tiny_checkpoints.py %s >/dev/null", SC_PYTHON,
-           SC_TEST_DATA_DIR, tmp);
+  snprintf(cmd, sizeof cmd, "%s %s%s/tools/tiny_checkpoints.py %s >/dev/null",
+           py && *py ? py : SC_PYTHON, src && *src ? src : SC_TEST_DATA_DIR,
+           src && *src ? "" : "/..", tmp);
   if (system(cmd) != 0) {
     printf("tools/tiny_checkpoints.py failed (needs python3-numpy)\n");
     return 1;

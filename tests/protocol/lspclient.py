@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -471,6 +472,25 @@ def apply_change(data, change, enc):
 
 def rng(l1, c1, l2, c2):
     return {"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}}
+
+
+# ---- test models --------------------------------------------------------------
+
+def planted_model(name="planted-successor-shifted-bytes"):
+    """The path of a planted checkpoint (tools/planted_checkpoints.py: after
+    "...abc" it writes "defghijklmnopqrstuvwxyz"), made in a temporary
+    folder the first time a test script asks."""
+    global _planted_dir
+    if _planted_dir is None:
+        src = os.environ.get("SCULPT_SOURCE_DIR",
+                             os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+        _planted_dir = tempfile.mkdtemp(prefix="sculpt-planted-")
+        subprocess.run(["/usr/bin/python3", os.path.join(src, "tools", "planted_checkpoints.py"),
+                        _planted_dir], check=True, capture_output=True)
+    return os.path.join(_planted_dir, name)
+
+
+_planted_dir = None
 
 
 # ---- a tiny test runner -------------------------------------------------------

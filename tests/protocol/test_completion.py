@@ -122,6 +122,17 @@ def test_completion_items():
     eq(it["textEdit"]["newText"], ALPHABET, "textEdit inserts the middle")
     eq(it["textEdit"]["range"]["start"], {"line": 0, "character": 7}, "textEdit range")
     check(ALPHABET in it["documentation"]["value"], "full text in the documentation")
+    # The timings: on the list and on each item, as for inline completions.
+    check(isinstance(res["data"]["modelMs"], float) and res["data"]["cached"] is False,
+          "the list carries data", res)
+    eq(it["data"], res["data"], "the item carries the same data")
+    # An answer with no item still says why and how long it took.
+    r = s.request("textDocument/completion", {"textDocument": {"uri": URI},
+                                              "position": {"line": 0, "character": 1},
+                                              "context": {"triggerKind": 1}}, 30)
+    eq(r["result"]["items"], [], "nothing inside a word")
+    check(r["result"]["data"]["skipped"] == "inside a word" and
+          isinstance(r["result"]["data"]["totalMs"], float), "data on an empty list", r)
     s.shutdown_and_exit()
 
 
@@ -158,6 +169,31 @@ def test_typing_through_is_cached():
     # what remained of the suggestion (bytes model: a token a byte).
     check(r["data"].get("reconditioned") is True, "re-conditioned on the typing", r["data"])
     eq(r["data"]["canvas"], len(ALPHABET) - 3, "only the rest of the canvas")
+    s.shutdown_and_exit()
+
+
+def test_typing_through_mid_line_is_cached():
+    # Mid-line, before code: "f( |xyz)". The suggestion starts with a
+    # letter, so the first typed character puts the cursor inside a word,
+    # where the syntax plan suggests nothing; the cache must answer first.
+    s, _ = start({"repair": False})
+    wait_ready(s)
+    text = "int f(int a);\nint g(void) { return f( xyz); }\n"
+    open_doc(s, text)
+    first = inline(s, 1, 24)["result"]
+    shown = first["items"][0]["insertText"]
+    check(len(shown) >= 2 and shown[0].isalpha(), "a suggestion that starts a word", shown)
+    calls = stats(s)["engineCalls"]
+    for i, ch in enumerate(shown[:2]):
+        s.notify("textDocument/didChange", {
+            "textDocument": {"uri": URI, "version": 2 + i},
+            "contentChanges": [{"range": {"start": {"line": 1, "character": 24 + i},
+                                          "end": {"line": 1, "character": 24 + i}}, "text": ch}]})
+        r = inline(s, 1, 25 + i, trigger=2)["result"]
+        check(r["data"].get("cached") is True, "served from the cache mid-line", r["data"])
+        eq(r["items"][0]["insertText"] if r["items"] else "", shown[i + 1:],
+           "the rest of the suggestion")
+    eq(stats(s)["engineCalls"], calls, "no engine call while typing through")
     s.shutdown_and_exit()
 
 
@@ -398,6 +434,10 @@ def test_repair_once_on_the_local_engine():
     eq(r["result"]["items"], [], "nothing that breaks the parse is offered")
     eq(r["result"]["data"].get("discarded"), "new syntax errors, not repaired", "why")
     eq(stats(s)["engineCalls"], calls + 2, "the candidate and one repair")
+    # modelMs counts both engine calls; the repair's alone is repairMs.
+    data = r["result"]["data"]
+    check(data["repairMs"] > 0 and data["modelMs"] > data["repairMs"],
+          "modelMs includes the repair's call, shown alone as repairMs", data)
     s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"repair": False}}})
     s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 2},
                                         "contentChanges": [{"text": text + "\n"}]})
@@ -405,6 +445,7 @@ def test_repair_once_on_the_local_engine():
     r = inline(s, 3, 12)
     eq(r["result"]["data"].get("discarded"), "new syntax errors", "no repair tried")
     eq(stats(s)["engineCalls"], calls + 1, "one engine call")
+    eq(r["result"]["data"]["repairMs"], 0.0, "no repair, no repair time")
     s.shutdown_and_exit()
 
 
@@ -445,7 +486,8 @@ def test_eos_penalty_from_the_model_and_the_settings():
 if __name__ == "__main__":
     try:
         run_tests([test_capabilities_and_load, test_inline_completion_parses,
-                   test_completion_items, test_typing_through_is_cached, test_stale_and_cancelled,
+                   test_completion_items, test_typing_through_is_cached,
+                   test_typing_through_mid_line_is_cached, test_stale_and_cancelled,
                    test_commands_settings_and_languages, test_no_model,
                    test_quick_fix_repairs_a_syntax_error, test_lazy_quick_fix_through_resolve,
                    test_hole_candidates_must_parse,

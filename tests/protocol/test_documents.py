@@ -123,7 +123,7 @@ FIXED_EDITS = [
     (1, 13, 2, 0, "\n"),                    # past the end of line 1 to line 2: CR -> LF
     (0, 99, 1, 0, " joined "),              # past the line end: joins lines
     (2, 0, 3, 0, ""),                       # delete a line
-    (99, 0, 99, 0, "\nappended \u4e2d"),    # past the last line: appends
+    (-1, 0, -1, 0, "\nappended \u4e2d"),    # the line after the last (-1 here): appends
     (4, 2, 4, 3, "\r"),                     # insert a lone CR mid-line
 ]
 
@@ -152,7 +152,9 @@ def random_change(rnd, data, enc):
 
     def pos():
         line = rnd.randrange(nl + 1) if rnd.random() < 0.1 else rnd.randrange(nl)
-        width = line_length(data, line, enc, starts) if line < nl else 0
+        if line == nl:  # the line after the last: only its start, the end of the text
+            return line, 0
+        width = line_length(data, line, enc, starts)
         ch = rnd.randrange(width + 3) if rnd.random() < 0.1 else rnd.randrange(width + 1)
         return line, ch
     a, b = sorted([pos(), pos()])
@@ -170,6 +172,7 @@ def test_edits_all_encodings():
         data = TEXT.encode("utf-8")
         version = 3
         for l1, c1, l2, c2, text in FIXED_EDITS:
+            l1, l2 = (len(line_starts(data)) if x == -1 else x for x in (l1, l2))
             ch = {"range": rng(l1, to_enc(data, l1, c1, enc), l2, to_enc(data, l2, c2, enc)),
                   "text": text}
             data = apply_change(data, ch, enc)
@@ -198,7 +201,7 @@ def test_edits_all_encodings():
                    (enc, step))
         doc = get_doc(s, uri)
         eq(doc, {"uri": uri, "version": version, "languageId": "plaintext",
-                 "text": data.decode("utf-8")}, "%s final document" % enc)
+                 "text": data.decode("utf-8"), "synced": True}, "%s final document" % enc)
         check_offsets(s, uri, data, enc)
         eq(s.shutdown_and_exit(), 0, "exit code")
 
@@ -230,7 +233,8 @@ def test_open_close_save_many():
     for i, u in enumerate(uris):
         d = get_doc(s, u)
         want = "doc two\n" if i == 2 else "doc %d\n" % i
-        eq(d, {"uri": u, "version": 9 if i == 2 else i, "languageId": "python", "text": want},
+        eq(d, {"uri": u, "version": 9 if i == 2 else i, "languageId": "python", "text": want,
+               "synced": True},
            "document %d" % i)
     s.notify("textDocument/didClose", {"textDocument": {"uri": uris[1]}})
     eq(s.result("sculpt/test/stats", {})["openDocuments"], 4, "openDocuments after close")

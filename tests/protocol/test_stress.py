@@ -54,11 +54,12 @@ def cols(b, enc):
 def pick(rnd, data, enc, near=None):
     """A random position as (line, character, expected byte offset): a
     character boundary, sometimes past its line's end (clamps to the line
-    end) or past the last line (clamps to the end of the text)."""
+    end) or the line after the last at character 0 (the end of the text;
+    anything further is refused, tests/protocol/test_sync_errors.py)."""
     n = len(data)
     if near is None and rnd.random() < 0.01:
         last, _ = line_of(data, n)
-        return last + 1 + rnd.randrange(3), rnd.randrange(4), n
+        return last + 1, 0, n  # just after the last line: its end, as clients write it
     if near is None:
         off = rnd.randrange(n + 1)
     else:

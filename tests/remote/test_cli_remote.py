@@ -13,7 +13,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from mockfim import Mock, clean_env, closed_port  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
+from remotehelp import run_sculpt  # noqa: E402
+from mockfim import Mock, closed_port  # noqa: E402
 
 BIN = os.environ.get("SCULPT_BIN")
 if not BIN:
@@ -29,11 +31,7 @@ def check(cond, what, *detail):
         print("FAIL:", what, *[repr(d)[:500] for d in detail])
 
 
-def run(args, env=None, timeout=60):
-    # No model: the prompt is cut by bytes, nothing is loaded.
-    e = clean_env({"SCULPT_MODEL": "/nonexistent"})
-    e.update(env or {})
-    return subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout, env=e)
+run = run_sculpt
 
 
 def test_complete():
@@ -58,7 +56,7 @@ def test_complete():
     check(body.get("prompt") == text[:text.rindex("f(") + 2], "prompt: the text before", body)
     check(body.get("suffix", "").startswith(");\n  return x;"), "suffix: the text after", body)
     check(body.get("model") == "m1", "--backend-model", body)
-    check(body.get("stream") is False, "stream false", body)
+    check(body.get("stream") is True, "a streamed answer is asked for", body)
     check(req["headers"].get("Authorization") == "Bearer " + KEY, "--api-key-env", req["headers"])
     check(KEY not in p.stderr + p.stdout, "the key is not printed")
     # Plain output: the shaped text alone.
@@ -81,7 +79,7 @@ def test_complete():
 def test_batch():
     tmp = tempfile.mkdtemp(prefix="sculpt-remote-batch-")
     subprocess.run(["git", "init", "-q", tmp], check=True)
-    files = {"letters.py": 'LETTERS = "abcTODO(sculpt)"\n\n\ndef count():\n    return len(LETTERS)\n',
+    files = {"letters.py": 'LETTERS = abcTODO(sculpt)\n\n\ndef count():\n    return len(LETTERS)\n',
              "sum.c": "int sum(int a, int b) {\n  TODO(sculpt)\n}\n"}
     for name, t in files.items():
         with open(os.path.join(tmp, name), "w") as f:
@@ -90,7 +88,7 @@ def test_batch():
     def fill(body):
         # Answers by what precedes the hole: the test sees the prompt is right.
         p = body["prompt"]
-        if p.endswith('LETTERS = "abc'):
+        if p.endswith('LETTERS = abc'):
             return "defg\nrest"  # an inline hole keeps one line
         if p.rstrip().endswith("int sum(int a, int b) {"):
             return "return a + b;"
@@ -105,7 +103,7 @@ def test_batch():
     check(got == "int sum(int a, int b) {\n  return a + b;\n}\n", "sum.c filled", got)
     with open(os.path.join(tmp, "letters.py")) as f:
         got = f.read()
-    check(got.startswith('LETTERS = "abcdefg'), "letters.py filled on its line", got)
+    check(got.startswith('LETTERS = abcdefg\n'), "letters.py filled on its line", got)
     check(len(mock.requests) >= 2, "one request per hole at least", len(mock.requests))
     for r in mock.requests:
         check(r["body"]["suffix"] != "" and "TODO(sculpt)" not in r["body"]["prompt"] +

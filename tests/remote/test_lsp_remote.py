@@ -9,9 +9,9 @@ connection and answer -32800; the loop answers other requests while one is
 in flight, and while its answer is shaped (on the worker, test hook
 SCULPT_TEST_SHAPE_DELAY_MS); the key never reaches the log or an error
 message."""
+import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,75 +21,33 @@ sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
 sys.path.insert(0, HERE)
 
 from lspclient import (CONTENT_MODIFIED, REQUEST_CANCELLED, check, eq, expect_error,  # noqa: E402
-                       key, run_tests, spawn)
+                       key, run_tests)
 from mockfim import Mock, closed_port  # noqa: E402
+import remotehelp  # noqa: E402  (no proxy may sit between: the mock is on 127.0.0.1)
+from remotehelp import REQUEST_FAILED, URI, inline, open_doc, send_inline  # noqa: E402
 
-# The mock is on 127.0.0.1: no proxy may sit between.
-for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy",
-          "SCULPT_API_KEY"):
-    os.environ.pop(k, None)
-
-REQUEST_FAILED = -32803
-SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
 TMP = tempfile.mkdtemp(prefix="sculpt-remote-")
-# A byte-level tokenizer for the local prompt assembly (the planted
-# checkpoints carry one); the model itself is never loaded in remote mode.
-subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), TMP],
-               check=True, capture_output=True)
-MODEL = os.path.join(TMP, "planted-successor-shifted-bytes")
-URI = "file:///w/main.c"
+MODEL = remotehelp.planted_model(TMP)
 KEY = "sk-test-" + "7f3a9c1e5b2d8f40"
 
 
 def start(mock_url, backend=None, env=None, root=None, log_level=None, **extra):
     b = {"url": mock_url, "model": "mock-model", "timeoutMs": 5000}
     b.update(backend or {})
-    opts = {"modelPath": MODEL, "backend": b, "debounceMs": 0}
-    opts.update(extra)
-    s = spawn(env=env, log_level=log_level)
-    init = {"initializationOptions": opts}
-    if root:
-        init["rootUri"] = "file://" + root
-    s.start({}, **init)
-    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
-                   m["params"]["state"] == "ready", what="sculpt/status ready")
-    return s
-
-
-def open_doc(s, text, uri=URI, lang="c"):
-    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
-                                                       "version": 1, "text": text}})
-
-
-def send_inline(s, line, character, uri=URI, id=None):
-    return s.send_request("textDocument/inlineCompletion",
-                          {"textDocument": {"uri": uri},
-                           "position": {"line": line, "character": character},
-                           "context": {"triggerKind": 1}}, id=id)
-
-
-def inline(s, line, character, uri=URI, timeout=20):
-    return s.wait_response(send_inline(s, line, character, uri), timeout)
+    return remotehelp.start(MODEL, b, env=env, root=root, log_level=log_level, **extra)
 
 
 def test_completion_from_the_backend():
     # A workspace with a definition in another file: the prompt the mock
     # receives has it as a snippet, before the prefix window; the suffix is
     # the text after the cursor.
-    repo = tempfile.mkdtemp(prefix="sculpt-remote-ws-")
-    subprocess.run(["git", "init", "-q", repo], check=True)  # the index lists files with git
-    os.makedirs(os.path.join(repo, "pkg"))
-    with open(os.path.join(repo, "pkg", "calc.py"), "w") as f:
-        f.write("def compute_total(items):\n    return sum(items)\n")
-    text = "from pkg.calc import compute_total\n\nx = compute_total([1]) + abc\nprint(x)\n"
-    with open(os.path.join(repo, "app.py"), "w") as f:
-        f.write(text)
+    repo = remotehelp.snippet_workspace("sculpt-remote-ws-")
+    text = remotehelp.SNIPPET_APP
     mock = Mock()
     # Mid-line in C: one line, and what the suffix already has (");") goes.
     mock.default = {"text": "value\nprint(2)\n"}
     s = start(mock.url, env={"SCULPT_API_KEY": KEY}, root=repo)
-    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
-                   m["params"].get("index", {}).get("state") == "ready", what="the index")
+    remotehelp.wait_index(s)
     uri = "file://" + os.path.join(repo, "app.py")
     open_doc(s, text, uri=uri, lang="python")
     line = "x = compute_total([1]) + abc"
@@ -102,7 +60,7 @@ def test_completion_from_the_backend():
     eq(req["path"], "/v1/fim/completions", "the FIM endpoint under the base URL")
     body = req["body"]
     eq(body["model"], "mock-model", "model")
-    eq(body["stream"], False, "stream")
+    eq(body["stream"], True, "a streamed answer is asked for")
     check(isinstance(body["max_tokens"], int) and body["max_tokens"] > 0, "max_tokens", body)
     check("def compute_total" in body["prompt"], "the cross-file snippet is in the prompt",
           body["prompt"])
@@ -568,6 +526,58 @@ def test_settings_change_while_shaping():
     mock.stop()
 
 
+def test_prompt_fits_the_backends_context():
+    # The planted tokenizer is a token a byte. A long file: without a known
+    # context the prompt is the budget (1024 tokens) at most; with
+    # backend.contextTokens 300 (or learnt from a refusal that names it),
+    # prompt and suffix fit what the canvas leaves.
+    text = "int a;\n" * 1500 + "int main(void) {\n  int x = \n" + "int b;\n" * 600
+    line = 1501
+    mock = Mock()
+    mock.default = {"text": "1;"}
+
+    def sizes(i):
+        body = mock.wait_requests(i + 1)[i]["body"]
+        return len(body["prompt"].encode()), len(body["suffix"].encode()), body["max_tokens"]
+
+    s = start(mock.url)
+    open_doc(s, text)
+    r = inline(s, line, len("  int x = "))
+    check("error" not in r, "answered", r)
+    pre, suf, _ = sizes(0)
+    check(pre + suf <= 1024 and pre >= 512, "the budget bounds the prompt", pre, suf)
+    s.shutdown_and_exit()
+
+    s = start(mock.url, backend={"contextTokens": 300})
+    open_doc(s, text)
+    r = inline(s, line, len("  int x = "))
+    check("error" not in r, "answered", r)
+    eq(r["result"]["data"].get("contextTokens"), 300, "the data says the context")
+    pre, suf, mt = sizes(1)
+    # 300 - 8 (the FIM template) = 292; the canvas (64, and room for the
+    # repair's request: 128) takes 128, the prompt 164, the prefix at least
+    # half of it.
+    check(pre + suf <= 164 and pre >= 82 and mt == 64, "fitted to 300 tokens", pre, suf, mt)
+    s.shutdown_and_exit()
+
+    # Learnt: the backend refuses with the OpenAI/vLLM message naming it.
+    mock.script = [{"status": 400, "body": json.dumps({"error": {"message": (
+        "This model's maximum context length is 300 tokens. However, you requested "
+        "2048 tokens (1984 in the messages, 64 in the completion).")}})}]
+    s = start(mock.url)
+    open_doc(s, text)
+    r = inline(s, line, len("  int x = "))
+    expect_error(r, REQUEST_FAILED, check_id=False)
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"].get("contextTokens") == 300, what="the learnt context")
+    r = inline(s, line, len("  int x = "))
+    check("error" not in r, "answered once the context is known", r)
+    pre, suf, _ = sizes(3)
+    check(pre + suf <= 164, "the next prompt fits what was learnt", pre, suf)
+    s.shutdown_and_exit()
+    mock.stop()
+
+
 if __name__ == "__main__":
     try:
         run_tests([test_completion_from_the_backend, test_shaping_mid_line,
@@ -576,6 +586,7 @@ if __name__ == "__main__":
                    test_timeout, test_quick_fix_from_the_backend,
                    test_slow_quick_fix_does_not_hold_up_completions, test_loop_does_not_block,
                    test_key_never_logged, test_repair_once, test_shaping_off_the_loop,
-                   test_cancel_while_shaping, test_settings_change_while_shaping])
+                   test_cancel_while_shaping, test_settings_change_while_shaping,
+                   test_prompt_fits_the_backends_context])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -17,10 +17,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
 sys.path.insert(0, HERE)
 from lspclient import check, eq, run_tests, spawn  # noqa: E402
 from mockfim import clean_env  # noqa: E402
-
-for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy",
-          "SCULPT_API_KEY"):
-    os.environ.pop(k, None)
+import remotehelp  # noqa: E402,F401  (no proxy between: the server is on 127.0.0.1)
 
 BIN = os.environ.get("SCULPT_BIN")
 if not BIN:

@@ -46,6 +46,23 @@ write(f"{deb}/python3-freeform/{py}/ff/core.py", code("ff_core", "python"))
 write(f"{src}/libgood/debian/copyright", dep5("BSD-2-clause"))
 write(f"{src}/libgood/libgood-1.0/src/good.c", code("libgood", "c"))
 write(f"{src}/libgood/debian/tests/helper.c", code("debian_helper", "c"))
+# Mixed: MIT overall, GPL packaging and one GPL folder with a Zlib file in it.
+write(f"{src}/libmixed/debian/copyright",
+      "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n"
+      "Files: *\nCopyright: a\nLicense: Expat\n\n"
+      "Files: debian/*\nCopyright: b\nLicense: GPL-2+\n\n"
+      "Files: src/gpl/\n tools/*.c\nCopyright: c\nLicense: GPL-3+\n\n"
+      "Files: src/gpl/ok?.c\nCopyright: d\nLicense: Zlib\n\n"
+      "Files: www/*\nCopyright: e\nLicense: GPL-2+\n\n"
+      "License: Expat\n the text\n")
+write(f"{src}/libmixed/libmixed-2.0/src/a.c", code("mixed_a", "c"))
+write(f"{src}/libmixed/libmixed-2.0/src/b.c", code("mixed_b", "c"))
+write(f"{src}/libmixed/libmixed-2.0/src/gpl/bad.c", code("mixed_gplbad", "c"))
+write(f"{src}/libmixed/libmixed-2.0/src/gpl/ok1.c", code("mixed_gplok", "c"))
+write(f"{src}/libmixed/libmixed-2.0/tools/t.c", code("mixed_tool", "c"))
+write(f"{src}/libmixed/www/site.js", code("mixed_www", "javascript"))  # a component tarball
+write(f"{src}/libfree/debian/copyright", "Free-form: MIT, honest.\n")
+write(f"{src}/libfree/libfree-1.0/free.c", code("libfree", "c"))
 write(f"{npm}/withsrc/package/package.json", json.dumps({"name": "withsrc", "version": "1.0.0", "license": "MIT"}))
 write(f"{npm}/withsrc/package/src/index.ts", code("withsrc_src", "typescript"))
 write(f"{npm}/withsrc/package/dist/index.js", code("withsrc_dist", "javascript"))
@@ -64,17 +81,22 @@ check(p.returncode == 0, "corpus.py exits 0")
 recs = [json.loads(l) for l in open(os.path.join(out, "train.jsonl"))]
 names = {r["text"].split("(")[0].split()[-1].rsplit("_", 1)[0] for r in recs}
 print(sorted(names))
-for want in ("libgood", "withsrc_src", "nosrc_lib"):
+for want in ("libgood", "withsrc_src", "nosrc_lib", "mixed_a", "mixed_b", "mixed_gplok"):
     check(want in names, f"{want} kept")
-for unwanted in ("gpl_core", "ff_core", "debian_helper", "withsrc_dist", "nosrc_esm", "gplnpm_lib"):
+for unwanted in ("gpl_core", "ff_core", "debian_helper", "withsrc_dist", "nosrc_esm", "gplnpm_lib",
+                 "mixed_gplbad", "mixed_tool", "mixed_www", "libfree"):
     check(unwanted not in names, f"{unwanted} left out")
 pys = [r for r in recs if r["lang"] == "python"]
 check(len(pys) == 1 and pys[0]["source"] == "debian:python3-good",
       f"--max-mb python caps Python to one file of python3-good ({len(pys)})")
 m = json.load(open(os.path.join(out, "manifest.json")))
 srcs = {s["source"]: s for s in m["sources"]}
-check(set(srcs) == {"debian:python3-good", "debian-source:libgood", "npm:withsrc@1.0.0", "npm:nosrc@2.0.0"},
+check(set(srcs) == {"debian:python3-good", "debian-source:libgood", "npm:withsrc@1.0.0", "npm:nosrc@2.0.0",
+                    "debian-source:libmixed [Expat]", "debian-source:libmixed [Zlib]"},
       f"manifest sources {sorted(srcs)}")
+lic = {r["text"].split("(")[0].split()[-1].rsplit("_", 1)[0]: r["license"] for r in recs}
+check(lic.get("mixed_a") == "Expat" and lic.get("mixed_gplok") == "Zlib",
+      f"each file records its own stanza's license: {lic}")
 check(srcs.get("debian-source:libgood", {}).get("license_evidence", "").endswith("libgood/debian/copyright"),
       "a source package's evidence is its debian/copyright")
 check(m["filters"]["max_mb"] == {"python": 0.0015}, "the caps are recorded")

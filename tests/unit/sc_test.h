@@ -4,7 +4,9 @@
 #ifndef SC_TEST_H
 #define SC_TEST_H
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int sc_test_failures;
@@ -48,6 +50,23 @@ static int sc_test_checks;
     fn();                                                                      \
     fprintf(stderr, "%s %s\n", sc_test_failures == before ? "ok  " : "FAIL", #fn);\
   } while (0)
+
+/* Fixtures on disk: text written to dir/rel (false when it cannot be), and
+ * a temporary folder removed with all it holds (a line when it cannot be). */
+static inline bool sc_test_write_at(const char *dir, const char *rel, const char *text) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  FILE *f = fopen(p, "w");
+  if (!f) return false;
+  bool ok = fputs(text, f) >= 0;
+  return fclose(f) == 0 && ok;
+}
+
+static inline void sc_test_remove_tree(const char *dir) {
+  char cmd[1100];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
 
 #define TEST_MAIN_END()                                                        \
   do {                                                                         \

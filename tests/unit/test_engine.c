@@ -293,8 +293,8 @@ static void test_many(void) {
   sc_infill_params_default(&p);
   p.block_len = 0;
   int32_t p0[] = {10}, p1[] = {20, 21}, p2[] = {50}, p3[] = {5, 7, 30}, suf[] = {1, 2};
-  sc_infill_request reqs[4] = {{p0, 1, suf, 2, 16, 0}, {p1, 2, suf, 1, 8, 0},
-                               {p2, 1, NULL, 0, 16, 0}, {p3, 3, suf, 2, 4, 0}};
+  sc_infill_request reqs[4] = {{p0, 1, suf, 2, 16, 0, false}, {p1, 2, suf, 1, 8, 0, false},
+                               {p2, 1, NULL, 0, 16, 0, false}, {p3, 3, suf, 2, 4, 0, false}};
   sc_infill_result many[4];
   int passes = 0;
   REQUIRE(sc_engine_infill_many(e, reqs, 4, &p, NULL, many, &passes, NULL) == SC_OK);
@@ -314,7 +314,7 @@ static void test_many(void) {
   EXPECT(many[2].n_ids == 0); /* freed: fields zeroed */
   EXPECTF(passes < alone_steps, "%d batched passes vs %d alone", passes, alone_steps);
   /* A bad request fails the call cleanly. */
-  sc_infill_request bad = {p0, 1, suf, 2, 0, 0};
+  sc_infill_request bad = {p0, 1, suf, 2, 0, 0, false};
   EXPECT(sc_engine_infill_many(e, &bad, 1, &p, NULL, many, NULL, NULL) == SC_ERR_INVALID);
   sc_engine_free(e);
   sc_model_free(m);

@@ -48,8 +48,8 @@ static void test_join_and_leave(void) {
   sc_infill_params_default(&p);
   p.block_len = 0;
   int32_t p0[] = {10}, p1[] = {20, 21}, p2[] = {50}, p3[] = {5, 7, 30}, suf[] = {1, 2};
-  sc_infill_request reqs[4] = {{p0, 1, suf, 2, 16, 0}, {p1, 2, suf, 1, 8, 0},
-                               {p2, 1, NULL, 0, 16, 0}, {p3, 3, suf, 2, 4, 0}};
+  sc_infill_request reqs[4] = {{p0, 1, suf, 2, 16, 0, false}, {p1, 2, suf, 1, 8, 0, false},
+                               {p2, 1, NULL, 0, 16, 0, false}, {p3, 3, suf, 2, 4, 0, false}};
   sc_engine_batch *b = NULL;
   REQUIRE(sc_engine_batch_new(e, 0, &b, NULL) == SC_OK);
   progress_log log;
@@ -115,7 +115,7 @@ static void test_remove_and_limits(void) {
   sc_infill_params_default(&p);
   p.block_len = 0;
   int32_t pre[] = {10}, suf[] = {1};
-  sc_infill_request q = {pre, 1, suf, 1, 20, 0}; /* 24 positions */
+  sc_infill_request q = {pre, 1, suf, 1, 20, 0, false}; /* 24 positions */
   sc_engine_batch *b = NULL;
   REQUIRE(sc_engine_batch_new(e, 50, &b, NULL) == SC_OK);
   int s0 = -1, s1 = -1, s2 = -1;
@@ -144,12 +144,12 @@ static void test_remove_and_limits(void) {
   sc_infill_result_free(&r);
   sc_infill_result_free(&one);
   /* Bad requests: empty canvas, too long for the engine, ids out of range. */
-  sc_infill_request bad = {pre, 1, suf, 1, 0, 0};
+  sc_infill_request bad = {pre, 1, suf, 1, 0, 0, false};
   EXPECT(sc_engine_batch_add(b, &bad, &p, &s0, NULL) == SC_ERR_INVALID);
   bad.canvas = 100;
   EXPECT(sc_engine_batch_add(b, &bad, &p, &s0, NULL) == SC_ERR_INVALID);
   int32_t big[] = {1 << 20};
-  sc_infill_request oov = {big, 1, NULL, 0, 4, 0};
+  sc_infill_request oov = {big, 1, NULL, 0, 4, 0, false};
   EXPECT(sc_engine_batch_add(b, &oov, &p, &s0, NULL) == SC_ERR_INVALID);
   /* Freeing a batch with a request still in it frees that request too. */
   REQUIRE(sc_engine_batch_add(b, &q, NULL, &s0, NULL) == SC_OK);

@@ -137,28 +137,41 @@ static void test_fit(void) {
   REQUIRE(p.pad_after == 64);
   size_t kp, ks;
   bool cut;
+  sc_infill_plan plan = {1, {10}};
+  sc_infill_budget fit;
+  REQUIRE(sc_infill_fit_plan(m, 300, 0, &plan, &p, &fit, NULL) == SC_OK);
+  EXPECT(fit.frame.whole == 66 && fit.frame.cut == 1 && plan.lengths[0] == 10);
   /* room with a whole suffix: 300 - (1 + 1 + 64) - 10 = 224 */
-  EXPECT(sc_infill_fit(m, &p, 300, 10, 100, 50, &kp, &ks, &cut) && kp == 100 && ks == 50 &&
-         !cut);
-  EXPECT(sc_infill_fit(m, &p, 300, 10, 1000, 50, &kp, &ks, &cut) && kp == 174 && ks == 50 &&
-         !cut);
+  sc_infill_fit(&fit, 100, 50, &kp, &ks, &cut);
+  EXPECT(kp == 100 && ks == 50 && !cut);
+  sc_infill_fit(&fit, 1000, 50, &kp, &ks, &cut);
+  EXPECT(kp == 174 && ks == 50 && !cut);
   /* a long suffix: cut; room 300 - 1 - 10 = 289, the prefix keeps its half */
-  EXPECTF(sc_infill_fit(m, &p, 300, 10, 1000, 1000, &kp, &ks, &cut) && kp == 144 &&
-              ks == 145 && cut,
-          "%zu %zu", kp, ks);
+  sc_infill_fit(&fit, 1000, 1000, &kp, &ks, &cut);
+  EXPECTF(kp == 144 && ks == 145 && cut, "%zu %zu", kp, ks);
   /* a short prefix takes what it needs, the suffix the rest */
-  EXPECT(sc_infill_fit(m, &p, 300, 10, 20, 1000, &kp, &ks, &cut) && kp == 20 && ks == 269 &&
-         cut);
-  EXPECT(sc_infill_positions(m, &p, 10, 100, 50) == 100 + 50 + 10 + 66);
-  /* not even the canvas fits */
-  EXPECT(!sc_infill_fit(m, &p, 8, 10, 1, 1, &kp, &ks, &cut));
+  sc_infill_fit(&fit, 20, 1000, &kp, &ks, &cut);
+  EXPECT(kp == 20 && ks == 269 && cut);
+  EXPECT(sc_infill_positions(&fit, 100, 50, false) == 100 + 50 + 10 + 66);
+  EXPECT(sc_infill_positions(&fit, 144, 145, true) == 300);
+  /* not even the frame and one canvas token fit */
+  EXPECT(sc_infill_fit_plan(m, 8, 0, &plan, &p, &fit, NULL) == SC_ERR_INVALID);
   sc_model_free(m);
 
-  /* DreamOn: the canvas may grow to max_infill (16 here): reserved. */
+  /* DreamOn: the canvas may grow to max_infill (16 here): reserved, and
+   * the engine is told the limit. */
   m = load("dreamon-bytes");
   REQUIRE(m);
   sc_infill_params_for(m, SC_PRESET_FAST, &p);
-  EXPECT(sc_infill_positions(m, &p, 4, 10, 10) == 10 + 10 + 16 + 2);
+  plan = (sc_infill_plan){1, {4}};
+  REQUIRE(sc_infill_fit_plan(m, 300, 0, &plan, &p, &fit, NULL) == SC_OK);
+  EXPECT(fit.frame.grow == 16 && fit.max_canvas == 16 && p.max_canvas == 16);
+  EXPECT(sc_infill_positions(&fit, 10, 10, false) == 10 + 10 + 16 + 2);
+  /* ... unless it may not grow. */
+  sc_infill_params_for(m, SC_PRESET_FAST, &p);
+  p.no_expand = true;
+  REQUIRE(sc_infill_fit_plan(m, 300, 0, &plan, &p, &fit, NULL) == SC_OK);
+  EXPECT(fit.frame.grow == 0 && fit.max_canvas == 4);
   sc_model_free(m);
 }
 
@@ -215,7 +228,7 @@ static void test_batch_refuses_upstream(void) {
   sc_infill_params p;
   sc_infill_params_for(m, SC_PRESET_UPSTREAM, &p);
   const int32_t pre[] = {'a'}, suf[] = {'b'};
-  sc_infill_request q = {pre, 1, suf, 1, 4, 0};
+  sc_infill_request q = {pre, 1, suf, 1, 4, 0, false};
   sc_infill_result r;
   sc_error err = {0};
   EXPECT(sc_engine_infill_many(e, &q, 1, &p, NULL, &r, NULL, &err) == SC_ERR_UNSUPPORTED);

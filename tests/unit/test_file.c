@@ -88,8 +88,6 @@ int main(void) {
   }
   RUN(test_regular);
   RUN(test_special);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  sc_test_remove_tree(dir);
   TEST_MAIN_END();
 }

@@ -1,6 +1,8 @@
 /* test_fim_client.c — the remote FIM client: where requests go (a base URL
- * gets /v1/fim/completions, a URL with a path is used as given,
- * user:password@ never shows), bad options, a closed port (an unreachable
+ * gets the provider's endpoint, a path prefix kept; a URL that names the
+ * endpoint is used as given; user:password@ never shows), the provider
+ * detected from the URL, each provider's request shape, streamed answers in
+ * each framing, refusals with hints, bad options, a closed port (an unreachable
  * backend, no retry), cancellation of a request that a silent server never
  * answers; and against a scripted in-process server: the key masked in
  * errors (short keys, keys cut by truncation), NUL bytes in a prompt, answers
@@ -124,7 +126,8 @@ static sc_status mock_call(mock *m, const char *key, int max_tries, const char *
   o.max_tries = max_tries;
   o.backoff_ms = 50;
   o.timeout_ms = 10000;
-  sc_fim_request req = {prompt, prompt_len, "}", 1, 8, 0.0, NULL, 0};
+  sc_fim_request req = {.prompt = prompt, .prompt_len = prompt_len, .suffix = "}",
+                        .suffix_len = 1, .max_tokens = 8};
   size_t len = 0;
   sc_error err = {0};
   *text = NULL;
@@ -285,7 +288,8 @@ static void test_cancel_in_backoff(void) {
   sc_fim_client_options o = {0};
   o.url = url;
   o.max_tries = 3;
-  sc_fim_request req = {"a", 1, "b", 1, 4, 0.0, NULL, 0};
+  sc_fim_request req = {.prompt = "a", .prompt_len = 1, .suffix = "b", .suffix_len = 1,
+                        .max_tokens = 4};
   _Atomic int cancel = 0;
   pthread_t th;
   REQUIRE(pthread_create(&th, NULL, raise_later, &cancel) == 0);
@@ -311,7 +315,11 @@ static void test_endpoints(void) {
       {"http://127.0.0.1:8000", "http://127.0.0.1:8000/v1/fim/completions"},
       {"http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1/fim/completions"},
       {"https://api.example.com/v1/fim/completions", "https://api.example.com/v1/fim/completions"},
-      {"http://h:1/custom/fim", "http://h:1/custom/fim"},
+      /* Any other path is a base, a prefix kept (a proxy's, DeepSeek's /beta). */
+      {"http://h:1/custom/fim", "http://h:1/custom/fim/v1/fim/completions"},
+      {"http://h:1/x/v1", "http://h:1/x/v1/fim/completions"},
+      {"https://api.deepseek.com/beta", "https://api.deepseek.com/beta/completions"},
+      {"https://h/x/beta/", "https://h/x/beta/completions"},
       {"https://api.example.com/v1", "https://api.example.com/v1/fim/completions"},
       {"http://h:1/v1/", "http://h:1/v1/fim/completions"},
       {"http://h:1/v1/completions", "http://h:1/v1/completions"},
@@ -325,9 +333,10 @@ static void test_endpoints(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     sc_fim_client_options o = {0};
     o.url = cases[i].url;
+    o.model = "m"; /* DeepSeek needs one */
     sc_fim_client *c = NULL;
     sc_error err = {0};
-    EXPECT(sc_fim_client_new(loop, &o, &c, &err) == SC_OK);
+    EXPECTF(sc_fim_client_new(loop, &o, &c, &err) == SC_OK, "%s: %s", cases[i].url, err.msg);
     if (c) EXPECT_STREQ(sc_fim_client_endpoint(c), cases[i].want);
     sc_fim_client_free(c);
   }
@@ -352,6 +361,314 @@ static void test_endpoints(void) {
   ev_loop_destroy(loop);
 }
 
+/* Each provider's endpoint under a base URL (any path prefix kept), the
+ * provider detected from the URL, and the options a provider cannot do
+ * without refused with a message naming the setting. */
+static void test_providers(void) {
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+  REQUIRE(loop);
+  struct {
+    const char *url;
+    sc_fim_provider given;
+    sc_fim_template tmpl;
+    sc_fim_provider want;
+    const char *endpoint;
+  } cases[] = {
+      {"http://h:8080", SC_FIM_PROVIDER_LLAMACPP, 0, SC_FIM_PROVIDER_LLAMACPP, "http://h:8080/infill"},
+      {"http://h:8080/v1", SC_FIM_PROVIDER_LLAMACPP, 0, SC_FIM_PROVIDER_LLAMACPP, "http://h:8080/infill"},
+      {"http://h/llama/", SC_FIM_PROVIDER_LLAMACPP, 0, SC_FIM_PROVIDER_LLAMACPP, "http://h/llama/infill"},
+      {"http://h:8080/infill", 0, 0, SC_FIM_PROVIDER_LLAMACPP, "http://h:8080/infill"},
+      {"http://h:11434", 0, 0, SC_FIM_PROVIDER_OLLAMA, "http://h:11434/api/generate"},
+      {"http://h:11434/api", 0, 0, SC_FIM_PROVIDER_OLLAMA, "http://h:11434/api/generate"},
+      {"http://h/x/api/generate", 0, 0, SC_FIM_PROVIDER_OLLAMA, "http://h/x/api/generate"},
+      {"http://h:1/v1", SC_FIM_PROVIDER_OLLAMA, 0, SC_FIM_PROVIDER_OLLAMA, "http://h:1/api/generate"},
+      /* Ollama's OpenAI layer has /v1/completions, not /v1/fim/completions. */
+      {"http://h:11434/v1", 0, 0, SC_FIM_PROVIDER_OPENAI, "http://h:11434/v1/completions"},
+      {"https://api.mistral.ai", 0, 0, SC_FIM_PROVIDER_MISTRAL, "https://api.mistral.ai/v1/fim/completions"},
+      {"https://codestral.mistral.ai/v1", 0, 0, SC_FIM_PROVIDER_MISTRAL,
+       "https://codestral.mistral.ai/v1/fim/completions"},
+      {"http://h/gw/v1", SC_FIM_PROVIDER_MISTRAL, 0, SC_FIM_PROVIDER_MISTRAL, "http://h/gw/v1/fim/completions"},
+      {"https://api.deepseek.com", 0, 0, SC_FIM_PROVIDER_OPENAI, "https://api.deepseek.com/beta/completions"},
+      {"http://h:8000", 0, SC_FIM_TEMPLATE_QWEN, SC_FIM_PROVIDER_TEMPLATE, "http://h:8000/v1/completions"},
+      {"http://h:8000/vllm/v1", SC_FIM_PROVIDER_TEMPLATE, SC_FIM_TEMPLATE_STARCODER,
+       SC_FIM_PROVIDER_TEMPLATE, "http://h:8000/vllm/v1/completions"},
+      {"http://h:30000/v1/completions", SC_FIM_PROVIDER_TEMPLATE, SC_FIM_TEMPLATE_DEEPSEEK,
+       SC_FIM_PROVIDER_TEMPLATE, "http://h:30000/v1/completions"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    sc_fim_client_options o = {0};
+    o.url = cases[i].url;
+    o.provider = cases[i].given;
+    o.fim_template = cases[i].tmpl;
+    o.model = "m";
+    sc_fim_client *c = NULL;
+    sc_error err = {0};
+    EXPECTF(sc_fim_client_new(loop, &o, &c, &err) == SC_OK, "%s: %s", cases[i].url, err.msg);
+    if (!c) continue;
+    EXPECTF(sc_fim_client_provider(c) == cases[i].want, "%s: %s", cases[i].url,
+            sc_fim_provider_name(sc_fim_client_provider(c)));
+    EXPECT_STREQ(sc_fim_client_endpoint(c), cases[i].endpoint);
+    sc_fim_client_free(c);
+  }
+  /* No model where the provider requires one; no template for
+   * prompt-template: refused, naming the setting. */
+  struct {
+    const char *url;
+    sc_fim_provider given;
+    const char *says;
+  } bad[] = {
+      {"https://api.mistral.ai", 0, "\"model\""},
+      {"http://h:1", SC_FIM_PROVIDER_OLLAMA, "--backend-model"},
+      {"https://api.deepseek.com/beta", 0, "\"model\""},
+      {"http://h:11434/v1", 0, "\"model\""},
+      {"http://h:1", SC_FIM_PROVIDER_TEMPLATE, "\"fimTemplate\""},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sc_fim_client_options o = {0};
+    o.url = bad[i].url;
+    o.provider = bad[i].given;
+    sc_fim_client *c = NULL;
+    sc_error err = {0};
+    EXPECTF(sc_fim_client_new(loop, &o, &c, &err) == SC_ERR_INVALID && !c, "%s", bad[i].url);
+    EXPECTF(strstr(err.msg, bad[i].says) != NULL, "%s: %s", bad[i].url, err.msg);
+  }
+  /* Names round-trip; unknown ones are refused. */
+  sc_fim_provider p;
+  sc_fim_template t;
+  EXPECT(sc_fim_provider_parse("llama.cpp", &p) && p == SC_FIM_PROVIDER_LLAMACPP);
+  EXPECT(!sc_fim_provider_parse("llamacpp", &p) && !sc_fim_template_parse("none", &t));
+  EXPECT(sc_fim_template_parse("codestral", &t) && strcmp(sc_fim_template_name(t), "codestral") == 0);
+  ev_loop_destroy(loop);
+}
+
+static char *sse_reply(const char *events) {
+  char *r = malloc(strlen(events) + 256);
+  if (r)
+    sprintf(r, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+               "Content-Length: %zu\r\n\r\n%s", strlen(events), events);
+  return r;
+}
+
+/* One request with these options to a mock answering reply; the request
+ * as the mock got it in *seen (the mock's buffer), the text in *text. */
+static sc_status call_with(sc_fim_client_options o, const sc_fim_request *req, const char *reply,
+                           sc_fim_result *res, char **text, char seen[4096]) {
+  mock m = {0};
+  m.replies[0] = reply;
+  m.n_replies = 1;
+  if (!mock_start(&m)) return SC_ERR_INTERNAL;
+  char url[96];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", m.port, o.url ? o.url : "");
+  o.url = url;
+  o.api_key_env = "SCULPT_UNIT_NO_SUCH_KEY_VAR";
+  o.timeout_ms = 10000;
+  o.max_tries = 1;
+  size_t len = 0;
+  sc_error err = {0};
+  *text = NULL;
+  sc_status st = sc_fim_complete_sync(&o, req, NULL, text, &len, res, &err);
+  mock_stop(&m);
+  memcpy(seen, m.req[0], 4096);
+  return st;
+}
+
+/* Streamed answers in each framing: OpenAI increments ending with [DONE],
+ * Mistral's delta.content, llama.cpp's content and stop_type (no [DONE]),
+ * Ollama's NDJSON; finish_reason "length" marks the text cut off; sculpt
+ * serve's refining drafts (`step`) replace rather than append; an error
+ * inside the stream, or a stream that stops before its last event, is an
+ * error, not a short answer. */
+static void test_streams(void) {
+  sc_fim_request req = {.prompt = "a", .prompt_len = 1, .suffix = "b", .suffix_len = 1,
+                        .max_tokens = 4};
+  struct {
+    const char *name, *path;
+    sc_fim_provider prov;
+    const char *body;
+    const char *content_type; /* NULL: text/event-stream */
+    sc_status want;
+    const char *text;
+    bool truncated;
+  } cases[] = {
+      {"openai", "", SC_FIM_PROVIDER_OPENAI,
+       "data: {\"choices\":[{\"text\":\"x = \",\"finish_reason\":null}]}\n\n"
+       "data: {\"choices\":[{\"text\":\"1\",\"finish_reason\":null}]}\n\n"
+       "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n",
+       NULL, SC_OK, "x = 1", true},
+      {"crlf and comments", "", SC_FIM_PROVIDER_OPENAI,
+       ": keep-alive\r\n\r\ndata: {\"choices\":[{\"text\":\"ok\"}]}\r\n\r\ndata: [DONE]\r\n\r\n",
+       NULL, SC_OK, "ok", false},
+      {"mistral", "", SC_FIM_PROVIDER_MISTRAL,
+       "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+       "\"finish_reason\":null}]}\n\n"
+       "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ret\"},\"finish_reason\":null}]}\n\n"
+       "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"urn\"},\"finish_reason\":\"stop\"}]}\n\n"
+       "data: [DONE]\n\n",
+       NULL, SC_OK, "return", false},
+      {"llama.cpp", "", SC_FIM_PROVIDER_LLAMACPP,
+       "data: {\"content\":\"fo\",\"stop\":false}\n\ndata: {\"content\":\"o\",\"stop\":false}\n\n"
+       "data: {\"content\":\"\",\"stop\":true,\"stop_type\":\"limit\"}\n\n",
+       NULL, SC_OK, "foo", true},
+      {"ollama", "", SC_FIM_PROVIDER_OLLAMA,
+       "{\"model\":\"m\",\"response\":\"ab\",\"done\":false}\n"
+       "{\"model\":\"m\",\"response\":\"c\",\"done\":false}\n"
+       "{\"model\":\"m\",\"response\":\"\",\"done\":true,\"done_reason\":\"stop\"}\n",
+       "application/x-ndjson", SC_OK, "abc", false},
+      {"drafts", "", SC_FIM_PROVIDER_OPENAI,
+       "data: {\"choices\":[{\"text\":\"abX\"}],\"step\":1}\n\n"
+       "data: {\"choices\":[{\"text\":\"abc\"}],\"step\":2}\n\n"
+       "data: {\"choices\":[{\"text\":\"abcd\",\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+       NULL, SC_OK, "abcd", false},
+      {"error event", "", SC_FIM_PROVIDER_OPENAI,
+       "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
+       "data: {\"error\":{\"message\":\"engine died\",\"code\":500}}\n\n",
+       NULL, SC_ERR_IO, NULL, false},
+      {"broken off", "", SC_FIM_PROVIDER_OPENAI,
+       "data: {\"choices\":[{\"text\":\"a\"}]}\n\n", NULL, SC_ERR_IO, NULL, false},
+      {"ollama error line", "", SC_FIM_PROVIDER_OLLAMA,
+       "{\"response\":\"a\",\"done\":false}\n{\"error\":\"model crashed\"}\n",
+       "application/x-ndjson", SC_ERR_IO, NULL, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *reply = NULL;
+    if (cases[i].content_type) {
+      reply = malloc(strlen(cases[i].body) + 256);
+      if (reply)
+        sprintf(reply, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nConnection: close\r\n"
+                       "Content-Length: %zu\r\n\r\n%s",
+                cases[i].content_type, strlen(cases[i].body), cases[i].body);
+    } else {
+      reply = sse_reply(cases[i].body);
+    }
+    REQUIRE(reply);
+    sc_fim_client_options o = {0};
+    o.url = cases[i].path;
+    o.provider = cases[i].prov;
+    o.model = "m";
+    sc_fim_result res;
+    char *text = NULL, seen[4096];
+    sc_status st = call_with(o, &req, reply, &res, &text, seen);
+    EXPECTF(st == cases[i].want, "%s: %s", cases[i].name, res.err.msg);
+    if (cases[i].text) {
+      EXPECTF(text && strcmp(text, cases[i].text) == 0, "%s: %s", cases[i].name, text ? text : "");
+      EXPECTF(res.streamed && res.truncated == cases[i].truncated, "%s", cases[i].name);
+    } else {
+      EXPECTF(text == NULL && res.err.msg[0], "%s", cases[i].name);
+    }
+    /* A streamed request asks for a stream. */
+    EXPECTF(strstr(seen, "\"stream\":true") != NULL, "%s: %s", cases[i].name, seen);
+    free(text);
+    free(reply);
+  }
+  /* stream off: the whole answer, finish_reason read from it. */
+  char *reply = reply_of(200, NULL, "{\"choices\":[{\"text\":\"z\",\"finish_reason\":\"length\"}]}");
+  REQUIRE(reply);
+  sc_fim_client_options o = {0};
+  o.no_stream = true;
+  sc_fim_result res;
+  char *text = NULL, seen[4096];
+  EXPECT(call_with(o, &req, reply, &res, &text, seen) == SC_OK);
+  EXPECT(text && strcmp(text, "z") == 0 && !res.streamed && res.truncated);
+  EXPECTF(strstr(seen, "\"stream\":false") != NULL, "%s", seen);
+  free(text);
+  free(reply);
+}
+
+/* What each provider is sent: the fields its API names, the snippets apart
+ * for llama.cpp (input_extra) and in front of the prompt elsewhere, and for
+ * prompt-template the model's FIM tokens with no suffix field. */
+static void test_request_shapes(void) {
+  static const sc_fim_chunk extra[] = {{"lib/a.py", 8, "# lib/a.py:1\ndef a(): pass\n", 27}};
+  sc_fim_request req = {.prompt = "x = ", .prompt_len = 4, .suffix = "\nprint(x)", .suffix_len = 9,
+                        .max_tokens = 7, .extra = extra, .n_extra = 1};
+  struct {
+    sc_fim_provider prov;
+    sc_fim_template tmpl;
+    const char *reply_body;
+    const char *has[4], *lacks[2];
+  } cases[] = {
+      {SC_FIM_PROVIDER_OPENAI, 0, "{\"choices\":[{\"text\":\"1\"}]}",
+       {"POST /v1/fim/completions ", "\"prompt\":\"# lib/a.py:1\\ndef a(): pass\\nx = \"",
+        "\"suffix\":\"\\nprint(x)\"", "\"max_tokens\":7"},
+       {"input_extra", NULL}},
+      {SC_FIM_PROVIDER_LLAMACPP, 0, "{\"content\":\"1\",\"stop\":true}",
+       {"POST /infill ", "\"input_prefix\":\"x = \"",
+        "\"input_extra\":[{\"text\":\"# lib/a.py:1\\ndef a(): pass\\n\",\"filename\":\"lib/a.py\"}]",
+        "\"n_predict\":7"},
+       {"\"prompt\"", "max_tokens"}},
+      {SC_FIM_PROVIDER_OLLAMA, 0, "{\"response\":\"1\",\"done\":true}",
+       {"POST /api/generate ", "\"suffix\":\"\\nprint(x)\"", "\"options\":{\"num_predict\":7",
+        "\"model\":\"m\""},
+       {"max_tokens", NULL}},
+      {SC_FIM_PROVIDER_TEMPLATE, SC_FIM_TEMPLATE_QWEN, "{\"choices\":[{\"text\":\"1\"}]}",
+       {"POST /v1/completions ",
+        "\"prompt\":\"<|fim_prefix|># lib/a.py:1\\ndef a(): pass\\nx = <|fim_suffix|>\\nprint(x)<|fim_middle|>\"",
+        NULL, NULL},
+       {"\"suffix\"", NULL}},
+      {SC_FIM_PROVIDER_TEMPLATE, SC_FIM_TEMPLATE_CODESTRAL, "{\"choices\":[{\"text\":\"1\"}]}",
+       {"\"prompt\":\"[SUFFIX]\\nprint(x)[PREFIX]# lib/a.py:1\\ndef a(): pass\\nx = \"", NULL, NULL, NULL},
+       {"\"suffix\"", NULL}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *reply = reply_of(200, NULL, cases[i].reply_body);
+    REQUIRE(reply);
+    sc_fim_client_options o = {0};
+    o.provider = cases[i].prov;
+    o.fim_template = cases[i].tmpl;
+    o.model = "m";
+    o.no_stream = true;
+    sc_fim_result res;
+    char *text = NULL, seen[4096];
+    EXPECTF(call_with(o, &req, reply, &res, &text, seen) == SC_OK, "%s: %s",
+            sc_fim_provider_name(cases[i].prov), res.err.msg);
+    EXPECT(text && strcmp(text, "1") == 0);
+    for (int k = 0; k < 4 && cases[i].has[k]; k++)
+      EXPECTF(strstr(seen, cases[i].has[k]) != NULL, "%s lacks %s:\n%s",
+              sc_fim_provider_name(cases[i].prov), cases[i].has[k], seen);
+    for (int k = 0; k < 2 && cases[i].lacks[k]; k++)
+      EXPECTF(strstr(seen, cases[i].lacks[k]) == NULL, "%s has %s:\n%s",
+              sc_fim_provider_name(cases[i].prov), cases[i].lacks[k], seen);
+    free(text);
+    free(reply);
+  }
+}
+
+/* Refusals say what to check: vLLM's suffix refusal points to
+ * prompt-template, a 404 to the URL and model, Mistral's 422 detail is read;
+ * 501 (llama.cpp without FIM tokens) is not retried. */
+static void test_refusal_hints(void) {
+  sc_fim_request req = {.prompt = "a", .prompt_len = 1, .suffix = "b", .suffix_len = 1};
+  struct {
+    int status;
+    const char *body;
+    sc_fim_provider prov;
+    const char *says;
+  } cases[] = {
+      {400, "{\"error\":{\"message\":\"suffix is not currently supported\",\"type\":\"BadRequestError\",\"code\":400}}",
+       SC_FIM_PROVIDER_OPENAI, "prompt-template"},
+      {404, "{\"error\":{\"message\":\"The model `m` does not exist.\"}}", SC_FIM_PROVIDER_OPENAI,
+       "check the URL's path"},
+      {422, "{\"detail\":[{\"type\":\"missing\",\"loc\":[\"body\",\"model\"],\"msg\":\"Field required\"}]}",
+       SC_FIM_PROVIDER_MISTRAL, "model: Field required"},
+      {501, "{\"error\":{\"code\":501,\"message\":\"Infill is not supported by this model: prefix token is missing. \",\"type\":\"not_supported_error\"}}",
+       SC_FIM_PROVIDER_LLAMACPP, "no FIM tokens"},
+      {400, "{\"error\":\"m does not support insert\"}", SC_FIM_PROVIDER_OLLAMA, "insert capability"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *reply = reply_of(cases[i].status, NULL, cases[i].body);
+    REQUIRE(reply);
+    sc_fim_client_options o = {0};
+    o.provider = cases[i].prov;
+    o.model = "m";
+    sc_fim_result res;
+    char *text = NULL, seen[4096];
+    EXPECT(call_with(o, &req, reply, &res, &text, seen) == SC_ERR_IO);
+    EXPECTF(strstr(res.err.msg, cases[i].says) != NULL && res.tries == 1, "%d: %s",
+            cases[i].status, res.err.msg);
+    free(reply);
+  }
+}
+
 static void test_unreachable(void) {
   char url[64];
   snprintf(url, sizeof url, "http://127.0.0.1:%d", closed_port());
@@ -359,7 +676,8 @@ static void test_unreachable(void) {
   o.url = url;
   o.api_key = "sk-unit-secret-1234";
   o.max_tries = 3;
-  sc_fim_request req = {"int x = ", 8, ";\n", 2, 16, 0.0, NULL, 0};
+  sc_fim_request req = {.prompt = "int x = ", .prompt_len = 8, .suffix = ";\n", .suffix_len = 2,
+                        .max_tokens = 16};
   char *text = NULL;
   size_t len = 0;
   sc_fim_result res;
@@ -382,7 +700,8 @@ static void test_cancel(void) {
   sc_fim_client_options o = {0};
   o.url = url;
   o.timeout_ms = 20000;
-  sc_fim_request req = {"a", 1, "b", 1, 4, 0.0, NULL, 0};
+  sc_fim_request req = {.prompt = "a", .prompt_len = 1, .suffix = "b", .suffix_len = 1,
+                        .max_tokens = 4};
   /* Raised before the start: the first poll (20 ms) stops the request. */
   _Atomic int cancel = 1;
   char *text = NULL;
@@ -401,6 +720,10 @@ int main(void) {
                            "ALL_PROXY", "all_proxy"};
   for (size_t i = 0; i < sizeof proxies / sizeof proxies[0]; i++) unsetenv(proxies[i]);
   RUN(test_endpoints);
+  RUN(test_providers);
+  RUN(test_streams);
+  RUN(test_request_shapes);
+  RUN(test_refusal_hints);
   RUN(test_unreachable);
   RUN(test_cancel);
   RUN(test_key_scrubbed);

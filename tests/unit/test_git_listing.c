@@ -31,14 +31,7 @@ static int sh(const char *fmt, const char *arg) {
   return system(cmd);
 }
 
-static void write_file(const char *rel, const char *text) {
-  char p[1024];
-  snprintf(p, sizeof p, "%s/%s", top, rel);
-  FILE *f = fopen(p, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
+static void write_file(const char *rel, const char *text) { sc_test_write_at(top, rel, text); }
 
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -250,7 +243,6 @@ int main(void) {
   RUN(test_real_repositories);
   RUN(test_fifo_in_place);
   RUN(test_not_a_repository);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
+  sc_test_remove_tree(base);
   TEST_MAIN_END();
 }

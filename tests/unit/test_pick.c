@@ -245,8 +245,8 @@ static void test_engine_keyed_noise(void) {
   int32_t p0[] = {10, 11, 12}, p1[] = {20, 21}, p2[] = {30, 31, 32, 33}, suf[] = {1, 2};
   /* The third request samples from its top 40 (picked on the host, from
    * logits the shared pass brings back); the others from everything. */
-  sc_infill_request reqs[3] = {{p0, 3, suf, 2, 12, 7}, {p1, 2, suf, 1, 8, 9},
-                               {p2, 4, suf, 2, 10, 11}};
+  sc_infill_request reqs[3] = {{p0, 3, suf, 2, 12, 7, false}, {p1, 2, suf, 1, 8, 9, false},
+                               {p2, 4, suf, 2, 10, 11, false}};
   sc_infill_params ps[3] = {p, p, p};
   ps[2].top_k = 40;
   sc_infill_result alone[3], batched[3];

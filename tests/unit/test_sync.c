@@ -2,7 +2,9 @@
  * keeps the text, picks random edits, and converts their byte offsets to LSP
  * positions with its own (deliberately simple) counting. The server's
  * document gets the incremental edits; the text must equal the client's,
- * which is what full sync would have sent, after every edit. */
+ * which is what full sync would have sent, after every edit. So must the
+ * text of the syntax tree a snapshot parses, with its tree handed back to
+ * the document now or after more edits (as a request's job does). */
 #include "context.h"
 #include "lsp_impl.h"
 #include "sc_test.h"
@@ -53,6 +55,15 @@ static void client_position(const char *t, size_t off, sc_pos_encoding enc, uint
   *ch = c;
 }
 
+/* A request's syntax: snapshot on the loop, parse (the job), and the
+ * parsed tree's text. */
+static sc_syntax_snapshot *parsed_snapshot(sc_document *doc, const char **text, size_t *len) {
+  sc_syntax_snapshot *snap = sc_document_syntax_snapshot(doc, NULL);
+  struct sc_syntax_tree *tree = snap ? sc_syntax_snapshot_parse(snap, NULL, NULL) : NULL;
+  *text = tree ? sc_syntax_tree_text(tree, len) : NULL;
+  return snap;
+}
+
 static void test_random_sequences(void) {
   sc_pos_encoding encs[] = {SC_POS_UTF8, SC_POS_UTF16, SC_POS_UTF32};
   int sequences = 3000, mismatches = 0;
@@ -73,7 +84,16 @@ static void test_random_sequences(void) {
     REQUIRE(sc_document_store_open(store, "file:///t.c", "c", 1, client, len, NULL) == SC_OK);
     sc_document *doc = sc_document_store_get(store, "file:///t.c");
     /* Half the sequences build the syntax tree first, so that edits queue. */
-    if (seq % 2) REQUIRE(sc_document_syntax(doc) != NULL);
+    const char *tt = NULL;
+    size_t tl = 0;
+    if (seq % 2) {
+      sc_syntax_snapshot *snap = parsed_snapshot(doc, &tt, &tl);
+      REQUIRE(tt != NULL);
+      sc_document_syntax_adopt(store, "file:///t.c", snap);
+      sc_syntax_snapshot_free(snap);
+      REQUIRE(doc->tree != NULL && doc->n_edits == 0);
+    }
+    sc_syntax_snapshot *late = NULL; /* adopted after the next edit */
     int edits = 1 + (int)rnd(30);
     for (int e = 0; e < edits; e++) {
       size_t a = random_boundary(client, len), b = random_boundary(client, len);
@@ -98,12 +118,24 @@ static void test_random_sequences(void) {
       EXPECT(sc_document_apply_edit(doc, sl, sc, el, ec, enc, ins, il, &clamped, NULL) ==
              SC_OK);
       EXPECT(!clamped);
+      if (late) {
+        /* The edit made since stays queued on the adopted tree. */
+        sc_document_syntax_adopt(store, "file:///t.c", late);
+        sc_syntax_snapshot_free(late);
+        late = NULL;
+        EXPECT(doc->tree != NULL && doc->n_edits == 1);
+      }
       /* The lazily updated tree sees the same text. */
       if (e % 7 == 6 || e == edits - 1) {
-        struct sc_syntax_tree *tree = sc_document_syntax(doc);
-        size_t tl = 0;
-        const char *tt = tree ? sc_syntax_tree_text(tree, &tl) : NULL;
-        EXPECT(tree && tl == len && memcmp(tt, client, len) == 0);
+        sc_syntax_snapshot *snap = parsed_snapshot(doc, &tt, &tl);
+        EXPECT(tt && tl == len && memcmp(tt, client, len) == 0);
+        if (e % 2) {
+          late = snap;
+        } else {
+          sc_document_syntax_adopt(store, "file:///t.c", snap);
+          sc_syntax_snapshot_free(snap);
+          EXPECT(doc->tree != NULL && doc->n_edits == 0);
+        }
       }
       if (doc->len != len || memcmp(doc->text, client, len) != 0) {
         mismatches++;
@@ -112,6 +144,7 @@ static void test_random_sequences(void) {
         break;
       }
     }
+    sc_syntax_snapshot_free(late);
     sc_document_store_free(store);
   }
   EXPECT(mismatches == 0);

@@ -29,9 +29,9 @@ sys.path.insert(0, HERE)
 from machine import describe  # noqa: E402
 
 TEMPLATES = {
-    "c": ("c", 'static const char *s{i} = "abcTODO(sculpt)";\n'),
-    "py": ("py", 's{i} = "abcTODO(sculpt)"\n'),
-    "js": ("js", 'const s{i} = "abcTODO(sculpt)";\n'),
+    "c": ("c", 'static const char *s{i} = abcTODO(sculpt);\n'),
+    "py": ("py", 's{i} = abcTODO(sculpt)\n'),
+    "js": ("js", 'const s{i} = abcTODO(sculpt);\n'),
 }
 
 

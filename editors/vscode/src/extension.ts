@@ -3,15 +3,25 @@
 // suggestions), shows sculpt/status in the status bar, and adds commands to
 // restart the server, show its log and toggle automatic completion.
 import * as vscode from 'vscode';
+//
+// Errors: a failed completion request turns the status bar item into a
+// warning, with the message in its tooltip, until a request succeeds; the
+// message goes to the output channel once. No pop-up per failed request
+// (revealOutputChannelOn: Never), since automatic requests fail on every
+// keystroke when they fail at all.
 import {
-  LanguageClient, LanguageClientOptions, ServerOptions,
+  LanguageClient, LanguageClientOptions, RevealOutputChannelOn, ServerOptions,
 } from 'vscode-languageclient/node';
-import { serverCommand, serverSettings, shouldAsk, statusBar, SculptStatus } from './logic';
+import {
+  isQuietError, serverCommand, serverEnv, serverSettings, shouldAsk, statusBar, SculptStatus, ShownErrors,
+} from './logic';
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
 let item: vscode.StatusBarItem;
 let lastStatus: SculptStatus | undefined;
+let requestError: string | undefined;
+const shownErrors = new ShownErrors();
 
 function config(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration('sculpt');
@@ -27,26 +37,68 @@ function settings(): Record<string, unknown> {
 }
 
 function showStatus(): void {
-  const s = statusBar(lastStatus, automatic());
+  const s = statusBar(lastStatus, automatic(), requestError);
   item.text = s.text;
   item.tooltip = s.tooltip;
-  item.backgroundColor = s.error ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+  item.backgroundColor = s.error ? new vscode.ThemeColor('statusBarItem.errorBackground')
+    : s.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   item.show();
+}
+
+/** Writes `what` and `message` to the output channel, the first time the
+ * message (or one like it, see ShownErrors) is seen. */
+function logErrorOnce(message: string, what = ''): void {
+  if (shownErrors.firstTime(message)) output.warn(what + message);
+}
+
+/** A failed request: the warning item, and the message logged once. */
+function requestFailed(e: unknown): void {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  if (e instanceof vscode.CancellationError || isQuietError(code)) return;
+  const message = e instanceof Error ? e.message : String(e);
+  logErrorOnce(message, 'completion request failed: ');
+  if (requestError !== message) {
+    requestError = message;
+    showStatus();
+  }
+}
+
+function requestSucceeded(): void {
+  if (requestError === undefined) return;
+  requestError = undefined;
+  showStatus();
+}
+
+/** Runs a completion provider of the language client: a failure is
+ * reported (above) and answered with no completion; a cancellation passes. */
+async function guarded<T>(provide: () => vscode.ProviderResult<T>): Promise<T | null | undefined> {
+  try {
+    const result = await provide();
+    requestSucceeded();
+    return result;
+  } catch (e) {
+    requestFailed(e);
+    if (e instanceof vscode.CancellationError) throw e;
+    return null;
+  }
 }
 
 async function start(): Promise<void> {
   const { command, args } = serverCommand(config().get<string>('serverPath'));
-  const serverOptions: ServerOptions = { command, args };
+  const serverOptions: ServerOptions = { command, args, options: { env: serverEnv(process.env) } };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
     outputChannel: output,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
     initializationOptions: settings(),
     middleware: {
       // Automatic completion off: only explicit requests reach the server.
       provideInlineCompletionItems: (document, position, context, token, next) => {
         if (!shouldAsk(automatic(), context.triggerKind)) return null;
-        return next(document, position, context, token);
+        return guarded(() => next(document, position, context, token));
       },
+      provideCompletionItem: (document, position, context, token, next) =>
+        guarded(() => next(document, position, context, token)),
       workspace: {
         // The server pulls section "sculpt": answer with what it reads.
         configuration: (params) =>
@@ -57,9 +109,12 @@ async function start(): Promise<void> {
   client = new LanguageClient('sculpt', 'sculpt', serverOptions, clientOptions);
   client.onNotification('sculpt/status', (s: SculptStatus) => {
     lastStatus = s;
+    if (s.state === 'error' && s.message) logErrorOnce(s.message);
     showStatus();
   });
   lastStatus = undefined;
+  requestError = undefined;
+  shownErrors.clear();
   showStatus();
   try {
     await client.start();

@@ -15,6 +15,17 @@ export function serverCommand(serverPath: string | undefined | null): { command:
 }
 
 /**
+ * The server's environment: the extension host's, with SCULPT_LOG (the
+ * server's stderr level) set to "error" unless it is set already. The
+ * language client files every stderr line as an error in the output
+ * channel; the server's other lines come as window/logMessage, at their own
+ * level (setting sculpt.logLevel).
+ */
+export function serverEnv(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  return { ...env, SCULPT_LOG: env.SCULPT_LOG ?? 'error' };
+}
+
+/**
  * The "sculpt" settings object sent to the server, from a getter over the
  * VS Code configuration. Unset values (undefined) are left out, so the server
  * keeps its own; an empty modelPath is sent as null, which the server reads
@@ -40,16 +51,37 @@ export interface SculptStatus {
   message?: string;
 }
 
-/** Text and tooltip of the status bar item. */
-export function statusBar(s: SculptStatus | undefined, automatic: boolean): { text: string; tooltip: string; error: boolean } {
+/** What the status bar item shows: text, tooltip, and its colour (error:
+ * the server is unusable; warning: the last request failed). */
+export interface StatusBarView { text: string; tooltip: string; error: boolean; warning: boolean }
+
+/**
+ * Text and tooltip of the status bar item. `requestError`: the message of
+ * the last request that failed, when no request has succeeded since; it
+ * turns a ready item into a warning (the server's own error state wins).
+ */
+export function statusBar(s: SculptStatus | undefined, automatic: boolean,
+                          requestError?: string): StatusBarView {
+  const view = statusBarState(s, automatic);
+  if (requestError === undefined || view.error) return view;
+  return {
+    text: '$(warning) sculpt',
+    tooltip: `sculpt: a completion request failed: ${requestError}` +
+      (s?.model ? `\n${s.model} on ${s.device ?? '?'}` : ''),
+    error: false,
+    warning: true,
+  };
+}
+
+function statusBarState(s: SculptStatus | undefined, automatic: boolean): StatusBarView {
   const off = automatic ? '' : ' (manual)';
-  if (!s) return { text: '$(loading~spin) sculpt', tooltip: 'sculpt: starting', error: false };
+  if (!s) return { text: '$(loading~spin) sculpt', tooltip: 'sculpt: starting', error: false, warning: false };
   const model = s.model ?? 'no model';
   const device = s.device ?? '?';
   switch (s.state) {
     case 'loading': {
       const pct = typeof s.progress === 'number' ? ` ${Math.round(s.progress)}%` : '';
-      return { text: `$(loading~spin) sculpt${pct}`, tooltip: `sculpt: loading ${model} on ${device}`, error: false };
+      return { text: `$(loading~spin) sculpt${pct}`, tooltip: `sculpt: loading ${model} on ${device}`, error: false, warning: false };
     }
     case 'ready': {
       const ms = typeof s.lastLatencyMs === 'number' ? ` ${Math.round(s.lastLatencyMs)} ms` : '';
@@ -59,10 +91,51 @@ export function statusBar(s: SculptStatus | undefined, automatic: boolean): { te
           (typeof s.lastLatencyMs === 'number' ? `, last completion ${s.lastLatencyMs.toFixed(1)} ms` : '') +
           (automatic ? '' : '; automatic completion is off'),
         error: false,
+        warning: false,
       };
     }
     default:
-      return { text: '$(error) sculpt', tooltip: `sculpt: ${s.message ?? s.state}`, error: true };
+      return { text: '$(error) sculpt', tooltip: `sculpt: ${s.message ?? s.state}`, error: true, warning: false };
+  }
+}
+
+/** JSON-RPC error codes that are part of normal typing and never shown:
+ * RequestCancelled, ContentModified (the document changed), ServerCancelled. */
+export function isQuietError(code: unknown): boolean {
+  return code === -32800 || code === -32801 || code === -32802;
+}
+
+/**
+ * What makes two error messages the same error: the text without the LSP
+ * method the server puts first ("textDocument/completion: ") and with any
+ * number as "#" (automatic requests fail the same way on every keystroke,
+ * with other counts: "768 prefix + 32 canvas ...").
+ */
+export function errorKey(message: string): string {
+  return message.replace(/^(?:(?:textDocument|workspace|completionItem|codeAction)\/[A-Za-z/]+: )+/, '')
+    .replace(/[0-9]+/g, '#');
+}
+
+/**
+ * Remembers which error messages the user has been shown, so each is shown
+ * once. A message whose key (errorKey) contains one already shown, or is
+ * contained in one, counts as shown: a failed request repeats the server's
+ * status message ("no model: X" after "X").
+ */
+export class ShownErrors {
+  private readonly seen: string[] = [];
+
+  /** True the first time `message` (or a message like it) is offered. */
+  firstTime(message: string): boolean {
+    const key = errorKey(message);
+    if (key === '') return false;
+    if (this.seen.some((m) => m.includes(key) || key.includes(m))) return false;
+    this.seen.push(key);
+    return true;
+  }
+
+  clear(): void {
+    this.seen.length = 0;
   }
 }
 

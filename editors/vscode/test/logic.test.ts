@@ -1,7 +1,9 @@
 // The client-side logic, without VS Code: node --test.
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { SERVER_SETTINGS, serverCommand, serverSettings, shouldAsk, statusBar } from '../src/logic';
+import {
+  errorKey, isQuietError, SERVER_SETTINGS, serverCommand, serverEnv, serverSettings, shouldAsk, ShownErrors, statusBar,
+} from '../src/logic';
 import * as pkg from '../package.json';
 
 test('serverCommand: PATH by default, the setting when given', () => {
@@ -42,4 +44,49 @@ test('shouldAsk: explicit requests always, automatic ones when enabled', () => {
   assert.equal(shouldAsk(false, 0), true);
   assert.equal(shouldAsk(false, 1), false);
   assert.equal(shouldAsk(true, 1), true);
+});
+
+test('statusBar: a failed request turns a ready item into a warning with the message', () => {
+  const ready = { state: 'ready', model: 'm', device: 'cpu', lastLatencyMs: 3 };
+  const w = statusBar(ready, true, 'infill: too long');
+  assert.equal(w.warning, true);
+  assert.equal(w.error, false);
+  assert.match(w.text, /warning/);
+  assert.match(w.tooltip, /request failed: infill: too long/);
+  assert.equal(statusBar(ready, true, undefined).warning, false);
+  // The server's own error state wins over a request's.
+  const e = statusBar({ state: 'error', message: 'no model' }, true, 'no model: x');
+  assert.equal(e.error, true);
+  assert.equal(e.warning, false);
+  assert.match(e.tooltip, /no model/);
+});
+
+test('isQuietError: cancellations and stale answers only', () => {
+  for (const c of [-32800, -32801, -32802]) assert.equal(isQuietError(c), true);
+  for (const c of [-32602, -32603, -32803, undefined, 'x']) assert.equal(isQuietError(c), false);
+});
+
+test('ShownErrors: each message once; one containing another counts as seen', () => {
+  const s = new ShownErrors();
+  assert.equal(s.firstTime('/m/config.json: cannot open'), true);
+  assert.equal(s.firstTime('/m/config.json: cannot open'), false);
+  assert.equal(s.firstTime('textDocument/inlineCompletion: no model: /m/config.json: cannot open'), false);
+  assert.equal(s.firstTime('infill: exceeds the context'), true);
+  assert.equal(s.firstTime('infill: 768 prefix + 32 canvas exceed'), true);
+  assert.equal(s.firstTime('infill: 632 prefix + 16 canvas exceed'), false);
+  assert.equal(s.firstTime('textDocument/inlineCompletion: backend x is unreachable'), true);
+  assert.equal(s.firstTime('textDocument/completion: backend x is unreachable'), false);
+  assert.equal(s.firstTime(''), false);
+  s.clear();
+  assert.equal(s.firstTime('infill: exceeds the context'), true);
+});
+
+test('serverEnv: the server writes only errors to stderr, unless SCULPT_LOG says otherwise', () => {
+  assert.deepEqual(serverEnv({ PATH: '/bin' }), { PATH: '/bin', SCULPT_LOG: 'error' });
+  assert.equal(serverEnv({ SCULPT_LOG: 'debug' }).SCULPT_LOG, 'debug');
+});
+
+test('errorKey: no leading LSP method, numbers as #', () => {
+  assert.equal(errorKey('textDocument/inlineCompletion: infill: 768 prefix'), 'infill: # prefix');
+  assert.equal(errorKey('/m/config.json: cannot open'), '/m/config.json: cannot open');
 });

@@ -7,6 +7,13 @@
 -- vim.lsp.inline_completion when present (0.12+) unless `native = false`,
 -- otherwise extmarks drawn by this file. Completion items
 -- (textDocument/completion) are offered through omnifunc (<C-x><C-o>).
+--
+-- Errors reach the user once: a failed request, or the server saying it is
+-- in error (sculpt/status), is shown with vim.notify at WARN the first time
+-- its message is seen. The server writes only its error lines to stderr
+-- (SCULPT_LOG=error), because Neovim files everything on a server's stderr
+-- as ERROR in :LspLog; its other lines come as window/logMessage, which
+-- Neovim files at their own level.
 local M = {}
 
 local api = vim.api
@@ -23,7 +30,12 @@ M.defaults = {
   -- {url, model, apiKeyEnv, timeoutMs, maxTries}). Empty: the server's defaults.
   settings = {},
   -- Extra environment for the server process (e.g. { SCULPT_MODEL = '...' }).
+  -- SCULPT_LOG (the server's stderr level) is 'error' unless set here or in
+  -- Neovim's environment.
   cmd_env = nil,
+  -- The workspace root sent to the server: a function of the buffer's file
+  -- name; nil: the file's git work tree, else its folder (else the cwd).
+  root_dir = nil,
   -- Ask for a completion while typing in insert mode; false: only on the
   -- `trigger` key.
   auto = true,
@@ -140,7 +152,54 @@ local function byteindex(line, character, enc)
   return ok and b or character
 end
 
+-- ------------------------------------------------------------------ errors
+
+-- Messages already shown (message -> true), for the session of the client.
+local shown_errors = {}
+
+-- JSON-RPC errors that are part of normal typing, never shown: the request
+-- was cancelled by the client or the server, or the document changed.
+local QUIET_CODES = { [-32800] = true, [-32801] = true, [-32802] = true }
+
+-- What makes two messages the same error: the text without the LSP method
+-- the server puts first ("textDocument/inlineCompletion: ") and with any
+-- number as '#' (automatic requests fail the same way on every keystroke,
+-- with other counts: "768 prefix + 32 canvas ...").
+function M._error_key(msg)
+  local key = msg
+  local rest
+  repeat
+    rest = nil
+    for _, ns in ipairs({ 'textDocument', 'workspace', 'completionItem', 'codeAction' }) do
+      rest = rest or key:match('^' .. ns .. '/[%a/]+: (.*)$')
+    end
+    if rest then key = rest end
+  until not rest
+  return (key:gsub('%d+', '#'))
+end
+
+-- Shows `msg` with vim.notify at WARN unless its key (above) contains, or is
+-- contained in, the key of one shown before: a failed request repeats the
+-- server's status message ("no model: X" after "X"). Returns true when
+-- shown.
+function M._report_error(msg)
+  if type(msg) ~= 'string' or msg == '' then return false end
+  local key = M._error_key(msg)
+  for seen in pairs(shown_errors) do
+    if seen:find(key, 1, true) or key:find(seen, 1, true) then return false end
+  end
+  shown_errors[key] = true
+  vim.schedule(function() vim.notify('sculpt: ' .. msg, vim.log.levels.WARN) end)
+  return true
+end
+
+local function report_request_error(err)
+  if type(err) ~= 'table' or QUIET_CODES[err.code] then return end
+  M._report_error(err.message or vim.inspect(err))
+end
+
 local function on_inline_result(bufnr, tick, err, result)
+  if err then report_request_error(err) end
   if err or not result then return end
   if not api.nvim_buf_is_valid(bufnr) or bufnr ~= api.nvim_get_current_buf() then return end
   -- Stale: the buffer changed since the request (the server also says so).
@@ -183,7 +242,10 @@ function M.request(manual)
   params.context = { triggerKind = manual and 1 or 2 }
   local tick = api.nvim_buf_get_changedtick(bufnr)
   if M._pending then pcall(ccancel, M._pending.client, M._pending.id) end
-  local ok, id = crequest(client, 'textDocument/inlineCompletion', params, function(err, result)
+  -- Declared first: the handler must see this request's id (a `local ok,
+  -- id = ...` is not in scope inside its own right-hand side).
+  local ok, id
+  ok, id = crequest(client, 'textDocument/inlineCompletion', params, function(err, result)
     if M._pending and M._pending.id == id then M._pending = nil end
     on_inline_result(bufnr, tick, err, result)
   end, bufnr)
@@ -284,21 +346,46 @@ local function on_status(_, params)
   -- Neovim 0.7 handlers take (err, result, ctx, config).
   M.status = params
   if params and params.state == 'error' and params.message then
-    vim.schedule(function()
-      vim.notify('sculpt: ' .. params.message, vim.log.levels.WARN)
-    end)
+    M._report_error(params.message)
   end
   vim.schedule(function() vim.cmd('doautocmd <nomodeline> User SculptStatus') end)
 end
 
-local function client_config()
+-- The folder holding `name` (a file) that has a .git entry, else nil.
+local function git_work_tree(name)
+  local dir = vim.fn.fnamemodify(name, ':p:h')
+  while dir and dir ~= '' do
+    if vim.loop.fs_stat(dir .. '/.git') then return dir end
+    local parent = vim.fn.fnamemodify(dir, ':h')
+    if parent == dir then break end
+    dir = parent
+  end
+  return nil
+end
+
+-- The workspace root for `bufnr`: the `root_dir` option, else the git work
+-- tree of its file, else its folder; the cwd for a buffer with no file. Not
+-- the cwd first: Neovim is often started in a parent folder.
+function M._root_dir(bufnr)
+  local name = api.nvim_buf_get_name(bufnr)
+  if type(M.config.root_dir) == 'function' then
+    local r = M.config.root_dir(name)
+    if r then return r end
+  end
+  if name == '' or name:match('^%a[%w+.-]*://') then return vim.loop.cwd() end
+  return git_work_tree(name) or vim.fn.fnamemodify(name, ':p:h')
+end
+
+local function client_config(bufnr)
   local cfg = M.config
   local settings = vim.deepcopy(cfg.settings or {})
+  local env = vim.deepcopy(cfg.cmd_env or {})
+  if env.SCULPT_LOG == nil and vim.env.SCULPT_LOG == nil then env.SCULPT_LOG = 'error' end
   return {
     name = 'sculpt',
     cmd = cfg.cmd,
-    cmd_env = cfg.cmd_env,
-    root_dir = vim.loop.cwd(),
+    cmd_env = env,
+    root_dir = M._root_dir(bufnr),
     init_options = settings,
     settings = { sculpt = settings },
     handlers = {
@@ -312,6 +399,8 @@ local function client_config()
         return out
       end,
     },
+    -- A new server: its errors may be shown again.
+    on_init = function() shown_errors = {} end,
     on_attach = function(_, bufnr)
       if cfg.omnifunc then
         api.nvim_buf_set_option(bufnr, 'omnifunc', 'v:lua.vim.lsp.omnifunc')
@@ -327,10 +416,10 @@ end
 function M.attach(bufnr)
   bufnr = bufnr or api.nvim_get_current_buf()
   if vim.lsp.start then
-    return vim.lsp.start(client_config(), { bufnr = bufnr })
+    return vim.lsp.start(client_config(bufnr), { bufnr = bufnr })
   end
   if not client_id or not vim.lsp.get_client_by_id(client_id) then
-    client_id = vim.lsp.start_client(client_config())
+    client_id = vim.lsp.start_client(client_config(bufnr))
     if not client_id then return nil end
   end
   vim.lsp.buf_attach_client(bufnr, client_id)

@@ -1,0 +1,231 @@
+/* check.c — the checks a candidate must pass before it may replace its
+ * site in a file or be offered in the editor. The rule is "do no harm":
+ *   1. the whole file parses no worse: no syntax error that was not there,
+ *      no more errors in all than before (tree-sitter, the whole file, not
+ *      the site); a fix for a diagnostic must lower the count when the file
+ *      had errors and leave none at or right after its text;
+ *   2. nothing outside the site changes: every token outside it that parsed
+ *      as code before is still the same token after (a candidate that opens
+ *      a comment or a string, or swallows the next statement, fails);
+ *   3. brackets stay balanced: the file's unmatched brackets do not grow,
+ *      and the site's own do not either unless the file's shrink (the fix
+ *      of a missing `}` adds one to its site);
+ *   4. Python compiles (python.c): the language's own judgement, which
+ *      sees indentation errors tree-sitter does not.
+ * `sculpt batch --check CMD` adds the caller's own test after these. */
+#define _POSIX_C_SOURCE 200809L
+#include "edit_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* No ERROR or MISSING node within [a, b] of tree. */
+static bool clean_around(const sc_syntax_tree *tree, size_t a, size_t b) {
+  sc_syntax_error *errs = NULL;
+  size_t n = 0;
+  if (sc_syntax_tree_errors(tree, &errs, &n, NULL) != SC_OK) return false;
+  bool clean = true;
+  for (size_t i = 0; i < n; i++)
+    if (errs[i].start_byte <= b && errs[i].end_byte >= a) clean = false;
+  free(errs);
+  return clean;
+}
+
+/* A token of a parse: a leaf with its bytes, kind and whether it lies in
+ * an ERROR (text the parser could not place). */
+typedef struct leaf {
+  uint32_t start, end;
+  TSSymbol symbol;
+  bool named, extra, in_error;
+  char bracket; /* one of ( ) [ ] { }, or 0 */
+} leaf;
+
+typedef struct leaves {
+  leaf *v;
+  size_t n, cap;
+} leaves;
+
+static char bracket_of(const char *type) {
+  if (strcmp(type, "${") == 0 || strcmp(type, "#{") == 0) return '{';
+  return type[0] && !type[1] && strchr("()[]{}", type[0]) ? type[0] : 0;
+}
+
+/* Every leaf of tree with bytes (MISSING ones are inserted, not text). */
+static bool collect_leaves(const sc_syntax_tree *tree, leaves *out) {
+  memset(out, 0, sizeof *out);
+  TSTreeCursor c = ts_tree_cursor_new(sc_syntax_tree_root(tree));
+  uint32_t depth = 0, error_depth = UINT32_MAX; /* depth of the outermost ERROR we are in */
+  bool ok = true;
+  for (bool down = true; ok;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    if (down && error_depth == UINT32_MAX && strcmp(ts_node_type(n), "ERROR") == 0)
+      error_depth = depth;
+    if (down && ts_node_child_count(n) == 0 && !ts_node_is_missing(n) &&
+        ts_node_end_byte(n) > ts_node_start_byte(n)) {
+      if (out->n == out->cap) {
+        size_t cap = out->cap ? 2 * out->cap : 1024;
+        leaf *nv = realloc(out->v, cap * sizeof *nv);
+        if (!nv) {
+          ok = false;
+          break;
+        }
+        out->v = nv;
+        out->cap = cap;
+      }
+      out->v[out->n++] = (leaf){ts_node_start_byte(n), ts_node_end_byte(n), ts_node_symbol(n),
+                                ts_node_is_named(n), ts_node_is_extra(n),
+                                error_depth != UINT32_MAX, bracket_of(ts_node_type(n))};
+    }
+    if (down && ts_tree_cursor_goto_first_child(&c)) {
+      depth++;
+      continue;
+    }
+    if (error_depth == depth) error_depth = UINT32_MAX; /* leaving it */
+    if (ts_tree_cursor_goto_next_sibling(&c)) {
+      down = true;
+      continue;
+    }
+    down = false;
+    if (!ts_tree_cursor_goto_parent(&c)) break;
+    depth--;
+  }
+  ts_tree_cursor_delete(&c);
+  if (!ok) free(out->v);
+  return ok;
+}
+
+/* The last leaf of l starting at or before x, or NULL. */
+static const leaf *leaf_at(const leaves *l, size_t x) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (l->v[mid].start <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo ? &l->v[lo - 1] : NULL;
+}
+
+/* Is every code token of before outside [a, b) the same token in after,
+ * where the site became [a, a + new_len)? A token in an ERROR before is
+ * not held to it (the fix may well re-place it). A token touching the site
+ * may run on into the new text (`abc` before an inline hole, string text):
+ * its bytes must still lie in one sound token. */
+static bool outside_kept(const leaves *before, const leaves *after, size_t a, size_t b,
+                         size_t new_len) {
+  for (size_t i = 0; i < before->n; i++) {
+    const leaf *L = &before->v[i];
+    if (L->in_error || (L->start < b && L->end > a) || (a == b && L->start < a && L->end > a))
+      continue;
+    size_t s = L->start, e = L->end;
+    if (s >= b) {
+      s = s - b + a + new_len;
+      e = e - b + a + new_len;
+    }
+    const leaf *R = leaf_at(after, s);
+    if (!R || R->in_error || R->end < e) return false;
+    if (L->end == a || L->start == b) continue; /* touching: covered is enough */
+    if (R->start != s || R->end != e || R->extra != L->extra ||
+        (R->symbol != L->symbol && !(R->named && L->named)))
+      return false;
+  }
+  return true;
+}
+
+/* Unmatched brackets among the leaves in [a, b). */
+static size_t unmatched(const leaves *l, size_t a, size_t b) {
+  char stack[256];
+  size_t depth = 0, over = 0, bad = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    const leaf *L = &l->v[i];
+    if (!L->bracket || L->start < a || L->end > b) continue;
+    char c = L->bracket;
+    if (c == '(' || c == '[' || c == '{') {
+      if (depth < sizeof stack) stack[depth] = c;
+      else over++;
+      depth++;
+      continue;
+    }
+    char want = c == ')' ? '(' : c == ']' ? '[' : '{';
+    if (depth > 0 && (depth > sizeof stack || stack[depth - 1] == want)) depth--;
+    else bad++;
+  }
+  (void)over;
+  return bad + depth;
+}
+
+typedef struct hiding_walk {
+  size_t a, b, n;
+} hiding_walk;
+
+static void visit_hiding(void *user, TSNode node) {
+  hiding_walk *w = user;
+  size_t s = ts_node_start_byte(node), e = ts_node_end_byte(node);
+  const char *type = ts_node_type(node);
+  if (s >= w->a && e <= w->b && e > s &&
+      (strstr(type, "comment") || strncmp(type, "preproc", 7) == 0))
+    w->n++;
+}
+
+/* Comments and preprocessor directives among the nodes in [a, b) of tree. */
+static size_t hiding(const sc_syntax_tree *tree, size_t a, size_t b) {
+  hiding_walk w = {a, b, 0};
+  if (b > a) sc_edit__visit(tree, a, b, visit_hiding, &w);
+  return w.n;
+}
+
+sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const char *cand,
+                        size_t len, sc_edit_verdict *out, sc_error *err) {
+  memset(out, 0, sizeof *out);
+  size_t a = site->start, b = site->end, before = sc_syntax_tree_error_count(doc->tree);
+  out->errors_before = before;
+  sc_syntax_tree *copy = NULL, *after = NULL;
+  sc_completion_check chk;
+  sc_status st = sc_syntax_tree_copy(doc->tree, &copy, err);
+  if (st == SC_OK) st = sc_syntax_tree_edit(copy, a, b, "", 0, err);
+  if (st == SC_OK) st = sc_completion_check_insert(copy, a, cand, len, &chk, err);
+  if (st == SC_OK) st = sc_syntax_tree_copy(doc->tree, &after, err);
+  if (st == SC_OK) st = sc_syntax_tree_edit(after, a, b, cand, len, err);
+  sc_syntax_tree_free(copy);
+  if (st != SC_OK) {
+    sc_syntax_tree_free(after);
+    out->why = "parse check failed";
+    return st;
+  }
+  out->errors_after = chk.errors_after;
+  /* 1. No new error, never more in all; a fix lowers the count. */
+  const char *why = NULL;
+  if (chk.new_errors > 0 || chk.errors_after > before ||
+      (site->kind == SC_EDIT_DIAGNOSTIC && before > 0 && chk.errors_after >= before) ||
+      (site->kind == SC_EDIT_DIAGNOSTIC && !clean_around(after, a, a + len)))
+    why = "does not parse";
+  /* 2 and 3: tokens outside the site, brackets. */
+  leaves lb = {0}, la = {0};
+  if (!why && (!collect_leaves(doc->tree, &lb) || !collect_leaves(after, &la))) {
+    st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    why = "parse check failed";
+  }
+  if (!why && !outside_kept(&lb, &la, a, b, len)) why = "changes code outside its site";
+  if (!why) {
+    size_t file_before = unmatched(&lb, 0, SIZE_MAX), file_after = unmatched(&la, 0, SIZE_MAX);
+    size_t site_before = unmatched(&lb, a, b), site_after = unmatched(&la, a, a + len);
+    if (file_after > file_before || (site_after > site_before && file_after == file_before))
+      why = "unbalanced brackets";
+  }
+  free(lb.v);
+  free(la.v);
+  /* A fix hides nothing: no comment or directive where there was code. */
+  if (!why && site->kind != SC_EDIT_HOLE && site->kind != SC_EDIT_BLOCK &&
+      hiding(after, a, a + len) > hiding(doc->tree, a, b))
+    why = "hides code in a comment or directive";
+  /* 4. The language's own judgement. */
+  size_t tl;
+  const char *text = sc_edit_doc_text(doc, &tl);
+  if (!why && strcmp(doc->lang, "python") == 0)
+    why = sc_edit__python_verdict(doc, text, tl, site, cand, len);
+  if (!why && (strcmp(doc->lang, "c") == 0 || strcmp(doc->lang, "cpp") == 0))
+    why = sc_edit__cc_verdict(doc, text, tl, site, cand, len);
+  sc_syntax_tree_free(after);
+  out->ok = why == NULL;
+  out->why = why;
+  return st;
+}

@@ -1,0 +1,160 @@
+/* fill.c — one site filled: candidates in seed order from the caller's
+ * generator, each trimmed to the site's shape and judged by the engine's
+ * checks (check.c) and then by the caller's own test; the first that
+ * passes becomes the edit. The single-site entry both front doors call. */
+#define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
+#include "edit_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool cancelled(const _Atomic int *c) { return c && *c; }
+
+/* The next try record, zeroed, with its seed. NULL: out of memory. */
+static sc_edit_try *new_try(sc_edit_result *r, int seed) {
+  sc_edit_try *nt = realloc(r->tries, (r->n_tries + 1) * sizeof *nt);
+  if (!nt) return NULL;
+  r->tries = nt;
+  sc_edit_try *t = &r->tries[r->n_tries++];
+  memset(t, 0, sizeof *t);
+  t->seed = seed;
+  return t;
+}
+
+/* How much of a candidate the site takes: an inline hole, or a one-line
+ * span being re-infilled, gets one line; trailing blank space goes. */
+static size_t trim(const sc_edit_doc *doc, const sc_edit_site *s, const char *cand, size_t len) {
+  size_t tl;
+  const char *text = sc_edit_doc_text(doc, &tl);
+  bool one_line = s->single_line ||
+                  (s->kind != SC_EDIT_HOLE && s->kind != SC_EDIT_BLOCK &&
+                   !memchr(text + s->start, '\n', s->end - s->start));
+  if (one_line) {
+    const char *nl = memchr(cand, '\n', len);
+    if (nl) len = (size_t)(nl - cand);
+  }
+  while (len > 0 && strchr("\r\n \t", cand[len - 1])) len--;
+  return len;
+}
+
+sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
+                       const sc_edit_fill_options *o, sc_edit_result *out, sc_error *err) {
+  memset(out, 0, sizeof *out);
+  double t0 = sc_now_ms();
+  out->status = SC_EDIT_FAILED;
+  out->reason = "no candidate parsed";
+  out->check = "not run";
+  out->seed = -1;
+  size_t tl;
+  const char *text = sc_edit_doc_text(doc, &tl);
+  size_t a = site->start, b = site->end;
+  SC_CHECK(a <= b && b <= tl, err, SC_ERR_INVALID, "the site [%zu, %zu) is outside the text", a,
+           b);
+  int n_cands = o->candidates > 0 ? o->candidates : 1;
+  if (n_cands > SC_EDIT_MAX_CANDIDATES) n_cands = SC_EDIT_MAX_CANDIDATES;
+  char *seen[SC_EDIT_MAX_CANDIDATES] = {0};
+  size_t seen_len[SC_EDIT_MAX_CANDIDATES] = {0};
+  int n_seen = 0;
+  sc_status st = SC_OK;
+  for (int k = 0; k < n_cands && out->status != SC_EDIT_DONE; k++) {
+    if (cancelled(o->cancel)) {
+      out->reason = "interrupted";
+      break;
+    }
+    double tc = sc_now_ms();
+    sc_edit_try *t = new_try(out, k);
+    if (!t) {
+      st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+      break;
+    }
+    sc_edit_candidate c = {0};
+    sc_error gerr = {0};
+    sc_status gst;
+    if (k == 0 && o->first && o->first->text) {
+      c = *o->first; /* taken over */
+      o->first->text = NULL;
+      gst = SC_OK;
+    } else {
+      sc_edit_request req = {text, tl, doc->lang, *site, (uint64_t)k};
+      gst = o->gen.generate(o->gen.user, &req, &c, &gerr);
+    }
+    if (gst != SC_OK) {
+      t->error = strdup(gerr.msg);
+      sc_edit_candidate_free(&c);
+      if (gerr.status == SC_ERR_CANCELLED) {
+        out->reason = "interrupted";
+        break;
+      }
+      if (o->gen.remote) {
+        /* The same endpoint would fail the same way for every seed. */
+        out->reason = "the backend failed";
+        break;
+      }
+      out->reason = "the engine failed";
+      continue;
+    }
+    t->decoded = true;
+    const char *cand = c.text ? c.text : "";
+    size_t len = trim(doc, site, cand, c.len);
+    t->text = sc_edit__dupn(cand, len);
+    t->len = len;
+    t->confidence = c.confidence;
+    bool dup = false;
+    const char *why = NULL;
+    for (int i = 0; i < n_seen; i++)
+      dup |= seen_len[i] == len && memcmp(seen[i], cand, len) == 0;
+    if (dup) why = "duplicate";
+    else if (len == 0) why = "empty";
+    else if (memchr(cand, '\0', len)) why = "contains a NUL byte";
+    else if (len == b - a && memcmp(cand, text + a, len) == 0) why = "unchanged";
+    else {
+      sc_edit_verdict v;
+      sc_edit_check(doc, site, cand, len, &v, NULL);
+      why = v.ok ? NULL : v.why;
+    }
+    if (n_seen < SC_EDIT_MAX_CANDIDATES && !dup) {
+      seen[n_seen] = sc_edit__dupn(cand, len);
+      seen_len[n_seen++] = len;
+    }
+    t->parsed = why == NULL;
+    t->rejected = why;
+    if (t->parsed) {
+      bool keep = true;
+      if (o->accept) {
+        size_t nl_len;
+        char *next = sc_edit__splice(text, tl, a, b, cand, len, &nl_len);
+        sc_error aerr = {0};
+        sc_status ast = next ? o->accept(o->accept_user, next, nl_len, &keep, &aerr)
+                             : sc_error_set(&aerr, SC_ERR_NOMEM, "out of memory");
+        free(next);
+        if (ast != SC_OK) {
+          t->check = "not run";
+          t->error = strdup(aerr.msg);
+          out->reason = ast == SC_ERR_STALE ? "the file changed on disk" : "cannot write";
+          sc_edit_candidate_free(&c);
+          break;
+        }
+        t->check = keep ? "passed" : "failed";
+        out->check = t->check;
+        if (!keep) out->reason = "no candidate passed the check";
+      }
+      if (keep) {
+        out->status = SC_EDIT_DONE;
+        out->reason = NULL;
+        out->start = a;
+        out->end = b;
+        out->text = sc_edit__dupn(cand, len);
+        out->len = len;
+        out->seed = k;
+        out->confidence = c.confidence;
+        if (!out->text) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+      }
+    }
+    t->has_ms = true;
+    t->ms = sc_now_ms() - tc;
+    sc_edit_candidate_free(&c);
+  }
+  for (int i = 0; i < n_seen; i++) free(seen[i]);
+  out->ms = sc_now_ms() - t0;
+  return st;
+}

@@ -1,0 +1,390 @@
+/* site.c — where an edit goes: holes, the statement around a diagnostic,
+ * query captures and empty blocks, found in an sc_edit_doc. */
+#define _GNU_SOURCE /* memmem, strcasestr */
+#include "edit_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growable array of sites. */
+typedef struct site_list {
+  sc_edit_site *v;
+  size_t n, cap;
+} site_list;
+
+static bool push(site_list *l, sc_edit_kind kind, size_t a, size_t b, bool single_line) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 8;
+    sc_edit_site *nv = realloc(l->v, cap * sizeof *nv);
+    if (!nv) return false;
+    l->v = nv;
+    l->cap = cap;
+  }
+  l->v[l->n++] = (sc_edit_site){kind, a, b, a, single_line};
+  return true;
+}
+
+/* Is [x, y) nothing but the marker and comment punctuation? */
+static bool comment_only(const char *t, size_t x, size_t y, const char *marker) {
+  size_t ml = strlen(marker);
+  const char *m = memmem(t + x, y - x, marker, ml);
+  if (!m) return false;
+  for (const char *p = t + x; p < t + y; p++) {
+    if (p >= m && p < m + ml) continue;
+    if (!strchr("/#*- \t\r\n;<>!", *p)) return false;
+  }
+  return true;
+}
+
+static bool has(const char *type, const char *part) { return strstr(type, part) != NULL; }
+
+/* The kind of text a byte range lies in: a string (or a character, regex,
+ * heredoc literal: text, not code), a comment (*comment set to it), or code
+ * (which includes the code interpolated into a string: f"{x}", `${x}`). */
+typedef enum region { REGION_CODE, REGION_COMMENT, REGION_STRING } region;
+
+static region region_of(const sc_syntax_tree *tree, size_t a, size_t b, TSNode *comment) {
+  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a,
+                                               (uint32_t)b);
+  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    const char *type = ts_node_type(n);
+    if (has(type, "comment")) {
+      *comment = n;
+      return REGION_COMMENT;
+    }
+    if (has(type, "interpolation") || has(type, "substitution")) return REGION_CODE;
+    if (has(type, "string") || has(type, "char") || has(type, "heredoc") ||
+        has(type, "regex") || strcmp(type, "raw_string_literal") == 0)
+      return REGION_STRING;
+  }
+  return REGION_CODE;
+}
+
+/* The line around offset x: [*ls, *le) without its line break, and its
+ * content [*cs, *ce) without indentation and trailing blanks. */
+static void line_around(const char *t, size_t len, size_t x, size_t *ls, size_t *le, size_t *cs,
+                        size_t *ce) {
+  size_t a = x, b = x;
+  while (a > 0 && t[a - 1] != '\n') a--;
+  while (b < len && t[b] != '\n') b++;
+  *ls = a;
+  *le = b;
+  while (a < b && (t[a] == ' ' || t[a] == '\t')) a++;
+  while (b > a && (t[b - 1] == ' ' || t[b - 1] == '\t' || t[b - 1] == '\r')) b--;
+  *cs = a;
+  *ce = b;
+}
+
+/* Only blanks between the line's start and a, and between b and its end? */
+static bool alone_on_lines(const char *t, size_t len, size_t a, size_t b) {
+  size_t ls, le, cs, ce;
+  line_around(t, len, a, &ls, &le, &cs, &ce);
+  if (cs != a) return false;
+  line_around(t, len, b > a ? b - 1 : b, &ls, &le, &cs, &ce);
+  return ce <= b;
+}
+
+/* ---- Python `...` bodies ---------------------------------------------------
+ * Legitimate code, not a hole, unless the user asks (--python-ellipsis), and
+ * even then never where `...` is the body on purpose: a Protocol or an
+ * abstract class (ABC, ABCMeta), an @overload or an @abstractmethod, or a
+ * stub file (.pyi). */
+
+/* Does any identifier under n read one of names (NULL-terminated)? */
+static bool names_any(const char *t, TSNode n, const char *const *names) {
+  if (strcmp(ts_node_type(n), "identifier") == 0) {
+    size_t a = ts_node_start_byte(n), l = ts_node_end_byte(n) - a;
+    for (int i = 0; names[i]; i++)
+      if (strlen(names[i]) == l && memcmp(t + a, names[i], l) == 0) return true;
+    return false;
+  }
+  for (uint32_t i = 0; i < ts_node_child_count(n); i++)
+    if (names_any(t, ts_node_child(n, i), names)) return true;
+  return false;
+}
+
+static bool ellipsis_is_hole(const char *t, TSNode e) {
+  static const char *const k_decorators[] = {"overload", "abstractmethod", "abstractproperty",
+                                             "abstractclassmethod", "abstractstaticmethod",
+                                             NULL};
+  static const char *const k_bases[] = {"Protocol", "ABC", "ABCMeta", NULL};
+  TSNode stmt = ts_node_parent(e);
+  if (ts_node_is_null(stmt) || strcmp(ts_node_type(stmt), "expression_statement") != 0 ||
+      ts_node_named_child_count(stmt) != 1)
+    return false;
+  TSNode block = ts_node_parent(stmt);
+  TSNode fn = ts_node_is_null(block) ? block : ts_node_parent(block);
+  if (ts_node_is_null(fn) || strcmp(ts_node_type(block), "block") != 0 ||
+      strcmp(ts_node_type(fn), "function_definition") != 0)
+    return false;
+  /* The body is `...`, after at most a docstring (comments aside). */
+  for (uint32_t i = 0; i < ts_node_named_child_count(block); i++) {
+    TSNode c = ts_node_named_child(block, i);
+    const char *type = ts_node_type(c);
+    if (ts_node_eq(c, stmt) || strcmp(type, "comment") == 0) continue;
+    if (!(i == 0 && strcmp(type, "expression_statement") == 0 &&
+          ts_node_named_child_count(c) == 1 &&
+          strcmp(ts_node_type(ts_node_named_child(c, 0)), "string") == 0))
+      return false;
+  }
+  for (TSNode n = fn; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    const char *type = ts_node_type(n);
+    if (strcmp(type, "decorated_definition") == 0) {
+      for (uint32_t i = 0; i < ts_node_named_child_count(n); i++) {
+        TSNode d = ts_node_named_child(n, i);
+        if (strcmp(ts_node_type(d), "decorator") == 0 && names_any(t, d, k_decorators))
+          return false;
+      }
+    } else if (strcmp(type, "class_definition") == 0) {
+      TSNode bases = ts_node_child_by_field_name(n, "superclasses", 12);
+      if (!ts_node_is_null(bases) && names_any(t, bases, k_bases)) return false;
+    }
+  }
+  return true;
+}
+
+static bool is_stub(const sc_edit_doc *doc) {
+  size_t n = doc->path ? strlen(doc->path) : 0;
+  return n >= 4 && strcmp(doc->path + n - 4, ".pyi") == 0;
+}
+
+typedef struct ellipsis_walk {
+  const char *t;
+  size_t len;
+  site_list *l;
+  bool ok;
+} ellipsis_walk;
+
+static void visit_ellipsis(void *user, TSNode n) {
+  ellipsis_walk *w = user;
+  size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+  if (strcmp(ts_node_type(n), "ellipsis") == 0 && alone_on_lines(w->t, w->len, a, b) &&
+      ellipsis_is_hole(w->t, n))
+    w->ok = w->ok && push(w->l, SC_EDIT_HOLE, a, b, false);
+}
+
+/* Python `...` lines in [from, to] that are holes, onto l. */
+static bool find_ellipses(const sc_edit_doc *doc, size_t from, size_t to, site_list *l) {
+  ellipsis_walk w = {NULL, 0, l, true};
+  w.t = sc_edit_doc_text(doc, &w.len);
+  sc_edit__visit(doc->tree, from, to, visit_ellipsis, &w);
+  return w.ok;
+}
+
+static int cmp_start(const void *x, const void *y) {
+  const sc_edit_site *a = x, *b = y;
+  return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Holes: the marker in code or in a comment, never in a string. A comment
+ * holding it is the hole (when it is alone on its line(s), a fill may run
+ * over several lines; a comment after code on its line takes one line; a
+ * comment over several lines is a hole only when it holds nothing but the
+ * marker, so that prose that mentions it is left alone). In code, a line
+ * that is nothing but the marker is replaced whole; elsewhere the marker
+ * itself is an inline hole. */
+sc_status sc_edit_find_holes(const sc_edit_doc *doc, const sc_edit_hole_options *o, size_t from,
+                             size_t to, sc_edit_site **out, size_t *n, sc_error *err) {
+  *out = NULL;
+  *n = 0;
+  size_t len;
+  const char *t = sc_edit_doc_text(doc, &len);
+  const char *marker = o && o->marker ? o->marker : SC_EDIT_DEFAULT_MARKER;
+  size_t ml = strlen(marker);
+  SC_CHECK(ml > 0, err, SC_ERR_INVALID, "the hole marker is empty");
+  if (from > len) from = len;
+  if (to > len) to = len;
+  size_t ls, le, cs, ce;
+  line_around(t, len, from, &ls, &le, &cs, &ce);
+  from = ls;
+  line_around(t, len, to, &ls, &le, &cs, &ce);
+  to = le;
+  site_list l = {0};
+  bool ok = true;
+  size_t covered = 0; /* the end of the last hole: a marker before it is in it */
+  for (size_t q = from; ok && q + ml <= to;) {
+    const char *m = memmem(t + q, to - q, marker, ml);
+    if (!m) break;
+    size_t ma = (size_t)(m - t), mb = ma + ml;
+    q = mb;
+    if (ma < covered) continue;
+    TSNode cm;
+    region rg = region_of(doc->tree, ma, mb, &cm);
+    if (rg == REGION_STRING) continue;
+    line_around(t, len, ma, &ls, &le, &cs, &ce);
+    if (rg == REGION_COMMENT) {
+      size_t a = ts_node_start_byte(cm), b = ts_node_end_byte(cm);
+      while (b > a && strchr(" \t\r\n", t[b - 1])) b--;
+      bool multi = memchr(t + a, '\n', b - a) != NULL;
+      if (multi && !comment_only(t, a, b, marker)) continue;
+      ok = push(&l, SC_EDIT_HOLE, a, b, !multi && !alone_on_lines(t, len, a, b));
+      covered = b;
+    } else if (comment_only(t, cs, ce, marker)) {
+      ok = push(&l, SC_EDIT_HOLE, cs, ce, false);
+      covered = ce;
+    } else {
+      ok = push(&l, SC_EDIT_HOLE, ma, mb, true);
+      covered = mb;
+    }
+  }
+  if (ok && o && o->python_ellipsis && strcmp(doc->lang, "python") == 0 && !is_stub(doc)) {
+    ok = find_ellipses(doc, from, to, &l);
+    if (l.n > 1) qsort(l.v, l.n, sizeof *l.v, cmp_start);
+  }
+  if (!ok) {
+    free(l.v);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
+  *out = l.v;
+  *n = l.n;
+  return SC_OK;
+}
+
+/* ---- diagnostics ------------------------------------------------------------- */
+
+/* Statement-like node types across the grammars: *_statement,
+ * *_declaration, *_definition; ERROR is handled apart. */
+static bool is_statement(const char *type) {
+  size_t n = strlen(type);
+  return (n >= 9 && strcmp(type + n - 9, "statement") == 0) ||
+         (n >= 11 && strcmp(type + n - 11, "declaration") == 0) ||
+         (n >= 10 && strcmp(type + n - 10, "definition") == 0);
+}
+
+/* Does n hold a statement-like node below it? Then it is compound: its
+ * inner statements are not the diagnostic's business. */
+static bool has_inner_statement(TSNode n) {
+  for (uint32_t i = 0; i < ts_node_named_child_count(n); i++) {
+    TSNode c = ts_node_named_child(n, i);
+    if (is_statement(ts_node_type(c)) || has_inner_statement(c)) return true;
+  }
+  return false;
+}
+
+/* Where the error a diagnostic at x reports really is. A compiler reports
+ * a missing token at the token after it (gcc: "expected ';' before 'int'"
+ * at the start of the next line); when x is at the start of its line and
+ * tree-sitter finds the previous line's end broken (a MISSING node at it, or
+ * an ERROR that runs through it), the diagnostic belongs to that line. */
+static size_t anchor_of(const sc_edit_doc *doc, size_t x) {
+  size_t len, ls, le, cs, ce;
+  const char *t = sc_edit_doc_text(doc, &len);
+  line_around(t, len, x, &ls, &le, &cs, &ce);
+  if (x > cs || ls == 0) return x;
+  /* The previous non-blank line's content [pcs, pce). */
+  size_t p = ls - 1, pls, ple, pcs, pce;
+  for (;;) {
+    line_around(t, len, p, &pls, &ple, &pcs, &pce);
+    if (pce > pcs || pls == 0) break;
+    p = pls - 1;
+  }
+  if (pce == pcs) return x;
+  sc_syntax_error *errs = NULL;
+  size_t n = 0;
+  if (sc_syntax_tree_errors(doc->tree, &errs, &n, NULL) != SC_OK) return x;
+  bool broken = false;
+  for (size_t i = 0; i < n && !broken; i++) {
+    size_t a = errs[i].start_byte, b = errs[i].end_byte;
+    broken = errs[i].missing ? a >= pce && a <= cs : a < pce && b >= pce && a >= pcs;
+  }
+  free(errs);
+  return broken ? pce : x;
+}
+
+/* The site of a diagnostic: the statement at its position (the line's,
+ * when the position is at the line's end) when that statement is simple (no
+ * statements inside it) and at most 5 lines; else the position's line. From
+ * the position to the end when the position is inside. A message about
+ * indentation takes the whole line, indentation included, since the fix is
+ * there. Never a trailing line break; always holding the position. */
+sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, const char *message,
+                                      sc_edit_site *out, sc_error *err) {
+  size_t len;
+  const char *t = sc_edit_doc_text(doc, &len);
+  SC_CHECK(offset <= len, err, SC_ERR_INVALID, "offset %zu is past the end (%zu bytes)", offset,
+           len);
+  bool indent = message && strcasestr(message, "indent") != NULL;
+  size_t x = indent ? offset : anchor_of(doc, offset), ls, le, cs, ce;
+  line_around(t, len, x, &ls, &le, &cs, &ce);
+  size_t s0 = x < cs ? x : cs, s1 = x > ce ? x : ce;
+  if (indent) {
+    *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, ls, s1, offset, false};
+    return SC_OK;
+  }
+  /* The node at x; at the end of the line, the line's last token. */
+  size_t at = x >= ce && ce > cs ? ce - 1 : x;
+  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(doc->tree), (uint32_t)at,
+                                               (uint32_t)at);
+  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    const char *type = ts_node_type(n);
+    /* Broken, or a block of statements: the line is all we can trust. */
+    if (strcmp(type, "ERROR") == 0 || has(type, "compound") || has(type, "block")) break;
+    if (!is_statement(type)) continue;
+    size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+    while (b > a && strchr(" \t\r\n", t[b - 1])) b--;
+    int lines = 0;
+    for (size_t i = a; i < b; i++) lines += t[i] == '\n';
+    if (lines <= 4 && a <= x && x <= b && !has_inner_statement(n)) {
+      s0 = a;
+      s1 = b;
+    }
+    break;
+  }
+  /* From the diagnostic to the end of its statement when it is inside it
+   * (the part most likely wrong), else the whole statement. */
+  if (x > s0 && x < s1) s0 = x;
+  *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, s0, s1, x, false};
+  return SC_OK;
+}
+
+sc_status sc_edit_find_query(const sc_edit_doc *doc, const char *query, const char *capture,
+                             sc_edit_site **out, size_t *n, sc_error *err) {
+  *out = NULL;
+  *n = 0;
+  uint32_t off;
+  TSQueryError qe;
+  TSQuery *q = ts_query_new(sc_context_ts_language(doc->lang), query, (uint32_t)strlen(query),
+                            &off, &qe);
+  SC_CHECK(q, err, SC_ERR_INVALID, "the query does not compile for %s (error %d at byte %u)",
+           doc->lang, (int)qe, off);
+  uint32_t cap_idx = UINT32_MAX;
+  for (uint32_t i = 0; i < ts_query_capture_count(q); i++) {
+    uint32_t nl;
+    const char *nm = ts_query_capture_name_for_id(q, i, &nl);
+    if (strlen(capture) == nl && memcmp(nm, capture, nl) == 0) cap_idx = i;
+  }
+  if (cap_idx == UINT32_MAX) {
+    ts_query_delete(q);
+    return sc_error_set(err, SC_ERR_INVALID, "the query has no capture @%s", capture);
+  }
+  site_list l = {0};
+  bool ok = true;
+  TSQueryCursor *cur = ts_query_cursor_new();
+  ts_query_cursor_exec(cur, q, sc_syntax_tree_root(doc->tree));
+  TSQueryMatch m;
+  uint32_t ci;
+  while (ok && ts_query_cursor_next_capture(cur, &m, &ci)) {
+    const TSQueryCapture *c = &m.captures[ci];
+    if (c->index == cap_idx)
+      ok = push(&l, SC_EDIT_QUERY, ts_node_start_byte(c->node), ts_node_end_byte(c->node), false);
+  }
+  ts_query_cursor_delete(cur);
+  ts_query_delete(q);
+  if (!ok) {
+    free(l.v);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  }
+  *out = l.v;
+  *n = l.n;
+  return SC_OK;
+}
+
+bool sc_edit_site_block_at(const sc_edit_doc *doc, size_t cursor, sc_edit_site *out) {
+  sc_completion_plan plan;
+  if (sc_completion_plan_at(doc->tree, cursor, &plan, NULL) != SC_OK ||
+      (plan.kind != SC_COMPLETION_BLOCK && plan.kind != SC_COMPLETION_FUNCTION_BODY))
+    return false;
+  *out = (sc_edit_site){SC_EDIT_BLOCK, cursor, cursor, cursor, false};
+  return true;
+}

@@ -1,0 +1,86 @@
+/* fit.c — fitting an infill request to a context (model.h, "fitting a
+ * request to a context"): the frame's own tokens are reserved first, then
+ * the canvas and the room a growing canvas needs, within half of what is
+ * left; the prompt gets the rest, and when it is short the prefix is cut
+ * first, down to half of it, then the suffix, which then loses its EOS.
+ * The same numbers serve the local engine, `sculpt complete`, `sculpt
+ * context`, `sculpt batch`, `sculpt serve` and a remote backend whose
+ * context is known, so that no request fails because of where the cursor
+ * is or how long the file is. The frame itself is the family profile's
+ * (family.c, sc_infill_frame_for). */
+#include "model.h"
+
+sc_status sc_infill_budget_compute(int context, const sc_infill_frame *frame, int budget,
+                                   int canvas, sc_infill_budget *out, sc_error *err) {
+  *out = (sc_infill_budget){0};
+  SC_CHECK(frame && frame->whole >= 0 && frame->cut >= 0 && frame->cut <= frame->whole &&
+               frame->grow >= 0 && budget >= 0 && canvas >= 1,
+           err, SC_ERR_INVALID, "fit: bad arguments");
+  int room = context - frame->whole;
+  SC_CHECK(room >= 2, err, SC_ERR_INVALID,
+           "a %d-token context leaves no room for a canvas and a prompt", context);
+  /* At most half the room for the canvas and its growth: the other half
+   * conditions it. */
+  int half = room / 2;
+  out->context = context;
+  out->frame = *frame;
+  out->canvas = canvas < half ? canvas : half;
+  out->max_canvas = out->canvas;
+  if (frame->grow > out->canvas) out->max_canvas = frame->grow < half ? frame->grow : half;
+  int avail = room - out->max_canvas;
+  int avail_cut = avail + (frame->whole - frame->cut);
+  out->prompt = budget > 0 && budget < avail ? budget : avail;
+  out->prompt_cut = budget > 0 && budget < avail_cut ? budget : avail_cut;
+  out->clamped = budget > avail;
+  return SC_OK;
+}
+
+void sc_infill_fit(const sc_infill_budget *fit, size_t n_pre, size_t n_suf, size_t *keep_pre,
+                   size_t *keep_suf, bool *suffix_cut) {
+  size_t whole = fit->prompt > 0 ? (size_t)fit->prompt : 0;
+  size_t cut = fit->prompt_cut > 0 ? (size_t)fit->prompt_cut : 0;
+  *suffix_cut = false;
+  /* The prefix is cut from its far end first (upstream harnesses cut the
+   * whole prompt from the left), but keeps half the room when it has that
+   * much: the lines before the cursor matter most to an editor. */
+  size_t floor_pre = n_pre < whole / 2 ? n_pre : whole / 2;
+  if (n_suf + floor_pre <= whole) {
+    *keep_suf = n_suf;
+    *keep_pre = n_pre < whole - n_suf ? n_pre : whole - n_suf;
+    return;
+  }
+  /* The suffix is cut from its far end: no EOS follows it (the file does
+   * not end there), which leaves the room of the frame's EOS and padding.
+   * At least one token goes, so that a suffix called cut is. */
+  floor_pre = n_pre < cut / 2 ? n_pre : cut / 2;
+  *keep_suf = cut - floor_pre < n_suf - 1 ? cut - floor_pre : n_suf - 1;
+  *keep_pre = n_pre < cut - *keep_suf ? n_pre : cut - *keep_suf;
+  *suffix_cut = true;
+}
+
+int sc_infill_positions(const sc_infill_budget *fit, size_t keep_pre, size_t keep_suf,
+                        bool suffix_cut) {
+  return (int)(keep_pre + keep_suf) + fit->max_canvas +
+         (suffix_cut ? fit->frame.cut : fit->frame.whole);
+}
+
+sc_status sc_infill_fit_plan(const sc_model *model, int context, int budget,
+                             sc_infill_plan *plan, sc_infill_params *params,
+                             sc_infill_budget *out, sc_error *err) {
+  SC_CHECK(model && plan && params && plan->n_lengths >= 1 &&
+               plan->n_lengths <= SC_INFILL_MAX_CANDIDATES,
+           err, SC_ERR_INVALID, "fit: the plan needs 1 to %d canvas lengths",
+           SC_INFILL_MAX_CANDIDATES);
+  int longest = 1;
+  for (int c = 0; c < plan->n_lengths; c++)
+    if (plan->lengths[c] > longest) longest = plan->lengths[c];
+  sc_infill_frame frame;
+  sc_infill_frame_for(model, params, &frame);
+  SC_TRY(sc_infill_budget_compute(context, &frame, budget, longest, out, err));
+  for (int c = 0; c < plan->n_lengths; c++) {
+    if (plan->lengths[c] > out->canvas) plan->lengths[c] = out->canvas;
+    if (plan->lengths[c] < 1) plan->lengths[c] = 1;
+  }
+  if (frame.grow > 0) params->max_canvas = out->max_canvas;
+  return SC_OK;
+}

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""The training input the GPU session carries, compressed, and its
+unpacking on the device (standard library + numpy; no torch).
+
+What travels to the GPU machine is at most 64 MiB, the repository
+included, so the corpus goes as xz (source code compresses 5-8x) and is
+tokenized THERE by `sculpt tokenize --jsonl` on all its cores (seconds),
+not here by a Python pass that would cost device time to undo:
+
+    carry.py pack INPUT CARRY [--shards 8] [--sculpt BIN] [--level 9] [--jobs 2] [--reuse OLD]
+        INPUT: corpus/ (corpus.py: train.jsonl, heldout.jsonl, manifest.json)
+               and tokenizer.json (bpe.py)
+        CARRY: corpus/train-NN.jsonl.xz (contiguous slices of train.jsonl,
+               in order), corpus/heldout.jsonl.xz, corpus/manifest.json
+               (without its per-file list: train.py needs only the hash; the
+               full manifest, the license record, stays here),
+               tokenizer.json.xz, carry.json (what is here, and with --sculpt
+               the token count and SHA-256 of each split's stream made here,
+               which the device's must equal)
+
+    carry.py size CARRY [--repo DIR] [--limit BYTES]
+        what travels to the GPU machine: the repository's files that git
+        does not ignore plus CARRY, item by item; exit 1 past the limit
+        (default 64 MiB, the device tool's)
+
+    carry.py unpack CARRY DEST [--sculpt BIN] [--threads N]
+        DEST: corpus/manifest.json, corpus/heldout.jsonl, tokenizer.json and
+              cache/<train.py's cache names>.npy, i.e. run_gpu.sh's INPUT.
+              The shards are decompressed in parallel and tokenized by BIN;
+              if BIN is missing or fails, by bpe.py in a process pool (slower,
+              same stream).
+
+Exit status: 0 done, 1 failure (the message says which step).
+"""
+import argparse
+import hashlib
+import json
+import lzma
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import tokcache  # noqa: E402
+
+SPLITS = ("train", "heldout")
+
+
+def log(msg):
+    print(f"[carry {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def stream_digest(npy_path):
+    """(tokens, sha256 of the little-endian ids as int32): the same for a
+    uint16 and an int32 file of the same stream."""
+    import numpy as np
+    a = np.load(npy_path)
+    return int(a.size), hashlib.sha256(a.astype("<i4").tobytes()).hexdigest()
+
+
+def split_lines(path, n):
+    """Byte ranges [(start, end)] cutting the file into n slices at line ends,
+    balanced by bytes."""
+    size = os.path.getsize(path)
+    cuts = [0]
+    with open(path, "rb") as f:
+        for k in range(1, n):
+            f.seek(max(cuts[-1], size * k // n))
+            f.readline()
+            pos = f.tell()
+            if cuts[-1] < pos < size:
+                cuts.append(pos)
+    cuts.append(size)
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _xz(job):
+    src, start, end, dst, level = job
+    with open(src, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    with lzma.open(dst + ".tmp", "wb", preset=level) as o:
+        o.write(data)
+    os.replace(dst + ".tmp", dst)
+    return dst, len(data), os.path.getsize(dst)
+
+
+def reusable(carry, corpus_sha, n_files, level):
+    """carry.json of an earlier pack of the same corpus at the same level
+    with all its shards still there, else None."""
+    try:
+        with open(os.path.join(carry, "carry.json")) as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    shards = info.get("shards", [])
+    if (info.get("corpus_sha256") != corpus_sha or info.get("xz_level") != level
+            or len(shards) != n_files):
+        return None
+    for sh in shards:
+        p = os.path.join(carry, sh["file"])
+        if not os.path.isfile(p) or os.path.getsize(p) != sh["xz_bytes"]:
+            return None
+    return info
+
+
+def pack(a):
+    cin, out = os.path.join(a.input, "corpus"), a.carry
+    for f in ("train.jsonl", "heldout.jsonl", "manifest.json"):
+        if not os.path.exists(os.path.join(cin, f)):
+            sys.exit(f"carry.py pack: {cin}/{f} is missing (make it with corpus.py)")
+    tok = os.path.join(a.input, "tokenizer.json")
+    if not os.path.exists(tok):
+        sys.exit(f"carry.py pack: {tok} is missing (make it with bpe.py)")
+    os.makedirs(os.path.join(out, "corpus"), exist_ok=True)
+    for f in os.listdir(os.path.join(out, "corpus")):  # an earlier pack's shards
+        os.remove(os.path.join(out, "corpus", f))
+    with open(os.path.join(cin, "manifest.json")) as f:
+        man = json.load(f)
+    slim = {k: v for k, v in man.items() if k != "files"}
+    slim["files_omitted"] = len(man.get("files", []))
+    slim["note"] = "carried copy: the per-file list stays with the full manifest"
+    with open(os.path.join(out, "corpus", "manifest.json"), "w") as f:
+        json.dump(slim, f, indent=1)
+    for stale in ("tokenizer.json", "tokenizer.json.xz"):
+        if os.path.exists(os.path.join(out, stale)):
+            os.remove(os.path.join(out, stale))
+    with open(tok, "rb") as i, lzma.open(os.path.join(out, "tokenizer.json.xz"), "wb", preset=9) as o:
+        o.write(i.read())
+
+    jobs = []
+    train = os.path.join(cin, "train.jsonl")
+    for i, (s, e) in enumerate(split_lines(train, a.shards)):
+        jobs.append((train, s, e, os.path.join(out, "corpus", f"train-{i:02d}.jsonl.xz"), a.level))
+    held = os.path.join(cin, "heldout.jsonl")
+    jobs.append((held, 0, os.path.getsize(held), os.path.join(out, "corpus", "heldout.jsonl.xz"),
+                 a.level))
+    t0 = time.time()
+    same_dir = a.reuse and os.path.realpath(a.reuse) == os.path.realpath(out)
+    old = (reusable(a.reuse, man["corpus_sha256"], len(jobs), a.level)
+           if a.reuse and not same_dir else None)
+    if old:
+        # The same corpus packed before: its shards are copied, not
+        # compressed again (~25 minutes on this machine's 2 busy cores).
+        done = []
+        for j, sh in zip(jobs, old["shards"]):
+            shutil.copyfile(os.path.join(a.reuse, sh["file"]), j[3])
+            done.append((j[3], sh["raw_bytes"], sh["xz_bytes"]))
+        log(f"reused the shards of {a.reuse} (same corpus {man['corpus_sha256'][:16]})")
+    else:
+        from multiprocessing import Pool
+        with Pool(a.jobs) as pool:
+            done = pool.map(_xz, jobs)
+    raw = sum(d[1] for d in done)
+    packed = sum(d[2] for d in done)
+    log(f"compressed {raw / 1e6:.1f} MB of JSON Lines to {packed / 1e6:.1f} MB "
+        f"({raw / max(packed, 1):.1f}x) in {time.time() - t0:.0f}s")
+    info = dict(corpus_sha256=man["corpus_sha256"], xz_level=a.level,
+                bytes_per_lang=man.get("bytes_per_lang"),
+                counts=man.get("counts"), tokenizer_sha256=sha256_file(tok),
+                shards=[dict(file=os.path.relpath(d[0], out), raw_bytes=d[1], xz_bytes=d[2])
+                        for d in done])
+    if a.sculpt:
+        # The streams as sculpt makes them here: the device's must match.
+        info["expect"] = {}
+        tmp = os.path.join(out, ".check")
+        os.makedirs(tmp, exist_ok=True)
+        for split in SPLITS:
+            npy = os.path.join(tmp, split + ".npy")
+            ok, err = tokcache.sculpt(a.sculpt, tok, [os.path.join(cin, f"{split}.jsonl")], npy,
+                                      log=log)
+            if not ok:
+                sys.exit(f"carry.py pack: sculpt tokenize failed: {err.strip()}")
+            n, digest = stream_digest(npy)
+            info["expect"][split] = dict(tokens=n, sha256=digest)
+            log(f"{split}: {n} tokens")
+        shutil.rmtree(tmp)
+    with open(os.path.join(out, "carry.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    return 0
+
+
+def size(a):
+    import subprocess
+    names = subprocess.run(["git", "-C", a.repo, "ls-files", "-z", "-co", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    paths = [os.path.join(a.repo, n) for n in names if n]
+    tree = sum(os.path.getsize(p) for p in paths if os.path.isfile(p) and not os.path.islink(p))
+    sizes = {}
+    for dp, _, fns in os.walk(a.carry):
+        for f in fns:
+            rel = os.path.relpath(os.path.join(dp, f), a.carry)
+            key = "corpus/*.jsonl.xz (the corpus)" if rel.endswith(".jsonl.xz") else rel
+            sizes[key] = sizes.get(key, 0) + os.path.getsize(os.path.join(dp, f))
+    with open(os.path.join(a.carry, "carry.json")) as f:
+        info = json.load(f)
+    raw = sum(x["raw_bytes"] for x in info["shards"])
+    xz = sum(x["xz_bytes"] for x in info["shards"])
+    total = tree + sum(sizes.values())
+    print("what travels to the GPU machine:")
+    print(f"  {'the repository (git ls-files -co --exclude-standard)':55s} {tree / 1e6:7.2f} MB")
+    for k in sorted(sizes, key=lambda k: -sizes[k]):
+        extra = (f"  {raw / 1e6:.0f} MB of JSON Lines, {raw / max(xz, 1):.1f}x"
+                 if "corpus)" in k else "")
+        print(f"  {os.path.basename(a.carry) + '/' + k:55s} {sizes[k] / 1e6:7.2f} MB{extra}")
+    src = sum((info.get("bytes_per_lang") or {}).values())
+    langs = ", ".join(f"{k} {v / 1e6:.0f}" for k, v in sorted((info.get("bytes_per_lang") or {}).items()))
+    print(f"  {'total':55s} {total / 1e6:7.2f} MB of {a.limit / 1e6:.2f} MB "
+          f"({100 * total / a.limit:.1f}%)")
+    print(f"corpus: {src / 1e6:.1f} MB of source ({langs}); "
+          f"{info.get('expect', {}).get('train', {}).get('tokens', '?')} training tokens")
+    if total > a.limit:
+        print(f"carry.py size: {total} bytes would travel, over the {a.limit} limit", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _unxz(job):
+    src, dst = job
+    with lzma.open(src, "rb") as i, open(dst, "wb") as o:
+        shutil.copyfileobj(i, o, 1 << 20)
+    return dst
+
+
+def unpack(a):
+    t0 = time.time()
+    src = os.path.join(a.carry, "corpus")
+    with open(os.path.join(a.carry, "carry.json")) as f:
+        info = json.load(f)
+    dest_c = os.path.join(a.dest, "corpus")
+    work = os.path.join(a.dest, "jsonl")
+    os.makedirs(dest_c, exist_ok=True)
+    os.makedirs(work, exist_ok=True)
+    shutil.copyfile(os.path.join(src, "manifest.json"), os.path.join(dest_c, "manifest.json"))
+    tok = os.path.join(a.dest, "tokenizer.json")
+    _unxz((os.path.join(a.carry, "tokenizer.json.xz"), tok))
+    if sha256_file(tok) != info["tokenizer_sha256"]:
+        sys.exit("carry.py unpack: tokenizer.json is not the one packed")
+    shards = sorted(f for f in os.listdir(src) if f.startswith("train-") and f.endswith(".xz"))
+    if len(shards) != len(info["shards"]) - 1:
+        sys.exit(f"carry.py unpack: {len(shards)} train shards, carry.json lists "
+                 f"{len(info['shards']) - 1}")
+    jobs = [(os.path.join(src, f), os.path.join(work, f[:-3])) for f in shards]
+    jobs.append((os.path.join(src, "heldout.jsonl.xz"), os.path.join(dest_c, "heldout.jsonl")))
+    # lzma releases the GIL while it decompresses: threads run in parallel.
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as ex:
+        list(ex.map(_unxz, jobs))
+    log(f"decompressed {len(jobs)} files in {time.time() - t0:.1f}s")
+    parts = {"train": [j[1] for j in jobs[:-1]], "heldout": [jobs[-1][1]]}
+    cache = os.path.join(a.dest, "cache")
+    os.makedirs(cache, exist_ok=True)
+    status = 0
+    for split in SPLITS:
+        npy = os.path.join(cache, tokcache.cache_name(dest_c, split, tok))
+        t1 = time.time()
+        ok = False
+        if a.sculpt:
+            ok, err = tokcache.sculpt(a.sculpt, tok, parts[split], npy, a.threads, log=log)
+            if not ok:
+                log(f"sculpt tokenize failed ({err.strip()[-300:]}); bpe.py in a process pool")
+        if not ok:
+            tokcache.python_pool(tok, parts[split], npy, a.threads, log=log)
+        n, digest = stream_digest(npy)
+        want = info.get("expect", {}).get(split)
+        same = want is None or (want["tokens"] == n and want["sha256"] == digest)
+        log(f"{split}: {n} tokens in {time.time() - t1:.1f}s"
+            + ("" if want is None else " (as packed)" if same else
+               f" MISMATCH: packed {want['tokens']} tokens, sha {want['sha256'][:12]}"
+               f" vs {digest[:12]}"))
+        if not same:
+            status = 1
+    shutil.rmtree(work)
+    log(f"unpacked into {a.dest} in {time.time() - t0:.1f}s")
+    return status
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("pack")
+    p.add_argument("input")
+    p.add_argument("carry")
+    p.add_argument("--shards", type=int, default=8)
+    p.add_argument("--level", type=int, default=9, help="xz preset (0-9)")
+    p.add_argument("--jobs", type=int, default=2, help="processes compressing")
+    p.add_argument("--sculpt", help="record the token streams sculpt makes here")
+    p.add_argument("--reuse", help="an earlier carry: its shards are copied when they hold "
+                                   "this corpus")
+    u = sub.add_parser("unpack")
+    u.add_argument("carry")
+    u.add_argument("dest")
+    u.add_argument("--sculpt", help="the sculpt binary to tokenize with")
+    u.add_argument("--threads", type=int, default=0)
+    z = sub.add_parser("size")
+    z.add_argument("carry")
+    z.add_argument("--repo", default=os.path.dirname(os.path.dirname(HERE)))
+    z.add_argument("--limit", type=int, default=64 * 1024 * 1024)
+    a = ap.parse_args(argv)
+    return {"pack": pack, "unpack": unpack, "size": size}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+"""Neovim started in a parent folder of a checkout (the parent is not a git
+work tree; it holds the checkout and other files): opening a file of the
+checkout, the server must index the checkout, the same files as when the
+root is the checkout itself (compared with a direct run of the server). The
+plugin gives the file's git work tree as the root."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import clients  # noqa: E402
+
+clients.root(clients.neovim())

@@ -1,0 +1,473 @@
+#define _GNU_SOURCE /* mkdtemp, strdup, setenv */
+/* test_edit.c — the edit engine (edit/).
+ *
+ * One site, one seed, one edit, whichever front door asks: sc_edit_fill
+ * (the single-site entry the LSP's code actions call) and `sculpt batch`
+ * must choose the same candidate and produce the same text edit for the same
+ * site, with the planted model (a known fill) and the shipped default model
+ * (several sampled candidates). The LSP end of this comparison reuses
+ * engine_edit() below.
+ *
+ * Do no harm (issue 21): what a hole is (never in a string or docstring;
+ * Python `...` only when asked and never where it is meant); where the site
+ * of a diagnostic is, for each shape (missing `;`, `)`, `}`, `:`, bad
+ * indentation); and that the checks refuse a candidate that adds a syntax
+ * error, changes code outside its site, unbalances brackets or breaks
+ * Python's compile. */
+#include "edit.h"
+#include "edit_impl.h" /* our Python indentation check */
+#include "sc_test.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FILL "defghijklmnopqrstuvwxyz"
+
+static char g_tmp[256];
+static char g_planted[512];
+static char g_default[512];
+
+/* The edit the engine's single-site entry gives: the site found the way
+ * the code actions find it, candidates from the local generator with
+ * `sculpt batch`'s defaults (32-token canvas, 1024 context tokens,
+ * temperature 0.8). The caller frees res. */
+typedef struct engine_case {
+  const char *model_dir, *lang, *text;
+  sc_edit_kind kind;  /* SC_EDIT_HOLE: the first hole; SC_EDIT_DIAGNOSTIC: at diag_at */
+  const char *diag_at; /* the diagnostic is at the first occurrence of this */
+  int candidates;
+} engine_case;
+
+static bool engine_edit(const engine_case *c, sc_edit_site *site, sc_edit_result *res) {
+  sc_model *model = NULL;
+  sc_tokenizer *tok = NULL;
+  sc_engine *engine = NULL;
+  sc_edit_local *local = NULL;
+  sc_edit_doc *doc = NULL;
+  sc_error err = {0};
+  bool ok = sc_model_load(c->model_dir, NULL, &model, &err) == SC_OK &&
+            sc_tokenizer_load_dir(c->model_dir, &tok, &err) == SC_OK &&
+            sc_engine_new(model, tok, 0, &engine, &err) == SC_OK;
+  sc_edit_local_options lo = {32, 1024, 0.8, NULL, NULL};
+  ok = ok && sc_edit_local_new(engine, tok, model, &lo, &local, &err) == SC_OK &&
+       sc_edit_doc_new(c->lang, NULL, c->text, strlen(c->text), &doc, &err) == SC_OK;
+  if (ok && c->kind == SC_EDIT_HOLE) {
+    sc_edit_site *v = NULL;
+    size_t n = 0;
+    sc_edit_hole_options ho = {NULL, false};
+    ok = sc_edit_find_holes(doc, &ho, 0, SIZE_MAX, &v, &n, &err) == SC_OK && n > 0;
+    if (ok) *site = v[0];
+    free(v);
+  } else if (ok) {
+    size_t at = (size_t)(strstr(c->text, c->diag_at) - c->text);
+    ok = sc_edit_site_for_diagnostic(doc, at, "error", site, &err) == SC_OK;
+  }
+  if (ok) {
+    sc_edit_fill_options fo = {sc_edit_local_generator(local), c->candidates, NULL, NULL, NULL,
+                               NULL};
+    ok = sc_edit_fill(doc, site, &fo, res, &err) == SC_OK;
+  }
+  if (!ok) fprintf(stderr, "engine_edit: %s\n", err.msg);
+  sc_edit_doc_free(doc);
+  sc_edit_local_free(local);
+  sc_engine_free(engine);
+  sc_tokenizer_free(tok);
+  sc_model_free(model);
+  return ok;
+}
+
+/* Byte offset of 0-based (line, col) in text. */
+static size_t offset_of(const char *text, long line, long col) {
+  size_t off = 0;
+  for (long l = 0; l < line; l++) off = (size_t)(strchr(text + off, '\n') - text) + 1;
+  return off + (size_t)col;
+}
+
+/* `sculpt batch --json` on the same text; the report's first site. */
+static json_t *batch_report(const engine_case *c, const char *ext) {
+  char path[512], diags[600], cmd[2048];
+  snprintf(path, sizeof path, "%s/case.%s", g_tmp, ext);
+  FILE *f = fopen(path, "w");
+  if (!f) return NULL;
+  fputs(c->text, f);
+  fclose(f);
+  char mode[700] = "--holes";
+  if (c->kind == SC_EDIT_DIAGNOSTIC) {
+    size_t at = (size_t)(strstr(c->text, c->diag_at) - c->text);
+    long line = 0, col = 0;
+    for (size_t i = 0; i < at; i++) {
+      col++;
+      if (c->text[i] == '\n') line++, col = 0;
+    }
+    snprintf(diags, sizeof diags, "%s/diags.txt", g_tmp);
+    f = fopen(diags, "w");
+    if (!f) return NULL;
+    fprintf(f, "%s:%ld:%ld: error: error\n", path, line + 1, col + 1);
+    fclose(f);
+    snprintf(mode, sizeof mode, "--diagnostics %s", diags);
+  }
+  snprintf(cmd, sizeof cmd, "%s/sculpt batch %s --json --no-progress --candidates %d --model %s %s",
+           SC_TEST_BUILD_DIR, mode, c->candidates, c->model_dir, path);
+  FILE *p = popen(cmd, "r");
+  if (!p) return NULL;
+  json_error_t je;
+  json_t *rep = json_loadf(p, 0, &je);
+  pclose(p);
+  json_t *site = json_incref(json_array_get(json_object_get(rep, "sites"), 0));
+  json_decref(rep);
+  return site;
+}
+
+/* The engine's edit and batch's agree: same status, candidates, seed, span
+ * and text. Returns whether the site was done. */
+static bool same_edit(const engine_case *c, const char *ext) {
+  sc_edit_site site;
+  sc_edit_result res = {0};
+  bool ok = engine_edit(c, &site, &res);
+  EXPECTF(ok, "the engine's edit for %s", ext);
+  json_t *s = batch_report(c, ext);
+  EXPECTF(s != NULL, "batch's report for %s", ext);
+  bool done = false;
+  if (ok && s) {
+    json_t *start = json_object_get(json_object_get(s, "range"), "start");
+    json_t *end = json_object_get(json_object_get(s, "range"), "end");
+    size_t a = offset_of(c->text, json_integer_value(json_object_get(start, "line")),
+                         json_integer_value(json_object_get(start, "character")));
+    size_t b = offset_of(c->text, json_integer_value(json_object_get(end, "line")),
+                         json_integer_value(json_object_get(end, "character")));
+    EXPECTF(a == site.start && b == site.end, "%s: same site: batch [%zu, %zu), engine [%zu, %zu)",
+            ext, a, b, site.start, site.end);
+    const char *status = json_string_value(json_object_get(s, "status"));
+    EXPECTF(status && strcmp(status, sc_edit_status_name(res.status)) == 0,
+            "%s: same status: batch %s, engine %s", ext, status ? status : "?",
+            sc_edit_status_name(res.status));
+    json_t *cands = json_object_get(s, "candidates");
+    EXPECTF(json_array_size(cands) == res.n_tries, "%s: same candidates tried (%zu, %zu)", ext,
+            json_array_size(cands), res.n_tries);
+    for (size_t i = 0; i < res.n_tries && i < json_array_size(cands); i++) {
+      const char *t = json_string_value(json_object_get(json_array_get(cands, i), "text"));
+      EXPECTF(t && res.tries[i].text && strcmp(t, res.tries[i].text) == 0,
+              "%s: candidate %zu: batch '%s', engine '%s'", ext, i, t ? t : "(null)",
+              res.tries[i].text ? res.tries[i].text : "(null)");
+    }
+    done = res.status == SC_EDIT_DONE;
+    if (done) {
+      const char *t = json_string_value(json_object_get(s, "text"));
+      EXPECTF(t && strlen(t) == res.len && memcmp(t, res.text, res.len) == 0,
+              "%s: same edit text: batch '%s', engine '%.*s'", ext, t ? t : "(null)",
+              (int)res.len, res.text);
+      EXPECTF(json_integer_value(json_object_get(s, "seed")) == res.seed, "%s: same seed", ext);
+      EXPECT(res.start == site.start && res.end == site.end);
+    }
+  }
+  json_decref(s);
+  sc_edit_result_free(&res);
+  return done;
+}
+
+static void test_planted_same_edit(void) {
+  engine_case hole = {g_planted, "python", "def f():\n    return abcTODO(sculpt)\n",
+                      SC_EDIT_HOLE, NULL, 1};
+  EXPECT(same_edit(&hole, "py"));
+  engine_case diag = {g_planted, "javascript", "let v = abc$;\nconsole.log(v);\n",
+                      SC_EDIT_DIAGNOSTIC, "$", 1};
+  EXPECT(same_edit(&diag, "js"));
+}
+
+/* The shipped model with sampled candidates: whatever it writes, both
+ * doors pick the same one. */
+static void test_default_model_same_edit(void) {
+  engine_case hole = {g_default, "python",
+                      "def mean(xs):\n    # TODO(sculpt)\n\n\nprint(mean([1, 2]))\n",
+                      SC_EDIT_HOLE, NULL, 4};
+  same_edit(&hole, "py");
+  engine_case diag = {g_default, "c",
+                      "int main(void) {\n  int a = 1\n  int b = 2;\n  return a + b;\n}\n",
+                      SC_EDIT_DIAGNOSTIC, "int b", 6};
+  same_edit(&diag, "c");
+}
+
+/* ---- holes -------------------------------------------------------------------- */
+
+static sc_edit_doc *doc_of(const char *lang, const char *path, const char *text) {
+  sc_edit_doc *d = NULL;
+  sc_edit_doc_new(lang, path, text, strlen(text), &d, NULL);
+  return d;
+}
+
+/* The holes of text as "span|span|..." (the replaced text, in order), with
+ * '^' after a one-line hole. */
+static void holes_of(const char *lang, const char *path, const char *text, bool ellipsis,
+                     char *out, size_t cap) {
+  out[0] = '\0';
+  sc_edit_doc *d = doc_of(lang, path, text);
+  if (!d) return;
+  sc_edit_hole_options o = {NULL, ellipsis};
+  sc_edit_site *v = NULL;
+  size_t n = 0;
+  sc_edit_find_holes(d, &o, 0, SIZE_MAX, &v, &n, NULL);
+  size_t w = 0;
+  for (size_t i = 0; i < n && w < cap; i++)
+    w += (size_t)snprintf(out + w, cap - w, "%s%.*s%s", i ? "|" : "",
+                          (int)(v[i].end - v[i].start), text + v[i].start,
+                          v[i].single_line ? "^" : "");
+  free(v);
+  sc_edit_doc_free(d);
+}
+
+static void expect_holes(const char *lang, const char *path, const char *text, bool ellipsis,
+                         const char *want) {
+  char got[1024];
+  holes_of(lang, path, text, ellipsis, got, sizeof got);
+  EXPECTF(strcmp(got, want) == 0, "%s holes: got '%s', want '%s'", lang, got, want);
+}
+
+static void test_holes(void) {
+  /* A marker in a string or a docstring is text, not a hole. */
+  expect_holes("python", NULL,
+               "S = \"TODO(sculpt)\"\n\ndef f():\n    \"\"\"TODO(sculpt) later.\"\"\"\n"
+               "    return S\n",
+               false, "");
+  expect_holes("c", NULL, "char *s = \"TODO(sculpt)\";\nchar c = 'T';\n", false, "");
+  expect_holes("javascript", NULL, "const r = /TODO(sculpt)/;\nconst s = 'TODO(sculpt)';\n",
+               false, "");
+  /* A comment holding it is the hole: whole when alone on its line, one
+   * line when it follows code; code interpolated into a string is code. */
+  expect_holes("python", NULL,
+               "def f(x):\n    # TODO(sculpt)\n\n"
+               "y = 1  # TODO(sculpt): later\nz = abcTODO(sculpt)\n",
+               false, "# TODO(sculpt)|# TODO(sculpt): later^|TODO(sculpt)^");
+  expect_holes("c", NULL,
+               "int f(void) {\n  /* TODO(sculpt) */\n"
+               "  return abcTODO(sculpt); // TODO(sculpt)\n}\n",
+               false, "/* TODO(sculpt) */|TODO(sculpt)^|// TODO(sculpt)^");
+  expect_holes("javascript", NULL, "const a = `x ${TODO(sculpt)}`;\nTODO(sculpt)\n", false,
+               "TODO(sculpt)^|TODO(sculpt)");
+  /* Prose over several comment lines that mentions the marker is not one. */
+  expect_holes("c", NULL, "/* Holes are marked\n * TODO(sculpt) in code. */\nint x;\n", false,
+               "");
+  expect_holes("c", NULL, "/*\n * TODO(sculpt)\n */\nint x;\n", false,
+               "/*\n * TODO(sculpt)\n */");
+  /* Python `...` bodies: legitimate code unless asked, and never where
+   * `...` is meant (the two cases of issue 21 among them). */
+  const char *py =
+      "import abc\nimport typing as t\n\n"
+      "class P(t.Protocol):\n    def f(self) -> int:\n        ...\n\n"
+      "@t.overload\ndef g(x: int) -> int:\n    ...\n\n"
+      "class A(abc.ABC):\n    @abc.abstractmethod\n    def h(self):\n        \"\"\"Doc.\n\n"
+      "        ...\n        \"\"\"\n        ...\n\n"
+      "class M(metaclass=abc.ABCMeta):\n    def m(self):\n        ...\n\n"
+      "class C:\n    def todo(self):\n        \"\"\"Doc.\"\"\"\n        ...\n\n"
+      "def k():\n    ...\n\nX = [\n    ...\n]\n";
+  expect_holes("python", NULL, py, false, "");
+  expect_holes("python", NULL, py, true, "...|...");
+  expect_holes("python", "stub.pyi", "def k():\n    ...\n", true, "");
+  /* --marker replaces the default. */
+  sc_edit_doc *d = doc_of("python", NULL, "a = 1  # @@\nb = 2  # TODO(sculpt)\n");
+  sc_edit_hole_options o = {"@@", false};
+  sc_edit_site *v = NULL;
+  size_t n = 0;
+  EXPECT(d && sc_edit_find_holes(d, &o, 0, SIZE_MAX, &v, &n, NULL) == SC_OK && n == 1);
+  free(v);
+  /* A range: only the holes on its lines (what "Fill hole" asks). */
+  sc_edit_doc *d2 = doc_of("python", NULL, "# TODO(sculpt)\nx = 1\n# TODO(sculpt)\n");
+  v = NULL;
+  EXPECT(d2 && sc_edit_find_holes(d2, NULL, 22, 22, &v, &n, NULL) == SC_OK && n == 1 &&
+         v[0].start == 21);
+  free(v);
+  sc_edit_doc_free(d);
+  sc_edit_doc_free(d2);
+}
+
+/* ---- diagnostics ----------------------------------------------------------------- */
+
+/* The site of a diagnostic at 1-based line:col with message: its text must
+ * be want, on one line, holding the (attributed) position. */
+static void expect_site(const char *lang, const char *text, long line, long col,
+                        const char *message, const char *want) {
+  sc_edit_doc *d = doc_of(lang, NULL, text);
+  REQUIRE(d);
+  size_t off = 0;
+  for (long l = 1; l < line; l++) off = (size_t)(strchr(text + off, '\n') - text) + 1;
+  off += (size_t)(col - 1);
+  sc_edit_site s;
+  EXPECT(sc_edit_site_for_diagnostic(d, off, message, &s, NULL) == SC_OK);
+  EXPECTF(s.end - s.start == strlen(want) && memcmp(text + s.start, want, strlen(want)) == 0,
+          "%s %ld:%ld (%s): site '%.*s', want '%s'", lang, line, col, message,
+          (int)(s.end - s.start), text + s.start, want);
+  EXPECTF(s.start <= s.anchor && s.anchor <= s.end, "the site holds its position");
+  EXPECT(s.kind == SC_EDIT_DIAGNOSTIC && !memchr(text + s.start, '\n', s.end - s.start));
+  sc_edit_doc_free(d);
+}
+
+static void test_diagnostic_sites(void) {
+  /* Missing `;`: gcc reports it at the next line's first token; it belongs
+   * to the line before, and the next statement is not the site. */
+  expect_site("c", "int main(void) {\n  int a = 1\n  int b = 2;\n  return a + b;\n}\n", 3, 3,
+              "expected ',' or ';' before 'int'", "int a = 1");
+  /* ... and reported at the end of its own line. */
+  expect_site("c", "int f(void) {\n  g(1)\n  return 0;\n}\n", 2, 7, "expected ';'", "g(1)");
+  /* Missing `)`: at the `;` gcc names; the rest of that statement only. */
+  expect_site("c", "int f(int x) {\n  return g(x;\n}\n", 2, 13, "expected ')' before ';'", ";");
+  /* Missing `}`: the line gcc names, not the block around it. */
+  expect_site("c", "int f(int x) {\n  if (x) {\n    return 1;\n  return 2;\n}\n", 5, 1,
+              "expected declaration or statement at end of input", "}");
+  /* Missing `:`: the header line, not the body under it. */
+  expect_site("python", "def f(x)\n    return x\n", 1, 9, "expected ':'", "def f(x)");
+  expect_site("python", "if x\n    y = 1\nz = 2\n", 1, 5, "expected ':'", "if x");
+  /* Indentation: the whole line, indentation included. */
+  expect_site("python", "def f(x):\n    y = 1\n      return x\n", 3, 7,
+              "IndentationError: unexpected indent", "      return x");
+  expect_site("python", "def f(x):\nreturn x\n", 2, 1, "expected an indented block", "return x");
+  /* Inside a statement: from the position to its end (the planted `$`). */
+  expect_site("python", "x = abc$\nprint(x)\n", 1, 8, "invalid syntax", "$");
+}
+
+/* ---- checks ---------------------------------------------------------------------- */
+
+/* sc_edit_check of cand for a site spanning the first `span` of text;
+ * want_why NULL: it passes. */
+static void expect_verdict(const char *lang, const char *text, const char *span,
+                           sc_edit_kind kind, const char *cand, const char *want_why) {
+  sc_edit_doc *d = doc_of(lang, NULL, text);
+  REQUIRE(d);
+  size_t a = (size_t)(strstr(text, span) - text);
+  sc_edit_site s = {kind, a, a + strlen(span), a, false};
+  sc_edit_verdict v;
+  EXPECT(sc_edit_check(d, &s, cand, strlen(cand), &v, NULL) == SC_OK);
+  bool ok = want_why == NULL ? v.ok : (!v.ok && v.why && strcmp(v.why, want_why) == 0);
+  EXPECTF(ok, "%s: '%s' for '%s': got %s (%s), want %s", lang, cand, span,
+          v.ok ? "ok" : "refused", v.why ? v.why : "-", want_why ? want_why : "ok");
+  sc_edit_doc_free(d);
+}
+
+static void test_checks(void) {
+  const char *semi = "int main(void) {\n  int a = 1\n  int b = 2;\n  return a + b;\n}\n";
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, "int a = 1;", NULL);
+  /* Opening a comment swallows the next statement: refused. */
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, "int a = 1; /*",
+                 "does not parse");
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, "int a = 1; }", "does not parse");
+  /* The "Fill hole" of issue 21 (gcc's errors went 1 -> 43): refused. */
+  const char *hole = "int f(void) {\n  // TODO(sculpt)\n}\n\nint g(void) { return 2; }\n";
+  expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, " }\n \n    }", "does not parse");
+  expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, "return 1;", NULL);
+  expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, "if (1) { return 1;",
+                 "does not parse");
+  /* A string opened in the site runs over the code after it. */
+  const char *py = "def f(x):\n    # TODO(sculpt)\n    return x\n\n\ndef g():\n    return 2\n";
+  expect_verdict("python", py, "# TODO(sculpt)", SC_EDIT_HOLE, "s = \"\"\"", "does not parse");
+  /* The candidates of issue 21 for an abstract method's `...`: Python
+   * rejects them. */
+  const char *abs =
+      "class A:\n    def h(self):\n        ...\n\n    def k(self):\n        return 1\n";
+  expect_verdict("python", abs, "...", SC_EDIT_HOLE, " if None:", "does not compile");
+  expect_verdict("python", abs, "...", SC_EDIT_HOLE, "return 0", NULL);
+  /* Indentation tree-sitter accepts and Python does not. */
+  expect_verdict("python", py, "# TODO(sculpt)", SC_EDIT_HOLE, "y = x\n      return y",
+                 "does not compile");
+  /* Without an interpreter, our indentation check says the same. */
+  setenv("SCULPT_PYTHON", "", 1);
+  expect_verdict("python", py, "# TODO(sculpt)", SC_EDIT_HOLE, "y = x\n      return y",
+                 "bad indentation");
+  expect_verdict("python", abs, "...", SC_EDIT_HOLE, "return 0", NULL);
+  unsetenv("SCULPT_PYTHON");
+  /* Code after the site that a candidate turns into a comment, though the
+   * file still parses. */
+  expect_verdict("python", "x = TODO(sculpt) + 2\ny = 2\n", "TODO(sculpt)", SC_EDIT_HOLE,
+                 "1  #", "changes code outside its site");
+  expect_verdict("c", "int x = TODO(sculpt) + 2;\nint y;\n", "TODO(sculpt)", SC_EDIT_HOLE,
+                 "1; //", "changes code outside its site");
+  /* Brackets balanced within the site, even where the file would parse. */
+  expect_verdict("python", "x = f(TODO(sculpt))\ny = 2\n", "TODO(sculpt)", SC_EDIT_HOLE,
+                 "a) + (b", "unbalanced brackets");
+  expect_verdict("c", "int x = TODO(sculpt);\nint y;\n", "TODO(sculpt)", SC_EDIT_HOLE,
+                 "1; int z", NULL);
+  expect_verdict("javascript", "let a = TODO(sculpt);\nlet b = 2;\n", "TODO(sculpt)",
+                 SC_EDIT_HOLE, "`", "does not parse");
+  /* The C compiler's judgement: a "fix" that deletes a declaration leaves
+   * its use undeclared (tree-sitter sees nothing wrong); a line turned into
+   * a directive hides the code it replaced; a hole's fill may not add an
+   * error either. Without a compiler, or when it cannot get past the
+   * file's includes, tree-sitter judges alone. */
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, "0000000000;", "does not compile");
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, " #   0x0005:  0x00, 0000000000001",
+                 "hides code in a comment or directive");
+  expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, "return zz;", "does not compile");
+  setenv("SCULPT_CC", "", 1);
+  expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, "return zz;", NULL);
+  unsetenv("SCULPT_CC");
+  const char *missing = "#include \"not_here.h\"\nint f(void) {\n  // TODO(sculpt)\n}\n";
+  expect_verdict("c", missing, "// TODO(sculpt)", SC_EDIT_HOLE, "return zz;", NULL);
+  /* Brackets: a fix may add the `}` its file lacks. */
+  const char *brace = "int f(int x) {\n  if (x) {\n    return 1;\n  return 2;\n}\n";
+  expect_verdict("c", brace, "}\n", SC_EDIT_DIAGNOSTIC, "}\n}", NULL);
+}
+
+/* Our indentation check against Python's verdict on small cases, and no
+ * complaint about any file of the vendored click (all of which compile). */
+static void test_python_indentation(void) {
+  static const struct {
+    const char *src;
+    long line;
+  } cases[] = {
+      {"def f(x):\n    return x\n", 0},
+      {"def f(x):\n    y = 1\n      return x\n", 3},
+      {"def f(x):\nreturn x\n", 2},
+      {"if x:\n        a = 1\n    b = 2\n", 3},
+      {"x = (1,\n  2)\ny = 3\n", 0},
+      {"s = '''a:\n  b'''\nt = 1\n", 0},
+      {"d = {'a':\n   1}\n", 0},
+      {"x = 1 + \\\n      2\n", 0},
+      {"class A:\n    # c\n\n    def f(self): pass\n", 0},
+      {"def f():\n", 1},
+      {"if a:  # c:\n    pass\nelse:\n\tpass\n", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    long got = sc_edit__python_indent_error(cases[i].src, strlen(cases[i].src));
+    EXPECTF(got == cases[i].line, "case %zu: line %ld, want %ld", i, got, cases[i].line);
+  }
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "find %s/data/real/click -name '*.py'", SC_TEST_DATA_DIR);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p);
+  char path[1024];
+  int files = 0;
+  static char buf[1 << 20];
+  while (fgets(path, sizeof path, p)) {
+    path[strcspn(path, "\n")] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    long line = sc_edit__python_indent_error(buf, n);
+    EXPECTF(line == 0, "%s: our check says line %ld", path, line);
+    files++;
+  }
+  pclose(p);
+  EXPECTF(files >= 20, "click's files were read (%d)", files);
+}
+
+int main(void) {
+  snprintf(g_tmp, sizeof g_tmp, "%s/test-edit-XXXXXX", SC_TEST_BUILD_DIR);
+  if (!mkdtemp(g_tmp)) return 1;
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/python3 %s/../tools/planted_checkpoints.py %s/models >/dev/null",
+           SC_TEST_DATA_DIR, g_tmp);
+  if (system(cmd) != 0) return 1;
+  snprintf(g_planted, sizeof g_planted, "%s/models/planted-successor-shifted-bytes", g_tmp);
+  snprintf(g_default, sizeof g_default, "%s/../model/default", SC_TEST_DATA_DIR);
+  RUN(test_holes);
+  RUN(test_diagnostic_sites);
+  RUN(test_checks);
+  RUN(test_python_indentation);
+  RUN(test_planted_same_edit);
+  RUN(test_default_model_same_edit);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", g_tmp);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", g_tmp);
+  TEST_MAIN_END();
+}
