@@ -53,9 +53,11 @@ def repo(files):
     return root
 
 
-def prompt(root, rel, needle, extra=()):
+def prompt(root, rel, needle, extra=("--budget", "1024")):
     """The prompt with the cursor just after the first `needle` of rel,
-    the rest of that line cut."""
+    the rest of that line cut; at the editor's default contextBudget (1024)
+    unless extra says otherwise (without --budget, sculpt context fits the
+    shipped model's 256-token context, which leaves room for few snippets)."""
     text = open(os.path.join(root, rel)).read()
     at = text.index(needle) + len(needle)
     line = text.count("\n", 0, at) + 1
