@@ -5,8 +5,12 @@
  * watched-file events re-read a file from disk, edits to an open document
  * refresh its entry from the buffer (at most every 2 s per document).
  * Updates made while the index is built are replayed on the new one. Its
- * state ("indexing", "ready", "failed") goes out in sculpt/status and its
- * build in $/progress.
+ * state ("indexing", "ready", "failed"), how many files came unchanged from
+ * the index kept on disk and whether a bound (indexMaxFiles) left files out
+ * go out in sculpt/status, its build in $/progress; a completion's data
+ * carries the state at its request (prompt.c). The build starts from the
+ * index kept on disk and writes it back (sc_workspace_index); the updates
+ * made since are written at exit, so a restart starts warm.
  *
  * Threads: c->ws belongs to the model lane (prompt builds and updates run
  * there); root, pending and the index state are the loop's. */
@@ -23,6 +27,7 @@ typedef struct index_arg {
   sc_workspace *ws; /* built on the background worker, until installed (owned) */
   sc_workspace_stats stats;
   int pause_ms; /* test hook: wait this long first (SCULPT_TEST_INDEX_PAUSE_MS) */
+  size_t max_files; /* the indexMaxFiles setting (0: the default bound) */
   int generation; /* c->index_generation when it started: a newer root supersedes it */
   int progress;   /* its $/progress token (sc_lsp__progress_begin), or 0 */
 } index_arg;
@@ -42,6 +47,7 @@ static json_t *index_job(sc_job *job, void *argp, sc_error *err) {
     return sc_error_set(err, SC_ERR_CANCELLED, "indexing cancelled"), NULL;
   sc_workspace_options o = {0};
   o.cancel = &job->cancel; /* exit does not wait for a big tree */
+  o.max_files = a->max_files;
   if (sc_workspace_index(a->root, &o, &a->ws, err) != SC_OK) return NULL;
   a->stats = sc_workspace_get_stats(a->ws);
   return json_null();
@@ -64,6 +70,12 @@ static void install_index_done(sc_lsp_server *s, sc_job *job) {
   if (a->generation != c->index_generation) return; /* another root is being indexed */
   c->index_state = "ready";
   c->index_files = a->stats.files;
+  c->index_cached = a->stats.cached;
+  c->index_partial = a->stats.partial;
+  if (a->stats.partial)
+    SC_LOG_WARN("index: partial (%zu files over indexMaxFiles left out, or the chunk cap "
+                "reached): context may miss definitions",
+                a->stats.skipped_limit);
   sc_cpl__send_status(s, c);
 }
 
@@ -132,6 +144,7 @@ void sc_cpl__start_index(sc_lsp_server *s, sc_completer *c) {
   if (c->indexing && c->index_job)
     atomic_store(&c->index_job->cancel, (int)SC_JOB_CANCELLED);
   a->c = c;
+  a->max_files = (size_t)c->set.index_max_files;
   a->generation = ++c->index_generation;
   const char *pause = getenv("SCULPT_TEST_INDEX_PAUSE_MS");
   if (sc_lsp__options(s)->test_hooks && pause) a->pause_ms = atoi(pause);
@@ -180,7 +193,8 @@ void sc_cpl__on_open(sc_lsp_server *s, sc_document *d) {
   free(c->root);
   c->root = want;
   c->index_state = "indexing"; /* what the status said was another folder's */
-  c->index_files = 0;
+  c->index_files = c->index_cached = 0;
+  c->index_partial = false;
   /* Before initialized, the start indexes it. */
   if (c->started) sc_cpl__start_index(s, c);
 }
@@ -319,8 +333,17 @@ void sc_cpl__on_file_changed(sc_lsp_server *s, const char *uri, int type) {
   post_update(s, sc_lsp__feature(s), uri, NULL, 0, type == 3);
 }
 
-/* At exit, after the workers stopped. */
+/* At exit, after the workers stopped: the per-file updates made since the
+ * index was built (saves, watched files) are written to the index kept on
+ * disk, so that the next start reuses those files too (entries from unsaved
+ * buffers are left out: sc_workspace_save). */
 void sc_cpl__index_free(sc_completer *c) {
+  if (c->ws) {
+    sc_workspace_stats st = sc_workspace_get_stats(c->ws);
+    sc_error err = {0};
+    if (st.updates + st.removals > 0 && sc_workspace_save(c->ws, &err) != SC_OK)
+      SC_LOG_WARN("index: not kept for the next start: %s", err.msg);
+  }
   sc_workspace_free(c->ws);
   pending_clear(c);
   free(c->pending);
