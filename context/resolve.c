@@ -650,19 +650,28 @@ static void occurrence(collector *co, size_t a, size_t b) {
   add(co, t + a, b - a, type, op != SIZE_MAX, false);
 }
 
+/* The next identifier of t at or after *i and starting before e (not the
+ * tail of a longer word): false when there is none; else [*a, *i), *i
+ * left at its end (at most e). */
+static bool next_id(const char *t, size_t *i, size_t e, size_t *a) {
+  while (*i < e) {
+    if (!is_id_start(t[*i]) || (*i > 0 && is_id(t[*i - 1]))) {
+      (*i)++;
+      continue;
+    }
+    *a = *i;
+    while (*i < e && is_id(t[*i])) (*i)++;
+    return true;
+  }
+  return false;
+}
+
 /* Identifiers in text[s, e), left to right or right to left. */
 static void scan_range(collector *co, size_t s, size_t e, bool backwards) {
   const char *t = co->sc->text;
   if (!backwards) {
-    for (size_t i = s; i < e;) {
-      if (!is_id_start(t[i]) || (i > 0 && is_id(t[i - 1]))) {
-        i++;
-        continue;
-      }
-      size_t a = i;
-      while (i < e && is_id(t[i])) i++;
-      occurrence(co, a, i);
-    }
+    size_t i = s, a;
+    while (next_id(t, &i, e, &a)) occurrence(co, a, i);
     return;
   }
   for (size_t i = e; i > s;) {
@@ -825,13 +834,8 @@ static void bag_add(rv_bag *b, const char *s, size_t n, float w) {
  * string names the case: "fish" where GenFishCompletion is called). */
 static void bag_range(rv_bag *bag, const char *t, const masks *mk, size_t a, size_t b, size_t xa,
                       size_t xb, float w) {
-  for (size_t i = a; i < b;) {
-    if (!is_id_start(t[i]) || (i > 0 && is_id(t[i - 1]))) {
-      i++;
-      continue;
-    }
-    size_t s = i;
-    while (i < b && is_id(t[i])) i++;
+  size_t i = a, s;
+  while (next_id(t, &i, b, &s)) {
     if (s >= xa && s < xb) continue;
     bag_add(bag, t + s, i - s, is_masked(mk, s) ? w * RV_W_PROSE : w);
   }

@@ -22,21 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+from ctxtest import check, failures, write
+
 BIN = os.environ["SCULPT_BIN"]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def write(root, rel, text):
-    p = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p, "w") as f:
-        f.write(text)
 
 
 CACHE = tempfile.mkdtemp(prefix="sculpt-predict-cache-")
@@ -89,6 +77,14 @@ def texts(res):
     return "\n".join(s["text"] for s in res["snippets"])
 
 
+def expect(root, rel, needle, line, path, what, extra=("--budget", "1024")):
+    """Checks that the prompt after needle (the line cut) shows line under
+    path; returns that prompt."""
+    res = prompt(root, rel, needle, extra)
+    check(shown(res, line, path), "%s: %s" % (what, texts(res)))
+    return res
+
+
 if not shutil.which("git"):
     print("skip: git is needed to list the workspace")
     sys.exit(77)
@@ -109,12 +105,10 @@ py = repo({
                    "        raise errors.MissingConfigError(errors.format_failure('x'))\n"
                    "    return args\n",
 })
-res = prompt(py, "app/main.py", "    args = ")
-check(shown(res, "def expand_args(args, *, user=True):", "app/util.py"),
-      "`args = ` shows expand_args (words of the cursor's line): %s" % texts(res))
-res = prompt(py, "app/main.py", "raise ")
-check(shown(res, "class MissingConfigError(AppError):", "app/errors.py"),
-      "`raise ` shows an exception class: %s" % texts(res))
+expect(py, "app/main.py", "    args = ", "def expand_args(args, *, user=True):", "app/util.py",
+       "`args = ` shows expand_args (words of the cursor's line)")
+res = expect(py, "app/main.py", "raise ", "class MissingConfigError(AppError):", "app/errors.py",
+             "`raise ` shows an exception class")
 check(not shown(res, "def format_failure(msg):"),
       "`raise ` guesses classes only, not format_failure: %s" % texts(res))
 
@@ -125,9 +119,8 @@ c = repo({
     "builtin.c": "#include \"jv.h\"\n\nstatic jv f_keys(jv input) {\n"
                  "  return jv_keys(input);\n}\n",
 })
-res = prompt(c, "builtin.c", "  return ")
-check(shown(res, "jv jv_keys(jv);", "jv.h"),
-      "`return ` in f_keys shows jv_keys (the function's name): %s" % texts(res))
+expect(c, "builtin.c", "  return ", "jv jv_keys(jv);", "jv.h",
+       "`return ` in f_keys shows jv_keys (the function's name)")
 
 # Go: the method set of a type spread over its package, each method under
 # its own file's path line; `return c.` in a function returning error lists
@@ -148,12 +141,10 @@ go = repo({
     "run.go": "package tool\n\nfunc run(c *Cmd) error {\n\tif c.Hidden {\n\t\treturn nil\n\t}\n"
               "\treturn c.GenFishCompletion(c.Out())\n}\n",
 })
-res = prompt(go, "run.go", "\treturn c.")
-check(shown(res, "func (c *Cmd) GenFishCompletion(w io.Writer) error {", "fish.go"),
-      "`return c.` shows the method returning error under fish.go's path line: %s" % texts(res))
-res = prompt(go, "run.go", "\tif c.")
-check(shown(res, "Hidden bool", "cmd.go"),
-      "`if c.` shows the bool field among 40 string fields: %s" % texts(res))
+expect(go, "run.go", "\treturn c.", "func (c *Cmd) GenFishCompletion(w io.Writer) error {",
+       "fish.go", "`return c.` shows the method returning error under fish.go's path line")
+expect(go, "run.go", "\tif c.", "Hidden bool", "cmd.go",
+       "`if c.` shows the bool field among 40 string fields")
 
 # TypeScript: `const {options} = this;` gives options the class field's
 # type, whose boolean member a condition wants.
@@ -169,9 +160,9 @@ ts = repo({
                   "".join("\tconsole.log(o.setting%d, o.setting%d);\n" % (i, i) for i in range(40)) +
                   "}\n",
 })
-res = prompt(ts, "src/client.ts", "\t\tif (options.", ("--budget", "512"))
-check(shown(res, "verbose?: boolean;", "src/options.ts"),
-      "`if (options.` after `const {options} = this` lists Options' boolean: %s" % texts(res))
+expect(ts, "src/client.ts", "\t\tif (options.", "verbose?: boolean;", "src/options.ts",
+       "`if (options.` after `const {options} = this` lists Options' boolean",
+       ("--budget", "512"))
 
 for d in made:
     shutil.rmtree(d, ignore_errors=True)
