@@ -198,3 +198,25 @@ bool sc_buf_append(char **buf, size_t *len, size_t *cap, size_t first_cap, const
   (*buf)[*len] = '\0';
   return true;
 }
+
+int sc_utf8_lead(const unsigned char *p, size_t avail) {
+  unsigned c = p[0];
+  if (c < 0x80) return 1;
+  int n;
+  unsigned lo = 0x80, hi = 0xBF; /* the second byte's range (RFC 3629 table) */
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0; /* overlong */
+    if (c == 0xED) hi = 0x9F; /* surrogates */
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90; /* overlong */
+    if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
+  } else {
+    return 0;
+  }
+  for (size_t i = 1; i < (size_t)n && i < avail; i++)
+    if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF)) return 0;
+  return n;
+}

@@ -135,6 +135,13 @@ sc_status sc_file_open_regular(const char *path, int *fd, sc_error *err);
 sc_status sc_file_read_regular(const char *path, size_t max, char **out, size_t *len,
                                sc_error *err);
 
+/* The length (1..4) of the UTF-8 sequence that p[0] begins when the bytes
+ * after it that are there (avail in all, at least 1) continue it as RFC 3629
+ * section 4 allows (no overlong forms, surrogates or code points past
+ * U+10FFFF); else 0. A result above avail is a valid but cut sequence: the
+ * callers that need it whole check n <= avail. */
+int sc_utf8_lead(const unsigned char *p, size_t avail);
+
 /* 64-bit FNV-1a; for hash tables and cache keys, not security. */
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);
 

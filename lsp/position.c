@@ -15,31 +15,17 @@ const char *sc_pos_encoding_name(sc_pos_encoding enc) {
 }
 
 size_t sc_utf8_decode(const char *text, size_t len, size_t i, uint32_t *cp) {
-  const unsigned char *s = (const unsigned char *)text;
-  unsigned char c = s[i];
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  }
-  size_t need;
-  uint32_t v, min;
-  if (c >= 0xC2 && c <= 0xDF) { need = 1; v = c & 0x1F; min = 0x80; }
-  else if (c >= 0xE0 && c <= 0xEF) { need = 2; v = c & 0x0F; min = 0x800; }
-  else if (c >= 0xF0 && c <= 0xF4) { need = 3; v = c & 0x07; min = 0x10000; }
-  else { *cp = 0xFFFD; return 1; }
-  if (len - i < need + 1) { *cp = 0xFFFD; return 1; } /* truncated */
-  for (size_t k = 1; k <= need; k++) {
-    unsigned char cc = s[i + k];
-    if ((cc & 0xC0) != 0x80) { *cp = 0xFFFD; return 1; }
-    v = (v << 6) | (cc & 0x3F);
-  }
-  /* Overlong forms and surrogates are invalid UTF-8. */
-  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
+  const unsigned char *s = (const unsigned char *)text + i;
+  int n = sc_utf8_lead(s, len - i);
+  if (n == 0 || (size_t)n > len - i) { /* invalid or truncated */
     *cp = 0xFFFD;
     return 1;
   }
+  static const unsigned char first_bits[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  uint32_t v = s[0] & first_bits[n];
+  for (int k = 1; k < n; k++) v = (v << 6) | (s[k] & 0x3F);
   *cp = v;
-  return need + 1;
+  return (size_t)n;
 }
 
 static sc_status push_start(sc_line_index *idx, size_t off) {

@@ -42,34 +42,9 @@
 
 /* ---- text --------------------------------------------------------------------- */
 
-/* The length (1..4) of the UTF-8 sequence that p[0] begins, when the bytes
- * after it that are there (avail in all) continue it as RFC 3629 section 4
- * allows; else 0. */
-static int utf8_lead(const unsigned char *p, size_t avail) {
-  unsigned c = p[0];
-  if (c < 0x80) return 1;
-  int n;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  for (size_t i = 1; i < (size_t)n && i < avail; i++)
-    if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF)) return 0;
-  return n;
-}
-
 /* Length of the valid UTF-8 sequence at p (1..4), or 0. */
 static int utf8_seq(const unsigned char *p, size_t left) {
-  int n = utf8_lead(p, left);
+  int n = sc_utf8_lead(p, left);
   return (size_t)n <= left ? n : 0;
 }
 
@@ -109,7 +84,7 @@ json_t *sc_serve__json_text(const char *text, size_t len) {
 
 /* Whether p[0..k) (k >= 1) begins a valid UTF-8 sequence not yet complete. */
 static bool utf8_partial(const unsigned char *p, size_t k) {
-  int n = utf8_lead(p, k);
+  int n = sc_utf8_lead(p, k);
   return n > 0 && (size_t)n > k;
 }
 

@@ -79,10 +79,15 @@ check(wait_until(lambda: status("s1") == "UP" and status("s2") == "UP", timeout=
       f"both servers checked up: {show_stat()}")
 
 BODY = json.dumps({"prompt": "abc", "max_tokens": 30})
+lock = threading.Lock()
+
+
+failures = []  # why a try failed, printed when a request is not answered
 
 
 def complete():
     """One completion through HAProxy: the text, or None on any failure."""
+    t0 = time.time()
     try:
         c = http.client.HTTPConnection("127.0.0.1", lb_port, timeout=20)
         c.request("POST", "/v1/fim/completions", body=BODY,
@@ -90,13 +95,17 @@ def complete():
         r = c.getresponse()
         data = r.read()
         c.close()
-        return json.loads(data)["choices"][0]["text"] if r.status == 200 else None
-    except (OSError, ValueError, KeyError, http.client.HTTPException):
-        return None
+        if r.status == 200:
+            return json.loads(data)["choices"][0]["text"]
+        why = f"HTTP {r.status}: {data[:200]!r}"
+    except (OSError, ValueError, KeyError, http.client.HTTPException) as e:
+        why = f"{type(e).__name__}: {e}"
+    with lock:
+        failures.append(f"after {time.time() - t0:.2f} s: {why}")
+    return None
 
 
 results = []  # (answered, tries)
-lock = threading.Lock()
 PER_CLIENT = 4  # requests each; the kill comes once a few are done, whatever the speed
 
 
@@ -126,7 +135,7 @@ retried = sum(tries == 2 for _, tries in results)
 print(f"{len(results)} requests, {answered} answered, {retried} after a retry; "
       f"served before the kill {before_kill}; s1 down after {down_after:.2f} s")
 check(len(results) == 6 * PER_CLIENT and answered == len(results),
-      f"every request answered: {answered} of {len(results)}")
+      f"every request answered: {answered} of {len(results)}; failed tries: {failures}")
 check(before_kill[0] > 0 and before_kill[1] > 0, f"both servers took load: {before_kill}")
 # The kill cut requests short: HAProxy sent them again (its retries and
 # redispatches), or the client did.

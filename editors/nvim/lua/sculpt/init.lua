@@ -26,8 +26,10 @@ M.defaults = {
                 'javascriptreact', 'go', 'rust', 'java', 'lua', 'sh' },
   -- Server settings (section "sculpt"): modelPath, device, algorithm,
   -- threshold, eosPenalty, maxTokens, contextBudget, debounceMs, enabledLanguages,
-  -- holeMarker, lengthCandidates, logLevel, repair, backend (a URL or
-  -- {url, model, apiKeyEnv, timeoutMs, maxTries}). Empty: the server's defaults.
+  -- holeMarker, lengthCandidates, logLevel, repair, maxDocumentBytes, backend
+  -- (a URL or {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider,
+  -- fimTemplate, stream, cutOff, drafts, contextTokens}). Empty: the
+  -- server's defaults (README "Settings").
   settings = {},
   -- Extra environment for the server process (e.g. { SCULPT_MODEL = '...' }).
   -- SCULPT_LOG (the server's stderr level) is 'error' unless set here or in
