@@ -122,8 +122,9 @@ static void index_done(sc_lsp_server *s, sc_job *job) {
   c->last_index_ms = sc_now_ms();
   char msg[160];
   if (job->result) {
-    snprintf(msg, sizeof msg, "%zu files, %zu definitions in %.0f ms", stats.files,
-             stats.definitions, stats.ms);
+    snprintf(msg, sizeof msg, "%zu files (%zu from the index kept on disk), %zu definitions in "
+             "%.0f ms%s", stats.files, stats.cached, stats.definitions, stats.ms,
+             stats.partial ? ", partial" : "");
     SC_LOG_INFO("index: %s", msg);
   } else {
     snprintf(msg, sizeof msg, "not indexed: %s", job->err.msg);
