@@ -93,6 +93,9 @@ struct sc_completer {
   int load_progress; /* the load's $/progress token (sc_lsp__progress_begin), or 0 */
   /* index.c */
   sc_workspace *ws; /* the workspace index (model lane only) */
+  /* Model lane: updates of ws read from disk (saves, watched files,
+   * removals) since it was installed; written to the kept index at exit. */
+  size_t index_disk_updates;
   /* Loop-thread state for the index. */
   char *client_root; /* the folder initialize named, or NULL */
   char *root;        /* the folder indexed: client_root, or the open file's work tree */

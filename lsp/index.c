@@ -60,6 +60,7 @@ static json_t *install_index_job(sc_job *job, void *argp, sc_error *err) {
   sc_workspace_free(a->c->ws);
   a->c->ws = a->ws;
   a->ws = NULL;
+  a->c->index_disk_updates = 0; /* the build wrote what it read */
   return json_null();
 }
 
@@ -236,6 +237,7 @@ static json_t *update_job(sc_job *job, void *argp, sc_error *err) {
    * built on the background worker, index_done replays the updates that
    * came meanwhile after installing it.) */
   if (!a->c->ws) return json_null();
+  if (!a->text) a->c->index_disk_updates++;
   if (a->remove) {
     a->indexed = false;
     sc_workspace_remove_file(a->c->ws, a->rel);
@@ -334,17 +336,15 @@ void sc_cpl__on_file_changed(sc_lsp_server *s, const char *uri, int type) {
   post_update(s, sc_lsp__feature(s), uri, NULL, 0, type == 3);
 }
 
-/* At exit, after the workers stopped: the per-file updates made since the
- * index was built (saves, watched files) are written to the index kept on
- * disk, so that the next start reuses those files too (entries from unsaved
- * buffers are left out: sc_workspace_save). */
+/* At exit, after the workers stopped: when files were re-read from disk
+ * since the index was built (saves, watched files), the index is written
+ * to its place on disk so that the next start reuses those files too. Not
+ * for buffer refreshes alone: a save leaves their entries out
+ * (sc_workspace_save), and the kept index still has those files as on disk. */
 void sc_cpl__index_free(sc_completer *c) {
-  if (c->ws) {
-    sc_workspace_stats st = sc_workspace_get_stats(c->ws);
-    sc_error err = {0};
-    if (st.updates + st.removals > 0 && sc_workspace_save(c->ws, &err) != SC_OK)
-      SC_LOG_WARN("index: not kept for the next start: %s", err.msg);
-  }
+  sc_error err = {0};
+  if (c->ws && c->index_disk_updates && sc_workspace_save(c->ws, &err) != SC_OK)
+    SC_LOG_WARN("index: not kept for the next start: %s", err.msg);
   sc_workspace_free(c->ws);
   pending_clear(c);
   free(c->pending);

@@ -9,7 +9,8 @@ user's cache):
   (index.cached == index.files), the first server's did not; a file changed
   on disk and reported (didChangeWatchedFiles) during the first session is
   kept at its exit, so the second reuses it too and serves its new
-  definition from the kept index.
+  definition from the kept index; an unsaved edit in the second session
+  does not cost a third start its file.
 - partial: a bound that leaves files out (indexMaxFiles) shows in
   sculpt/status (index.partial) and in each completion's data
   (partialIndex: true); the whole tree shows neither.
@@ -138,7 +139,23 @@ def test_restart_is_warm():
     model_ready(s2)
     open_probe(s2, root)
     check(probe_prompt(s2, root), "the kept index has the changed file's definition")
+    # An unsaved edit of util.c reaches the index from its buffer (a request
+    # in that document refreshes it); the disk is unchanged, so the kept
+    # index must still serve util.c to the next start.
+    util, text = open_file(s2, root, "src/util.c")
+    s2.notify("textDocument/didChange",
+              {"textDocument": {"uri": uri(util), "version": 2},
+               "contentChanges": [{"text": text + "\nint unsaved_edit(void);\n"}]})
+    s2.result("sculpt/test/prompt", {"textDocument": {"uri": uri(util)},
+                                     "position": {"line": 0, "character": 0}}, timeout=TIMEOUT)
     eq(s2.shutdown_and_exit(), 0, "exit code")
+
+    s3 = spawn(env=env)
+    s3.start(rootUri=uri(root))
+    third = index_ready(s3)
+    eq(third["cached"], third["files"],
+       "an unsaved buffer's edit does not drop its file from the kept index")
+    eq(s3.shutdown_and_exit(), 0, "exit code")
 
 
 def test_partial_index_is_reported():
