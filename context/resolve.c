@@ -118,8 +118,69 @@ static char *rhs_chain(const char *s, size_t len, size_t k) {
   return out;
 }
 
+/* A narrowing test naming the type of s[at, at + n): Python
+ * `isinstance(x, T)` (a tuple: its first), TypeScript `x instanceof T`.
+ * NULL when there is none. Owned. */
+static char *narrowed_type(const char *s, size_t len, size_t at, size_t n, const char *lang) {
+  size_t k = at + n;
+  if (lang_is(lang, "python")) {
+    size_t p = at;
+    while (p > 0 && (s[p - 1] == ' ' || s[p - 1] == '\t')) p--;
+    if (p < 11 || memcmp(s + p - 11, "isinstance(", 11) != 0) return NULL;
+    while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
+    if (k >= len || s[k] != ',') return NULL;
+    return annotation_type(s, len, k + 1);
+  }
+  if (ts_like(lang)) {
+    while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
+    if (len - k < 11 || memcmp(s + k, "instanceof", 10) != 0 || is_id(s[k + 10])) return NULL;
+    return annotation_type(s, len, k + 10);
+  }
+  return NULL;
+}
+
+/* TypeScript/JavaScript: name s[at, at + n) taken apart from an object,
+ * `const {a, name, b} = x.y;`: "=x.y.name" (for chain_type to follow), or
+ * NULL. Not a renamed one (`{name: other}` declares other). */
+static char *destructured(const char *s, size_t len, size_t at, size_t n) {
+  size_t b = at;
+  while (b > 0 && (is_id(s[b - 1]) || strchr(" \t\n,", s[b - 1]))) b--;
+  if (b == 0 || s[b - 1] != '{') return NULL;
+  size_t q = b - 1;
+  while (q > 0 && (s[q - 1] == ' ' || s[q - 1] == '\t')) q--;
+  size_t w = q;
+  while (w > 0 && is_id(s[w - 1])) w--;
+  if (!(word_is(s + w, q - w, "const") || word_is(s + w, q - w, "let") ||
+        word_is(s + w, q - w, "var")))
+    return NULL;
+  size_t e = at + n;
+  while (e < len && (s[e] == ' ' || s[e] == '\t')) e++;
+  if (e < len && s[e] == ':') return NULL; /* renamed */
+  while (e < len && (is_id(s[e]) || strchr(" \t\n,", s[e]))) e++;
+  if (e >= len || s[e] != '}') return NULL;
+  e++;
+  while (e < len && (s[e] == ' ' || s[e] == '\t')) e++;
+  if (e + 1 >= len || s[e] != '=' || s[e + 1] == '=') return NULL;
+  e++;
+  while (e < len && (s[e] == ' ' || s[e] == '\t')) e++;
+  char *rhs = rhs_chain(s, len, e);
+  if (!rhs) return NULL;
+  size_t rl = strlen(rhs);
+  char *out = malloc(rl + n + 2);
+  if (out) {
+    memcpy(out, rhs, rl);
+    out[rl] = '.';
+    memcpy(out + rl + 1, s + at, n);
+    out[rl + n + 1] = '\0';
+  }
+  free(rhs);
+  return out;
+}
+
 char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *lang) {
   size_t e = at + n;
+  char *narrow = narrowed_type(s, len, at, n, lang);
+  if (narrow) return narrow;
   if (c_like(lang)) {
     size_t k = e;
     while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
@@ -189,6 +250,10 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
       return NULL;
     return strndup(s + a, k - a);
   }
+  if (ts_like(lang)) { /* const {a, b} = x: a is x.a */
+    char *d = destructured(s, len, at, n);
+    if (d) return d;
+  }
   if (s[k] == '?' || s[k] == '!') k++;
   if (k < len && s[k] == ':' && !(k + 1 < len && s[k + 1] == '=')) {
     char *t = annotation_type(s, len, k + 1);
@@ -211,9 +276,23 @@ char *rv_decl_type(const char *s, size_t len, size_t at, size_t n, const char *l
   return NULL;
 }
 
-/* The nearest declaration of recv before offset end in text: its type. */
-static char *declared_before(const char *text, size_t floor, size_t end, const char *recv,
-                             size_t rn, const char *lang) {
+static bool masked_type(const char *t);
+
+/* Whether offset at of the tree's text is inside a comment or a string. */
+static bool in_comment(const sc_syntax_tree *tree, size_t at) {
+  if (!tree) return false;
+  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)at,
+                                               (uint32_t)at);
+  for (int up = 0; !ts_node_is_null(n) && up < 4; up++, n = ts_node_parent(n))
+    if (masked_type(ts_node_type(n))) return true;
+  return false;
+}
+
+/* The nearest declaration of recv before offset end in text: its type.
+ * Not in a comment or a string (a docstring's ":param ctx: Invocation
+ * context" declares nothing). */
+static char *declared_before(const char *text, const sc_syntax_tree *tree, size_t floor,
+                             size_t end, const char *recv, size_t rn, const char *lang) {
   size_t lo = end > (64u << 10) ? end - (64u << 10) : 0;
   if (floor > lo && floor < end) lo = floor;
   for (size_t i = end; i > lo + rn - 1 && i >= rn;) {
@@ -224,6 +303,10 @@ static char *declared_before(const char *text, size_t floor, size_t end, const c
         (a + rn < end && is_id(text[a + rn])))
       continue;
     char *t = rv_decl_type(text, end, a, rn, lang);
+    if (t && in_comment(tree, a)) {
+      free(t);
+      t = NULL;
+    }
     if (t) return t;
     i = a;
   }
@@ -301,7 +384,7 @@ static char *chain_type(const rv_scan *sc, const char *s, size_t a, size_t b, si
   } else if (word_is(w, wl, "this") && (ts_like(sc->lang) || lang_is(sc->lang, "cpp"))) {
     type = enclosing_class(sc, at);
   } else {
-    type = declared_before(sc->text, sc->decl_floor, at, w, wl, sc->lang);
+    type = declared_before(sc->text, sc->tree, sc->decl_floor, at, w, wl, sc->lang);
     if (type && type[0] == '=') { /* x = f(...), x = y.z: that expression's type */
       char *rhs = type;
       type = chain_type(sc, rhs, 1, strlen(rhs), at, depth + 1);
@@ -438,8 +521,36 @@ typedef struct collector {
   size_t n_recv;
 } collector;
 
+/* Words of the languages that ws_is_keyword (which the index's sketches
+ * use, so it stays as it is) does not list: never a name to look up. */
+/* By length (called for every identifier scanned: a length, then a few
+ * words of it). */
+static const char *const k_more_keywords[][16] = {
+    {NULL},
+    {NULL},
+    {"of", "go", NULL},
+    {"any", "nil", "map", "del", NULL},
+    {"type", "null", "void", "true", "chan", "goto", "elif", "None", "True", NULL},
+    {"keyof", "infer", "never", "throw", "super", "false", "range", "defer", "const", "raise",
+     "False", "await", NULL},
+    {"typeof", "string", "number", "symbol", "bigint", "delete", "static", "struct", "select",
+     "sizeof", "except", "global", "assert", NULL},
+    {"extends", "declare", "boolean", "unknown", "default", "finally", NULL},
+    {"readonly", "abstract", "override", "nonlocal", NULL},
+    {"interface", "namespace", "satisfies", "undefined", "protected", NULL},
+    {"implements", "instanceof", NULL},
+    {"fallthrough", NULL},
+};
+
+static bool more_keyword(const char *s, size_t n) {
+  if (n >= sizeof k_more_keywords / sizeof k_more_keywords[0]) return false;
+  for (const char *const *k = k_more_keywords[n]; *k; k++)
+    if ((*k)[0] == s[0] && memcmp(*k, s, n) == 0) return true;
+  return false;
+}
+
 static bool skip_word(const char *s, size_t n) {
-  return n < 2 || isdigit((unsigned char)s[0]) || ws_is_keyword(s, n);
+  return n < 2 || isdigit((unsigned char)s[0]) || ws_is_keyword(s, n) || more_keyword(s, n);
 }
 
 static void add(collector *co, const char *name, size_t n, const char *recv_type, bool member,
@@ -453,7 +564,7 @@ static void add(collector *co, const char *name, size_t n, const char *recv_type
       return;
   }
   rv_cand c = {strndup(name, n), recv_type ? strdup(recv_type) : NULL, member, type_only,
-               false, false, NULL};
+               false, false, NULL, false};
   if (!c.name || (recv_type && !c.recv_type)) {
     free(c.name);
     free(c.recv_type);
@@ -539,19 +650,28 @@ static void occurrence(collector *co, size_t a, size_t b) {
   add(co, t + a, b - a, type, op != SIZE_MAX, false);
 }
 
+/* The next identifier of t at or after *i and starting before e (not the
+ * tail of a longer word): false when there is none; else [*a, *i), *i
+ * left at its end (at most e). */
+static bool next_id(const char *t, size_t *i, size_t e, size_t *a) {
+  while (*i < e) {
+    if (!is_id_start(t[*i]) || (*i > 0 && is_id(t[*i - 1]))) {
+      (*i)++;
+      continue;
+    }
+    *a = *i;
+    while (*i < e && is_id(t[*i])) (*i)++;
+    return true;
+  }
+  return false;
+}
+
 /* Identifiers in text[s, e), left to right or right to left. */
 static void scan_range(collector *co, size_t s, size_t e, bool backwards) {
   const char *t = co->sc->text;
   if (!backwards) {
-    for (size_t i = s; i < e;) {
-      if (!is_id_start(t[i]) || (i > 0 && is_id(t[i - 1]))) {
-        i++;
-        continue;
-      }
-      size_t a = i;
-      while (i < e && is_id(t[i])) i++;
-      occurrence(co, a, i);
-    }
+    size_t i = s, a;
+    while (next_id(t, &i, e, &a)) occurrence(co, a, i);
     return;
   }
   for (size_t i = e; i > s;) {
@@ -620,7 +740,515 @@ static void file_names(collector *co, size_t ra, size_t rb) {
   free(slot);
 }
 
-size_t rv_candidates(const rv_scan *scan, rv_cand *out, size_t cap) {
+/* ---- words ------------------------------------------------------------------------ */
+
+/* The word a common abbreviation (lower case, s[0, n)) stands for, or NULL. */
+static const char *abbreviation(const char *s, size_t n) {
+  static const char *const pairs[][2] = {
+      {"err", "error"}, {"ctx", "context"}, {"cfg", "config"}, {"conf", "config"},
+      {"msg", "message"}, {"req", "request"}, {"res", "response"}, {"resp", "response"},
+      {"opt", "option"}, {"arg", "argument"}, {"cmd", "command"}, {"str", "string"},
+      {"val", "value"}, {"fn", "function"}, {"func", "function"}, {"num", "number"},
+      {"idx", "index"}, {"buf", "buffer"}, {"src", "source"}, {"dst", "destination"},
+      {"env", "environment"}, {"dir", "directory"}, {"prev", "previous"}, {"tmp", "temporary"},
+      {"param", "parameter"}, {"attr", "attribute"}, {"addr", "address"}, {"conn", "connection"},
+      {NULL, NULL}};
+  for (size_t i = 0; pairs[i][0]; i++)
+    if (strlen(pairs[i][0]) == n && memcmp(pairs[i][0], s, n) == 0) return pairs[i][1];
+  return NULL;
+}
+
+size_t rv_words(const char *s, size_t n, uint64_t *out, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < cap;) {
+    if (!isalpha((unsigned char)s[i])) {
+      i++;
+      continue;
+    }
+    /* A word: an upper-case run (an acronym, which ends before an
+     * upper-case letter that starts a lower-case word: "HTTPError"), or an
+     * optional capital and lower-case letters. */
+    size_t a = i;
+    if (isupper((unsigned char)s[i])) {
+      while (i < n && isupper((unsigned char)s[i])) i++;
+      if (i < n && islower((unsigned char)s[i]) && i - a > 1) i--;
+      else if (i - a == 1)
+        while (i < n && islower((unsigned char)s[i])) i++;
+    } else {
+      while (i < n && islower((unsigned char)s[i])) i++;
+    }
+    if (i - a < 2 || i - a > 32) continue;
+    char low[32];
+    size_t wl = i - a;
+    for (size_t j = a; j < i; j++) low[j - a] = (char)tolower((unsigned char)s[j]);
+    /* A plural is its singular: keys, key; params, param (not "class"). */
+    if (wl >= 4 && low[wl - 1] == 's' && low[wl - 2] != 's') wl--;
+    /* The abbreviations code writes everywhere are their words: err is
+     * error, ctx context, cmd command. */
+    const char *full = abbreviation(low, wl);
+    if (full) {
+      wl = strlen(full);
+      memcpy(low, full, wl);
+    }
+    uint64_t h = sc_hash64(low, wl, 0x77);
+    bool dup = false;
+    for (size_t j = 0; j < k && !dup; j++) dup = out[j] == h;
+    if (!dup) out[k++] = h;
+  }
+  /* The whole name as one word too, without case or underscores: a
+   * lower-case compound ("progressbar") is the name ProgressBar. */
+  char all[64];
+  size_t m = 0, parts = k;
+  for (size_t i = 0; i < n && m < sizeof all; i++)
+    if (isalpha((unsigned char)s[i])) all[m++] = (char)tolower((unsigned char)s[i]);
+  if (parts > 1 && k < cap && m >= 4 && m < sizeof all) out[k++] = sc_hash64(all, m, 0x77);
+  return k;
+}
+
+float rv_bag_weight(const rv_bag *b, uint64_t word) {
+  for (size_t i = 0; i < b->n; i++)
+    if (b->word[i] == word) return b->weight[i];
+  return 0.0f;
+}
+
+static void bag_add(rv_bag *b, const char *s, size_t n, float w) {
+  if (skip_word(s, n)) return;
+  uint64_t ws[8];
+  size_t k = rv_words(s, n, ws, 8);
+  for (size_t i = 0; i < k; i++) {
+    size_t j = 0;
+    while (j < b->n && b->word[j] != ws[i]) j++;
+    if (j == b->n) {
+      if (b->n == RV_BAG) continue;
+      b->word[b->n] = ws[i];
+      b->weight[b->n++] = w;
+    } else if (b->weight[j] < w) {
+      b->weight[j] = w;
+    }
+  }
+}
+
+/* Every identifier of text[a, b) into the bag, but not those in [xa, xb);
+ * the words of comments and strings weigh RV_W_PROSE as much (a comment
+ * says what the next line does: "we remove it" before RemoveCommand; a
+ * string names the case: "fish" where GenFishCompletion is called). */
+static void bag_range(rv_bag *bag, const char *t, const masks *mk, size_t a, size_t b, size_t xa,
+                      size_t xb, float w) {
+  size_t i = a, s;
+  while (next_id(t, &i, b, &s)) {
+    if (s >= xa && s < xb) continue;
+    bag_add(bag, t + s, i - s, is_masked(mk, s) ? w * RV_W_PROSE : w);
+  }
+}
+
+/* The name of a function whose head starts at s[a] (the identifier right
+ * before its parameter list, not a keyword: "func (c *Command) Find(",
+ * "static jv f_keys(", "def progressbar(", "async #retry<T>("): [*na, *nb). */
+static bool function_name(const char *s, size_t a, size_t e, size_t *na, size_t *nb) {
+  for (size_t i = a; i < e && s[i] != '{' && s[i] != '\n';) {
+    if (!is_id_start(s[i])) {
+      i++;
+      continue;
+    }
+    size_t x = i;
+    while (i < e && is_id(s[i])) i++;
+    size_t y = i, k = i;
+    while (k < e && (s[k] == ' ' || s[k] == '\t')) k++;
+    if (k < e && s[k] == '<') { /* type parameters */
+      int depth = 0;
+      for (; k < e && s[k] != '\n'; k++) {
+        if (s[k] == '<') depth++;
+        else if (s[k] == '>' && --depth == 0) break;
+      }
+      k++;
+    }
+    if (k < e && s[k] == '(' && !ws_is_keyword(s + x, y - x)) {
+      *na = x, *nb = y;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ---- what the member at the cursor must give (Go) ---------------------------------- */
+
+/* Copies s[a, b) without spaces and tabs into out (cap bytes). */
+static void squeeze(const char *s, size_t a, size_t b, char *out, size_t cap) {
+  size_t o = 0;
+  for (size_t i = a; i < b && o + 1 < cap; i++)
+    if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') out[o++] = s[i];
+  out[o] = '\0';
+}
+
+/* Top-level commas of s (results text) + 1, or 0 for "". */
+static int count_parts(const char *s) {
+  if (!*s) return 0;
+  int n = 1, depth = 0;
+  for (; *s; s++) {
+    if (strchr("([{", *s)) depth++;
+    else if (strchr(")]}", *s)) depth--;
+    else if (*s == ',' && depth == 0) n++;
+  }
+  return n;
+}
+
+int rv_go_results(const char *s, size_t len, size_t at, size_t n, char *out, size_t cap) {
+  out[0] = '\0';
+  size_t k = at + n;
+  while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
+  size_t e = k;
+  while (e < len && s[e] != '\n') e++;
+  if (k < len && s[k] != '(') { /* a field: its type, up to a tag or comment */
+    size_t b = k;
+    while (b < e && s[b] != '`' && !(s[b] == '/' && b + 1 < e && s[b + 1] == '/')) b++;
+    squeeze(s, k, b, out, cap);
+    return *out ? 1 : -1;
+  }
+  size_t p = skip_parens(s, k, e);
+  if (p == SIZE_MAX) return -1;
+  size_t b = e;
+  while (b > p && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '{')) b--;
+  while (p < b && (s[p] == ' ' || s[p] == '\t')) p++;
+  if (p < b && s[p] == '(' && s[b - 1] == ')') p++, b--;
+  squeeze(s, p, b, out, cap);
+  return count_parts(out);
+}
+
+/* Python and TypeScript: the result annotation of a method head (its name
+ * at s[at, at + n)): Python "-> T" (a tuple[...]: its parts), TypeScript
+ * "): T"; a field's annotation ("name: T", "name?: T"). */
+static int annotated_results(const char *s, size_t len, size_t at, size_t n, const char *lang,
+                             char *out, size_t cap) {
+  out[0] = '\0';
+  size_t k = at + n;
+  bool ts = ts_like(lang);
+  while (k < len && (s[k] == '?' || s[k] == '!' || s[k] == ' ')) k++;
+  if (ts && k < len && s[k] == '<') { /* type parameters */
+    int depth = 0;
+    for (; k < len; k++) {
+      if (s[k] == '<') depth++;
+      else if (s[k] == '>' && --depth == 0) break;
+    }
+    k++;
+  }
+  bool method = k < len && s[k] == '(';
+  if (method) {
+    k = skip_parens(s, k, len);
+    if (k == SIZE_MAX) return -1;
+    while (k < len && strchr(" \t\r\n", s[k])) k++;
+    if (lang_is(lang, "python")) {
+      if (k + 1 >= len || s[k] != '-' || s[k + 1] != '>') return -1;
+      k += 2;
+    } else if (k >= len || s[k] != ':') {
+      return -1;
+    } else {
+      k++;
+    }
+  } else if (k >= len || s[k] != ':') {
+    return -1;
+  } else {
+    k++;
+  }
+  /* The annotation: to the end of the head's line, a '=' or ';' or '{' at
+   * depth 0, or (Python) the last ':' of a method head. */
+  size_t e = k;
+  int depth = 0;
+  for (; e < len && s[e] != '\n'; e++) {
+    if (strchr("([<", s[e])) depth++;
+    else if (strchr(")]>", s[e])) depth--;
+    else if (depth == 0 && (s[e] == ';' || s[e] == '{' || (s[e] == '=' && s[e + 1] != '>') ||
+                            (s[e] == ':' && !ts)))
+      break;
+  }
+  squeeze(s, k, e, out, cap);
+  if (!*out) return -1;
+  if (strcmp(out, "None") == 0 || strcmp(out, "void") == 0 || strcmp(out, "t.NoReturn") == 0 ||
+      strcmp(out, "NoReturn") == 0 || strcmp(out, "never") == 0)
+    return 0;
+  const char *tup = strncmp(out, "tuple[", 6) == 0 ? out + 6
+                    : strncmp(out, "t.Tuple[", 8) == 0 ? out + 8
+                    : strncmp(out, "Tuple[", 6) == 0 ? out + 6 : NULL;
+  if (tup && !strstr(tup, "...")) {
+    char inner[128];
+    size_t il = strlen(tup);
+    if (il && il < sizeof inner && tup[il - 1] == ']') {
+      memcpy(inner, tup, il - 1);
+      inner[il - 1] = '\0';
+      return count_parts(inner);
+    }
+  }
+  return 1;
+}
+
+/* C: a function head's return type, the words before its name on its line
+ * without storage classes ("static jv f(" is jv; "void x(" gives 0). */
+static int c_results(const char *s, size_t len, size_t at, size_t n, char *out, size_t cap) {
+  out[0] = '\0';
+  size_t k = at + n;
+  while (k < len && (s[k] == ' ' || s[k] == '\t')) k++;
+  if (k >= len || s[k] != '(') return -1; /* not a function */
+  size_t a = at;
+  while (a > 0 && s[a - 1] != '\n' && s[a - 1] != ';' && s[a - 1] != '}') a--;
+  static const char *const drop[] = {"static", "extern", "inline", "const", "register",
+                                     "__attribute__", NULL};
+  size_t o = 0;
+  for (size_t i = a; i < at && o + 1 < cap;) {
+    if (is_id_start(s[i])) {
+      size_t x = i;
+      while (i < at && is_id(s[i])) i++;
+      if (in_list(s + x, i - x, drop)) continue;
+      for (size_t j = x; j < i && o + 1 < cap; j++) out[o++] = s[j];
+    } else {
+      if (s[i] == '*' && o + 1 < cap) out[o++] = '*';
+      i++;
+    }
+  }
+  out[o] = '\0';
+  if (!o) return -1;
+  return strcmp(out, "void") == 0 ? 0 : 1;
+}
+
+int rv_member_results(const char *s, size_t len, size_t at, size_t n, const char *lang,
+                      char *out, size_t cap) {
+  if (lang_is(lang, "go")) return rv_go_results(s, len, at, n, out, cap);
+  if (lang_is(lang, "python") || ts_like(lang))
+    return annotated_results(s, len, at, n, lang, out, cap);
+  if (c_like(lang)) return c_results(s, len, at, n, out, cap);
+  out[0] = '\0';
+  return -1;
+}
+
+/* Whether t[a, b) ends with word w (a whole word). */
+static bool ends_with_word(const char *t, size_t a, size_t b, const char *w) {
+  size_t n = strlen(w);
+  return b - a >= n && memcmp(t + b - n, w, n) == 0 && (b - a == n || !is_id(t[b - n - 1]));
+}
+
+/* What the member access whose receiver chain starts at ra (on the line
+ * starting at ls) must give; fs: the start of the innermost function. */
+static void expect_at(const rv_scan *sc, size_t ls, size_t ra, size_t fs, bool in_func,
+                      rv_expect *x) {
+  const char *t = sc->text;
+  memset(x, 0, sizeof *x);
+  x->results = -1;
+  bool go = lang_is(sc->lang, "go"), py = lang_is(sc->lang, "python"), ts = ts_like(sc->lang);
+  bool c = c_like(sc->lang);
+  if (!go && !py && !ts && !c) return;
+  size_t a = ls;
+  while (a < ra && (t[a] == ' ' || t[a] == '\t')) a++;
+  size_t b = ra; /* the code before the chain: t[a, b) */
+  while (b > a && (t[b - 1] == ' ' || t[b - 1] == '\t' || t[b - 1] == '&' || t[b - 1] == '*'))
+    b--;
+  if ((py || ts) && ends_with_word(t, a, b, "await")) { /* what it resolves to */
+    b -= 5;
+    while (b > a && (t[b - 1] == ' ' || t[b - 1] == '\t')) b--;
+  }
+  x->known = true;
+  if (a == b) {
+    x->stmt = true;
+    return;
+  }
+  bool cond = t[b - 1] == '!' || (b - a >= 2 && (memcmp(t + b - 2, "&&", 2) == 0 ||
+                                                 memcmp(t + b - 2, "||", 2) == 0));
+  if (go) cond = cond || (b - a == 2 && memcmp(t + a, "if", 2) == 0);
+  if (py)
+    cond = cond || ends_with_word(t, a, b, "if") || ends_with_word(t, a, b, "elif") ||
+           ends_with_word(t, a, b, "while") || ends_with_word(t, a, b, "not") ||
+           ends_with_word(t, a, b, "and") || ends_with_word(t, a, b, "or") ||
+           ends_with_word(t, a, b, "assert");
+  if ((ts || c) && t[b - 1] == '(') {
+    size_t q = b - 1;
+    while (q > a && t[q - 1] == ' ') q--;
+    cond = cond || ends_with_word(t, a, q, "if") || ends_with_word(t, a, q, "while");
+  }
+  if (cond) {
+    x->want_bool = true;
+    return;
+  }
+  if ((go && ends_with_word(t, a, b, "range")) || (py && ends_with_word(t, a, b, "in") &&
+                                                   b - a >= 3 && memcmp(t + a, "for", 3) == 0) ||
+      (ts && ends_with_word(t, a, b, "of"))) {
+    x->want_seq = true;
+    return;
+  }
+  if (b - a == 6 && memcmp(t + a, "return", 6) == 0) {
+    x->known = false;
+    if (!in_func) return;
+    /* The enclosing function's head: its results. */
+    size_t e = fs;
+    while (e < sc->len && t[e] != '{' && t[e] != '\n') e++;
+    if (go) {
+      size_t p = fs;
+      while (p < e && t[p] != '(') p++;
+      size_t q = p < e ? skip_parens(t, p, e) : SIZE_MAX;
+      if (q != SIZE_MAX) { /* a method's receiver comes first: then the name, the parameters */
+        size_t r = q;
+        while (r < e && (t[r] == ' ' || is_id(t[r]))) r++;
+        if (r < e && t[r] == '(' && r > q && is_id(t[r - 1])) q = skip_parens(t, r, e);
+      }
+      if (q == SIZE_MAX) return;
+      size_t rb = e;
+      while (rb > q && (t[rb - 1] == ' ' || t[rb - 1] == '\t')) rb--;
+      while (q < rb && (t[q] == ' ' || t[q] == '\t')) q++;
+      if (q < rb && t[q] == '(' && t[rb - 1] == ')') q++, rb--;
+      squeeze(t, q, rb, x->ret, sizeof x->ret);
+    } else {
+      size_t na, nb;
+      size_t he = fs + 2000 < sc->len ? fs + 2000 : sc->len;
+      if (!function_name(t, fs, he, &na, &nb)) return;
+      if (rv_member_results(t, he, na, nb - na, sc->lang, x->ret, sizeof x->ret) < 1) {
+        x->ret[0] = '\0';
+        return;
+      }
+    }
+    x->known = x->ret[0] != '\0';
+    return;
+  }
+  /* An assignment: the names before ":=" or "=" (a declaration's keyword
+   * left out). */
+  size_t eq = b;
+  if (eq > a && t[eq - 1] == '=' && !(eq - a >= 2 && strchr("=!<>+-*/%|&^:", t[eq - 2]) &&
+                                      t[eq - 2] != ':')) {
+    size_t l = eq - 1;
+    if (l > a && t[l - 1] == ':') l--;
+    size_t s0 = a;
+    if (ts && (ends_with_word(t, a, a + 5 < l ? a + 5 : l, "const") ||
+               ends_with_word(t, a, a + 3 < l ? a + 3 : l, "let") ||
+               ends_with_word(t, a, a + 3 < l ? a + 3 : l, "var")))
+      while (s0 < l && is_id(t[s0])) s0++;
+    int names = 1;
+    for (size_t i = s0; i < l; i++) {
+      if (t[i] == ',') names++;
+      else if (!is_id(t[i]) && t[i] != ' ' && t[i] != '.' && t[i] != '\t') {
+        x->known = false;
+        return;
+      }
+    }
+    x->results = names;
+    /* C: "T x = ": the value is a T. */
+    if (c && names == 1) {
+      size_t e = l;
+      while (e > a && (t[e - 1] == ' ' || t[e - 1] == '\t')) e--;
+      size_t v = e;
+      while (v > a && is_id(t[v - 1])) v--;
+      size_t te = v;
+      while (te > a && (t[te - 1] == ' ' || t[te - 1] == '\t' || t[te - 1] == '*')) te--;
+      if (te > a && v > a) {
+        char decl[96];
+        squeeze(t, a, v, decl, sizeof decl);
+        if (decl[0] && is_id_start(decl[0])) snprintf(x->ret, sizeof x->ret, "%s", decl);
+      }
+    }
+    return;
+  }
+  x->known = false;
+}
+
+/* After a ':' at offset at: an annotation (a parameter's, a property's in
+ * an interface or type literal, a class attribute's) rather than an object
+ * literal's value or a dict's; from the syntax tree's nodes around it. */
+static bool annotation_colon(const sc_syntax_tree *tree, size_t at) {
+  static const char *const typed[] = {
+      "type_annotation", "property_signature", "object_type", "interface_body",
+      "required_parameter", "optional_parameter", "public_field_definition", "formal_parameters",
+      "type_alias_declaration", "parameters", "typed_parameter", "typed_default_parameter",
+      "class_body", "abstract_class_declaration", NULL};
+  static const char *const valued[] = {"pair", "object", "dictionary", "arguments", "switch_case",
+                                       "ternary_expression", "conditional_expression", "lambda",
+                                       "slice", "subscript", "labeled_statement", "statement_block",
+                                       NULL};
+  if (!tree) return false;
+  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)at,
+                                               (uint32_t)at + 1);
+  for (int up = 0; !ts_node_is_null(n) && up < 8; up++, n = ts_node_parent(n)) {
+    const char *ty = ts_node_type(n);
+    for (size_t i = 0; typed[i]; i++)
+      if (strcmp(ty, typed[i]) == 0) return true;
+    for (size_t i = 0; valued[i]; i++)
+      if (strcmp(ty, valued[i]) == 0) return false;
+  }
+  return false;
+}
+
+/* Whether the code before the cursor on its line, t[ls, cur), ends where
+ * a type goes; *err: where an exception or error class goes (`raise`,
+ * `except`, `throw new`), whose names say so. */
+static bool type_position(const char *t, size_t ls, size_t cur, const char *lang,
+                          const sc_syntax_tree *tree, bool *err) {
+  *err = false;
+  size_t e = cur;
+  while (e > ls && (t[e - 1] == ' ' || t[e - 1] == '\t')) e--;
+  if (e == ls) return false;
+  size_t w = e;
+  while (w > ls && is_id(t[w - 1])) w--;
+  const char *word = t + w;
+  size_t wl = e - w;
+  size_t p = w; /* the word before it */
+  while (p > ls && (t[p - 1] == ' ' || t[p - 1] == '\t')) p--;
+  size_t q = p;
+  while (q > ls && is_id(t[q - 1])) q--;
+  if (wl == 0 && t[e - 1] == ':' && (lang_is(lang, "python") || ts_like(lang)))
+    return annotation_colon(tree, e - 1);
+  if (lang_is(lang, "python")) {
+    if (word_is(word, wl, "raise") || word_is(word, wl, "except")) return *err = true;
+    if (e - ls >= 2 && t[e - 1] == '>' && t[e - 2] == '-') return true;
+    if (t[e - 1] == '(' && p - q == 6 && memcmp(t + q, "except", 6) == 0) return *err = true;
+    if (t[e - 1] == ',') { /* isinstance(x, */
+      size_t o = e - 1;
+      while (o > ls && t[o - 1] != '(') o--;
+      return o >= ls + 11 && memcmp(t + o - 11, "isinstance(", 11) == 0;
+    }
+    return false;
+  }
+  if (c_like(lang)) {
+    if (word_is(word, wl, "struct") || word_is(word, wl, "union") || word_is(word, wl, "enum"))
+      return true;
+    /* A parameter of a declaration (not an argument of a call). */
+    if (wl == 0 && (t[e - 1] == '(' || t[e - 1] == ',') && tree) {
+      TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)e - 1,
+                                                   (uint32_t)e);
+      for (int up = 0; !ts_node_is_null(n) && up < 4; up++, n = ts_node_parent(n)) {
+        const char *ty = ts_node_type(n);
+        if (strcmp(ty, "parameter_list") == 0) return true;
+        if (strcmp(ty, "argument_list") == 0) return false;
+      }
+    }
+    return false;
+  }
+  if (lang_is(lang, "go")) {
+    /* []T, map[K]V, *T (not a product: nothing to multiply before it). */
+    if (e - ls >= 2 && t[e - 1] == ']' && t[e - 2] == '[') return true;
+    if (e - ls >= 4 && memcmp(t + e - 4, "map[", 4) == 0) return true;
+    if ((t[e - 1] == '*' || t[e - 1] == '&') && (e - 1 == ls || strchr(" \t([,=", t[e - 2])))
+      return true; /* *T; &T{...}, a composite literal's address */
+    if (wl > 0 && (word_is(word, wl, "chan") || word_is(word, wl, "struct"))) return false;
+    /* "Name " in a struct or a parameter list: the type comes next. */
+    if (wl > 0 && e < cur && (p == ls || t[p - 1] == '(' || t[p - 1] == ',') && tree) {
+      TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)w,
+                                                   (uint32_t)e);
+      for (int up = 0; !ts_node_is_null(n) && up < 6; up++, n = ts_node_parent(n)) {
+        const char *ty = ts_node_type(n);
+        if (strcmp(ty, "field_declaration_list") == 0 || strcmp(ty, "parameter_list") == 0 ||
+            strcmp(ty, "field_declaration") == 0 || strcmp(ty, "parameter_declaration") == 0)
+          return true;
+        if (strcmp(ty, "block") == 0 || strcmp(ty, "literal_value") == 0) return false;
+      }
+    }
+    return false;
+  }
+  if (ts_like(lang)) {
+    if (word_is(word, wl, "new")) {
+      *err = p - q == 5 && memcmp(t + q, "throw", 5) == 0;
+      return true;
+    }
+    return word_is(word, wl, "instanceof") || word_is(word, wl, "extends") ||
+           word_is(word, wl, "implements") || word_is(word, wl, "as") ||
+           (wl == 0 && t[e - 1] == '<');
+  }
+  return false;
+}
+
+size_t rv_candidates(rv_scan *scan, rv_cand *out, size_t cap) {
   rv_scan local = *scan;
   const rv_scan *sc = &local;
   const char *t = sc->text;
@@ -648,7 +1276,7 @@ size_t rv_candidates(const rv_scan *scan, rv_cand *out, size_t cap) {
   }
   /* The function around the cursor (its lines come first), and the
    * outermost one (receivers are declared in it, or at file scope). */
-  size_t fs = 0, fe = len;
+  size_t fs = 0, fe = len, name_a = 0, name_b = 0;
   local.decl_floor = cur > (32u << 10) ? cur - (32u << 10) : 0;
   if (sc->tree) {
     TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(sc->tree), (uint32_t)cur,
@@ -656,7 +1284,8 @@ size_t rv_candidates(const rv_scan *scan, rv_cand *out, size_t cap) {
     bool inner = false;
     for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
       const char *ty = ts_node_type(n);
-      if (!(strstr(ty, "function") || strstr(ty, "method")) || strstr(ty, "call") ||
+      if (!(strstr(ty, "function") || strstr(ty, "method") || strcmp(ty, "func_literal") == 0) ||
+          strstr(ty, "call") ||
           strstr(ty, "type") || ts_node_end_byte(n) <= ts_node_start_byte(n) + 1)
         continue;
       if (!inner) {
@@ -664,6 +1293,9 @@ size_t rv_candidates(const rv_scan *scan, rv_cand *out, size_t cap) {
         fe = ts_node_end_byte(n);
         inner = true;
       }
+      /* The innermost function with a name (a closure has none: its
+       * enclosing one's). */
+      if (name_b == 0) function_name(t, ts_node_start_byte(n), len, &name_a, &name_b);
       local.decl_floor = ts_node_start_byte(n);
     }
   }
@@ -680,7 +1312,39 @@ size_t rv_candidates(const rv_scan *scan, rv_cand *out, size_t cap) {
   size_t w = cur;
   while (w > ls && is_id(t[w - 1])) w--;
   size_t op = access_before(t, w), ra;
-  if (op != SIZE_MAX && op >= ls && chain_before(t, op, &ra)) {
+  bool access = op != SIZE_MAX && op >= ls && chain_before(t, op, &ra);
+  if (scan->bag) {
+    /* The receiver's own name is the type's, not the member's: left out. */
+    rv_bag *bag = scan->bag;
+    bag->n = 0;
+    bag_range(bag, t, &mk, ls, cur, access ? ra : cur, access ? cur : cur, RV_W_LINE);
+    bool err = false;
+    scan->want_type = !access && type_position(t, ls, cur, sc->lang, sc->tree, &err);
+    if (err) { /* what `raise` and `throw new` take is named so */
+      bag_add(bag, "error", 5, RV_W_LINE);
+      bag_add(bag, "exception", 9, RV_W_LINE);
+    }
+    if (name_b > name_a) bag_add(bag, t + name_a, name_b - name_a, RV_W_FUNC);
+    scan->fn_at = name_a;
+    scan->fn_len = name_b - name_a;
+    /* The comment right above the cursor's line says what it does. */
+    for (size_t k = 1; k < npre && k <= RV_BAG_BEFORE; k++) {
+      size_t a = pre[k], b = pre[k - 1];
+      while (a < b && (t[a] == ' ' || t[a] == '\t')) a++;
+      if (a >= b || t[a] == '\n' || !is_masked(&mk, a)) break;
+      bag_range(bag, t, &mk, a, b, 0, 0, RV_W_NOTE / RV_W_PROSE);
+    }
+    for (size_t k = 1; k <= RV_BAG_BEFORE || k <= RV_BAG_AFTER; k++) {
+      float wk = 1.0f / (1.0f + (float)k / 3.0f);
+      if (k <= RV_BAG_AFTER && k < nsuf) bag_range(bag, t, &mk, suf[k - 1], suf[k], 0, 0, wk);
+      if (k <= RV_BAG_BEFORE && k < npre) bag_range(bag, t, &mk, pre[k], pre[k - 1], 0, 0, wk);
+    }
+  }
+  memset(&scan->expect, 0, sizeof scan->expect);
+  /* What the member at the cursor, or (no member access) the name being
+   * typed there, must give. */
+  expect_at(sc, ls, access ? ra : w, fs, fs > 0 || fe < len, &scan->expect);
+  if (access) {
     const char *type = resolve_recv(&co, ra, op);
     size_t we = cur;
     while (we < len && is_id(t[we])) we++;
@@ -699,6 +1363,7 @@ size_t rv_candidates(const rv_scan *scan, rv_cand *out, size_t cap) {
   }
   scan_range(&co, cur, le, false);
   scan_range(&co, ls, cur, true);
+  scan->n_line = co.n;
   for (int pass = 0; pass < 2; pass++) {
     for (size_t k = 1; k < (nsuf > npre ? nsuf : npre); k++) {
       if (k < nsuf && (suf[k - 1] < fe) == (pass == 0)) scan_range(&co, suf[k - 1], suf[k], false);

@@ -42,6 +42,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,17 @@
 #define CURSOR_MEMBER_LINES 48 /* the type of the member access at the cursor, its member */
 #define CURSOR_TYPE_TOKENS 192 /* not typed yet: more of its members */
 #define BODY_MAX_LINES 40     /* a definition given whole: at most this many lines */
+#define LATE_TOKENS 64        /* a definition costing more goes after the smaller ones */
+#define SCOPES 3              /* enclosing scopes' headers: the outermost and the innermost */
+#define SCOPE_LINE_BYTES 120  /* a header line, at most */
+#define GUESSES 3             /* names predicted by the words around the cursor ... */
+#define GUESS_MIN 3.0f        /* ... scoring at least this */
+#define GUESS_MISSED 0.25f    /* a name's words not around the cursor: each lowers its score */
+#define GUESS_POOL 8192       /* definitions scored for them, at most */
+#define GUESS_LINE_BYTES 100  /* a guess is shown by its first line, at most this long ... */
+#define GUESS_TOKENS 40       /* ... and costing at most this */
+#define GUESS_FIT 0.5f        /* a guess fitting the slot scores this much more (less: not) */
+#define MEMBER_WORDS_MIN 2.0f /* a member sharing this much with the words around the cursor ... */
 
 /* Token counts of recent texts (window lines, compact forms), per thread:
  * consecutive prompts share most of them, and encoding each again was
@@ -86,6 +98,14 @@ static size_t count_tokens(const sc_tokenizer *tok, const char *s, size_t n) {
   free(ids);
   *m = (token_memo){tok, h, (uint32_t)n, (uint32_t)k};
   return k;
+}
+
+/* n, or less so that s[0, result) ends on a whole UTF-8 character, when
+ * it is more than max. */
+static size_t utf8_cut(const char *s, size_t n, size_t max) {
+  if (n <= max) return n;
+  while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80) max--;
+  return max;
 }
 
 static const char *comment_prefix(const char *lang) {
@@ -322,6 +342,8 @@ typedef struct retrieval {
   size_t n_imported;
   const rv_cand *cands;
   size_t n_cands;
+  const rv_bag *bag;       /* the words around the cursor */
+  const rv_expect *expect; /* what the member at the cursor must give */
   defref chosen[MAX_DEF_ITEMS * 2];
   size_t n_chosen;
 } retrieval;
@@ -429,9 +451,13 @@ static bool filter(const ws_file *f, const ws_def *d, const void *arg) {
   return true;
 }
 
-/* A definition of the current file: not when the windows show its head,
- * nor when it encloses the cursor (its header is an "enclosing scope"). */
-static bool pick_self(const retrieval *r, const name_kind *nk, size_t cursor, defref *out) {
+/* A definition of the current file (PICKED), not when the windows show its
+ * head or it encloses the cursor (its header is an "enclosing scope"):
+ * SHOWN then, and the name is not looked for elsewhere (it means this
+ * one; another file's namesake would be a wrong definition, and one that
+ * comes and goes as the windows grow with the budget). */
+enum { NOT_HERE = 0, PICKED = 1, SHOWN = -1 };
+static int pick_self(const retrieval *r, const name_kind *nk, size_t cursor, defref *out) {
   const ws_file *f = r->self;
   for (size_t k = 0; f && k < f->n_defs; k++) {
     const ws_def *d = &f->defs[k];
@@ -439,11 +465,11 @@ static bool pick_self(const retrieval *r, const name_kind *nk, size_t cursor, de
     uint32_t head_last = d->start_line + (d->head_lines ? d->head_lines - 1 : 0);
     bool visible = d->start_line >= r->win_first && head_last <= r->win_last;
     bool encloses = d->start_byte <= cursor && cursor < d->end_byte;
-    if (visible || encloses) return false; /* in the prompt already */
+    if (visible || encloses) return SHOWN; /* in the prompt already */
     *out = (defref){SELF, (uint32_t)k};
-    return true;
+    return PICKED;
   }
-  return false;
+  return NOT_HERE;
 }
 
 /* The bases a type names in its head ("class A(B):", "interface A extends
@@ -475,11 +501,23 @@ static bool find_member(const retrieval *r, const char *type, const char *name, 
                         int depth, defref *out) {
   name_kind nk = {name, 3, type};
   if (cursor != SIZE_MAX) {
-    if (pick_self(r, &nk, cursor, out)) return true;
+    int here = pick_self(r, &nk, cursor, out);
+    if (here != NOT_HERE) return here == PICKED;
   } else {
     for (size_t k = 0; r->self && k < r->self->n_defs; k++)
       if (filter(r->self, &r->self->defs[k], &nk)) {
         *out = (defref){SELF, (uint32_t)k};
+        return true;
+      }
+    /* A type's member, to follow a chain: the file as the index last read
+     * it also says, when the text now does not (a line being typed can
+     * break the parse of the rest of its class). */
+    const ws_map_entry *e = r->ws ? ws_map_get(&r->ws->by_path, r->self_path) : NULL;
+    uint32_t id = e && e->n ? (uint32_t)(e->vals[0] >> 32) : UINT32_MAX;
+    const ws_file *g = r->ws && id < r->ws->n_slots ? r->ws->files[id] : NULL;
+    for (size_t k = 0; g && g != r->self && k < g->n_defs; k++)
+      if (filter(g, &g->defs[k], &nk)) {
+        *out = (defref){id, (uint32_t)k};
         return true;
       }
   }
@@ -501,35 +539,273 @@ static bool resolve_cand(const retrieval *r, const rv_cand *c, size_t cursor, de
   const sc_workspace *ws = r->ws;
   if (c->type_only) {
     name_kind nk = {c->name, 2, NULL};
-    return pick_self(r, &nk, cursor, out) ||
-           (ws && pick_workspace(r, &ws->by_name, c->name, filter, &nk, out));
+    int here = pick_self(r, &nk, cursor, out);
+    if (here != NOT_HERE) return here == PICKED;
+    return ws && pick_workspace(r, &ws->by_name, c->name, filter, &nk, out);
   }
   if (c->recv_type && find_member(r, c->recv_type, c->name, cursor, 0, out)) return true;
   name_kind nk = {c->name, c->member ? 0 : 1, NULL};
-  if (pick_self(r, &nk, cursor, out)) return true;
+  int here = pick_self(r, &nk, cursor, out);
+  if (here != NOT_HERE) return here == PICKED;
   return ws && pick_workspace(r, &ws->by_name, c->name, filter, &nk, out);
 }
 
-/* The longest start name shares with a name around the cursor, when it is
- * at least 5 bytes (GenZshCompletion beside GenZshCompletionNoDesc: names
- * of one family), else 0. */
+/* How near the cursor a name of the same family is used: one sharing at
+ * least 5 leading bytes with it (GenZshCompletion beside
+ * GenZshCompletionNoDesc); larger is nearer, 0 when none is. */
 static uint32_t kinship(const retrieval *r, const char *name) {
-  uint32_t best = 0;
   for (size_t i = 0; i < r->n_cands; i++) {
+    if (r->cands[i].guess) continue;
     const char *c = r->cands[i].name;
     uint32_t k = 0;
     while (c[k] && c[k] == name[k]) k++;
     if (!c[k] && !name[k]) continue; /* the same name: "near" says it */
-    if (k >= 5 && k > best) best = k;
+    /* The nearest such name decides (the candidates are nearest first),
+     * then the longer start shared. */
+    if (k >= 5) return (uint32_t)(r->n_cands - i) * 64 + (k < 63 ? k : 63);
   }
-  return best;
+  return 0;
 }
 
 /* Whether name is one of the names around the cursor. */
 static bool near_cursor(const retrieval *r, const char *name) {
   for (size_t i = 0; i < r->n_cands; i++)
-    if (strcmp(r->cands[i].name, name) == 0) return true;
+    if (!r->cands[i].guess && strcmp(r->cands[i].name, name) == 0) return true;
   return false;
+}
+
+/* How near the cursor name is used: larger is nearer (the candidates are
+ * nearest first), 0 when it is not. */
+static uint32_t nearness(const retrieval *r, const char *name) {
+  for (size_t i = 0; i < r->n_cands; i++)
+    if (!r->cands[i].guess && strcmp(r->cands[i].name, name) == 0)
+      return (uint32_t)(r->n_cands - i);
+  return 0;
+}
+
+/* The position of name as a whole word in s, or NULL. */
+static const char *word_in(const char *s, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = s; (p = strstr(p, name)); p++) {
+    bool before = p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    bool after = !(isalnum((unsigned char)p[nl]) || p[nl] == '_');
+    if (before && after) return p;
+  }
+  return NULL;
+}
+
+/* The line of head that names name (a whole word; else its first line):
+ * where it starts, *len its length, *row its index in head. */
+static const char *naming_line(const char *head, const char *name, size_t *len, size_t *row) {
+  const char *p = head;
+  for (size_t k = 0; p && *p; k++) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf - 1 ? n : sizeof buf - 1), p);
+    if (word_in(buf, name)) {
+      *len = n;
+      *row = k;
+      return p;
+    }
+    p = e ? e + 1 : NULL;
+  }
+  const char *e = strchr(head, '\n');
+  *len = e ? (size_t)(e - head) : strlen(head);
+  *row = 0;
+  return head;
+}
+
+/* Whether member d (its head, its name) gives what the code before the
+ * cursor expects (rv_expect): 1 exactly, -1 it cannot, 0 not known. */
+static int fits(const rv_expect *x, const ws_file *g, const ws_def *d, const char *head,
+                const char *name) {
+  if (!x || !x->known || !head || !g->lang) return 0;
+  bool go = strcmp(g->lang, "go") == 0; /* Go's types are checked: a mismatch rules out */
+  const char *at = word_in(head, name);
+  if (!at) return 0;
+  char res[128];
+  int n = rv_member_results(head, strlen(head), (size_t)(at - head), strlen(name), g->lang, res,
+                            sizeof res);
+  bool field = d->kind == WK_FIELD || d->kind == WK_VARIABLE;
+  if (x->stmt) return field || n < 0 ? 0 : n == 0 ? 1 : go ? -1 : 0;
+  if (n < 0) return 0;
+  bool c = strcmp(g->lang, "c") == 0 || strcmp(g->lang, "cpp") == 0;
+  if (x->want_bool) {
+    bool is_bool = n == 1 && (strcmp(res, "bool") == 0 || strcmp(res, "boolean") == 0 ||
+                              (c && strcmp(res, "int") == 0));
+    return is_bool ? 1 : go || n == 0 ? -1 : 0;
+  }
+  if (x->want_seq) {
+    bool seq = n == 1 && (strncmp(res, "[]", 2) == 0 || strncmp(res, "map[", 4) == 0 ||
+                          strstr(res, "list[") == res || strstr(res, "dict[") == res ||
+                          strstr(res, "Sequence[") || strstr(res, "Iterable[") ||
+                          strstr(res, "Iterator[") || strstr(res, "[]") ||
+                          strncmp(res, "Array<", 6) == 0);
+    return seq ? 1 : go || n == 0 ? -1 : 0;
+  }
+  if (x->results > 0) {
+    if (n != x->results) return go || n == 0 || x->results > 1 ? -1 : 0;
+    if (x->results > 1) return 1;
+    return x->ret[0] && strcmp(res, x->ret) == 0 ? 1 : 0; /* C: "T x = " */
+  }
+  if (x->ret[0]) {
+    int want = 1;
+    for (const char *p = x->ret; *p; p++) want += *p == ',';
+    if (go && n != want) return -1;
+    return strcmp(res, x->ret) == 0 ? 1 : 0;
+  }
+  return 0;
+}
+
+/* ---- names the words around the cursor predict ------------------------------------ */
+
+/* Scores names against the bag: the words a name shares with it, each
+ * weighted by the bag and by its rarity among the names scored together
+ * (log(N / df): "jv" in every jq function says nothing, "keys" says much);
+ * the words it does not share lower it a little (of two names with the
+ * word, the one that is mostly it). Two passes: add every name, then score. */
+#define BAG_SLOTS 512
+typedef struct scorer {
+  const rv_bag *bag;
+  int16_t slot[BAG_SLOTS]; /* word hash -> bag index, -1 empty */
+  uint32_t df[RV_BAG];
+  uint32_t n; /* names added */
+} scorer;
+
+static void scorer_init(scorer *s, const rv_bag *bag) {
+  s->bag = bag;
+  s->n = 0;
+  memset(s->df, 0, sizeof s->df);
+  for (size_t i = 0; i < BAG_SLOTS; i++) s->slot[i] = -1;
+  for (size_t i = 0; bag && i < bag->n; i++) {
+    size_t h = (size_t)bag->word[i] & (BAG_SLOTS - 1);
+    while (s->slot[h] >= 0) h = (h + 1) & (BAG_SLOTS - 1);
+    s->slot[h] = (int16_t)i;
+  }
+}
+
+static int bag_index(const scorer *s, uint64_t w) {
+  for (size_t h = (size_t)w & (BAG_SLOTS - 1);; h = (h + 1) & (BAG_SLOTS - 1)) {
+    if (s->slot[h] < 0) return -1;
+    if (s->bag->word[s->slot[h]] == w) return s->slot[h];
+  }
+}
+
+static void scorer_add(scorer *s, const char *name) {
+  if (!s->bag || !s->bag->n) return;
+  uint64_t ws[8];
+  size_t k = rv_words(name, strlen(name), ws, 8);
+  for (size_t i = 0; i < k; i++) {
+    int b = bag_index(s, ws[i]);
+    if (b >= 0) s->df[b]++;
+  }
+  s->n++;
+}
+
+static float scorer_score(const scorer *s, const char *name, float min_weight) {
+  if (!s->bag || !s->bag->n || !s->n) return 0.0f;
+  uint64_t ws[8];
+  size_t k = rv_words(name, strlen(name), ws, 8), missed = 0;
+  float sc = 0.0f;
+  for (size_t i = 0; i < k; i++) {
+    int b = bag_index(s, ws[i]);
+    if (b < 0 || !s->df[b] || s->bag->weight[b] < min_weight) {
+      missed++;
+      continue;
+    }
+    float v = s->bag->weight[b] * logf((float)(s->n + 1) / (float)s->df[b]);
+    sc += v;
+  }
+  return sc / (1.0f + GUESS_MISSED * (float)missed);
+}
+
+/* A definition that can stand for a name on its own (not a member). */
+static bool guessable(const ws_def *d) {
+  if (d->parent != UINT16_MAX && d->kind != WK_CONSTANT) return false;
+  return d->kind == WK_FUNCTION || d->kind == WK_CLASS || d->kind == WK_TYPE ||
+         d->kind == WK_INTERFACE || d->kind == WK_MACRO || d->kind == WK_CONSTANT ||
+         d->kind == WK_VARIABLE;
+}
+
+typedef struct guess {
+  const char *name;
+  const char *head; /* its definition's compact form */
+  float score;
+} guess;
+
+static int cmp_guess(const void *a, const void *b) {
+  const guess *x = a, *y = b;
+  if (x->score != y->score) return x->score > y->score ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* Up to max names, not written around the cursor, that the words around it
+ * predict (the best first), among the definitions of the file itself (not
+ * those that enclose the cursor) and of the files it imports; into out
+ * (borrowed from the index). want_type: types only. */
+static size_t guess_names(const retrieval *r, const rv_scan *scan, size_t cursor,
+                          const char **out, size_t max) {
+  const rv_bag *bag = scan->bag;
+  bool want_type = scan->want_type;
+  if (!bag || !bag->n) return 0;
+  scorer sc;
+  scorer_init(&sc, bag);
+  guess *g = malloc(GUESS_POOL * sizeof *g);
+  if (!g) return 0;
+  size_t n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i <= r->n_imported && n < GUESS_POOL; i++) {
+      const ws_file *f = i == r->n_imported ? r->self : file_of(r, r->imported[i]);
+      for (size_t k = 0; f && k < f->n_defs && n < GUESS_POOL; k++) {
+        const ws_def *d = &f->defs[k];
+        if (!guessable(d)) continue;
+        /* Not what encloses the cursor. What the windows show is left to
+         * the lookup (resolve_cand): the choice must not depend on the
+         * windows, which grow with the budget. */
+        if (f == r->self && d->start_byte <= cursor && cursor < d->end_byte) continue;
+        const char *nm = def_name(f, d);
+        if (!nm) continue;
+        if (pass == 0) {
+          scorer_add(&sc, nm);
+          continue;
+        }
+        /* Types only where a type goes; a word's rarity was still counted
+         * among all names (pass 0): counted among a few types alone, their
+         * words are all common and none is guessed (`raise ` in a module
+         * importing two error classes). */
+        if (want_type && !is_type(d)) continue;
+        /* Nor the enclosing function's name: its words are in the bag. */
+        if (scan->fn_len && strlen(nm) == scan->fn_len &&
+            memcmp(nm, r->text + scan->fn_at, scan->fn_len) == 0)
+          continue;
+        float s = scorer_score(&sc, nm, 0.0f);
+        /* What fits the slot at the cursor (a statement, a condition, the
+         * function's result, a declared variable) is likelier; in Go what
+         * cannot fit is not guessed. */
+        if (s >= GUESS_MIN / 2 && d->kind == WK_FUNCTION) {
+          int fit = fits(r->expect, f, d, ws_str(f, d->head), nm);
+          if (fit < 0 && f->lang && strcmp(f->lang, "go") == 0) continue;
+          s *= 1.0f + GUESS_FIT * (float)fit;
+        }
+        if (s >= GUESS_MIN && !near_cursor(r, nm)) g[n++] = (guess){nm, ws_str(f, d->head), s};
+      }
+    }
+  qsort(g, n, sizeof *g, cmp_guess);
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < max; i++) {
+    bool dup = false;
+    for (size_t j = 0; j < k && !dup; j++) dup = strcmp(out[j], g[i].name) == 0;
+    if (dup || !g[i].head) continue;
+    /* A guess shown costs its line: one that costs much (a macro's body)
+     * is not worth a guess. */
+    size_t hl, row;
+    const char *line = naming_line(g[i].head, g[i].name, &hl, &row);
+    if (count_tokens(r->tok, line, utf8_cut(line, hl, GUESS_LINE_BYTES)) > GUESS_TOKENS) continue;
+    out[k++] = g[i].name;
+  }
+  free(g);
+  return k;
 }
 
 typedef struct sbuf {
@@ -597,6 +873,15 @@ found:;
     space = false;
     out[o++] = *p;
   }
+  if (*p) { /* cut short: not inside a UTF-8 character */
+    size_t q = o;
+    while (q > 0 && ((unsigned char)out[q - 1] & 0xC0) == 0x80) q--;
+    if (q > 0 && (unsigned char)out[q - 1] >= 0xC0) {
+      unsigned char lead = (unsigned char)out[q - 1];
+      size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+      if (o - (q - 1) < want) o = q - 1;
+    }
+  }
   out[o] = '\0';
   return o;
 }
@@ -605,7 +890,9 @@ typedef struct member {
   uint32_t fid, k;
   const char *head;
   bool typed; /* starts with what is typed of the member at the cursor */
-  bool near;
+  int fits;   /* gives what the cursor's code expects: 1, cannot: -1, not known: 0 */
+  float words; /* the words it shares with those around the cursor (scorer) */
+  uint32_t near; /* nearness() */
   uint32_t kin;  /* the longest start it shares with a name near the cursor (>= 5) */
   uint32_t uses; /* across the workspace, as a member */
   uint32_t order;
@@ -616,19 +903,50 @@ typedef struct member {
 static int cmp_member_pick(const void *a, const void *b) {
   const member *x = a, *y = b;
   if (x->typed != y->typed) return x->typed ? -1 : 1;
-  if (x->near != y->near) return x->near ? -1 : 1;
+  if (x->fits != y->fits) return x->fits > y->fits ? -1 : 1;
+  bool xw = x->words >= MEMBER_WORDS_MIN, yw = y->words >= MEMBER_WORDS_MIN;
+  if (xw != yw) return xw ? -1 : 1;
+  if (xw && x->words != y->words) return x->words > y->words ? -1 : 1;
+  if (x->near != y->near) return x->near > y->near ? -1 : 1;
   if (x->kin != y->kin) return x->kin > y->kin ? -1 : 1;
   if (x->uses != y->uses) return x->uses > y->uses ? -1 : 1;
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* The container's file first, then the others by path, each in source
+ * order (cmp_member_order's qsort has no context: the container's path
+ * is passed through this). */
+static _Thread_local const char *t_home;
+static _Thread_local const retrieval *t_r;
+
+static const char *member_path(const retrieval *r, const member *m) {
+  return m->fid == SELF ? r->self_path : file_of(r, m->fid)->path;
+}
+
 static int cmp_member_order(const void *a, const void *b) {
   const member *x = a, *y = b;
+  const char *px = member_path(t_r, x), *py = member_path(t_r, y);
+  bool hx = strcmp(px, t_home) == 0, hy = strcmp(py, t_home) == 0;
+  if (hx != hy) return hx ? -1 : 1;
+  int c = strcmp(px, py);
+  if (c) return c;
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static void sb_member(const retrieval *r, sbuf *b, const member *m) {
+/* A member's line; a member from another file than the one before it
+ * (*last: its path) is headed by that file's path line, so that each line
+ * is where it says it is (Go methods are spread over their package). */
+static void sb_member(const retrieval *r, sbuf *b, const member *m, const char **last) {
   const ws_file *g = file_of(r, m->fid);
+  const char *path = member_path(r, m);
+  if (strcmp(path, *last) != 0) {
+    const char *cp = comment_prefix(g->lang ? g->lang : r->lang);
+    char pl[PATH_MAX + 32];
+    int pn = snprintf(pl, sizeof pl, "%s %s:%u\n", cp ? cp : "//", path,
+                      g->defs[m->k].start_line + 1);
+    if (pn > 0 && (size_t)pn < sizeof pl) sb_put(b, pl, (size_t)pn);
+    *last = path;
+  }
   char line[MEMBER_LINE_BYTES + 64];
   size_t n = member_line(m->head, def_name(g, &g->defs[m->k]), line, sizeof line);
   sb_put(b, line, n);
@@ -647,15 +965,71 @@ static bool outside(const retrieval *r, const member *m) {
   return g->defs[m->k].parent == UINT16_MAX;
 }
 
+/* The container named type (a class, interface or struct): in the file
+ * itself, else the preferred one in the workspace. */
+static bool find_type(const retrieval *r, const char *type, defref *out) {
+  name_kind nk = {type, 2, NULL};
+  for (size_t k = 0; r->self && k < r->self->n_defs; k++)
+    if (filter(r->self, &r->self->defs[k], &nk)) {
+      *out = (defref){SELF, (uint32_t)k};
+      return true;
+    }
+  return r->ws && pick_workspace(r, &r->ws->by_name, type, filter, &nk, out);
+}
+
+static bool has_member_named(const retrieval *r, const member *ms, size_t n, const char *name) {
+  for (size_t j = 0; j < n; j++) {
+    const ws_file *g = file_of(r, ms[j].fid);
+    if (strcmp(def_name(g, &g->defs[ms[j].k]), name) == 0) return true;
+  }
+  return false;
+}
+
+/* Appends the members of type's bases (and theirs, depth < 2) that ms[0, n)
+ * does not name yet; the new count. */
+static size_t inherited(retrieval *r, const char *type, member *ms, size_t n, size_t cap,
+                        int depth) {
+  char *bases[4];
+  size_t nb = depth < 2 ? bases_of(r, type, bases, 4) : 0;
+  for (size_t b = 0; b < nb; b++) {
+    defref t;
+    if (strcmp(bases[b], type) != 0 && find_type(r, bases[b], &t)) {
+      const ws_file *g = file_of(r, t.fid);
+      const ws_def *td = &g->defs[t.k];
+      for (size_t i = t.k + 1; i < g->n_defs && g->defs[i].start_byte < td->end_byte && n < cap;
+           i++) {
+        const ws_def *m = &g->defs[i];
+        const char *mn = def_name(g, m);
+        if (m->parent != t.k || was_chosen(r, t.fid, (uint32_t)i) || !ws_str(g, m->head) ||
+            !mn || dunder(mn) || has_member_named(r, ms, n, mn))
+          continue;
+        ms[n] = (member){t.fid, (uint32_t)i, ws_str(g, m->head), false, 0, 0.0f,
+                         nearness(r, mn), 0, 0, (uint32_t)n};
+        n++;
+      }
+      n = inherited(r, bases[b], ms, n, cap, depth + 1);
+    }
+    free(bases[b]);
+  }
+  return n;
+}
+
 /* The compact form of a container: its opening lines, its members (those
  * used near the cursor first, at most MEMBER_LINES, shown in source order;
  * for Go, the methods declared on the type anywhere in its package) and
  * its closing line. Members chosen on their own are left out. */
 static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size_t max_lines,
-                           size_t max_tokens, const char *typed, bool wide) {
+                           size_t max_tokens, const char *typed, bool wide, size_t *full) {
   const ws_file *f = file_of(r, fid);
   const ws_def *d = &f->defs[k];
-  sb_line(b, ws_str(f, d->head));
+  /* A type that is no container (an alias: `type A = B & {...}`) is
+   * listed here for its bases' members: its first line heads them. */
+  bool container = d->flags & WD_CONTAINER;
+  const char *head = ws_str(f, d->head);
+  const char *hnl = container ? NULL : strchr(head, '\n');
+  size_t head_len = hnl ? (size_t)(hnl - head) : strlen(head);
+  sb_put(b, head, head_len);
+  sb_put(b, "\n", 1);
   member ms[256];
   size_t n = 0;
   for (size_t i = k + 1; i < f->n_defs && f->defs[i].start_byte < d->end_byte && n < 256; i++) {
@@ -668,15 +1042,18 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size
       dup = strcmp(def_name(file_of(r, ms[j].fid), &file_of(r, ms[j].fid)->defs[ms[j].k]),
                    def_name(f, m)) == 0;
     if (dup) continue;
-    ms[n] = (member){fid, (uint32_t)i, ws_str(f, m->head), false, near_cursor(r, def_name(f, m)),
-                       0, 0, (uint32_t)n};
+    ms[n] = (member){fid, (uint32_t)i, ws_str(f, m->head), false, 0, 0.0f,
+                     nearness(r, def_name(f, m)), 0, 0, (uint32_t)n};
     n++;
   }
-  /* Go: methods declared outside the type, in the same package (folder):
-   * the current file's from its text now, the others' from the index. */
   const sc_workspace *ws = r->ws;
   const char *name = def_name(f, d);
   const char *fpath = fid == SELF ? r->self_path : f->path;
+  /* The member about to be typed may be inherited: the bases' members too
+   * (two levels up), after the type's own in source order. */
+  if (wide) n = inherited(r, name, ms, n, 256, 0);
+  /* Go: methods declared outside the type, in the same package (folder):
+   * the current file's from its text now, the others' from the index. */
   if (f->lang && strcmp(f->lang, "go") == 0) {
     size_t dl = dir_len(fpath);
     bool same_dir = dir_len(r->self_path) == dl && strncmp(r->self_path, fpath, dl) == 0;
@@ -686,8 +1063,8 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size
       if (m->kind != WK_METHOD || m->parent != UINT16_MAX || !sc || strcmp(sc, name) != 0 ||
           was_chosen(r, SELF, (uint32_t)i) || !ws_str(r->self, m->head))
         continue;
-      ms[n] = (member){SELF, (uint32_t)i, ws_str(r->self, m->head), false,
-                         near_cursor(r, def_name(r->self, m)), 0, 0, (uint32_t)n};
+      ms[n] = (member){SELF, (uint32_t)i, ws_str(r->self, m->head), false, 0, 0.0f,
+                       nearness(r, def_name(r->self, m)), 0, 0, (uint32_t)n};
       n++;
     }
     const ws_map_entry *e = ws ? ws_map_get(&ws->by_scope, name) : NULL;
@@ -699,52 +1076,76 @@ static void container_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size
       if (strcmp(g->path, r->self_path) == 0) continue; /* taken from the text above */
       if (dir_len(g->path) != dl || strncmp(g->path, fpath, dl) != 0) continue;
       if (was_chosen(r, mf, mk) || !ws_str(g, g->defs[mk].head)) continue;
-      ms[n] = (member){mf, mk, ws_str(g, g->defs[mk].head), false,
-                         near_cursor(r, def_name(g, &g->defs[mk])), 0, 0, (uint32_t)n};
+      ms[n] = (member){mf, mk, ws_str(g, g->defs[mk].head), false, 0, 0.0f,
+                       nearness(r, def_name(g, &g->defs[mk])), 0, 0, (uint32_t)n};
       n++;
     }
   }
   size_t tl = typed ? strlen(typed) : 0;
+  scorer sc;
+  scorer_init(&sc, wide ? r->bag : NULL);
+  for (size_t m = 0; m < n; m++) {
+    const ws_file *g = file_of(r, ms[m].fid);
+    scorer_add(&sc, def_name(g, &g->defs[ms[m].k]));
+  }
   for (size_t m = 0; m < n; m++) {
     const ws_file *g = file_of(r, ms[m].fid);
     const char *mn = def_name(g, &g->defs[ms[m].k]);
     if (ws) ms[m].uses = ws_member_uses(ws, mn);
     ms[m].typed = tl && strncmp(mn, typed, tl) == 0;
     ms[m].kin = ms[m].near ? 0 : kinship(r, mn);
-
+    if (wide) {
+      ms[m].words = scorer_score(&sc, mn, RV_W_NOTE);
+      ms[m].fits = fits(r->expect, g, &g->defs[ms[m].k], ms[m].head, mn);
+    }
   }
   qsort(ms, n, sizeof *ms, cmp_member_pick);
   if (n > max_lines) n = max_lines;
   /* Within CONTAINER_TOKENS: the most relevant members first. */
-  size_t used = count_tokens(r->tok, ws_str(f, d->head), strlen(ws_str(f, d->head))) +
-                (ws_str(f, d->tail) ? 2 : 0) + 12 /* the path line */;
-  size_t fit = 0;
-  for (; fit < n; fit++) {
+  size_t used = count_tokens(r->tok, head, head_len) + (ws_str(f, d->tail) ? 2 : 0) +
+                12 /* the path line */;
+  /* *full: what the listing would cost with no limit (up to
+   * CURSOR_TYPE_TOKENS), for the caller's reservation. */
+  size_t fit = 0, total = used;
+  for (size_t m = 0; m < n; m++) {
     char line[MEMBER_LINE_BYTES + 64];
-    const ws_file *g = file_of(r, ms[fit].fid);
-    size_t hl = member_line(ms[fit].head, def_name(g, &g->defs[ms[fit].k]), line, sizeof line);
+    const ws_file *g = file_of(r, ms[m].fid);
+    size_t hl = member_line(ms[m].head, def_name(g, &g->defs[ms[m].k]), line, sizeof line);
     size_t t = count_tokens(r->tok, line, hl) + 1;
-    if (used + t > max_tokens) break;
-    used += t;
+    /* A file not listed yet costs its path line. */
+    const char *mp = member_path(r, &ms[m]);
+    bool seen = strcmp(mp, fpath) == 0;
+    for (size_t j = 0; j < m && !seen; j++) seen = strcmp(member_path(r, &ms[j]), mp) == 0;
+    if (!seen) t += count_tokens(r->tok, mp, strlen(mp)) + 6;
+    if (fit == m && used + t <= max_tokens) {
+      used += t;
+      fit = m + 1;
+    }
+    total += t;
+    if (fit <= m && (!full || total >= CURSOR_TYPE_TOKENS)) break;
   }
+  if (full) *full = total < CURSOR_TYPE_TOKENS ? total : CURSOR_TYPE_TOKENS;
   n = fit;
+  t_home = fpath;
+  t_r = r;
   qsort(ms, n, sizeof *ms, cmp_member_order);
   for (size_t m = 0; m < n; m++) choose(r, ms[m].fid, ms[m].k); /* listed: not again */
-  bool tail_after_fields = ws_str(f, d->tail) != NULL;
+  bool tail_after_fields = container && ws_str(f, d->tail) != NULL;
   size_t i = 0;
+  const char *last = fpath;
   for (; i < n; i++) {
     if (outside(r, &ms[i]) && tail_after_fields) break; /* Go methods go after the closing brace */
-    sb_member(r, b, &ms[i]);
+    sb_member(r, b, &ms[i], &last);
   }
   if (tail_after_fields) sb_line(b, ws_str(f, d->tail));
-  for (; i < n; i++) sb_member(r, b, &ms[i]);
+  for (; i < n; i++) sb_member(r, b, &ms[i], &last);
 }
 
 /* Constants, macros and variables declared together (a const block, a
  * run of #defines, an enum without a name): consecutive definitions of the
  * same kind, each within two lines of the last. The one looked up, those
  * used near the cursor and then the nearest are shown, in source order,
- * within MEMBER_LINES and CONTAINER_TOKENS; its first and last lines go
+ * within MEMBER_LINES and max_tokens; its first and last lines go
  * to *lo_line, *hi_line. */
 static bool same_run(const ws_file *f, size_t a, size_t b) {
   const ws_def *x = &f->defs[a], *y = &f->defs[b];
@@ -757,8 +1158,8 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void group_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, uint32_t *lo_line,
-                       uint32_t *hi_line) {
+static void group_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, size_t max_tokens,
+                       uint32_t *lo_line, uint32_t *hi_line) {
   const ws_file *f = file_of(r, fid);
   size_t lo = k, hi = k;
   while (lo > 0 && k - lo < 64 && same_run(f, lo - 1, lo)) lo--;
@@ -781,7 +1182,7 @@ static void group_text(retrieval *r, uint32_t fid, uint32_t k, sbuf *b, uint32_t
         if ((pass == 0) != near) continue;
         const char *nl = strchr(h, '\n');
         size_t t = count_tokens(r->tok, h, nl ? (size_t)(nl - h) : strlen(h)) + 1;
-        if (used + t > CONTAINER_TOKENS) continue;
+        if (used + t > max_tokens) continue;
         used += t;
         pick[n++] = (uint32_t)i;
       }
@@ -808,17 +1209,6 @@ static char *type_from_head(const ws_file *f, const ws_def *d, const char *lang)
     if (!word) continue;
     char *t = rv_decl_type(h, hl, at, nl, lang);
     if (t) return t;
-  }
-  return NULL;
-}
-
-/* The position of name as a whole word in s, or NULL. */
-static const char *word_in(const char *s, const char *name) {
-  size_t nl = strlen(name);
-  for (const char *p = s; (p = strstr(p, name)); p++) {
-    bool before = p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
-    bool after = !(isalnum((unsigned char)p[nl]) || p[nl] == '_');
-    if (before && after) return p;
   }
   return NULL;
 }
@@ -1031,10 +1421,15 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       else
         scopes[ns++] = n;
     }
+    /* Deep nesting (closures in closures) would spend the budget on
+     * headers: the outermost and the SCOPES - 1 innermost are kept, each
+     * at most SCOPE_LINE_BYTES long. */
     for (int k = ns - 1; k >= 0; k--) {
+      if (k != ns - 1 && k >= SCOPES - 1) continue;
       uint32_t x = ts_node_start_byte(scopes[k]), y = x;
       while (x > 0 && text[x - 1] != '\n') x--; /* keep the indentation */
       while (y < len && text[y] != '\n') y++;
+      y = x + (uint32_t)utf8_cut(text + x, y - x, SCOPE_LINE_BYTES);
       uint32_t row = ts_node_start_point(scopes[k]).row;
       char *name = strndup(text + x, y - x);
       if (name) push_text(out, self_path, lang, text + x, y - x, row, row, "enclosing scope", name,
@@ -1075,12 +1470,41 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
 
   /* Phase 1: the definitions of the names around the cursor, compact. */
   rv_cand cands[MAX_CANDS];
-  rv_scan scan = {text, len, cursor, lang, tree, field_type, return_type, &r, 0};
-  size_t n_cands = rv_candidates(&scan, cands, MAX_CANDS);
+  rv_bag bag = {.n = 0};
+  rv_scan scan = {text, len, cursor, lang, tree, field_type, return_type, &r, 0, &bag, 0, {0}, false, 0, 0};
+  size_t n_cands = rv_candidates(&scan, cands, MAX_CANDS - GUESSES);
   r.cands = cands;
   r.n_cands = n_cands;
+  r.bag = &bag;
+  r.expect = &scan.expect;
+  /* The names the words around the cursor predict come after the cursor's
+   * line (what is written there is surer) and before the lines around. */
+  const char *guessed[GUESSES];
+  size_t n_guess = guess_names(&r, &scan, cursor, guessed, GUESSES);
+  size_t gat = scan.n_line < n_cands ? scan.n_line : n_cands, put = 0;
+  for (size_t i = 0; i < n_guess; i++) {
+    rv_cand c = {strdup(guessed[i]), NULL, false, false, false, false, NULL, true};
+    if (!c.name) continue;
+    memmove(&cands[gat + put + 1], &cands[gat + put], (n_cands - gat - put) * sizeof *cands);
+    cands[gat + put++] = c;
+    n_cands++;
+  }
+  r.n_cands = n_cands;
   defref def_of[MAX_DEF_ITEMS];
+  bool at_cursor[MAX_DEF_ITEMS];
+  size_t reserve[MAX_DEF_ITEMS]; /* what a definition is charged at least (the type at the cursor) */
   size_t n_defs = 0;
+  /* The members of the type at the cursor take three quarters of what the
+   * enclosing scopes leave of the snippet budget, at most
+   * CURSOR_TYPE_TOKENS: the listing must fit, or nothing after it would be
+   * taken. More budget gives the listing as much room or more (the same
+   * members or more) and what follows it more too (it is charged its room,
+   * see below), so that it never drops a definition that less took. */
+  size_t scope_tokens = 0;
+  for (size_t i = 0; i < n_scopes; i++)
+    scope_tokens += count_tokens(tok, out->snippets[i].text, out->snippets[i].len);
+  size_t wide_tokens = snippet_budget > scope_tokens ? (snippet_budget - scope_tokens) * 3 / 4 : 0;
+  if (wide_tokens > CURSOR_TYPE_TOKENS) wide_tokens = CURSOR_TYPE_TOKENS;
   for (size_t i = 0; i < n_cands && n_defs < MAX_DEF_ITEMS; i++) {
     defref d;
     if (!resolve_cand(&r, &cands[i], cursor, &d) || was_chosen(&r, d.fid, d.k)) continue;
@@ -1088,21 +1512,46 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     const ws_def *def = &f->defs[d.k];
     /* An enum member comes with its enum (its siblings are the likely
      * alternatives). */
-    if (def->kind == WK_CONSTANT && def->parent != UINT16_MAX) {
+    if (def->kind == WK_CONSTANT && def->parent != UINT16_MAX && !cands[i].guess) {
       d.k = def->parent;
       def = &f->defs[d.k];
       if (was_chosen(&r, d.fid, d.k)) continue;
     }
-    choose(&r, d.fid, d.k);
-    sbuf sb = {0};
-    uint32_t first_line = def->start_line, last_line = def->end_line;
+    /* A guessed container is shown by its head line only: it does not keep
+     * its listing from coming later, for a name written near the cursor. */
     const rv_cand *c = &cands[i];
     bool wide = c->type_only && c->at_cursor && !c->known; /* a member is about to be typed */
-    if (def->flags & WD_CONTAINER || (is_type(def) && f->lang && strcmp(f->lang, "go") == 0))
+    size_t full = 0;
+    bool listing = def->flags & WD_CONTAINER || (is_type(def) && wide) ||
+                   (is_type(def) && f->lang && strcmp(f->lang, "go") == 0);
+    if (!(cands[i].guess && listing)) choose(&r, d.fid, d.k);
+    sbuf sb = {0};
+    uint32_t first_line = def->start_line, last_line = def->end_line;
+    if (c->guess && ws_str(f, def->head)) {
+      /* A guess is worth its name, not much budget: the line of its head
+       * that names it (not a decorator above; a long signature is broken
+       * after its name's parenthesis). */
+      size_t hl, row;
+      const char *h = naming_line(ws_str(f, def->head), def_name(f, def), &hl, &row);
+      sb_put(&sb, h, utf8_cut(h, hl, GUESS_LINE_BYTES));
+      sb_put(&sb, "\n", 1);
+      first_line += (uint32_t)row;
+      last_line = first_line;
+      /* A typedef'd struct is named on its closing line. */
+      const char *tail = ws_str(f, def->tail), *nm = def_name(f, def);
+      char first[GUESS_LINE_BYTES + 1];
+      snprintf(first, sizeof first, "%.*s", (int)(hl < GUESS_LINE_BYTES ? hl : GUESS_LINE_BYTES), h);
+      if (tail && nm && !word_in(first, nm) && word_in(tail, nm)) {
+        sb_line(&sb, tail);
+        last_line = def->end_line;
+      }
+    } else if (listing)
       container_text(&r, d.fid, d.k, &sb, wide ? CURSOR_MEMBER_LINES : MEMBER_LINES,
-                     wide ? CURSOR_TYPE_TOKENS : CONTAINER_TOKENS, c->typed, wide);
+                     wide ? wide_tokens : i < gat ? CONTAINER_TOKENS : LATE_TOKENS,
+                     c->typed, wide, wide ? &full : NULL);
     else if (def->kind == WK_CONSTANT || def->kind == WK_MACRO || def->kind == WK_VARIABLE)
-      group_text(&r, d.fid, d.k, &sb, &first_line, &last_line);
+      group_text(&r, d.fid, d.k, &sb, i < gat ? CONTAINER_TOKENS : LATE_TOKENS, &first_line,
+                 &last_line);
     else if (ws_str(f, def->head))
       sb_line(&sb, ws_str(f, def->head));
     const char *reason = d.fid == SELF ? "same file" : imported(&r, d.fid) ? "imported file"
@@ -1119,7 +1568,41 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       out->n_snippets--;
       continue;
     }
+    at_cursor[n_defs] = i < gat + put; /* the member access at the cursor, its line, the guesses */
+    reserve[n_defs] = full < wide_tokens ? full : wide_tokens;
     def_of[n_defs++] = d;
+  }
+  /* A large definition not from the cursor's line (a struct listed because
+   * its name is used nearby) waits until the smaller ones are taken: phase 1
+   * stops at the first that does not fit, and a large one would end it with
+   * much of the budget unspent. The order depends on costs only, never on
+   * the budget, so that more budget still never drops a definition. */
+  {
+    size_t n_big = 0, w = n_scopes;
+    sc_context_snippet big[MAX_DEF_ITEMS];
+    defref big_def[MAX_DEF_ITEMS];
+    size_t big_reserve[MAX_DEF_ITEMS];
+    for (size_t i = n_scopes; i < out->n_snippets; i++) {
+      sc_context_snippet s = out->snippets[i];
+      defref dd = def_of[i - n_scopes];
+      size_t rs = reserve[i - n_scopes];
+      bool late = !at_cursor[i - n_scopes] && count_tokens(tok, s.text, s.len) > LATE_TOKENS;
+      if (late) {
+        big[n_big] = s;
+        big_reserve[n_big] = rs;
+        big_def[n_big++] = dd;
+      } else {
+        out->snippets[w] = s;
+        def_of[w - n_scopes] = dd;
+        reserve[w - n_scopes] = rs;
+        w++;
+      }
+    }
+    for (size_t i = 0; i < n_big; i++, w++) {
+      out->snippets[w] = big[i];
+      def_of[w - n_scopes] = big_def[i];
+      reserve[w - n_scopes] = big_reserve[i];
+    }
   }
   /* Costs, thresholds, and what the snippet budget takes. */
   size_t n1 = out->n_snippets;
@@ -1143,12 +1626,17 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       }
     }
     if (!full) s->tokens = count_tokens(tok, s->text, s->len);
-    full = full || spent + s->tokens > snippet_budget; /* the first that does not fit ends it */
+    /* The type at the cursor is charged the room it was given (or all it
+     * would take, when less): so what follows it gets a share that only
+     * grows with the budget, not what a member more or less leaves. */
+    size_t charge = i >= n_scopes && reserve[i - n_scopes] > s->tokens ? reserve[i - n_scopes]
+                                                                      : s->tokens;
+    full = full || spent + charge > snippet_budget; /* the first that does not fit ends it */
     if (full) {
       snippet_free(s);
       continue;
     }
-    spent += s->tokens;
+    spent += charge;
     if (i >= n_scopes) kept_defs[n_kept_defs++] = def_of[i - n_scopes];
     out->snippets[kept++] = *s;
   }

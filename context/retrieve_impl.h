@@ -15,7 +15,67 @@ typedef struct rv_cand {
   bool at_cursor;  /* the member access at the cursor (its member, or its type) */
   bool known;      /* type_only at the cursor: the member's name is visible after it */
   char *typed;     /* type_only at the cursor: the start of the member typed (owned), or NULL */
+  bool guess;      /* not written near the cursor: predicted by its words (retrieve.c) */
 } rv_cand;
+
+/* What the code around the cursor talks about, as words: the names the user
+ * just wrote on the cursor's line, the enclosing function's name and the
+ * names of the lines nearby, split into lower-cased words ("parentPath":
+ * parent, path; "f_json_parse": json, parse; "HTTPError": http, error) and
+ * weighted (RV_W_*: the cursor's line most, then the comment right above
+ * it, the function's name, then the lines by distance; comments and
+ * strings less than code). A definition whose name shares rare words with
+ * these is likely the one about to be used: `parentPath := cmd.` is
+ * Parent(), `static jv f_keys(...) { return ` is jv_keys, `request: ` is
+ * KyRequest (the "expected name" of IDE completion rankers). */
+#define RV_BAG 128
+#define RV_W_LINE 3.0f
+#define RV_W_FUNC 2.0f
+#define RV_W_PROSE 0.5f /* a word of a comment or string, against one of code */
+#define RV_W_NOTE 2.5f  /* a word of the comment right above the cursor's line */
+#define RV_BAG_BEFORE 16 /* lines before the cursor's ... */
+#define RV_BAG_AFTER 4  /* ... and after it, weighted 1 / (1 + distance / 3) */
+typedef struct rv_bag {
+  uint64_t word[RV_BAG]; /* sc_hash64 of the lower-cased word */
+  float weight[RV_BAG];  /* the largest weight it was seen with */
+  size_t n;
+} rv_bag;
+
+/* The lower-cased words of identifier s[0, n), hashed, into out (at most
+ * cap, each once); how many. Words of one letter and digits are left out;
+ * a name of several words also gives its letters joined ("ProgressBar":
+ * progress, bar, progressbar). */
+size_t rv_words(const char *s, size_t n, uint64_t *out, size_t cap);
+/* The weight of word in the bag, 0 when absent. */
+float rv_bag_weight(const rv_bag *b, uint64_t word);
+
+/* What the member access at the cursor must give, from the code before it
+ * on its line (Go; Python and TypeScript where annotations say): a
+ * statement (a call whose results, if any, are dropped), a condition (a
+ * bool), a range (a slice or map; `for x in`, `for (x of`), n results
+ * (`a, b, err := x.`), or what the enclosing function returns (`return x.`).
+ * A member that cannot give it is an unlikely next member; one that gives
+ * it exactly a likely one. */
+typedef struct rv_expect {
+  bool known;      /* the fields below say something */
+  bool stmt;       /* the access starts a statement */
+  bool want_bool;  /* in a condition */
+  bool want_seq;   /* ranged over */
+  int results;     /* values assigned from it, -1: not an assignment */
+  char ret[96];    /* `return x.`: the enclosing function's results, spaces removed ("error",
+                      "*Command,[]string,error"); "" otherwise */
+} rv_expect;
+
+/* The results of member head s (its name at s[at, at + n)) in lang, as
+ * rv_go_results does for Go; Python and TypeScript from annotations
+ * ("-> tuple[A, B]" is 2; "-> None", ": void" are 0); -1 when not told. */
+int rv_member_results(const char *s, size_t len, size_t at, size_t n, const char *lang,
+                      char *out, size_t cap);
+/* The results of Go function or method head s (its name at s[at, at + n)),
+ * spaces removed and outer parentheses dropped, into out (cap bytes); how
+ * many (0: none; -1: not a function head). A field's head ("Name Type")
+ * gives its type and 1. */
+int rv_go_results(const char *s, size_t len, size_t at, size_t n, char *out, size_t cap);
 
 /* The receiver-type oracle: the declared type of field in type (owned), or
  * NULL; retrieve.c answers from the index. */
@@ -34,6 +94,19 @@ typedef struct rv_scan {
    * here on (the outermost function around the cursor; file scope is the
    * index's). */
   size_t decl_floor;
+  /* Set by rv_candidates when not NULL: the words around the cursor. */
+  rv_bag *bag;
+  /* Set by rv_candidates: how many candidates come from the member access
+   * at the cursor and the cursor's line (the rest are the region's). */
+  size_t n_line;
+  /* Set by rv_candidates: what the member access at the cursor must give. */
+  rv_expect expect;
+  /* Set by rv_candidates: the cursor is where a type goes (after `raise`,
+   * `except`, `new`, `instanceof`, `->`, `isinstance(x, `, `<`). */
+  bool want_type;
+  /* Set by rv_candidates: the name of the function around the cursor,
+   * text[fn_at, fn_at + fn_len) (fn_len 0: none). */
+  size_t fn_at, fn_len;
 } rv_scan;
 
 /* The names around the cursor, in this order: the member access at the
@@ -51,7 +124,7 @@ typedef struct rv_scan {
 #define RV_PREFIX_LINES 60
 #define RV_FILE_NAMES 16
 #define RV_FILE_BYTES (32u << 10)
-size_t rv_candidates(const rv_scan *sc, rv_cand *out, size_t cap);
+size_t rv_candidates(rv_scan *sc, rv_cand *out, size_t cap);
 void rv_cands_free(rv_cand *c, size_t n);
 
 /* The type a declaration gives name (at s[at, at + n)) in s[0, len): the

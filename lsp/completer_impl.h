@@ -47,6 +47,7 @@ typedef struct settings {
   int length_candidates; /* canvas lengths decoded per completion (batched) */
   bool repair;           /* a candidate that breaks the parse is repaired once */
   int max_document_bytes; /* larger documents get no tree and no completions */
+  int index_max_files;    /* indexMaxFiles: files the workspace index takes; 0: 100,000 */
   /* The remote backend (setting "backend"); url NULL: the local engine. */
   char *backend_url, *backend_model, *backend_key_env, *backend_key;
   int backend_timeout_ms, backend_max_tries;
@@ -95,6 +96,9 @@ struct sc_completer {
   int load_progress; /* the load's $/progress token (sc_lsp__progress_begin), or 0 */
   /* index.c */
   sc_workspace *ws; /* the workspace index (model lane only) */
+  /* Model lane: updates of ws read from disk (saves, watched files,
+   * removals) since it was installed; written to the kept index at exit. */
+  size_t index_disk_updates;
   /* Loop-thread state for the index. */
   char *client_root; /* the folder initialize named, or NULL */
   char *root;        /* the folder indexed: client_root, or the open file's work tree */
@@ -113,6 +117,8 @@ struct sc_completer {
   bool pending_lost; /* one could not be recorded (OOM): say so */
   const char *index_state; /* for sculpt/status: NULL (no root), "indexing", "ready", "failed" */
   size_t index_files;
+  size_t index_cached; /* of those, taken unchanged from the index kept on disk */
+  bool index_partial;  /* a bound (indexMaxFiles, the chunk cap) left files out */
   double last_index_ms;
   /* cache.c (loop thread) */
   cache_entry cache[CACHE_ENTRIES];
@@ -244,6 +250,11 @@ typedef struct complete_arg {
   char language[16];
   bool lang_known;
   char *rel_path;   /* the file relative to the workspace root (owned) */
+  /* c->index_state when the request was made (static; NULL: no workspace):
+   * "indexing" tells the prompt builder and the answer's data that the
+   * index is not in yet. */
+  const char *index_state;
+  bool partial_index; /* out: the prompt came from a partial index (data.partialIndex) */
   struct prompt_extras *extras; /* other documents and recent edits (owned; may be NULL) */
   uint64_t uri_hash, prefix_hash, suffix_hash;
   size_t doc_prefix_len;
@@ -289,9 +300,14 @@ prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_docum
                                      uint32_t base_line);
 void sc_cpl__extras_free(prompt_extras *x);
 /* The text before the canvas: repository snippets and the prefix window.
- * Returns what *before points into (owned), or NULL: then a->prefix. */
-char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **before,
+ * Returns what *before points into (owned), or NULL: then a->prefix. Sets
+ * a->partial_index. */
+char *sc_cpl__prompt_before(complete_arg *a, int budget, const char **before,
                             size_t *before_len, size_t *n_snippets);
+/* Adds to an answer's data what the index was when its prompt was built:
+ * "index" (its state: "indexing", "ready", "failed") and "partialIndex"
+ * (the index was still being built, or a bound left files out). */
+void sc_cpl__index_data(const complete_arg *a, json_t *data);
 /* Tokenizes the text before and after the canvas and fits them to fit's
  * prompt (sc_infill_fit: the prefix's far end is cut first, down to half,
  * then the suffix's). after_cut: the text after is a window that stops

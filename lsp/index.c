@@ -5,8 +5,12 @@
  * watched-file events re-read a file from disk, edits to an open document
  * refresh its entry from the buffer (at most every 2 s per document).
  * Updates made while the index is built are replayed on the new one. Its
- * state ("indexing", "ready", "failed") goes out in sculpt/status and its
- * build in $/progress.
+ * state ("indexing", "ready", "failed"), how many files came unchanged from
+ * the index kept on disk and whether a bound (indexMaxFiles) left files out
+ * go out in sculpt/status, its build in $/progress; a completion's data
+ * carries the state at its request (prompt.c). The build starts from the
+ * index kept on disk and writes it back (sc_workspace_index); the updates
+ * made since are written at exit, so a restart starts warm.
  *
  * Threads: c->ws belongs to the model lane (prompt builds and updates run
  * there); root, pending and the index state are the loop's. */
@@ -23,6 +27,7 @@ typedef struct index_arg {
   sc_workspace *ws; /* built on the background worker, until installed (owned) */
   sc_workspace_stats stats;
   int pause_ms; /* test hook: wait this long first (SCULPT_TEST_INDEX_PAUSE_MS) */
+  size_t max_files; /* the indexMaxFiles setting (0: the default bound) */
   int generation; /* c->index_generation when it started: a newer root supersedes it */
   int progress;   /* its $/progress token (sc_lsp__progress_begin), or 0 */
 } index_arg;
@@ -42,6 +47,7 @@ static json_t *index_job(sc_job *job, void *argp, sc_error *err) {
     return sc_error_set(err, SC_ERR_CANCELLED, "indexing cancelled"), NULL;
   sc_workspace_options o = {0};
   o.cancel = &job->cancel; /* exit does not wait for a big tree */
+  o.max_files = a->max_files;
   if (sc_workspace_index(a->root, &o, &a->ws, err) != SC_OK) return NULL;
   a->stats = sc_workspace_get_stats(a->ws);
   return json_null();
@@ -54,6 +60,7 @@ static json_t *install_index_job(sc_job *job, void *argp, sc_error *err) {
   sc_workspace_free(a->c->ws);
   a->c->ws = a->ws;
   a->ws = NULL;
+  a->c->index_disk_updates = 0; /* the build wrote what it read */
   return json_null();
 }
 
@@ -64,6 +71,12 @@ static void install_index_done(sc_lsp_server *s, sc_job *job) {
   if (a->generation != c->index_generation) return; /* another root is being indexed */
   c->index_state = "ready";
   c->index_files = a->stats.files;
+  c->index_cached = a->stats.cached;
+  c->index_partial = a->stats.partial;
+  if (a->stats.partial)
+    SC_LOG_WARN("index: partial (%zu files over indexMaxFiles left out, or the chunk cap "
+                "reached): context may miss definitions",
+                a->stats.skipped_limit);
   sc_cpl__send_status(s, c);
 }
 
@@ -110,8 +123,9 @@ static void index_done(sc_lsp_server *s, sc_job *job) {
   c->last_index_ms = sc_now_ms();
   char msg[160];
   if (job->result) {
-    snprintf(msg, sizeof msg, "%zu files, %zu definitions in %.0f ms", stats.files,
-             stats.definitions, stats.ms);
+    snprintf(msg, sizeof msg, "%zu files (%zu from the index kept on disk), %zu definitions in "
+             "%.0f ms%s", stats.files, stats.cached, stats.definitions, stats.ms,
+             stats.partial ? ", partial" : "");
     SC_LOG_INFO("index: %s", msg);
   } else {
     snprintf(msg, sizeof msg, "not indexed: %s", job->err.msg);
@@ -132,6 +146,7 @@ void sc_cpl__start_index(sc_lsp_server *s, sc_completer *c) {
   if (c->indexing && c->index_job)
     atomic_store(&c->index_job->cancel, (int)SC_JOB_CANCELLED);
   a->c = c;
+  a->max_files = (size_t)c->set.index_max_files;
   a->generation = ++c->index_generation;
   const char *pause = getenv("SCULPT_TEST_INDEX_PAUSE_MS");
   if (sc_lsp__options(s)->test_hooks && pause) a->pause_ms = atoi(pause);
@@ -180,7 +195,8 @@ void sc_cpl__on_open(sc_lsp_server *s, sc_document *d) {
   free(c->root);
   c->root = want;
   c->index_state = "indexing"; /* what the status said was another folder's */
-  c->index_files = 0;
+  c->index_files = c->index_cached = 0;
+  c->index_partial = false;
   /* Before initialized, the start indexes it. */
   if (c->started) sc_cpl__start_index(s, c);
 }
@@ -221,6 +237,7 @@ static json_t *update_job(sc_job *job, void *argp, sc_error *err) {
    * built on the background worker, index_done replays the updates that
    * came meanwhile after installing it.) */
   if (!a->c->ws) return json_null();
+  if (!a->text) a->c->index_disk_updates++;
   if (a->remove) {
     a->indexed = false;
     sc_workspace_remove_file(a->c->ws, a->rel);
@@ -321,8 +338,15 @@ void sc_cpl__on_file_changed(sc_lsp_server *s, const char *uri, int type) {
   post_update(s, sc_lsp__feature(s), uri, NULL, 0, type == 3);
 }
 
-/* At exit, after the workers stopped. */
+/* At exit, after the workers stopped: when files were re-read from disk
+ * since the index was built (saves, watched files), the index is written
+ * to its place on disk so that the next start reuses those files too. Not
+ * for buffer refreshes alone: a save leaves their entries out
+ * (sc_workspace_save), and the kept index still has those files as on disk. */
 void sc_cpl__index_free(sc_completer *c) {
+  sc_error err = {0};
+  if (c->ws && c->index_disk_updates && sc_workspace_save(c->ws, &err) != SC_OK)
+    SC_LOG_WARN("index: not kept for the next start: %s", err.msg);
   sc_workspace_free(c->ws);
   pending_clear(c);
   free(c->pending);

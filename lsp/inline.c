@@ -270,6 +270,7 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   json_object_set_new(data, "shapeMs", json_real(shape_ms));
   json_object_set_new(data, "repairMs", json_real(fc.repair_ms));
   json_object_set_new(data, "snippets", json_integer((json_int_t)n_snippets));
+  sc_cpl__index_data(a, data);
   json_object_set_new(data, "promptTokens", json_integer((json_int_t)(keep_pre + keep_suf)));
   json_object_set_new(data, "contextTokens", json_integer(fit.context));
   if (reconditioned) json_object_set_new(data, "reconditioned", json_true());
@@ -432,6 +433,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   snprintf(a->language, sizeof a->language, "%s", lang);
   a->lang_known = true;
   a->rel_path = sc_cpl__rel_path_of(c, d->uri);
+  a->index_state = c->index_state;
   sc_document_touch(d);
   sc_cpl__maybe_refresh_index(s, c, d);
   a->extras = sc_cpl__gather_extras(s, c, d, line_of_offset(idx, p0));

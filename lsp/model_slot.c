@@ -46,8 +46,12 @@ void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c) {
   /* The workspace index is built in the background: a client (or a test)
    * that wants repository context from the start can wait for "ready". */
   if (c->index_state) {
-    json_t *ix = json_pack("{s:s, s:I}", "state", c->index_state, "files",
-                           (json_int_t)c->index_files);
+    /* cached: files taken unchanged from the index kept on disk (a restart
+     * on an unchanged tree reuses them all); partial: a bound left files
+     * out, so a definition may be missing from the context. */
+    json_t *ix = json_pack("{s:s, s:I, s:I, s:b}", "state", c->index_state, "files",
+                           (json_int_t)c->index_files, "cached", (json_int_t)c->index_cached,
+                           "partial", c->index_partial);
     if (c->root) json_object_set_new(ix, "root", json_string(c->root));
     json_object_set_new(p, "index", ix);
   }

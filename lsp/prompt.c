@@ -97,13 +97,18 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
  * language sculpt does not know), the whole prefix window (sc_cpl__encode_context
  * trims it). *before points into the returned text (owned) or, when NULL
  * is returned, into a->prefix. */
-char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **before,
+char *sc_cpl__prompt_before(complete_arg *a, int budget, const char **before,
                             size_t *before_len, size_t *n_snippets) {
   sc_completer *c = a->c;
   *before = a->prefix;
   *before_len = a->prefix_len;
   *n_snippets = 0;
   char *joined = NULL;
+  /* While the index is built the prompt has what the old index (or none)
+   * holds: the prompt says so in partial_index. */
+  sc_prompt_inputs in = {0};
+  if (a->extras) in = a->extras->in;
+  in.index_pending = a->index_state && strcmp(a->index_state, "indexing") == 0;
   if (a->lang_known) {
     size_t tl = a->prefix_len + a->suffix_len;
     char *text = malloc(tl + 1);
@@ -113,8 +118,9 @@ char *sc_cpl__prompt_before(const complete_arg *a, int budget, const char **befo
       memcpy(text + a->prefix_len, a->suffix, a->suffix_len);
       text[tl] = '\0';
       if (sc_prompt_build_with(c->ws, a->rel_path, a->language, text, tl, a->prefix_len,
-                               c->tok, (size_t)(budget >= 16 ? budget : 16),
-                               a->extras ? &a->extras->in : NULL, &prompt, NULL) == SC_OK) {
+                               c->tok, (size_t)(budget >= 16 ? budget : 16), &in, &prompt,
+                               NULL) == SC_OK) {
+        a->partial_index = prompt.partial_index;
         if (prompt.n_snippets && (joined = sc_prompt_text(&prompt, before_len))) {
           *before = joined;
           *n_snippets = prompt.n_snippets;
@@ -221,6 +227,11 @@ sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_budget *fit, const
   a->r_suffix_len = suf_len;
   if (!a->r_prompt || !a->r_suffix) return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
   return SC_OK;
+}
+
+void sc_cpl__index_data(const complete_arg *a, json_t *data) {
+  if (a->index_state) json_object_set_new(data, "index", json_string(a->index_state));
+  json_object_set_new(data, "partialIndex", json_boolean(a->partial_index));
 }
 
 /* ---- sculpt/test/prompt (SCULPT_TEST_HOOKS) ---------------------------------- */

@@ -165,6 +165,7 @@ static json_t *remote_result(const complete_arg *a, const remote_info *ri,
   if (ri->early) json_object_set_new(data, "stoppedEarly", json_true());
   json_object_set_new(data, "shapeMs", json_real(t_end - t0));
   json_object_set_new(data, "snippets", json_integer((json_int_t)a->n_snippets));
+  sc_cpl__index_data(a, data);
   json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
   if (a->repaired) json_object_set_new(data, "repaired", json_true());
   return sc_cpl__build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);

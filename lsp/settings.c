@@ -286,6 +286,7 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
   get_int(o, "debounceMs", 0, 5000, &st->debounce_ms);
   get_int(o, "lengthCandidates", 1, SC_INFILL_MAX_CANDIDATES, &st->length_candidates);
   get_int(o, "maxDocumentBytes", 0, 1 << 30, &st->max_document_bytes);
+  get_int(o, "indexMaxFiles", 0, 10000000, &st->index_max_files);
   if ((v = json_object_get(o, "repair"))) {
     if (json_is_boolean(v)) st->repair = json_is_true(v);
     else SC_LOG_WARN("settings: repair must be true or false; ignored");
@@ -327,6 +328,8 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
   /* A new model, device or weights kind is loaded at once, once the
    * session runs. */
   if (reload && c->state != MS_NONE) sc_cpl__start_load(s, c);
+  /* A new bound on the index builds it again (the old one serves meanwhile). */
+  if (before.index_max_files != st->index_max_files && c->started) sc_cpl__start_index(s, c);
 }
 
 bool sc_cpl__language_enabled(const sc_completer *c, const char *lang) {

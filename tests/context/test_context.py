@@ -12,21 +12,9 @@ import subprocess
 import sys
 import tempfile
 
+from ctxtest import check, failures, write
+
 BIN = os.environ["SCULPT_BIN"]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def write(root, rel, text, mode="w"):
-    p = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p, mode) as f:
-        f.write(text)
 
 
 CACHE = tempfile.mkdtemp(prefix="sculpt-context-cache-")

@@ -10,6 +10,28 @@ other files (at most three sites), one case per name, seeded. They are
 committed as a list (tests/context/recall_cases/*.tsv) so that every run
 measures the same cursors.
 
+The patterns know names, not types, so a member use (`x.name`) may match a
+same-named member of another type: cobra's `flag.Hidden`, flag a
+*pflag.Flag, matched cobra's Command.Hidden. Such a use is not a case when
+its receiver's type is known to be another: the receiver chain's first name
+is looked up at its nearest declaration in the enclosing blocks (a
+parameter, a Go receiver, a var, an annotation, a composite literal, a
+constructor or function call, a `with ... as`, a TypeScript `instanceof` on
+the same line; self/this is the enclosing class), then each further part
+through the repository's own definitions (a field's declared type, a
+method's result); the use is dropped when that ends in a type the
+repository does not define (a builtin such as Response, URL, str, a type or
+module of another package) or, for Python and TypeScript, in a class of the
+repository that does not define the member on itself or a base. Where the
+type cannot be told (no declaration, `any`, `unknown`, a type alias) the
+use is kept. The rule is applied after the seeded shuffles, so the other
+cases stay as they were. Some noise remains where lexical rules cannot see
+a type (a narrowing by a function: `if (isHTTPError(error)) error.response`).
+
+Halves: each case falls, by a seeded hash of its position (half_of), in the
+"tune" half, which retrieval was developed on, or the "check" half, held
+out; --halves reports both.
+
 For each case, `sculpt context FILE:LINE:COL --json` (default budget) is
 asked for the prompt, in two scenarios:
   intact: the file as it is, the use visible right after the cursor;
@@ -21,12 +43,16 @@ language and scenario, beside:
           nearest first, each looked up with the same definition patterns
           over the other files, every hit's line (path:line: text) added
           until the same snippet budget (a quarter of the budget; tokens
-          counted as bytes / the repository's measured bytes per token);
+          counted as bytes / the repository's measured bytes per token).
+          It uses the very patterns that made the cases, so when the name
+          is within reach it finds exactly the expected line: an upper
+          bound for a grep, not what a user's grep -w would rank;
   --prev: the same measurement with another binary (the previous release).
 
     tools/eval/context_recall.py cases REPO --lang c [--n 60] [--seed 1] > cases.tsv
     tools/eval/context_recall.py run CASES.tsv... [--bin build/sculpt] [--prev BIN]
                                  [--budget 1024] [--json OUT] [--monotonic 512,1024,2048]
+                                 [--halves] [--half tune|check]
 
 --monotonic B1,B2,... also checks, on every case and scenario, that a larger
 budget never drops a definition a smaller one included (a definition moving
@@ -36,6 +62,7 @@ The repository is copied to a temporary folder (git init there, so that it
 is its own work tree); the index cache goes to a temporary XDG_CACHE_HOME.
 """
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -533,6 +560,30 @@ IMPORT_LINE = {
 }
 
 
+IMPORT_SPAN = {
+    "c": None,
+    "python": re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]*\([^)]*\)", re.M),
+    "go": re.compile(r"^[ \t]*import[ \t]*\([^)]*\)", re.M),
+    "typescript": re.compile(r"^[ \t]*(?:import|export)\b[^;'\"`]*?\bfrom[ \t]*['\"][^'\"]*['\"]",
+                             re.M),
+}
+
+
+def import_lines(code, lang):
+    """The 0-based lines inside import statements that span several lines
+    (`from x import (\n a,\n)`, `export {\n A,\n} from './a'`): a name
+    listed there is imported, not used."""
+    pat = IMPORT_SPAN[lang]
+    out = set()
+    if not pat:
+        return out
+    for m in pat.finditer(code):
+        a = code.count("\n", 0, m.start())
+        b = code.count("\n", 0, m.end())
+        out.update(range(a, b + 1))
+    return out
+
+
 def binds_locally(code, name, lang):
     """Whether file code binds name itself (a local, a parameter, an import
     alias): a use there may not mean the other file's definition."""
@@ -549,16 +600,388 @@ def binds_locally(code, name, lang):
     return any(re.search(p, code) for p in pats)
 
 
-def find_cases(repo, lang, n, seed):
+# ---- receivers: a member case must be a member of the repository's type --------------
+#
+# The definition patterns know names, not types: `flag.Hidden` where flag is a
+# *pflag.Flag matches cobra's own Command.Hidden field, though the use means
+# pflag's. A member use is kept as a case only when its receiver's type is not
+# known to be another one: the receiver chain's first name is looked up in the
+# file (its nearest declaration above the use: a parameter, a Go receiver, a
+# var, an annotation, a composite literal or constructor call, a C declarator),
+# then each further part through the repository's own field and method
+# definitions (a field's declared type, a method's result). When that gives a
+# type the repository does not define (a builtin such as Response or unknown,
+# or a Go type of another module's package), the case is dropped; when the
+# type cannot be told, or is the repository's, it is kept.
+
+UNTYPED = {"any", "unknown", "object", "Any", "t.Any", "typing.Any", "interface{}"}
+GO_BUILTIN_TYPES = set("""bool byte complex64 complex128 error float32 float64 int int8 int16
+int32 int64 rune string uint uint8 uint16 uint32 uint64 uintptr any""".split())
+
+
+def receiver_chain(pre):
+    """The parts of the receiver chain that ends pre (pre ends with '.' or
+    '->'), first to last, each (name, is_call); None when it is not a plain
+    chain of names and calls."""
+    i = len(pre) - (2 if pre.endswith("->") else 1)
+    parts = []
+    while True:
+        call = False
+        if i > 0 and pre[i - 1] == ")":
+            depth = 0
+            j = i
+            while j > 0:
+                j -= 1
+                if pre[j] == ")":
+                    depth += 1
+                elif pre[j] == "(":
+                    depth -= 1
+                    if depth == 0:
+                        break
+            if depth:
+                return None
+            i = j
+            call = True
+        e = i
+        while i > 0 and (pre[i - 1].isalnum() or pre[i - 1] in "_#"):
+            i -= 1
+        if i == e:
+            return None
+        parts.append((pre[i:e].lstrip("#"), call))
+        if pre[i - 2:i] in ("?.", "->"):
+            i -= 2
+        elif i > 0 and pre[i - 1] == ".":
+            i -= 1
+        else:
+            break
+    parts.reverse()
+    return parts
+
+
+def _clean_type(t, lang):
+    """The type name a declaration's type text names (pointer, optional,
+    quotes dropped), or None for a composite (slice, map, function)."""
+    t = t.strip().strip("\"'")
+    # Wrappers whose members are their argument's: Partial<X>, Optional[X].
+    while True:
+        m = re.match(r"(?:\w+\.)?(Partial|Required|Readonly|NonNullable|Omit|Pick|Optional|"
+                     r"Final|ClassVar|Annotated)\s*[<\[]\s*(.*)", t)
+        if not m:
+            break
+        t = m.group(2)
+    if t in UNTYPED or re.match(r"(typeof|keyof)\b", t):
+        return None  # untyped, or the type of a value: not told here
+    if lang == "go":
+        t = t.lstrip("*&")
+        if t.startswith(("[", "map[", "func", "chan", "struct", "interface")):
+            return None
+    if lang == "c":
+        t = t.replace("struct ", "").replace("const ", "").strip()
+    m = re.match(r"[A-Za-z_][\w.]*", t)
+    return m.group(0) if m else None
+
+
+def _decl_type(lines, upto, name, lang):
+    """The type text of the nearest declaration of name in lines[:upto + 1]
+    (the use's own line included, left of the use) and its line, or None
+    and None. A Go `x := f(...)` gives "f(" (its line holds the rest)."""
+    e = re.escape(name)
+    pats = {
+        "go": [r"func\s*\(\s*%s\s+\*?([\w.]+)\s*\)" % e,
+               r"[(,]\s*%s\s+(\*?[\w.]+)" % e,
+               r"\bvar\s+%s\s+(\*?[\w.]+)" % e,
+               r"\b%s\s*:=\s*&?([\w.]+)\{" % e,
+               r"\b%s\s*(?:,\s*\w+\s*)*:=\s*([\w.]+\()" % e],
+        "typescript": [r"(?:^|[(,]|\b(?:const|let|var|readonly|private|public|protected))\s*"
+                       r"#?%s\s*\??:\s*((?:typeof\s+|keyof\s+)?[\w.]+(?:\s*<[\w.<]+)?)" % e,
+                       r"\b%s\s*=\s*new\s+([\w.]+)" % e],
+        "python": [r"(?:^|[(,])\s*%s\s*:\s*([\"']?[\w.]+(?:\[[\w.\[]+)?)" % e,
+                   r"^\s*%s\s*=\s*([\w.]+\()" % e,
+                   r"\bwith\s+([\w.]+\().*\bas\s+%s\s*:" % e],
+        "c": [r"\b((?:struct\s+)?\w+)\s*\*+\s*%s\s*[;,)=\[]" % e,
+              r"\b((?:struct\s+)?\w+)\s+%s\s*[;,)=\[]" % e],
+    }[lang]
+    # Upwards through the enclosing blocks only, to the head of the function
+    # around the use (its parameters are on it); file scope when there is none.
+    level = _indent(lines[upto])
+    for ln in range(upto, max(-1, upto - 2000), -1):
+        text = lines[ln]
+        for p in pats:
+            m = re.search(p, text)
+            if m:
+                return m.group(1), ln
+        if not text.strip() or ln == upto:
+            continue
+        ind = _indent(text)
+        if ind >= level:
+            continue
+        level = ind
+        if _function_head(text, lang):
+            break
+    return None, None
+
+
+def _indent(text):
+    return len(text) - len(text.lstrip())
+
+
+def _function_head(text, lang):
+    """Whether a line opens a named function (the end of a declaration's
+    scope; a closure sees the variables around it, so its head is not)."""
+    t = text.strip()
+    if lang == "python":
+        return re.match(r"(?:async\s+)?def\s|class\s", t) is not None
+    if lang == "go":
+        return t.startswith("func ")
+    if re.match(r"(?:\}\s*)?(?:else|if|for|while|switch|catch|do|try|finally|case|default|"
+                r"return)\b", t) or "=>" in t or re.search(r"\bfunction\s*\(", t):
+        return False
+    return "(" in t and t.endswith("{")
+
+
+def foreign_modules(files, path, lang, module):
+    """The names a file binds to modules that are not the repository's: Go
+    packages of other modules, Python modules that are no file or package of
+    the repository, TypeScript bare specifiers."""
+    text = files[path]
+    if lang == "go":
+        return _go_foreign_packages(text, module)
+    out = set()
+    if lang == "python":
+        tops = {p.split("/")[0] for p in files} | {p.split("/")[1] for p in files if "/" in p and
+                                                   p.split("/")[0] == "src"}
+        tops |= {os.path.splitext(os.path.basename(p))[0] for p in files}
+        for m in re.finditer(r"^\s*import\s+([\w.]+)(?:\s+as\s+(\w+))?", text, re.M):
+            if m.group(1).split(".")[0] not in tops:
+                out.add(m.group(2) or m.group(1).split(".")[0])
+        for m in re.finditer(r"^\s*from\s+(\w[\w.]*)\s+import\s+([\w, ]+)", text, re.M):
+            if m.group(1).split(".")[0] not in tops:
+                out |= {x.split()[-1] for x in m.group(2).split(",") if x.strip()}
+    elif lang == "typescript":
+        for m in re.finditer(r"^\s*import\s+(?:type\s+)?([^;]*?)\s+from\s+['\"]([^'\"]+)['\"]",
+                             text, re.M):
+            if not m.group(2).startswith("."):
+                out |= set(re.findall(r"\w+", m.group(1).replace(" as ", " "))) - {"type"}
+    return out
+
+
+def _enclosing_class(lines, upto, lang):
+    """The class around line upto (Python by indentation, TypeScript the
+    nearest class head above), or None."""
+    if lang == "python":
+        ind = len(lines[upto]) - len(lines[upto].lstrip())
+        for ln in range(upto, -1, -1):
+            t = lines[ln]
+            if not t.strip():
+                continue
+            i = len(t) - len(t.lstrip())
+            m = re.match(r"\s*class\s+(\w+)", t)
+            if m and i < ind:
+                return m.group(1)
+            if i < ind:
+                ind = i
+        return None
+    if lang == "typescript":
+        for ln in range(upto, -1, -1):
+            m = re.match(r"\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+(\w+)",
+                         lines[ln])
+            if m:
+                return m.group(1)
+    return None
+
+
+def _go_foreign_packages(text, module):
+    """Import names of a Go file that are not packages of the module."""
+    out = set()
+    for m in re.finditer(r'^\s*(?:import\s+)?(?:(\w+)\s+)?"([^"]+)"', text, re.M):
+        path = m.group(2)
+        if module and (path == module or path.startswith(module + "/")):
+            continue
+        out.add(m.group(1) or path.rsplit("/", 1)[-1])
+    return out
+
+
+def _member_type(defs, files, owner, part, call, lang):
+    """The type a member of owner (a field's declared type, a method's
+    result) has, from its definition in the repository, and the file that
+    defines it (its imports name the type's package); None when the
+    repository does not define it on owner or the type cannot be told;
+    "" when it is defined there but its type is not a plain name."""
+    for s in defs.get(part, []):
+        if s.kind not in MEMBER_KINDS or s.scope is None:
+            continue
+        if _scope_name(s.scope, lang) != owner:
+            continue
+        text = files[s.path].split("\n")[s.line - 1].strip()
+        e = re.escape(part)
+        if lang == "go":
+            if call:
+                m = re.search(r"\b%s\s*\([^)]*\)\s*\(?\s*(\*?[\w.]+)" % e, text)
+            else:
+                m = re.search(r"^%s\s+(\*?[\w.]+)" % e, text)
+        elif lang == "typescript":
+            m = re.search(r"\b%s\s*\??\s*(?:\([^)]*\))?\s*:\s*([\w.]+)" % e, text)
+        elif lang == "python":
+            m = re.search(r"->\s*([\"']?[\w.]+)", text) if call else \
+                re.search(r"\b%s\s*:\s*([\"']?[\w.]+)" % e, text)
+        else:
+            m = re.search(r"((?:struct\s+)?\w+)\s*\**\s*\b%s\b" % e, text)
+        return (m.group(1), s.path) if m else ("", s.path)
+    return None, None
+
+
+def _scope_name(scope, lang):
+    if scope is None:
+        return None
+    m = re.search(r"\b(?:struct|union|class|interface|type)\s+(\w+)", scope)
+    return m.group(1) if m else scope.strip()
+
+
+def foreign_receiver(files, defs, repo_types, path, line, pre, lang, module, member_name):
+    """Whether the member use member_name after pre (line `line`, 1-based,
+    of path) has a receiver whose type is known not to be the repository's,
+    or (Python, TypeScript) a repository class that does not define it."""
+    parts = receiver_chain(pre)
+    if not parts:
+        return False
+    lines = strip_code(files[path], lang).split("\n")
+    lines = lines[:line - 1] + [pre]
+    foreign = foreign_modules(files, path, lang, module)
+
+    def verdict(t, where=None):
+        """(True: another's, False: the repository's, None: cannot tell;
+        the type's name). where: the file the type is written in, when not
+        the use's (its imports say what a package name means)."""
+        t = _clean_type(t, lang) if t else None
+        if not t:
+            return None, None
+        name = t.rsplit(".", 1)[-1]
+        if lang == "go" and "." in t:
+            pkg = t.split(".", 1)[0]
+            there = foreign if where in (None, path) else \
+                foreign_modules(files, where, lang, module)
+            return (True if pkg in there else (False if name in repo_types else None)), name
+        if lang == "go":
+            return (t in GO_BUILTIN_TYPES), name
+        return (name not in repo_types), name
+
+    def chain(parts, upto, depth):
+        """The verdict on the type of the chain parts (first to last)."""
+        first, call = parts[0]
+        where = None
+        if depth > 3:
+            return None, None
+        if first in ("self", "cls", "this") and not call:
+            t = _enclosing_class(lines, upto, lang)
+        elif first == "super":
+            return None, None
+        elif first in foreign and lang != "go":
+            return True, None  # a member of another package's module
+        elif call:
+            if lang == "go" and first in foreign:
+                return None, None
+            t = None
+            for s in defs.get(first, []):
+                if s.kind == "function":
+                    m = re.search(r"\)\s*(?:->|:)?\s*\(?\s*([\"']?\*?[\w.]+)",
+                                  files[s.path].split("\n")[s.line - 1])
+                    t = m.group(1) if m else None
+                    where = s.path
+                    break
+        elif lang == "go" and first in foreign:
+            # pkg.F(...) or pkg.V: another module's package.
+            return True, None
+        else:
+            t, dl = _decl_type(lines, upto, first, lang)
+            # A narrowing on the use's own line: `x instanceof T && x.m`.
+            m = re.search(r"\b%s\s+instanceof\s+([\w.]+)" % re.escape(first), lines[upto])
+            if lang == "typescript" and m:
+                t, dl = m.group(1), upto
+            if t and t.endswith("("):  # x := chain(...): that chain's type
+                e = re.escape(first)
+                m = re.search(r"\b%s\s*(?:,\s*\w+\s*)*:=\s*(.*)$" % e if lang == "go" else
+                              r"^\s*%s\s*=\s*(.*)$" % e, lines[dl]) or \
+                    re.search(r"\bwith\s+(.*?)\s+as\s+%s\s*:" % e, lines[dl])
+                inner = receiver_chain(m.group(1).rstrip() + ".") if m else None
+                if not inner or inner[-1][1] is False:
+                    return None, None
+                return chain(inner, dl - 1, depth + 1)
+        v, owner = verdict(t, where)
+        for part, pcall in parts[1:]:
+            if v is not False:
+                return v, owner
+            mt, where = _member_type(defs, files, owner, part, pcall, lang)
+            if not mt:
+                return None, None
+            v, owner = verdict(mt, where)
+        return v, owner
+
+    v, owner = chain(parts, len(lines) - 1, 0)
+    if v is False and owner and lang in ("python", "typescript"):
+        # The repository's class: the member must be its own or a repository
+        # base's (self.flush() in a subclass of io.RawIOBase is io's).
+        return _has_member(defs, files, owner, member_name, lang, set()) is False
+    return v is True
+
+
+def _has_member(defs, files, owner, name, lang, seen):
+    """Whether the repository defines name on class owner or on one of the
+    bases its head names (those the repository defines); None when that
+    cannot be told (a TypeScript type alias: `type A = B & Omit<C, 'x'>`,
+    `Mutable<T>`)."""
+    if owner in seen or len(seen) > 8:
+        return False
+    seen.add(owner)
+    if any(s.kind in MEMBER_KINDS and _scope_name(s.scope, lang) == owner
+           for s in defs.get(name, [])):
+        return True
+    told = False
+    for s in defs.get(owner, []):
+        if s.kind not in ("class", "type"):
+            continue
+        head = files[s.path].split("\n")[s.line - 1]
+        if re.search(r"\btype\s+\w+", head) and "=" in head:
+            return None
+        told = True
+        if lang == "python":
+            m = re.search(r"class\s+\w+\s*\((.*)\)", head)
+            bases = re.findall(r"(?:\w+\.)*(\w+)", m.group(1)) if m else []
+        else:
+            m = re.search(r"\b(?:extends|implements)\s+([^{]*)", head)
+            bases = re.findall(r"(\w+)(?:<[^>]*>)?", m.group(1)) if m else []
+        for b in bases:
+            if b in ("extends", "implements", "metaclass"):
+                continue
+            h = _has_member(defs, files, b, name, lang, seen)
+            if h is not False:
+                return h
+    return False if told else None
+
+
+def go_module(repo):
+    try:
+        m = re.search(r"^module\s+(\S+)", open(os.path.join(repo, "go.mod")).read(), re.M)
+        return m.group(1) if m else None
+    except OSError:
+        return None
+
+
+def find_cases(repo, lang, n, seed, dropped=None):
+    """dropped, when a list, receives the member uses left out because their
+    receiver is another's type (see foreign_receiver)."""
     files = load_repo(repo, lang)
     defs = definitions(files, lang)
-    eligible = {}  # name -> [(path, line, col, kind, member)]
+    repo_types = {nm for nm, ss in defs.items()
+                  if any(x.kind in ("type", "class") for x in ss)}
+    module = go_module(repo) if lang == "go" else None
+    eligible = {}  # name -> [(path, line, col, kind, sites, foreign)]
     for path, text in sorted(files.items()):
         code = strip_code(text, lang)
         lines = code.split("\n")
         own = {}
+        in_import = import_lines(code, lang)
         for ln, t in enumerate(lines):
-            if IMPORT_LINE[lang].search(t):
+            if IMPORT_LINE[lang].search(t) or ln in in_import:
                 continue
             for m in IDENT.finditer(t):
                 name = m.group(0)
@@ -591,8 +1014,11 @@ def find_cases(repo, lang, n, seed):
                     continue
                 use = [s for s in sites if (s.kind in MEMBER_KINDS) == member] or sites
                 kind = sorted({s.kind for s in use})[0]
+                foreign = member and foreign_receiver(files, defs, repo_types, path, ln + 1,
+                                                      pre, lang, module, name)
                 eligible.setdefault(name, []).append((path, ln + 1, m.start() + 1, kind,
-                                                     ["%s:%d" % (s.path, s.line) for s in use]))
+                                                     ["%s:%d" % (s.path, s.line) for s in use],
+                                                     foreign))
     rng = random.Random(seed)
     names = sorted(eligible)
     rng.shuffle(names)
@@ -600,8 +1026,12 @@ def find_cases(repo, lang, n, seed):
     for name in names:
         opts = eligible[name]
         rng.shuffle(opts)
-        for path, line, col, kind, sites in opts:
+        for path, line, col, kind, sites, foreign in opts:
             if (path, line) in seen_lines:
+                continue
+            if foreign:  # after the shuffles, so that the other cases stay the same
+                if dropped is not None:
+                    dropped.append((path, line, col, name))
                 continue
             seen_lines.add((path, line))
             # Columns are bytes for sculpt: convert from characters.
@@ -617,6 +1047,8 @@ def find_cases(repo, lang, n, seed):
 def cmd_cases(a):
     cases = find_cases(a.repo, a.lang, a.n, a.seed)
     rel = os.path.relpath(os.path.abspath(a.repo), ROOT)
+    if rel.startswith(".."):
+        rel = os.path.abspath(a.repo)  # a repository fetched outside the tree
     print("# sculpt context recall cases: repo=%s lang=%s n=%d seed=%d" % (rel, a.lang, a.n, a.seed))
     print("# generated by tools/eval/context_recall.py cases; do not edit by hand")
     print("# file\tline\tcol\tname\tkind\tdefinition sites")
@@ -658,15 +1090,26 @@ def key_lines(repo_files, case):
     return out
 
 
+PATH_LINE = re.compile(r"^(?:#|//) (\S+):\d+$")
+
+
 def scored(snippets, keys):
-    """Whether a snippet from a definition's file shows its first line (a
-    line that is it, or starts with it: a signature may be shown joined
-    with its continuation lines)."""
+    """Whether a snippet shows a definition's first line (a line that is it,
+    or starts with it: a signature may be shown joined with its
+    continuation lines) as a line of the definition's file: the snippet's
+    path, or the path line (`// path:line`) above it within the snippet (a
+    Go type's method set lists methods from several files under theirs)."""
     for s in snippets:
-        body = [norm(x) for x in s["text"].split("\n")]
-        for p, k in keys:
-            if s["path"] == p and any(x == k or (len(k) >= 6 and x.startswith(k)) for x in body):
-                return True
+        where = s["path"]
+        for raw in s["text"].split("\n"):
+            m = PATH_LINE.match(raw.strip())
+            if m:
+                where = m.group(1)
+                continue
+            x = norm(raw)
+            for p, k in keys:
+                if where == p and (x == k or (len(k) >= 6 and x.startswith(k))):
+                    return True
     return False
 
 
@@ -767,8 +1210,23 @@ def defs_present(r, case):
             if s["reason"] in ("same file", "imported file", "workspace", "definition")}
 
 
+def named_line(r, d):
+    """The line of the snippet for definition d = (path, line, name) that
+    names it (a listing's head, a member's line), normalized; or None."""
+    for s in r["snippets"]:
+        if (s["path"], s["range"]["start_line"], s["name"]) != d:
+            continue
+        for raw in s["text"].split("\n"):
+            if not PATH_LINE.match(raw.strip()) and re.search(r"\b%s\b" % re.escape(d[2]), raw):
+                return norm(raw)
+    return None
+
+
 def check_monotonic(binary, work, cases, scenario, budgets, env, problems, have=None):
-    """have: {budget: run} already made (the main measurement)."""
+    """have: {budget: run} already made (the main measurement). A definition
+    is still there when the larger prompt's windows hold it, or a snippet of
+    its file shows the line that names it (a member once given alone may be
+    listed in its type's members)."""
     have = have or {}
     runs = [have[b] if b in have else run_sculpt(binary, work, cases, scenario, b, env)
             for b in budgets]
@@ -781,14 +1239,32 @@ def check_monotonic(binary, work, cases, scenario, budgets, env, problems, have=
             have = defs_present(big, cases[i])
             for d in defs_present(small, cases[i]):
                 in_window = d[0] == cases[i]["file"] and lo <= d[1] <= hi
-                if d not in have and not in_window:
+                if d in have or in_window:
+                    continue
+                key = named_line(small, d)
+                if key and (scored(big["snippets"], [(d[0], key)]) or
+                            key in norm(big["prefix"] + "\n" + big["suffix"])):
+                    continue
+                if True:
                     problems.append("%s:%d:%d %s: %s at budget %d but not at %d" % (
                         cases[i]["file"], cases[i]["line"], cases[i]["col"], scenario, d,
                         budgets[k - 1], budgets[k]))
 
 
+SPLIT_SEED = 20
+
+
+def half_of(case):
+    """The half a case falls in, by a seeded hash of where it is: "tune"
+    (retrieval is developed looking at these) or "check" (held out)."""
+    key = "%d|%s|%d|%d|%s" % (SPLIT_SEED, case["file"], case["line"], case["col"], case["name"])
+    return "tune" if hashlib.sha256(key.encode()).digest()[0] % 2 == 0 else "check"
+
+
 def evaluate(case_file, a, env):
     meta, cases = read_cases(case_file)
+    if a.half:
+        cases = [c for c in cases if half_of(c) == a.half]
     lang = meta["lang"]
     src = os.path.join(ROOT, meta["repo"])
     files = load_repo(src, lang)
@@ -806,6 +1282,7 @@ def evaluate(case_file, a, env):
             got = run_sculpt(a.bin, repo, cases, scenario, a.budget, env)
             prev = run_sculpt(a.prev, repo, cases, scenario, a.budget, env) if a.prev else None
             hits = {"sculpt": 0, "grep": 0, "prev": 0}
+            by_half = {}
             for i, c in enumerate(cases):
                 keys = key_lines(files, c)
                 h = bool(got[i]) and scored(got[i]["snippets"], keys)
@@ -817,7 +1294,14 @@ def evaluate(case_file, a, env):
                 hits["sculpt"] += h
                 hits["prev"] += hp
                 hits["grep"] += hg
-                per_case.append({"scenario": scenario, "file": c["file"], "line": c["line"],
+                hh = by_half.setdefault(half_of(c), {"n": 0, "sculpt": 0, "grep": 0, "prev": 0})
+                hh["n"] += 1
+                hh["sculpt"] += h
+                hh["grep"] += hg
+                hh["prev"] += hp
+                per_case.append({"scenario": scenario, "half": half_of(c), "lang": lang,
+                                 "repo": os.path.basename(meta["repo"]),
+                                 "file": c["file"], "line": c["line"],
                                  "col": c["col"], "name": c["name"], "kind": c["kind"],
                                  "sculpt": h, "grep": hg, "prev": hp if a.prev else None})
                 if got[i] is None:
@@ -828,6 +1312,11 @@ def evaluate(case_file, a, env):
                 res[scenario]["grep"] = round(hits["grep"] / n, 4)
             if a.prev:
                 res[scenario]["prev"] = round(hits["prev"] / n, 4)
+            res[scenario]["halves"] = {
+                k: {"cases": v["n"], **{w: round(v[w] / v["n"], 4) for w in ("sculpt", "grep", "prev")
+                                        if w == "sculpt" or (w == "grep" and not a.no_grep) or
+                                        (w == "prev" and a.prev)}}
+                for k, v in sorted(by_half.items())}
             if a.monotonic:
                 check_monotonic(a.bin, repo, cases, scenario, a.monotonic, env, problems,
                                 {a.budget: got})
@@ -849,15 +1338,24 @@ def cmd_run(a):
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     print("definition of the used name in the prompt (share of cases), budget %d:" % a.budget)
-    print("  %-11s %-6s %-8s %-8s %-8s %s" % ("language", "cases", "scenario", "sculpt", "grep",
-                                             "previous" if a.prev else ""))
+    print("  %-11s %-10s %-6s %-8s %-8s %-8s %s" % ("language", "repository", "cases", "scenario",
+                                                  "sculpt", "grep", "previous" if a.prev else ""))
     for r in results:
         for sc in ("intact", "cut"):
             x = r[sc]
-            print("  %-11s %-6d %-8s %-8.2f %-8s %s" % (
-                r["lang"], r["cases"], sc, x["sculpt"],
+            print("  %-11s %-10s %-6d %-8s %-8.2f %-8s %s" % (
+                r["lang"], os.path.basename(r["repo"]), r["cases"], sc, x["sculpt"],
                 "%.2f" % x["grep"] if "grep" in x else "-",
                 "%.2f" % x["prev"] if "prev" in x else ""))
+    if a.halves:
+        print("by half (tune: looked at while developing retrieval; check: held out):")
+        for r in results:
+            for sc in ("intact", "cut"):
+                for k, x in r[sc]["halves"].items():
+                    print("  %-11s %-10s %-6s %-8s %-6d sculpt %.2f%s%s" % (
+                        r["lang"], os.path.basename(r["repo"]), k, sc, x["cases"], x["sculpt"],
+                        "  grep %.2f" % x["grep"] if "grep" in x else "",
+                        "  previous %.2f" % x["prev"] if "prev" in x else ""))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"results": results, "cases": per_case, "problems": problems}, f, indent=1)
@@ -882,6 +1380,9 @@ def main():
     r.add_argument("--json")
     r.add_argument("--monotonic", type=lambda s: [int(x) for x in s.split(",")])
     r.add_argument("--no-grep", action="store_true", help="skip the grep baseline (faster)")
+    r.add_argument("--halves", action="store_true",
+                   help="also report the tuning and the held-out half (see half_of)")
+    r.add_argument("--half", choices=("tune", "check"), help="run only this half's cases")
     a = ap.parse_args()
     if a.cmd == "cases":
         cmd_cases(a)

@@ -26,7 +26,8 @@ M.defaults = {
                 'javascriptreact', 'go', 'rust', 'java', 'lua', 'sh' },
   -- Server settings (section "sculpt"): modelPath, device, weights, algorithm,
   -- threshold, eosPenalty, maxTokens, contextBudget, debounceMs, enabledLanguages,
-  -- holeMarker, lengthCandidates, logLevel, repair, maxDocumentBytes, backend
+  -- holeMarker, lengthCandidates, logLevel, repair, maxDocumentBytes,
+  -- indexMaxFiles, backend
   -- (a URL or {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider,
   -- fimTemplate, stream, cutOff, drafts, contextTokens}). Empty: the
   -- server's defaults (README "Settings").
