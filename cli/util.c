@@ -172,14 +172,7 @@ sc_status sc_cli_write_atomic(const char *path, const char *data, size_t len, mo
                       strerror(errno));
     goto out;
   }
-  bool ok = fchmod(fd, perm) == 0;
-  for (size_t off = 0; ok && off < len;) {
-    ssize_t w = write(fd, data + off, len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ok = false;
-    else off += (size_t)w;
-  }
-  ok = ok && fsync(fd) == 0;
+  bool ok = fchmod(fd, perm) == 0 && sc_file_write_all(fd, data, len);
   int saved = errno;
   if (close(fd) != 0) ok = false;
   if (!ok) {

@@ -1,7 +1,8 @@
 /* file.c — opening and reading files that must be regular files (the parts
  * of a checkpoint, a workspace's sources), so that a FIFO, a device or a
  * directory in their place is an error naming it, never a read that blocks
- * forever (a FIFO with no writer) or never ends (/dev/zero). */
+ * forever (a FIFO with no writer) or never ends (/dev/zero); and writing a
+ * temp file whole and durably before it is renamed into place. */
 #define _POSIX_C_SOURCE 200809L
 #include "sculpt.h"
 
@@ -116,4 +117,19 @@ sc_status sc_file_read_regular(const char *path, size_t max, char **out, size_t 
   *out = buf;
   *len = n;
   return SC_OK;
+}
+
+bool sc_file_write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      return false;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return fsync(fd) == 0;
 }

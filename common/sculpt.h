@@ -142,6 +142,11 @@ sc_status sc_file_read_regular(const char *path, size_t max, char **out, size_t 
  * callers that need it whole check n <= avail. */
 int sc_utf8_lead(const unsigned char *p, size_t avail);
 
+/* Writes all len bytes of data to fd (retrying short writes and EINTR),
+ * then fsyncs it: what every atomic replacement writes into its temp file
+ * before the rename. false with errno set on failure. (common/file.c) */
+bool sc_file_write_all(int fd, const void *data, size_t len);
+
 /* 64-bit FNV-1a; for hash tables and cache keys, not security. */
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);
 

@@ -575,14 +575,7 @@ sc_status ws_store_save(const sc_workspace *ws, const ws_store *s, const char *p
       (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
     st = sc_error_set(err, SC_ERR_IO, "cannot write the index to %s: %s", path, strerror(errno));
   } else {
-    size_t off = 0;
-    while (off < b.n) {
-      ssize_t w = write(fd, b.p + off, b.n - off);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      off += (size_t)w;
-    }
-    bool ok = off == b.n && fsync(fd) == 0;
+    bool ok = sc_file_write_all(fd, b.p, b.n);
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
       st = sc_error_set(err, SC_ERR_IO, "cannot write the index to %s: %s", path,

@@ -147,14 +147,7 @@ static sc_status write_temp(const char *dir, const char *base, const char *data,
   bool ok = flock(fd, LOCK_EX | LOCK_NB) == 0;
   if (ok && fchown(fd, st->uid, st->gid) != 0) { /* best effort: we may not own it */
   }
-  ok = ok && fchmod(fd, st->mode & 07777) == 0;
-  for (size_t off = 0; ok && off < len;) {
-    ssize_t w = write(fd, data + off, len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ok = false;
-    else off += (size_t)w;
-  }
-  ok = ok && fsync(fd) == 0;
+  ok = ok && fchmod(fd, st->mode & 07777) == 0 && sc_file_write_all(fd, data, len);
   if (!ok) {
     sc_status s = sc_error_set(err, SC_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     unlink(tmp);
@@ -192,14 +185,7 @@ static void put_back(const char *dir, const char *base, const char *path, const 
 static bool append_to(const char *path, const char *p, size_t n) {
   int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
-  bool ok = true;
-  while (ok && n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ok = false;
-    else p += w, n -= (size_t)w;
-  }
-  ok = ok && fsync(fd) == 0;
+  bool ok = sc_file_write_all(fd, p, n);
   close(fd);
   return ok;
 }
