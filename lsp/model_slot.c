@@ -3,7 +3,8 @@
  * backend only the tokenizer, to count the prompt), reloaded when the model,
  * device, weights or backend setting changes (a newer load wins), and reported: the
  * $/progress of a load and the sculpt/status notification, which also
- * carries the remote backend's and the workspace index's state.
+ * carries the remote backend's and the workspace index's state; and the
+ * documents' K/V sessions (model.h) the engine's infills go through.
  *
  * Threads: the model, tokenizer and engine are created, used and freed only
  * by jobs on the model lane; the state and status fields are the loop's. */

@@ -114,5 +114,30 @@ def test_kv_reuse_off():
     eq(s.shutdown_and_exit(), 0, "exit code")
 
 
+def test_more_documents_than_sessions():
+    # The server keeps a session for 8 documents (the least recently used
+    # freed): a request in each of 10, then A again (its session was
+    # evicted and is made anew), then A after an edit reuses. Under ASan the
+    # evicted and the remaining sessions are freed, none leaked.
+    s = start()
+    paths = [A, B]
+    for k in range(8):
+        p = os.path.join(TMP, "more%d.py" % k)
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(open(B, encoding="utf-8").read())
+        s.notify("textDocument/didOpen",
+                 {"textDocument": {"uri": uri(p), "languageId": "python", "version": 1,
+                                   "text": open(p, encoding="utf-8").read()}})
+        paths.append(p)
+    for p in paths:
+        line, char = (LINE, CHAR) if p == A else (B_LINE, B_CHAR)
+        eq(complete(s, p, line, char)["kvReused"], 0, "each document's first request is full")
+    edit(s, A, 2, LINE)
+    eq(complete(s, A, LINE + 1, CHAR)["kvReused"], 0, "after nine other documents, a full pass")
+    edit(s, A, 3, LINE)
+    check(complete(s, A, LINE + 2, CHAR)["kvReused"] > 0, "then reuse in the document again")
+    eq(s.shutdown_and_exit(), 0, "exit code")
+
+
 if __name__ == "__main__":
-    run_tests([test_reuse_in_one_document, test_kv_reuse_off])
+    run_tests([test_reuse_in_one_document, test_kv_reuse_off, test_more_documents_than_sessions])
