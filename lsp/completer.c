@@ -39,6 +39,7 @@ static void completer_free(void *state) {
   c->closing = true;
   sc_cpl__drop_client(c);
   sc_cpl__release_model(c);
+  sc_cpl__sessions_free(c);
   sc_cpl__index_free(c);
   sc_cpl__settings_free(&c->set);
   sc_cpl__cache_clear(c);

@@ -27,6 +27,10 @@ typedef struct sc_completer sc_completer;
  * text for real code and about 100 times for garbage, and its first parse
  * seconds per megabyte. */
 #define SC_DEFAULT_MAX_DOCUMENT_BYTES (2 << 20)
+/* K/V sessions kept (model.h, sessions): one per recently used document,
+ * the least recently used freed when another is needed. A session is a few
+ * bytes; the engine's one cache serves one document at a time anyway. */
+#define SESSION_SLOTS 8
 
 typedef struct settings {
   char *model_path; /* NULL: sc_model_default_dir() */
@@ -46,6 +50,7 @@ typedef struct settings {
   char *hole_marker; /* NULL: TODO(sculpt) */
   int length_candidates; /* canvas lengths decoded per completion (batched) */
   bool repair;           /* a candidate that breaks the parse is repaired once */
+  bool kv_reuse;         /* kvReuse: infills go through the document's K/V session */
   int max_document_bytes; /* larger documents get no tree and no completions */
   int index_max_files;    /* indexMaxFiles: files the workspace index takes; 0: 100,000 */
   /* The remote backend (setting "backend"); url NULL: the local engine. */
@@ -63,6 +68,13 @@ typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state
 
 /* What the last remote request said about the backend. */
 typedef enum backend_state { BS_UNKNOWN, BS_OK, BS_UNREACHABLE, BS_ERROR } backend_state;
+
+/* A document's K/V session (model_slot.c), keyed by its URI. */
+typedef struct doc_session {
+  char *uri; /* owned; NULL: the slot is free */
+  sc_infill_session *session;
+  uint64_t stamp; /* last use, for eviction */
+} doc_session;
 
 typedef struct cache_entry {
   bool used;
@@ -82,6 +94,12 @@ struct sc_completer {
   sc_engine *engine;
   char *loaded_path;
   sc_device_kind loaded_device;
+  /* The documents' K/V sessions: looked up and made by jobs on the model
+   * lane (one at a time), freed at exit after the workers stopped. Not on
+   * sc_document, which the loop frees (didClose) while a job may run; a
+   * closed document's session is left to be evicted. */
+  doc_session sessions[SESSION_SLOTS];
+  uint64_t session_clock;
   /* model_slot.c, loop-thread state. */
   model_state state;
   char model_name[256], device_name[192], error[512];
@@ -177,6 +195,13 @@ const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_docum
 void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c);
 /* Frees the model, tokenizer and engine (the model lane's, or at exit). */
 void sc_cpl__release_model(sc_completer *c);
+/* Model lane: the K/V session of the document uri names, made (evicting
+ * the least recently used) when it has none; NULL when the kvReuse setting
+ * (kv_reuse) is off or memory ran out, which means a full pass. Borrowed:
+ * valid until the next call. */
+sc_infill_session *sc_cpl__session_for(sc_completer *c, const char *uri, bool kv_reuse);
+/* Frees every session (at exit, after the workers stopped). */
+void sc_cpl__sessions_free(sc_completer *c);
 /* Sends sculpt/status: the model's state, device, last latency, and the
  * backend's and the index's state. */
 void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c);

@@ -93,8 +93,10 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   if (st != SC_OK) return st;
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
-  st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                        &plan, &p, &f->job->cancel, NULL, NULL, &res, err);
+  /* The repair's prompt is the same document: its session reuses too. */
+  st = sc_engine_infill_session(c->engine, sc_cpl__session_for(c, f->job->uri, a->set.kv_reuse),
+                                pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
+                                &plan, &p, &f->job->cancel, NULL, NULL, &res, err);
   free(pre);
   free(suf);
   if (st != SC_OK) return st;
@@ -241,8 +243,12 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   double t_ctx = sc_now_ms();
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
-  sc_status st = sc_engine_infill(c->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
-                                  (int)keep_suf, &plan, &p, &job->cancel, NULL, NULL, &res, err);
+  /* Through the document's K/V session (kvReuse): what the previous
+   * request in it left in the engine's cache is reused where the tokens did
+   * not change (model.h, sessions). */
+  sc_status st = sc_engine_infill_session(
+      c->engine, sc_cpl__session_for(c, job->uri, a->set.kv_reuse), pre + (n_pre - keep_pre),
+      (int)keep_pre, suf, (int)keep_suf, &plan, &p, &job->cancel, NULL, NULL, &res, err);
   free(pre);
   free(suf);
   if (st != SC_OK) {
@@ -269,6 +275,9 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   if (discarded) json_object_set_new(data, "discarded", json_string(discarded));
   json_object_set_new(data, "shapeMs", json_real(shape_ms));
   json_object_set_new(data, "repairMs", json_real(fc.repair_ms));
+  /* Positions whose K/V the infill took from the previous request in this
+   * document (0: a full pass). */
+  json_object_set_new(data, "kvReused", json_integer(res.kv_reused));
   json_object_set_new(data, "snippets", json_integer((json_int_t)n_snippets));
   sc_cpl__index_data(a, data);
   json_object_set_new(data, "promptTokens", json_integer((json_int_t)(keep_pre + keep_suf)));

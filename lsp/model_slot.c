@@ -3,7 +3,8 @@
  * backend only the tokenizer, to count the prompt), reloaded when the model,
  * device, weights or backend setting changes (a newer load wins), and reported: the
  * $/progress of a load and the sculpt/status notification, which also
- * carries the remote backend's and the workspace index's state.
+ * carries the remote backend's and the workspace index's state; and the
+ * documents' K/V sessions (model.h) the engine's infills go through.
  *
  * Threads: the model, tokenizer and engine are created, used and freed only
  * by jobs on the model lane; the state and status fields are the loop's. */
@@ -99,6 +100,43 @@ void sc_cpl__release_model(sc_completer *c) {
   c->model = NULL;
   free(c->loaded_path);
   c->loaded_path = NULL;
+}
+
+sc_infill_session *sc_cpl__session_for(sc_completer *c, const char *uri, bool kv_reuse) {
+  if (!kv_reuse || !uri) return NULL;
+  doc_session *slot = &c->sessions[0];
+  for (int i = 0; i < SESSION_SLOTS; i++) {
+    doc_session *d = &c->sessions[i];
+    if (d->uri && strcmp(d->uri, uri) == 0) {
+      d->stamp = ++c->session_clock;
+      return d->session;
+    }
+    /* The free slot, else the least recently used. */
+    if (slot->uri && (!d->uri || d->stamp < slot->stamp)) slot = d;
+  }
+  sc_error err = {0};
+  sc_infill_session *ns = NULL;
+  char *copy = strdup(uri);
+  if (!copy || sc_infill_session_new(NULL, &ns, &err) != SC_OK) {
+    free(copy);
+    SC_LOG_WARN("kvReuse: no session for %s (%s): a full pass", uri,
+                err.msg[0] ? err.msg : "out of memory");
+    return NULL;
+  }
+  free(slot->uri);
+  sc_infill_session_free(slot->session);
+  slot->uri = copy;
+  slot->session = ns;
+  slot->stamp = ++c->session_clock;
+  return ns;
+}
+
+void sc_cpl__sessions_free(sc_completer *c) {
+  for (int i = 0; i < SESSION_SLOTS; i++) {
+    free(c->sessions[i].uri);
+    sc_infill_session_free(c->sessions[i].session);
+    c->sessions[i] = (doc_session){0};
+  }
 }
 
 static json_t *load_job(sc_job *job, void *argp, sc_error *err) {

@@ -27,6 +27,7 @@ void sc_cpl__settings_defaults(settings *st) {
   st->debounce_ms = 75;
   st->length_candidates = 1;
   st->repair = true;
+  st->kv_reuse = true; /* README, "Measured": the time it saves against what it changes */
   st->max_document_bytes = SC_DEFAULT_MAX_DOCUMENT_BYTES;
 }
 
@@ -200,7 +201,8 @@ static bool same_decoding(const settings *a, const settings *b) {
   return strcmp(a->algorithm, b->algorithm) == 0 && a->threshold == b->threshold &&
          (a->eos_penalty == b->eos_penalty || (isnan(a->eos_penalty) && isnan(b->eos_penalty))) &&
          a->max_tokens == b->max_tokens && a->length_candidates == b->length_candidates &&
-         a->repair == b->repair && a->context_budget == b->context_budget;
+         a->repair == b->repair && a->context_budget == b->context_budget &&
+         a->kv_reuse == b->kv_reuse;
 }
 
 void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
@@ -290,6 +292,10 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
   if ((v = json_object_get(o, "repair"))) {
     if (json_is_boolean(v)) st->repair = json_is_true(v);
     else SC_LOG_WARN("settings: repair must be true or false; ignored");
+  }
+  if ((v = json_object_get(o, "kvReuse"))) {
+    if (json_is_boolean(v)) st->kv_reuse = json_is_true(v);
+    else SC_LOG_WARN("settings: kvReuse must be true or false; ignored");
   }
   if ((v = json_object_get(o, "enabledLanguages"))) {
     if (!json_is_array(v) && !json_is_null(v)) {

@@ -26,7 +26,7 @@ M.defaults = {
                 'javascriptreact', 'go', 'rust', 'java', 'lua', 'sh' },
   -- Server settings (section "sculpt"): modelPath, device, weights, algorithm,
   -- threshold, eosPenalty, maxTokens, contextBudget, debounceMs, enabledLanguages,
-  -- holeMarker, lengthCandidates, logLevel, repair, maxDocumentBytes,
+  -- holeMarker, lengthCandidates, logLevel, repair, kvReuse, maxDocumentBytes,
   -- indexMaxFiles, backend
   -- (a URL or {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider,
   -- fimTemplate, stream, cutOff, drafts, contextTokens}). Empty: the
