@@ -45,9 +45,12 @@ def test_flag_is_the_default():
     eq(st.get("weights"), "int8", "sculpt lsp --weights int8 with no setting")
     # A change of the setting reloads the model in the new kind.
     s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"weights": "f32"}}})
-    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
-                   m["params"]["state"] == "loading", what="a reload", start=after)
-    st, after = ready(s, after)
+    # The ready after that reload: a status sent before it (the index's,
+    # still in the int8 model's state) may come between.
+    loading = s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                             m["params"]["state"] == "loading", what="a reload", start=after)
+    at = next(i for i in range(after, len(s.messages)) if s.messages[i] is loading)
+    st, after = ready(s, at + 1)
     eq(st.get("weights"), "f32", "the setting f32 overrides --weights int8 (reloaded)")
     # A bad value is ignored with a warning: no reload, the kind stays.
     n = len(s.messages)
