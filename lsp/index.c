@@ -180,7 +180,11 @@ void sc_cpl__set_root(sc_lsp_server *s, const char *root_uri) {
 /* A document opened outside the workspace being indexed (or with none: the
  * client gave no folder, or one above the repositories) moves the
  * workspace to the file's git work tree (libgit2 finds it) or its folder
- * (sc_context_index_root): the editor's folder is only a hint. */
+ * (sc_context_index_root): the editor's folder is only a hint. Once a
+ * workspace is indexed, only another work tree moves it: a file in none
+ * (VS Code's own settings.json, a header under /usr/include, a scratch
+ * file) leaves it where the user's code is, for the documents still open
+ * there (didOpen is the only time a root is chosen). */
 void sc_cpl__on_open(sc_lsp_server *s, sc_document *d) {
   sc_completer *c = sc_lsp__feature(s);
   char *path = sc_path_from_file_uri(d->uri);
@@ -190,6 +194,16 @@ void sc_cpl__on_open(sc_lsp_server *s, sc_document *d) {
   if (!want || (c->root && strcmp(want, c->root) == 0)) {
     free(want);
     return;
+  }
+  if (c->root) {
+    char *tree = sc_workspace_find_root(want);
+    bool is_tree = tree != NULL;
+    free(tree);
+    if (!is_tree) {
+      SC_LOG_DEBUG("index: %s is in no git work tree: the workspace stays %s", d->uri, c->root);
+      free(want);
+      return;
+    }
   }
   SC_LOG_INFO("index: the workspace is now %s (for %s)", want, d->uri);
   free(c->root);
