@@ -725,10 +725,10 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
  * (use_cache, no DreamOn expand, one canvas length or no_batch); a backend
  * without sc_forward_ctx_shift (CUDA today) always runs in full.
  *
- * Intended use (the LSP, later): one session per open document, passed with
- * every infill for that document (completions, repairs, code actions: a
- * repair's prompt is the same document, so it reuses too), freed with the
- * document. The engine holds one cache, so alternating documents costs one
+ * Use (the LSP, lsp/inline.c): one session per document, passed with its
+ * completions and their repairs (a repair's prompt is the same document, so
+ * it reuses too), kept in a small table on the model lane, the least
+ * recently used freed first. The engine holds one cache, so alternating documents costs one
  * full pass at each switch; sessions hold no K/V of their own (a few bytes
  * each). A session is used with one engine at a time, by its thread. */
 typedef struct sc_infill_session sc_infill_session;
