@@ -4,6 +4,7 @@ tokenizer for the language server's prompt assembly, a language server with
 a backend setting, and `sculpt` runs for the CLI tests."""
 import os
 import subprocess
+import sys
 
 from lspclient import spawn
 from mockfim import PROXY_VARS, clean_env
@@ -15,6 +16,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("SCULPT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
 REQUEST_FAILED = -32803
 URI = "file:///w/main.c"
+
+
+def sculpt_bin():
+    """$SCULPT_BIN (set by ctest), or a skip (exit 77) when it is not set."""
+    b = os.environ.get("SCULPT_BIN")
+    if not b:
+        print("SKIP: SCULPT_BIN is not set")
+        sys.exit(77)
+    return b
 
 
 def planted_model(tmp):

@@ -16,13 +16,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
-from remotehelp import run_sculpt  # noqa: E402
+from remotehelp import run_sculpt, sculpt_bin  # noqa: E402
 from mockfim import Mock  # noqa: E402
 
-BIN = os.environ.get("SCULPT_BIN")
-if not BIN:
-    print("SKIP: SCULPT_BIN is not set")
-    sys.exit(77)
+BIN = sculpt_bin()
 failures = []
 
 TEXT = "int f(int a, int b);\nint main(void) {\n  int x = f();\n  return x;\n}\n"

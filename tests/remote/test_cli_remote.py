@@ -14,13 +14,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "protocol"))
-from remotehelp import run_sculpt  # noqa: E402
+from remotehelp import run_sculpt, sculpt_bin  # noqa: E402
 from mockfim import Mock, closed_port  # noqa: E402
 
-BIN = os.environ.get("SCULPT_BIN")
-if not BIN:
-    print("SKIP: SCULPT_BIN is not set")
-    sys.exit(77)
+BIN = sculpt_bin()
 KEY = "sk-cli-" + "0a1b2c3d4e5f6071"
 failures = []
 
