@@ -634,7 +634,12 @@ static int session_window(sc_engine *e, sc_infill_session *s, const cand_run *ru
   const int n = run->n, old = e->kv_n;
   *w0 = 0;
   *w1 = n;
-  if (!s || e->kv_session != s->id || old <= 0 || s->reuses >= s->o.max_reuses) return 0;
+  if (!s || e->kv_session != s->id || old <= 0 || s->reuses >= s->o.max_reuses) {
+    SC_LOG_DEBUG("session: a full pass (%s)", !s ? "no session"
+                 : e->kv_session != s->id ? "the cache holds another run's K/V"
+                 : old <= 0 ? "nothing cached" : "a refresh after max_reuses");
+    return 0;
+  }
   const int lim = n < old ? n : old;
   int L = 0, T = 0;
   while (L < lim && e->kv_ids[L] == run->seq[L]) L++;
@@ -643,14 +648,28 @@ static int session_window(sc_engine *e, sc_infill_session *s, const cand_run *ru
    * recomputed: its rows are this pass's output. */
   const int b0 = e->info->shift_logits && run->bs > 0 ? run->bs - 1 : run->bs;
   int a = L < b0 ? L : b0, b = n - T > run->be ? n - T : run->be;
-  if ((b - a) - (run->be - b0) > s->o.max_edit) return 0;
+  if ((b - a) - (run->be - b0) > s->o.max_edit) {
+    SC_LOG_DEBUG("session: a full pass (%d positions changed in [%d, %d) of %d, max_edit %d)",
+                 (b - a) - (run->be - b0), a, b, n, s->o.max_edit);
+    return 0;
+  }
   /* The neighbours of the change are recomputed too: theirs are the K/V
    * the change moved most. */
   a = a > s->o.margin ? a - s->o.margin : 0;
   b = n - b > s->o.margin ? b + s->o.margin : n;
   const int keep_tail = n - b; /* positions after the window, from the old tail */
+  SC_LOG_DEBUG("session: %d of %d positions kept (the first %d, the last %d of %d before)",
+               a + keep_tail, n, a, keep_tail, old);
   sc_error ignored = {0};
-  if (sc_forward_ctx_shift(e->fctx, n, old - keep_tail, old, b, &ignored) != SC_OK) return 0;
+  if (sc_forward_ctx_shift(e->fctx, n, old - keep_tail, old, b, &ignored) != SC_OK) {
+    SC_LOG_DEBUG("session: a full pass (%s)", ignored.msg);
+    return 0;
+  }
+  /* What the cache holds now: the moved tail's ids with it, and n
+   * positions (the window's are noted after the pass). Else the next
+   * request would compare against the positions before the move. */
+  memmove(e->kv_ids + b, e->kv_ids + (old - keep_tail), (size_t)keep_tail * sizeof *e->kv_ids);
+  e->kv_n = n;
   *w0 = a;
   *w1 = b;
   return a + keep_tail;

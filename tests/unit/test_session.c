@@ -178,6 +178,44 @@ static void test_sessions(void) {
   sc_model_free(m);
 }
 
+/* Reuses in a row, each request's length different from the last's (the
+ * LSP's typing, and a repair between two completions): each moves the K/V
+ * the one before left, so the engine must know where that one left them.
+ * A move from where a full pass put them instead gives a wrong middle, or
+ * a refused move and a full pass. */
+static void test_reuses_in_a_row(void) {
+  sc_model *m = load("planted-predecessor-shifted");
+  REQUIRE(m);
+  sc_engine *e = NULL;
+  REQUIRE(sc_engine_new(m, NULL, 256, &e, NULL) == SC_OK);
+  sc_session_options so;
+  sc_session_options_default(&so);
+  so.margin = 0;
+  sc_infill_session *s = NULL;
+  REQUIRE(sc_infill_session_new(&so, &s, NULL) == SC_OK);
+  sc_infill_plan plan = {1, {8}};
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  p.block_len = 0;
+  int32_t prefixes[][6] = {{1, 2}, {1, 2, 3}, {1, 2, 3, 4}, {1}, {1, 5, 6}, {1, 5}, {1, 5, 6, 7, 8}};
+  int lens[] = {2, 3, 4, 1, 3, 2, 5};
+  int32_t suffix[] = {30, 9};
+  for (int r = 0; r < 7; r++) {
+    sc_infill_result res;
+    sc_error err = {0};
+    REQUIRE(sc_engine_infill_session(e, s, prefixes[r], lens[r], suffix, 2, &plan, &p, NULL,
+                                     NULL, NULL, &res, &err) == SC_OK);
+    EXPECTF(res.n_ids == 8, "request %d: %d tokens", r, res.n_ids);
+    for (int i = 0; i < res.n_ids && i < 8; i++)
+      EXPECTF(res.ids[i] == 22 + i, "request %d: token %d is %d", r, i, res.ids[i]);
+    if (r > 0) EXPECTF(res.kv_reused > 0, "request %d reuses (%d)", r, res.kv_reused);
+    sc_infill_result_free(&res);
+  }
+  sc_infill_session_free(s);
+  sc_engine_free(e);
+  sc_model_free(m);
+}
+
 /* The same request twice: the reused K/V are exactly what a full pass
  * computes (the previous request's first pass saw the same tokens and an
  * all-mask canvas), so the result is the full recompute's, bit for bit. */
@@ -220,6 +258,7 @@ int main(void) {
   if (sc_test_make_models("session-models", "--only qwen3-tied-bf16 --only dream-bf16") != 0) return 1;
   RUN(test_shift_exact);
   RUN(test_sessions);
+  RUN(test_reuses_in_a_row);
   RUN(test_same_request);
   fprintf(stderr, "%d checks, %d failures\n", sc_test_checks, sc_test_failures);
   return sc_test_failures != 0;
