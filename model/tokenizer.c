@@ -69,6 +69,9 @@ void sc_tokenizer_free(sc_tokenizer *t) {
 static sc_status grow_ids(sc_tokenizer *t, int32_t id, sc_error *err) {
   SC_CHECK(id >= 0 && id < SC_TOK_MAX_ID, err, SC_ERR_FORMAT,
            "token id %ld out of range", (long)id);
+  SC_CHECK(!t->id_limit || (size_t)id < t->id_limit, err, SC_ERR_FORMAT,
+           "token id %ld is far beyond the %zu the vocabulary's size allows", (long)id,
+           t->id_limit);
   if ((size_t)id < t->n_ids) return SC_OK;
   size_t n = (size_t)id + 1;
   if (n > t->ids_cap) {

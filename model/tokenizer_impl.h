@@ -46,6 +46,8 @@ struct sc_tokenizer {
   uint32_t *vocab_len;
   size_t n_ids;         /* max id + 1 over the vocabulary and added tokens */
   size_t ids_cap;       /* allocated length of vocab, vocab_len, added_of_id */
+  size_t id_limit;      /* ids must be below it (0: SC_TOK_MAX_ID alone); set by
+                           the tokenizer.json loader from the entries it has */
   int32_t *vmap;        /* open addressing: token -> id, -1 = empty */
   size_t vmap_cap;      /* power of two */
 

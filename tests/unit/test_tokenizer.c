@@ -319,6 +319,17 @@ static void test_malformed(void) {
       "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
       "\"vocab\":{\"a\":2000000000},\"merges\":[]}}";
   expect_load_fails("huge_id", huge_id, strlen(huge_id), SC_ERR_FORMAT);
+  /* Within the hard bound (16M) but far beyond what two entries make
+   * dense: refused before the id tables grow to it. */
+  static const char *sparse_id =
+      "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
+      "\"vocab\":{\"a\":0,\"b\":9800000},\"merges\":[]}}";
+  expect_load_fails("sparse_id", sparse_id, strlen(sparse_id), SC_ERR_FORMAT);
+  static const char *sparse_added =
+      "{\"added_tokens\":[{\"id\":9800000,\"content\":\"<x>\",\"special\":true}],"
+      "\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
+      "\"model\":{\"type\":\"BPE\",\"vocab\":" VOCAB ",\"merges\":[]}}";
+  expect_load_fails("sparse_added", sparse_added, strlen(sparse_added), SC_ERR_FORMAT);
   static const char *bad_norm =
       "{\"normalizer\":{\"type\":\"Lowercase\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
       "\"model\":{\"type\":\"BPE\",\"vocab\":" VOCAB ",\"merges\":[]}}";
