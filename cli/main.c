@@ -47,7 +47,8 @@ const sc_cli_command sc_cli_commands[] = {
      "client; the README lists them. kvReuse (default true): on the CPU each\n"
      "request reuses the K/V the previous request in its document left where\n"
      "the tokens did not change (data.kvReused: the positions reused, 0 for a\n"
-     "full pass); false recomputes every request in full.\n"
+     "full pass), its prompt pinned while it fits (data.promptPinned); false\n"
+     "builds every prompt afresh and recomputes every request in full.\n"
      "\n"
      "Exit status: 0 after shutdown then exit, 1 when the stream ends, exit\n"
      "arrives without shutdown, or the client closes the server's stdout.\n",

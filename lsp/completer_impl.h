@@ -69,10 +69,33 @@ typedef enum model_state { MS_NONE, MS_LOADING, MS_READY, MS_ERROR } model_state
 /* What the last remote request said about the backend. */
 typedef enum backend_state { BS_UNKNOWN, BS_OK, BS_UNREACHABLE, BS_ERROR } backend_state;
 
+/* The prompt a document's last full build chose, kept so that the next
+ * requests in it start their prompt with the same tokens (prompt.c,
+ * sc_cpl__local_prompt): the snippets, then the document from the same
+ * window start, then the suffix up to the same distance from the
+ * document's end. Only then does a session reuse K/V: a window that
+ * starts elsewhere moves every cached position. */
+#define PIN_MARK 32
+typedef struct prompt_pin {
+  bool set;
+  char *head; /* the snippets before the window (owned) */
+  size_t head_len, n_snippets;
+  size_t win_start;       /* document offset of the window's first byte */
+  char mark[PIN_MARK];    /* the window's first bytes: text moved above it */
+  size_t mark_len;        /* when they differ */
+  size_t suf_tail;        /* document length minus the suffix's end */
+  bool suffix_cut, partial_index;
+  uint64_t ws_epoch;       /* the index it was built from (c->ws_epoch) */
+  const char *index_state; /* and its state then (static) */
+  int budget; /* the fit's prompt tokens it was built for */
+  int uses;   /* requests it served since it was built */
+} prompt_pin;
+
 /* A document's K/V session (model_slot.c), keyed by its URI. */
 typedef struct doc_session {
   char *uri; /* owned; NULL: the slot is free */
   sc_infill_session *session;
+  prompt_pin pin;
   uint64_t stamp; /* last use, for eviction */
 } doc_session;
 
@@ -114,6 +137,7 @@ struct sc_completer {
   int load_progress; /* the load's $/progress token (sc_lsp__progress_begin), or 0 */
   /* index.c */
   sc_workspace *ws; /* the workspace index (model lane only) */
+  uint64_t ws_epoch; /* bumped when ws is replaced (model lane): prompt pins see it */
   /* Model lane: updates of ws read from disk (saves, watched files,
    * removals) since it was installed; written to the kept index at exit. */
   size_t index_disk_updates;
@@ -200,6 +224,9 @@ void sc_cpl__release_model(sc_completer *c);
  * (kv_reuse) is off or memory ran out, which means a full pass. Borrowed:
  * valid until the next call. */
 sc_infill_session *sc_cpl__session_for(sc_completer *c, const char *uri, bool kv_reuse);
+/* The same, the whole slot: the session and the document's prompt pin. */
+doc_session *sc_cpl__doc_session(sc_completer *c, const char *uri, bool kv_reuse);
+void sc_cpl__pin_clear(prompt_pin *pin);
 /* Frees every session (at exit, after the workers stopped). */
 void sc_cpl__sessions_free(sc_completer *c);
 /* Sends sculpt/status: the model's state, device, last latency, and the
@@ -283,6 +310,7 @@ typedef struct complete_arg {
   struct prompt_extras *extras; /* other documents and recent edits (owned; may be NULL) */
   uint64_t uri_hash, prefix_hash, suffix_hash;
   size_t doc_prefix_len;
+  size_t doc_len; /* the document's length in bytes */
   double t_request;
   double prepare_ms; /* loop-thread time: syntax, planning, copies */
   /* out, for on_done */
@@ -326,9 +354,37 @@ prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_docum
 void sc_cpl__extras_free(prompt_extras *x);
 /* The text before the canvas: repository snippets and the prefix window.
  * Returns what *before points into (owned), or NULL: then a->prefix. Sets
- * a->partial_index. */
+ * a->partial_index. win_bytes (may be NULL): the builder's window even
+ * without snippets, and its length in bytes (the end of *before). */
 char *sc_cpl__prompt_before(complete_arg *a, int budget, const char **before,
-                            size_t *before_len, size_t *n_snippets);
+                            size_t *before_len, size_t *n_snippets, size_t *win_bytes);
+/* The local engine's prompt: the text before the canvas (snippets and the
+ * prefix window) and after it (the suffix window), tokenized and fitted to
+ * fit's prompt (use pre + (n_pre - keep_pre) and suf[0, keep_suf)).
+ *
+ * Built fresh, the snippets and the window come from the prompt builder
+ * (sc_prompt_build_with) and the suffix is the whole lines after the cursor
+ * that fill the rest, so that nothing is cut from the snippets. With a
+ * document slot (kvReuse), a fresh build leaves 1/8 of the budget free and
+ * is pinned: the next requests in the document keep its snippets, its
+ * window start and its suffix end while the text still fits, so their
+ * tokens differ from the last request's only where the document changed
+ * and the session reuses the rest (model.h, sessions). It is rebuilt when
+ * the text no longer fits, the text above the window moved, the budget
+ * grew by more than the slack, or after PIN_USES requests (the snippets follow the cursor
+ * then). ds may be NULL (no pinning). */
+typedef struct local_prompt {
+  char *before_owned;      /* what before points into, or NULL: a->prefix */
+  const char *before, *after; /* after points into a->suffix */
+  size_t before_len, after_len;
+  int32_t *pre, *suf;      /* owned */
+  size_t n_pre, keep_pre, n_suf, keep_suf, n_snippets;
+  bool suffix_cut;
+  bool pinned; /* served by the document's pin, not built fresh */
+} local_prompt;
+sc_status sc_cpl__local_prompt(complete_arg *a, const sc_infill_budget *fit, doc_session *ds,
+                               local_prompt *out, sc_error *err);
+void sc_cpl__local_prompt_free(local_prompt *lp);
 /* Adds to an answer's data what the index was when its prompt was built:
  * "index" (its state: "indexing", "ready", "failed") and "partialIndex"
  * (the index was still being built, or a bound left files out). */
@@ -338,12 +394,13 @@ void sc_cpl__index_data(const complete_arg *a, json_t *data);
  * then the suffix's). after_cut: the text after is a window that stops
  * before the document's end. *suffix_cut (for params.suffix_cut): the
  * suffix the model sees is not the document's end, so no EOS follows it.
- * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre). */
+ * *pre and *suf are owned by the caller; use pre + (n_pre - keep_pre).
+ * n_suf (may be NULL): the suffix's tokens before the cut. */
 sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t before_len,
                                  const char *after, size_t after_len, bool after_cut,
                                  const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
                                  size_t *keep_pre, int32_t **suf, size_t *keep_suf,
-                                 bool *suffix_cut, sc_error *err);
+                                 size_t *n_suf, bool *suffix_cut, sc_error *err);
 /* The remote backend's fit for a canvas of `canvas` tokens: the backend's
  * context (remote_context: configured or learnt) when known, with room for
  * the canvas and the repair's request; else (context 0) the budget alone

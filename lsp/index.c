@@ -59,6 +59,7 @@ static json_t *install_index_job(sc_job *job, void *argp, sc_error *err) {
   index_arg *a = argp;
   sc_workspace_free(a->c->ws);
   a->c->ws = a->ws;
+  a->c->ws_epoch++; /* pinned prompts built from the old one are rebuilt */
   a->ws = NULL;
   a->c->index_disk_updates = 0; /* the build wrote what it read */
   return json_null();

@@ -46,10 +46,12 @@ void sc_cpl__complete_arg_free(void *p) {
 typedef struct local_fill_ctx {
   complete_arg *a;
   sc_job *job;
-  const char *before; /* snippets + prefix window */
-  size_t before_len;
+  const char *before, *after; /* snippets + prefix window; the suffix window */
+  size_t before_len, after_len;
+  bool after_cut;
   const sc_infill_params *params;
   int prompt; /* the first call's fitted prompt tokens */
+  int canvas; /* and its longest canvas */
   double repair_ms;
   int repair_steps;
 } local_fill_ctx;
@@ -69,10 +71,15 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   sc_infill_plan plan = {1, {m}};
   sc_infill_params p = *f->params;
   sc_infill_budget fit;
-  SC_TRY(sc_infill_fit_plan(c->model, sc_engine_context(c->engine), f->prompt, &plan, &p, &fit,
+  /* The positions of the first call: its prompt and the canvas this one's
+   * head, span and tail came from. So the prompt is not cut (it starts and
+   * ends where the first call's did) and the K/V session, which this call
+   * leaves in the engine, still matches the next request's prompt. */
+  int budget = f->prompt + (f->canvas > m ? f->canvas - m : 0);
+  SC_TRY(sc_infill_fit_plan(c->model, sc_engine_context(c->engine), budget, &plan, &p, &fit,
                             err));
   char *b = malloc(f->before_len + head_len + 1);
-  char *e = malloc(tail_len + a->suffix_len + 1);
+  char *e = malloc(tail_len + f->after_len + 1);
   if (!b || !e) {
     free(b);
     free(e);
@@ -81,12 +88,12 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   memcpy(b, f->before, f->before_len);
   memcpy(b + f->before_len, head, head_len);
   memcpy(e, tail, tail_len);
-  memcpy(e + tail_len, a->suffix, a->suffix_len);
+  memcpy(e + tail_len, f->after, f->after_len);
   int32_t *pre = NULL, *suf = NULL;
   size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
   sc_status st = sc_cpl__encode_context(c, b, f->before_len + head_len, e,
-                                        tail_len + a->suffix_len, a->suffix_window_cut, &fit,
-                                        &pre, &n_pre, &keep_pre, &suf, &keep_suf, &p.suffix_cut,
+                                        tail_len + f->after_len, f->after_cut, &fit, &pre,
+                                        &n_pre, &keep_pre, &suf, &keep_suf, NULL, &p.suffix_cut,
                                         err);
   free(b);
   free(e);
@@ -157,7 +164,8 @@ static json_t *remote_prompt_job(complete_arg *a, double t0, sc_error *err) {
   sc_infill_budget fit = sc_cpl__remote_fit(&a->set, a->remote_context, a->set.max_tokens);
   const char *before;
   size_t before_len, n_snippets;
-  char *joined = sc_cpl__prompt_before(a, fit.prompt, &before, &before_len, &n_snippets);
+  char *joined =
+      sc_cpl__prompt_before(a, fit.prompt, &before, &before_len, &n_snippets, NULL);
   sc_status st = sc_cpl__remote_cut(a, &fit, before, before_len, err);
   free(joined);
   if (st != SC_OK) return NULL;
@@ -227,40 +235,40 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
     return NULL;
   /* Repository context: definitions of what is used around the cursor,
    * from this file, its imports and the workspace, each headed by its path,
-   * go before the prefix window. */
-  const char *before;
-  size_t before_len, n_snippets;
-  char *joined = sc_cpl__prompt_before(a, fit.prompt, &before, &before_len, &n_snippets);
-  int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
-  sc_status est = sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len,
-                                         a->suffix_window_cut, &fit, &pre, &n_pre, &keep_pre,
-                                         &suf, &keep_suf, &p.suffix_cut, err);
-  if (est != SC_OK) {
-    free(joined);
-    return NULL;
-  }
+   * go before the prefix window; with kvReuse the prompt is the document's
+   * pinned one while it fits, so that the session reuses K/V. */
+  doc_session *ds = sc_cpl__doc_session(c, job->uri, a->set.kv_reuse);
+  local_prompt lp;
+  if (sc_cpl__local_prompt(a, &fit, ds, &lp, err) != SC_OK) return NULL;
+  p.suffix_cut = lp.suffix_cut;
   double t_ctx = sc_now_ms();
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
   /* Through the document's K/V session (kvReuse): what the previous
    * request in it left in the engine's cache is reused where the tokens did
    * not change (model.h, sessions). */
-  sc_status st = sc_engine_infill_session(
-      c->engine, sc_cpl__session_for(c, job->uri, a->set.kv_reuse), pre + (n_pre - keep_pre),
-      (int)keep_pre, suf, (int)keep_suf, &plan, &p, &job->cancel, NULL, NULL, &res, err);
-  free(pre);
-  free(suf);
+  sc_status st = sc_engine_infill_session(c->engine, ds ? ds->session : NULL,
+                                          lp.pre + (lp.n_pre - lp.keep_pre), (int)lp.keep_pre,
+                                          lp.suf, (int)lp.keep_suf, &plan, &p, &job->cancel,
+                                          NULL, NULL, &res, err);
   if (st != SC_OK) {
-    free(joined);
+    sc_cpl__local_prompt_free(&lp);
     return NULL;
   }
   double t_shape0 = sc_now_ms();
   const char *discarded = NULL;
-  local_fill_ctx fc = {a, job, before, before_len, &p, fit.prompt, 0, 0};
+  local_fill_ctx fc = {.a = a,
+                       .job = job,
+                       .before = lp.before,
+                       .after = lp.after,
+                       .before_len = lp.before_len,
+                       .after_len = lp.after_len,
+                       .after_cut = lp.suffix_cut,
+                       .params = &p,
+                       .prompt = fit.prompt,
+                       .canvas = fit.canvas};
   size_t len = sc_cpl__shape_middle(a, res.text ? res.text : "", res.text_len, &discarded,
                                     local_fill, &fc, false);
-  free(joined);
   double t_end = sc_now_ms();
   /* modelMs is every engine call the request made: the infill and the
    * repair's, which is also shown alone (repairMs). */
@@ -278,16 +286,21 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   /* Positions whose K/V the infill took from the previous request in this
    * document (0: a full pass). */
   json_object_set_new(data, "kvReused", json_integer(res.kv_reused));
-  json_object_set_new(data, "snippets", json_integer((json_int_t)n_snippets));
+  json_object_set_new(data, "snippets", json_integer((json_int_t)lp.n_snippets));
+  /* The prompt was the document's pinned one (its snippets and window
+   * start kept from an earlier request). */
+  json_object_set_new(data, "promptPinned", json_boolean(lp.pinned));
   sc_cpl__index_data(a, data);
-  json_object_set_new(data, "promptTokens", json_integer((json_int_t)(keep_pre + keep_suf)));
+  json_object_set_new(data, "promptTokens", json_integer((json_int_t)(lp.keep_pre + lp.keep_suf)));
+  sc_cpl__local_prompt_free(&lp);
   json_object_set_new(data, "contextTokens", json_integer(fit.context));
   if (reconditioned) json_object_set_new(data, "reconditioned", json_true());
   if (p.suffix_cut) json_object_set_new(data, "suffixCut", json_true());
   if (a->repaired) json_object_set_new(data, "repaired", json_true());
   json_object_set_new(data, "prepareMs", json_real(a->prepare_ms));
-  SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms",
-               res.n_ids, res.steps, t_ctx - t0, a->model_ms, t_end - a->t_request);
+  SC_LOG_DEBUG("completion: %d tokens in %d steps; context %.1f ms, model %.1f ms, total %.1f ms; "
+               "K/V of %d positions reused",
+               res.n_ids, res.steps, t_ctx - t0, a->model_ms, t_end - a->t_request, res.kv_reused);
   json_t *out = sc_cpl__build_items(a, a->middle ? a->middle : "", a->middle ? len : 0, data);
   sc_infill_result_free(&res);
   return out;
@@ -462,6 +475,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->prefix_hash = sc_hash64(d->text, off, 2);
   a->suffix_hash = suffix_hash;
   a->doc_prefix_len = off;
+  a->doc_len = d->len;
   a->t_request = t_request;
   a->prepare_ms = sc_now_ms() - t_request;
   a->remote = a->set.backend_url != NULL;

@@ -102,14 +102,19 @@ void sc_cpl__release_model(sc_completer *c) {
   c->loaded_path = NULL;
 }
 
-sc_infill_session *sc_cpl__session_for(sc_completer *c, const char *uri, bool kv_reuse) {
+void sc_cpl__pin_clear(prompt_pin *pin) {
+  free(pin->head);
+  *pin = (prompt_pin){0};
+}
+
+doc_session *sc_cpl__doc_session(sc_completer *c, const char *uri, bool kv_reuse) {
   if (!kv_reuse || !uri) return NULL;
   doc_session *slot = &c->sessions[0];
   for (int i = 0; i < SESSION_SLOTS; i++) {
     doc_session *d = &c->sessions[i];
     if (d->uri && strcmp(d->uri, uri) == 0) {
       d->stamp = ++c->session_clock;
-      return d->session;
+      return d;
     }
     /* The free slot, else the least recently used. */
     if (slot->uri && (!d->uri || d->stamp < slot->stamp)) slot = d;
@@ -125,16 +130,23 @@ sc_infill_session *sc_cpl__session_for(sc_completer *c, const char *uri, bool kv
   }
   free(slot->uri);
   sc_infill_session_free(slot->session);
+  sc_cpl__pin_clear(&slot->pin);
   slot->uri = copy;
   slot->session = ns;
   slot->stamp = ++c->session_clock;
-  return ns;
+  return slot;
+}
+
+sc_infill_session *sc_cpl__session_for(sc_completer *c, const char *uri, bool kv_reuse) {
+  doc_session *d = sc_cpl__doc_session(c, uri, kv_reuse);
+  return d ? d->session : NULL;
 }
 
 void sc_cpl__sessions_free(sc_completer *c) {
   for (int i = 0; i < SESSION_SLOTS; i++) {
     free(c->sessions[i].uri);
     sc_infill_session_free(c->sessions[i].session);
+    sc_cpl__pin_clear(&c->sessions[i].pin);
     c->sessions[i] = (doc_session){0};
   }
 }

@@ -78,7 +78,7 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
                                  const char *after, size_t after_len, bool after_cut,
                                  const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
                                  size_t *keep_pre, int32_t **suf, size_t *keep_suf,
-                                 bool *suffix_cut, sc_error *err) {
+                                 size_t *n_suf_out, bool *suffix_cut, sc_error *err) {
   size_t n_suf = 0;
   SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
   if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {
@@ -87,6 +87,7 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
     return err ? err->status : SC_ERR_INTERNAL;
   }
   sc_infill_fit(fit, *n_pre, n_suf, keep_pre, keep_suf, suffix_cut);
+  if (n_suf_out) *n_suf_out = n_suf;
   if (after_cut) *suffix_cut = true;
   return SC_OK;
 }
@@ -95,10 +96,11 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
  * definitions and chunks the prompt builder chose, each headed by its path,
  * then the window it chose, so that they fit the budget; without (or for a
  * language sculpt does not know), the whole prefix window (sc_cpl__encode_context
- * trims it). *before points into the returned text (owned) or, when NULL
- * is returned, into a->prefix. */
+ * trims it). With win_bytes, the builder's window even without snippets,
+ * and *win_bytes its length (the end of *before). *before points into the
+ * returned text (owned) or, when NULL is returned, into a->prefix. */
 char *sc_cpl__prompt_before(complete_arg *a, int budget, const char **before,
-                            size_t *before_len, size_t *n_snippets) {
+                            size_t *before_len, size_t *n_snippets, size_t *win_bytes) {
   sc_completer *c = a->c;
   *before = a->prefix;
   *before_len = a->prefix_len;
@@ -121,9 +123,10 @@ char *sc_cpl__prompt_before(complete_arg *a, int budget, const char **before,
                                c->tok, (size_t)(budget >= 16 ? budget : 16), &in, &prompt,
                                NULL) == SC_OK) {
         a->partial_index = prompt.partial_index;
-        if (prompt.n_snippets && (joined = sc_prompt_text(&prompt, before_len))) {
+        if ((prompt.n_snippets || win_bytes) && (joined = sc_prompt_text(&prompt, before_len))) {
           *before = joined;
           *n_snippets = prompt.n_snippets;
+          if (win_bytes) *win_bytes = a->prefix_len - prompt.prefix_start;
         }
         sc_prompt_free(&prompt);
       }
@@ -131,6 +134,164 @@ char *sc_cpl__prompt_before(complete_arg *a, int budget, const char **before,
     }
   }
   return joined;
+}
+
+/* ---- the local engine's prompt, pinned across keystrokes ------------------- */
+
+/* Requests a pin serves before the prompt is built afresh (its snippets
+ * then follow the cursor again). */
+#define PIN_USES 32
+
+void sc_cpl__local_prompt_free(local_prompt *lp) {
+  free(lp->before_owned);
+  free(lp->pre);
+  free(lp->suf);
+  *lp = (local_prompt){0};
+}
+
+static sc_status lp_encode(complete_arg *a, const sc_infill_budget *fit, bool after_cut,
+                           local_prompt *lp, sc_error *err) {
+  free(lp->pre);
+  free(lp->suf);
+  lp->pre = lp->suf = NULL;
+  return sc_cpl__encode_context(a->c, lp->before, lp->before_len, lp->after, lp->after_len,
+                                after_cut, fit, &lp->pre, &lp->n_pre, &lp->keep_pre, &lp->suf,
+                                &lp->keep_suf, &lp->n_suf, &lp->suffix_cut, err);
+}
+
+static size_t count_tokens(sc_completer *c, const char *p, size_t n) {
+  int32_t *ids = NULL;
+  size_t k = 0;
+  if (sc_tokenizer_encode(c->tok, p, n, &ids, &k, NULL) != SC_OK) k = SIZE_MAX;
+  free(ids);
+  return k;
+}
+
+/* The end of the longest run of whole lines of the suffix window (the rest
+ * of the cursor's line at least) whose tokens fit room. */
+static size_t suffix_lines(sc_completer *c, const char *suf, size_t len, size_t room) {
+  if (count_tokens(c, suf, len) <= room) return len;
+  /* Line ends, then a binary search for the last that fits. */
+  size_t lo = 0, hi = 0; /* in line ends: lo fits (0: the first line, always) */
+  size_t ends_cap = 64, n_ends = 0, *ends = malloc(ends_cap * sizeof *ends);
+  if (!ends) return len;
+  for (size_t i = 0; i < len; i++) {
+    if (suf[i] != '\n') continue;
+    if (n_ends == ends_cap) {
+      size_t *g = realloc(ends, 2 * ends_cap * sizeof *ends);
+      if (!g) break;
+      ends = g;
+      ends_cap *= 2;
+    }
+    ends[n_ends++] = i + 1;
+  }
+  if (n_ends == 0) {
+    free(ends);
+    return len;
+  }
+  hi = n_ends - 1;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (count_tokens(c, suf, ends[mid]) <= room) lo = mid;
+    else hi = mid - 1;
+  }
+  size_t end = ends[lo];
+  free(ends);
+  return end;
+}
+
+/* The pinned prompt, when the pin still fits this request; false: build
+ * afresh. */
+static bool pinned_prompt(complete_arg *a, const sc_infill_budget *fit, prompt_pin *pin,
+                          local_prompt *lp) {
+  /* A budget that shrank is checked by the fit below (a canvas taken from
+   * the last suggestion's rest shrinks with the typing); one that grew by
+   * more than the slack leaves room a fresh build would use. */
+  if (!pin->set || pin->uses >= PIN_USES || fit->prompt > pin->budget + pin->budget / 8)
+    return false;
+  /* Another index, or the same one finished since: its snippets may differ. */
+  if (pin->ws_epoch != a->c->ws_epoch || pin->index_state != a->index_state) return false;
+  size_t p0 = a->cursor - a->prefix_len;
+  if (pin->win_start < p0 || pin->win_start > a->cursor ||
+      a->cursor - pin->win_start < pin->mark_len ||
+      memcmp(a->prefix + (pin->win_start - p0), pin->mark, pin->mark_len) != 0)
+    return false;
+  if (pin->suf_tail > a->doc_len) return false;
+  size_t suf_end = a->doc_len - pin->suf_tail;
+  if (suf_end < a->cursor || suf_end - a->cursor > a->suffix_len) return false;
+  size_t win = a->cursor - pin->win_start;
+  char *b = malloc(pin->head_len + win + 1);
+  if (!b) return false;
+  memcpy(b, pin->head, pin->head_len);
+  memcpy(b + pin->head_len, a->prefix + (pin->win_start - p0), win);
+  b[pin->head_len + win] = '\0';
+  lp->before_owned = b;
+  lp->before = b;
+  lp->before_len = pin->head_len + win;
+  lp->after = a->suffix;
+  lp->after_len = suf_end - a->cursor;
+  sc_error ignored = {0};
+  if (lp_encode(a, fit, pin->suffix_cut, lp, &ignored) != SC_OK ||
+      lp->keep_pre != lp->n_pre || lp->keep_suf != lp->n_suf) {
+    sc_cpl__local_prompt_free(lp);
+    return false;
+  }
+  lp->n_snippets = pin->n_snippets;
+  lp->pinned = true;
+  a->partial_index = pin->partial_index;
+  pin->uses++;
+  return true;
+}
+
+sc_status sc_cpl__local_prompt(complete_arg *a, const sc_infill_budget *fit, doc_session *ds,
+                               local_prompt *out, sc_error *err) {
+  *out = (local_prompt){0};
+  sc_completer *c = a->c;
+  if (ds && a->lang_known && pinned_prompt(a, fit, &ds->pin, out)) return SC_OK;
+  if (ds) sc_cpl__pin_clear(&ds->pin);
+  /* Afresh: with a pin to come, 1/8 of the budget is left for the typing. */
+  int slack = ds && a->lang_known ? fit->prompt / 8 : 0;
+  int budget = fit->prompt - slack;
+  size_t win_bytes = 0;
+  out->before_owned = sc_cpl__prompt_before(a, budget, &out->before, &out->before_len,
+                                            &out->n_snippets, &win_bytes);
+  if (!out->before_owned) { /* no builder: the whole window, cut by the fit */
+    out->before = a->prefix;
+    out->before_len = a->prefix_len;
+    out->after = a->suffix;
+    out->after_len = a->suffix_len;
+    return lp_encode(a, fit, a->suffix_window_cut, out, err);
+  }
+  /* The suffix: whole lines that fill what the snippets and the window
+   * leave, so that the fit cuts nothing from the snippets' end. */
+  size_t n_before = count_tokens(c, out->before, out->before_len);
+  size_t room = n_before < (size_t)budget ? (size_t)budget - n_before : 0;
+  out->after = a->suffix;
+  out->after_len = suffix_lines(c, a->suffix, a->suffix_len, room);
+  bool after_cut = a->suffix_window_cut || out->after_len < a->suffix_len;
+  SC_TRY(lp_encode(a, fit, after_cut, out, err));
+  /* Pinned when nothing was cut: the next requests start from it. */
+  if (ds && out->keep_pre == out->n_pre && out->keep_suf == out->n_suf &&
+      win_bytes <= out->before_len) {
+    prompt_pin *pin = &ds->pin;
+    pin->head_len = out->before_len - win_bytes;
+    pin->head = malloc(pin->head_len + 1);
+    if (!pin->head) return SC_OK;
+    memcpy(pin->head, out->before, pin->head_len);
+    pin->n_snippets = out->n_snippets;
+    pin->win_start = a->cursor - win_bytes;
+    pin->mark_len = win_bytes < PIN_MARK ? win_bytes : PIN_MARK;
+    memcpy(pin->mark, out->before + pin->head_len, pin->mark_len);
+    pin->suf_tail = a->doc_len - (a->cursor + out->after_len);
+    pin->suffix_cut = after_cut;
+    pin->partial_index = a->partial_index;
+    pin->ws_epoch = c->ws_epoch;
+    pin->index_state = a->index_state;
+    pin->budget = fit->prompt;
+    pin->uses = 0;
+    pin->set = true;
+  }
+  return SC_OK;
 }
 
 /* ---- the remote backend's prompt ------------------------------------------------ */
@@ -196,7 +357,7 @@ sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_budget *fit, const
     size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
     bool cut; /* the server frames the prompt itself */
     SC_TRY(sc_cpl__encode_context(c, before, before_len, a->suffix, a->suffix_len, false, fit,
-                                  &pre, &n_pre, &keep_pre, &suf, &keep_suf, &cut, err));
+                                  &pre, &n_pre, &keep_pre, &suf, &keep_suf, NULL, &cut, err));
     char *tp = NULL, *ts = NULL;
     size_t lp = 0, ls = 0;
     sc_status st = sc_tokenizer_decode(c->tok, pre + (n_pre - keep_pre), keep_pre, &tp, &lp, err);

@@ -728,7 +728,9 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
  * Use (the LSP, lsp/inline.c): one session per document, passed with its
  * completions and their repairs (a repair's prompt is the same document, so
  * it reuses too), kept in a small table on the model lane, the least
- * recently used freed first. The engine holds one cache, so alternating documents costs one
+ * recently used freed first. Its prompts are pinned (lsp/prompt.c): the
+ * window before the cursor keeps its start and the suffix its end while
+ * they fit, so that a keystroke changes the tokens at the cursor only. The engine holds one cache, so alternating documents costs one
  * full pass at each switch; sessions hold no K/V of their own (a few bytes
  * each). A session is used with one engine at a time, by its thread. */
 typedef struct sc_infill_session sc_infill_session;

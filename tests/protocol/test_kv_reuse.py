@@ -11,10 +11,13 @@ in the same document reuses the K/V of the tokens that did not change
   session, so the next one in the first document is a full pass (model.h:
   "a full pass ... after the engine ran anything else");
 - kvReuse false: every request is a full pass (kvReused 0).
-The documents are small enough that the whole of them fits the prompt: in
-a longer file the prompt's window slides with the cursor (its start moves
-by what was typed), which moves every cached position, so the engine makes
-a full pass there (README, "Measured").
+- in a real file much longer than the prompt (click's core.py): the prompt
+  is pinned (lsp/prompt.c, sc_cpl__local_prompt): the requests after the
+  first keep its window start, snippets and suffix end, so that characters
+  typed on a line change only the tokens at the cursor and the session
+  reuses the rest (without the pin the window slid with every keystroke:
+  2 of 17 requests reused); text inserted above the window moves it, so
+  the next request builds afresh, and the one after is pinned again.
 No timing is asserted: the speed is the README's "Measured"."""
 import os
 import sys
@@ -139,5 +142,79 @@ def test_more_documents_than_sessions():
     eq(s.shutdown_and_exit(), 0, "exit code")
 
 
+CLICK = os.path.join(SRC, "tests", "data", "real", "click")
+CORE = os.path.join(CLICK, "src", "click", "core.py")
+
+
+def test_pinned_prompt_in_a_long_file():
+    lines = open(CORE, encoding="utf-8").read().split("\n")
+    at = 1542  # 0-based: the line "        if prog_name is None:" in Command.main
+    check(lines[at].strip() == "if prog_name is None:", "the vendored file as expected", lines[at])
+    text = "\n".join(lines[:at] + [""] + lines[at:])
+    s = spawn(env={"XDG_CACHE_HOME": os.path.join(TMP, "cache")})
+    s.start({}, rootUri=uri(CLICK), initializationOptions={"modelPath": MODEL})
+    u = uri(CORE)
+    s.notify("textDocument/didOpen", {"textDocument": {"uri": u, "languageId": "python",
+                                                       "version": 1, "text": text}})
+    # The model and the index in: a prompt built while the index is still
+    # being built is rebuilt once it is in (its snippets may differ).
+    s.wait_message(lambda m: m.get("method") == "sculpt/status" and
+                   m["params"]["state"] == "ready" and
+                   m["params"].get("index", {}).get("state") == "ready", timeout=TIMEOUT,
+                   what="the model and the index ready")
+    typed, version, datas = "        x = ", 1, []
+    for k, ch in enumerate(typed):
+        version += 1
+        s.notify("textDocument/didChange", {
+            "textDocument": {"uri": u, "version": version},
+            "contentChanges": [{"range": {"start": {"line": at, "character": k},
+                                          "end": {"line": at, "character": k}}, "text": ch}]})
+        if k >= 7:  # from the first non-blank character on
+            datas.append(complete_at(s, u, at, k + 1))
+    check(len(datas) >= 4, "requests made", len(datas))
+    eq(datas[0]["promptPinned"], False, "the first request builds the prompt afresh")
+    pinned = [d for d in datas[1:] if d["promptPinned"]]
+    reused = [d for d in datas[1:] if d["kvReused"] > 0]
+    eq(len(pinned), len(datas) - 1, "every later request keeps the pinned prompt")
+    # (a repair between two requests reuses too, and leaves its K/V where
+    # the next request finds them: model/engine.c, session_window)
+    eq(len(reused), len(datas) - 1, "and reuses K/V: %r" % [d["kvReused"] for d in datas])
+    # A line inserted at the top of the file moves the window's text: the
+    # pin no longer matches, so the prompt is built afresh, then pinned.
+    version += 1
+    s.notify("textDocument/didChange", {
+        "textDocument": {"uri": u, "version": version},
+        "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                                      "end": {"line": 0, "character": 0}},
+                            "text": "# a comment line, inserted\n"}]})
+    moved = complete_at(s, u, at + 1, len(typed))
+    eq(moved["promptPinned"], False, "text moved above the window: built afresh")
+    version += 1
+    s.notify("textDocument/didChange", {
+        "textDocument": {"uri": u, "version": version},
+        "contentChanges": [{"range": {"start": {"line": at + 1, "character": len(typed)},
+                                      "end": {"line": at + 1, "character": len(typed)}},
+                            "text": "1"}]})
+    again = complete_at(s, u, at + 1, len(typed) + 1)
+    eq(again["promptPinned"], True, "then pinned again")
+    eq(s.shutdown_and_exit(), 0, "exit code")
+
+
+def complete_at(s, u, line, char):
+    """An invoked request at a position of the document u names, with the
+    suggestion cache emptied first (a decoding setting changed and changed
+    back), so that the model runs; its data."""
+    for mt in (63, 64):
+        s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"maxTokens": mt}}})
+    r = s.request("textDocument/inlineCompletion",
+                  {"textDocument": {"uri": u}, "position": {"line": line, "character": char},
+                   "context": {"triggerKind": 1}}, TIMEOUT)
+    check("error" not in r, "an answer, not an error", r.get("error"))
+    data = r["result"]["data"]
+    check("skipped" not in data, "the model ran", data)
+    return data
+
+
 if __name__ == "__main__":
-    run_tests([test_reuse_in_one_document, test_kv_reuse_off, test_more_documents_than_sessions])
+    run_tests([test_reuse_in_one_document, test_kv_reuse_off, test_more_documents_than_sessions,
+               test_pinned_prompt_in_a_long_file])
