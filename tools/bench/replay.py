@@ -16,6 +16,19 @@ The model is a planted byte-level one (tools/planted_checkpoints.py), whose
 model time is tiny, so the numbers are about the server, not the model.
 
     tools/bench/replay.py [--bin build/sculpt] [--lines 5000] [--keys 400]
+
+--real FILE:LINE[:N] replays a real file instead, with the shipped model
+(model/default) or --model DIR, default settings otherwise: the N lines
+(default 2) from LINE (1-based) are removed, then typed back character by
+character, each keystroke a didChange and an automatic inlineCompletion.
+It runs the session twice, kvReuse true and false, and reports for each:
+the requests that ran the model, how many reused K/V, model time (every
+engine call of a request, its repair's included) and end-to-end latency
+p50/p95, and whether the two runs showed the same text where both ran the
+model. Automatic requests depend on what was shown before them (the cache,
+the canvas taken from a suggestion's rest), so the two runs' requests
+differ; the texts are compared on two more runs of invoked requests, each
+after the suggestion cache is emptied, which see the same requests both ways.
 """
 import argparse
 import json
@@ -88,12 +101,140 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))] if xs else float("nan")
 
 
+def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
+    """One replay of typing `typed` at the start of line line0 (0-based) of
+    text; a record per keystroke. invoked: each request is an invoked one
+    after sculpt.dismiss (no debounce, nothing from the cache or the last
+    suggestion: the cache is emptied first), so that two runs see the same
+    requests."""
+    env = dict(os.environ)
+    env.pop("SCULPT_TEST_HOOKS", None)
+    c = Client([args.bin, "lsp"], env)
+    uri = "file://" + os.path.abspath(path)
+    opts = {"kvReuse": kv_reuse}
+    if args.model:
+        opts["modelPath"] = args.model
+    i, _ = c.request("initialize", {"processId": None, "capabilities": {},
+                                    "rootUri": "file://" + os.path.dirname(os.path.abspath(path)),
+                                    "initializationOptions": opts})
+    c.wait(i)
+    c.notify("initialized", {})
+    lang = {"py": "python", "c": "c", "h": "c", "go": "go", "ts": "typescript"}.get(
+        path.rsplit(".", 1)[-1], "plaintext")
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
+                                                       "version": 1, "text": text}})
+    # The model loads: an invoked request waits for it.
+    rid, _ = c.request("textDocument/inlineCompletion", {
+        "textDocument": {"uri": uri}, "position": {"line": 0, "character": 0},
+        "context": {"triggerKind": 1}})
+    c.wait(rid, timeout=600)
+    # A request elsewhere: the session's first request below is then a
+    # full pass in both runs.
+    line, col, version, out = line0, 0, 1, []
+    for ch in typed:
+        version += 1
+        c.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"range": {"start": {"line": line, "character": col},
+                                          "end": {"line": line, "character": col}}, "text": ch}]})
+        if ch == "\n":
+            line, col = line + 1, 0
+        else:
+            col += 1
+        if invoked:
+            # A decoding setting changed and changed back empties the
+            # suggestion cache; everything else stays (sessions, pins).
+            for mt in (63, 64):
+                c.notify("workspace/didChangeConfiguration",
+                         {"settings": {"sculpt": {"maxTokens": mt}}})
+        rid, t0 = c.request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": uri}, "position": {"line": line, "character": col},
+            "context": {"triggerKind": 1 if invoked else 2}})
+        t1, m = c.wait(rid, timeout=600)
+        res = m.get("result") or {}
+        data = res.get("data") or {}
+        items = res.get("items") or []
+        out.append({"ms": (t1 - t0) * 1000, "error": "error" in m, "data": data,
+                    "text": items[0].get("insertText") if items else None})
+    i, _ = c.request("shutdown", {})
+    c.wait(i)
+    c.notify("exit", {})
+    c.p.wait(10)
+    return out
+
+
+def real_main(args):
+    spec = args.real.split(":")
+    path, line1 = spec[0], int(spec[1])
+    n = int(spec[2]) if len(spec) > 2 else 2
+    lines = open(path, encoding="utf-8").read().split("\n")
+    typed = "\n".join(lines[line1 - 1:line1 - 1 + n]) + "\n"
+    text = "\n".join(lines[:line1 - 1] + lines[line1 - 1 + n:])
+    runs = {}
+    for kv in (True, False):
+        runs[kv] = real_session(args, path, text, line1 - 1, typed, kv)
+    same = {}
+    if not args.no_compare:
+        for kv in (True, False):
+            same[kv] = real_session(args, path, text, line1 - 1, typed, kv, invoked=True)
+    print("sculpt replay benchmark, real file: %s, lines %d-%d retyped (%d characters), one "
+          "automatic inlineCompletion per keystroke, default settings, model %s"
+          % (path, line1, line1 + n - 1, len(typed), args.model or "model/default (shipped)"))
+    print("machine: %s; load average %s; binary %s"
+          % (describe(), " ".join("%.2f" % x for x in os.getloadavg()), args.bin))
+
+    def summary(r, what):
+        ran = [x for x in r if not x["error"] and "modelMs" in x["data"]]
+        reused = [x for x in ran if x["data"].get("kvReused", 0) > 0]
+        errors = sum(1 for x in r if x["error"])
+        shown = sum(1 for x in r if x["text"])
+        model = [x["data"]["modelMs"] for x in ran]
+        e2e = [x["ms"] for x in ran[1:]]  # after the first request
+        print("%s: %d keystrokes, %d errors, %d suggestions shown, %d ran the model "
+              "(%d reused K/V, %d positions p50; %d pinned prompts), %d cached; model time "
+              "(every engine call) p50 %.1f ms p95 %.1f ms; pause -> answer after the first "
+              "request p50 %.1f ms p95 %.1f ms (debounce p50 %d ms); prompt tokens p50 %d, "
+              "snippets p50 %d"
+              % (what, len(r), errors, shown, len(ran), len(reused),
+                 pct([x["data"]["kvReused"] for x in reused], 50) if reused else 0,
+                 sum(1 for x in ran if x["data"].get("promptPinned")),
+                 sum(1 for x in r if x["data"].get("cached")), pct(model, 50), pct(model, 95),
+                 pct(e2e, 50), pct(e2e, 95), pct([x["data"].get("debounceMs", 0) for x in ran], 50),
+                 pct([x["data"].get("promptTokens", 0) for x in ran], 50),
+                 pct([x["data"].get("snippets", 0) for x in ran], 50)))
+    for kv in (True, False):
+        summary(runs[kv], "automatic, kvReuse %-5s" % str(kv).lower())
+    if same:
+        for kv in (True, False):
+            summary(same[kv], "invoked,   kvReuse %-5s" % str(kv).lower())
+        both = [(a, b) for a, b in zip(same[True], same[False])
+                if "modelMs" in a["data"] and "modelMs" in b["data"]]
+        agree = sum(1 for a, b in both if a["text"] == b["text"])
+        mt = sum(a["data"]["modelMs"] for a, b in both)
+        mf = sum(b["data"]["modelMs"] for a, b in both)
+        print("invoked, the same requests both ways: kvReuse true showed the same text as a "
+              "full recompute (kvReuse false) at %d of %d requests (%.0f%%); model time %.2fx "
+              "less in all" % (agree, len(both), 100.0 * agree / max(1, len(both)),
+                               mf / mt if mt else float("nan")))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"automatic": {str(k): v for k, v in runs.items()},
+                       "invoked": {str(k): v for k, v in same.items()}}, f)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "sculpt"))
     ap.add_argument("--lines", type=int, default=5000)
     ap.add_argument("--keys", type=int, default=400)
+    ap.add_argument("--real", help="FILE:LINE[:N]: retype N lines of a real file")
+    ap.add_argument("--model", help="with --real: a model folder (default: the shipped one)")
+    ap.add_argument("--json", help="with --real: write every request's record here")
+    ap.add_argument("--no-compare", action="store_true",
+                    help="with --real: skip the invoked runs that compare the texts")
     args = ap.parse_args()
+    if args.real:
+        return real_main(args)
     tmp = tempfile.mkdtemp(prefix="sculpt-replay-")
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "planted_checkpoints.py"), tmp],
                    check=True, capture_output=True)
