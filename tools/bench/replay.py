@@ -19,8 +19,10 @@ model time is tiny, so the numbers are about the server, not the model.
 
 --real FILE:LINE[:N] replays a real file instead, with the shipped model
 (model/default) or --model DIR, default settings otherwise: the N lines
-(default 2) from LINE (1-based) are removed, then typed back character by
-character, each keystroke a didChange and an automatic inlineCompletion.
+(default 2) from LINE (1-based) are replaced by one empty line, then typed
+back into it character by character (indentation included), each keystroke
+a didChange and an automatic inlineCompletion; the next keystroke is sent
+when the answer has come.
 It runs the session twice, kvReuse true and false, and reports for each:
 the requests that ran the model, how many reused K/V, model time (every
 engine call of a request, its repair's included) and end-to-end latency
@@ -168,8 +170,10 @@ def real_main(args):
     path, line1 = spec[0], int(spec[1])
     n = int(spec[2]) if len(spec) > 2 else 2
     lines = open(path, encoding="utf-8").read().split("\n")
-    typed = "\n".join(lines[line1 - 1:line1 - 1 + n]) + "\n"
-    text = "\n".join(lines[:line1 - 1] + lines[line1 - 1 + n:])
+    # The lines are typed into an empty line left in their place, as after
+    # the editor's Enter: nothing follows the cursor on its line.
+    typed = "\n".join(lines[line1 - 1:line1 - 1 + n])
+    text = "\n".join(lines[:line1 - 1] + [""] + lines[line1 - 1 + n:])
     runs = {}
     for kv in (True, False):
         runs[kv] = real_session(args, path, text, line1 - 1, typed, kv)
