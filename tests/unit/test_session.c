@@ -95,21 +95,43 @@ static void test_shift_exact(void) {
   sc_model_free(m);
 }
 
-static void test_sessions(void) {
-  sc_model *m = load("planted-predecessor-shifted");
-  REQUIRE(m);
-  sc_engine *e = NULL;
-  REQUIRE(sc_engine_new(m, NULL, 256, &e, NULL) == SC_OK);
-  /* No margin: these sequences are short enough for any margin to cover. */
+/* The planted model whose middle is read from the suffix, an engine and
+ * a session with no margin (the sequences here are short enough for any
+ * margin to cover them), plus a one-canvas plan of 8 without blocks. */
+typedef struct planted_session {
+  sc_model *m;
+  sc_engine *e;
+  sc_infill_session *s;
+  sc_infill_plan plan;
+  sc_infill_params p;
+} planted_session;
+
+static bool planted_session_new(planted_session *ps) {
+  *ps = (planted_session){.plan = {1, {8}}};
+  ps->m = load("planted-predecessor-shifted");
+  if (!ps->m || sc_engine_new(ps->m, NULL, 256, &ps->e, NULL) != SC_OK) return false;
   sc_session_options so;
   sc_session_options_default(&so);
   so.margin = 0;
-  sc_infill_session *s = NULL;
-  REQUIRE(sc_infill_session_new(&so, &s, NULL) == SC_OK);
-  sc_infill_plan plan = {1, {8}};
-  sc_infill_params p;
-  sc_infill_params_default(&p);
-  p.block_len = 0;
+  if (sc_infill_session_new(&so, &ps->s, NULL) != SC_OK) return false;
+  sc_infill_params_default(&ps->p);
+  ps->p.block_len = 0;
+  return true;
+}
+
+static void planted_session_free(planted_session *ps) {
+  sc_infill_session_free(ps->s);
+  sc_engine_free(ps->e);
+  sc_model_free(ps->m);
+}
+
+static void test_sessions(void) {
+  planted_session ps;
+  REQUIRE(planted_session_new(&ps));
+  sc_engine *e = ps.e;
+  sc_infill_session *s = ps.s;
+  sc_infill_plan plan = ps.plan;
+  sc_infill_params p = ps.p;
   /* The middle is read from the suffix: 22..29 before "30 9", whatever the
    * prefix; the prefix grows, shrinks and changes between requests, so the
    * suffix's K/V move by +1, -2, +3. */
@@ -143,7 +165,9 @@ static void test_sessions(void) {
   }
 
   /* max_reuses 0: never reuse; max_edit bounds the recomputed span. */
-  sc_session_options o = so;
+  sc_session_options o;
+  sc_session_options_default(&o);
+  o.margin = 0;
   o.max_reuses = 0;
   sc_infill_session *never = NULL;
   REQUIRE(sc_infill_session_new(&o, &never, NULL) == SC_OK);
@@ -171,11 +195,9 @@ static void test_sessions(void) {
   sc_infill_session *bad = NULL;
   EXPECT(sc_infill_session_new(&o, &bad, NULL) == SC_ERR_INVALID && !bad);
 
-  sc_infill_session_free(s);
   sc_infill_session_free(never);
   sc_infill_session_free(tight);
-  sc_engine_free(e);
-  sc_model_free(m);
+  planted_session_free(&ps);
 }
 
 /* Reuses in a row, each request's length different from the last's (the
@@ -184,36 +206,23 @@ static void test_sessions(void) {
  * A move from where a full pass put them instead gives a wrong middle, or
  * a refused move and a full pass. */
 static void test_reuses_in_a_row(void) {
-  sc_model *m = load("planted-predecessor-shifted");
-  REQUIRE(m);
-  sc_engine *e = NULL;
-  REQUIRE(sc_engine_new(m, NULL, 256, &e, NULL) == SC_OK);
-  sc_session_options so;
-  sc_session_options_default(&so);
-  so.margin = 0;
-  sc_infill_session *s = NULL;
-  REQUIRE(sc_infill_session_new(&so, &s, NULL) == SC_OK);
-  sc_infill_plan plan = {1, {8}};
-  sc_infill_params p;
-  sc_infill_params_default(&p);
-  p.block_len = 0;
+  planted_session ps;
+  REQUIRE(planted_session_new(&ps));
   int32_t prefixes[][6] = {{1, 2}, {1, 2, 3}, {1, 2, 3, 4}, {1}, {1, 5, 6}, {1, 5}, {1, 5, 6, 7, 8}};
   int lens[] = {2, 3, 4, 1, 3, 2, 5};
   int32_t suffix[] = {30, 9};
   for (int r = 0; r < 7; r++) {
     sc_infill_result res;
     sc_error err = {0};
-    REQUIRE(sc_engine_infill_session(e, s, prefixes[r], lens[r], suffix, 2, &plan, &p, NULL,
-                                     NULL, NULL, &res, &err) == SC_OK);
+    REQUIRE(sc_engine_infill_session(ps.e, ps.s, prefixes[r], lens[r], suffix, 2, &ps.plan,
+                                     &ps.p, NULL, NULL, NULL, &res, &err) == SC_OK);
     EXPECTF(res.n_ids == 8, "request %d: %d tokens", r, res.n_ids);
     for (int i = 0; i < res.n_ids && i < 8; i++)
       EXPECTF(res.ids[i] == 22 + i, "request %d: token %d is %d", r, i, res.ids[i]);
     if (r > 0) EXPECTF(res.kv_reused > 0, "request %d reuses (%d)", r, res.kv_reused);
     sc_infill_result_free(&res);
   }
-  sc_infill_session_free(s);
-  sc_engine_free(e);
-  sc_model_free(m);
+  planted_session_free(&ps);
 }
 
 /* The same request twice: the reused K/V are exactly what a full pass

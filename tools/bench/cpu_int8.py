@@ -14,7 +14,7 @@
   4. `sculpt bench --replay` on a real file (click's core.py) typed into,
      with the real Qwen tokenizer when tools/bench can find it, int8: one
      session (K/V reused) against every request in full, with --compare
-     (same text as a full recompute).
+     (same text as a full recompute); --replay-chars 0 skips it.
 
 The checkpoint (tools/tiny_checkpoints.py "qwen2.5-0.5b", random bf16
 weights, about 1 GB) is generated into --dir once and kept.
@@ -127,7 +127,11 @@ def main():
           f"{float(f['step_ms']):.1f} ms: int8 {float(f['step_ms']) / float(i8['step_ms']):.2f}x "
           f"faster; int8 step / its bandwidth floor {float(i8['step_ms']) / float(i8['floor_ms']):.2f}x")
 
-    # 4. replay
+    # 4. replay (--replay-chars 0 skips it: the LSP's own replay is
+    # tools/bench/replay.py --real)
+    if args.replay_chars <= 0:
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
+        return
     target = os.path.join(ROOT, "tests", "data", "real", "click", "src", "click", "core.py")
     for extra, label in (([], "one session"), (["--no-session"], "every request in full")):
         r = sh([S, "bench", "--replay", target, "--model", dt, "--weights", "int8", "--type",

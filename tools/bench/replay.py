@@ -103,6 +103,15 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))] if xs else float("nan")
 
 
+def type_char(c, uri, version, line, col, ch):
+    """Types ch at (line, col) as one didChange; the cursor after it."""
+    c.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": version},
+        "contentChanges": [{"range": {"start": {"line": line, "character": col},
+                                      "end": {"line": line, "character": col}}, "text": ch}]})
+    return (line + 1, 0) if ch == "\n" else (line, col + 1)
+
+
 def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
     """One replay of typing `typed` at the start of line line0 (0-based) of
     text; a record per keystroke. invoked: each request is an invoked one
@@ -135,14 +144,7 @@ def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
     line, col, version, out = line0, 0, 1, []
     for ch in typed:
         version += 1
-        c.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": version},
-            "contentChanges": [{"range": {"start": {"line": line, "character": col},
-                                          "end": {"line": line, "character": col}}, "text": ch}]})
-        if ch == "\n":
-            line, col = line + 1, 0
-        else:
-            col += 1
+        line, col = type_char(c, uri, version, line, col, ch)
         if invoked:
             # A decoding setting changed and changed back empties the
             # suggestion cache; everything else stays (sessions, pins).
@@ -271,14 +273,7 @@ def main():
     overhead, e2e, hits, hit_lat, misses, parts = [], [], 0, [], 0, []
     for ch in typed:
         version += 1
-        c.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": version},
-            "contentChanges": [{"range": {"start": {"line": line, "character": col},
-                                          "end": {"line": line, "character": col}}, "text": ch}]})
-        if ch == "\n":
-            line, col = line + 1, 0
-        else:
-            col += 1
+        line, col = type_char(c, uri, version, line, col, ch)
         rid, t0 = c.request("textDocument/inlineCompletion", {
             "textDocument": {"uri": uri}, "position": {"line": line, "character": col},
             "context": {"triggerKind": 2}})
