@@ -31,6 +31,10 @@ model. Automatic requests depend on what was shown before them (the cache,
 the canvas taken from a suggestion's rest), so the two runs' requests
 differ; the texts are compared on two more runs of invoked requests, each
 after the suggestion cache is emptied, which see the same requests both ways.
+--pace MS types the automatic runs as a person would instead: a key every
+MS ms whatever the answers (each edit cancels the request before it), the
+answer waited for only at the end of each word, where the user pauses; the
+figures then count those pauses.
 """
 import argparse
 import json
@@ -141,8 +145,8 @@ def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
     c.wait(rid, timeout=600)
     # A request elsewhere: the session's first request below is then a
     # full pass in both runs.
-    line, col, version, out = line0, 0, 1, []
-    for ch in typed:
+    line, col, version, out, passed = line0, 0, 1, [], []
+    for k, ch in enumerate(typed):
         version += 1
         line, col = type_char(c, uri, version, line, col, ch)
         if invoked:
@@ -154,6 +158,12 @@ def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
         rid, t0 = c.request("textDocument/inlineCompletion", {
             "textDocument": {"uri": uri}, "position": {"line": line, "character": col},
             "context": {"triggerKind": 1 if invoked else 2}})
+        if args.pace and not invoked and not pause_after(typed, k):
+            # Typing on: the next keystroke's edit cancels this request
+            # (its answer is read at the end).
+            passed.append(rid)
+            time.sleep(args.pace / 1000.0)
+            continue
         t1, m = c.wait(rid, timeout=600)
         res = m.get("result") or {}
         data = res.get("data") or {}
@@ -162,9 +172,24 @@ def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
                     "text": items[0].get("insertText") if items else None})
     i, _ = c.request("shutdown", {})
     c.wait(i)
+    if passed:
+        # The requests typed through: cancelled by the next edit
+        # (-32801, content modified; -32800) or answered.
+        answers = [c.wait(r, timeout=60)[1] for r in passed]
+        cancelled = sum(1 for m in answers
+                        if (m.get("error") or {}).get("code") in (-32800, -32801))
+        errors = sum(1 for m in answers if "error" in m) - cancelled
+        out.append({"typed_through": len(passed), "cancelled": cancelled, "errors": errors})
     c.notify("exit", {})
     c.p.wait(10)
     return out
+
+
+def pause_after(typed, k):
+    """With --pace: the user pauses after keystroke k when it ends a word
+    (a letter, digit or _ not followed by another) or the text."""
+    word = lambda ch: ch.isalnum() or ch == "_"  # noqa: E731
+    return k + 1 == len(typed) or (word(typed[k]) and not word(typed[k + 1]))
 
 
 def real_main(args):
@@ -190,6 +215,13 @@ def real_main(args):
           % (describe(), " ".join("%.2f" % x for x in os.getloadavg()), args.bin))
 
     def summary(r, what):
+        through = [x for x in r if "typed_through" in x]
+        r = [x for x in r if "typed_through" not in x]
+        if through:
+            t = through[0]
+            what += (" (typed at %d ms a key; %d requests typed through, %d of them cancelled, "
+                     "%d errors; counted below: the %d at pauses)"
+                     % (args.pace, t["typed_through"], t["cancelled"], t["errors"], len(r)))
         ran = [x for x in r if not x["error"] and "modelMs" in x["data"]]
         reused = [x for x in ran if x["data"].get("kvReused", 0) > 0]
         errors = sum(1 for x in r if x["error"])
@@ -238,6 +270,9 @@ def main():
     ap.add_argument("--json", help="with --real: write every request's record here")
     ap.add_argument("--no-compare", action="store_true",
                     help="with --real: skip the invoked runs that compare the texts")
+    ap.add_argument("--pace", type=int, default=0,
+                    help="with --real: type at this many ms a key, waiting for an answer only "
+                         "at the end of a word (the automatic runs)")
     args = ap.parse_args()
     if args.real:
         return real_main(args)
