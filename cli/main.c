@@ -289,7 +289,8 @@ const sc_cli_command sc_cli_commands[] = {
      "With --step, one full forward pass over context + canvas tokens (default 1024\n"
      "+ 32) is timed as GFLOP/s, and one decoding step with the K/V cache (the canvas\n"
      "rows over the cached context) against the floor its bytes (weights and K/V)\n"
-     "take at this machine's read bandwidth, measured in the same run.\n"
+     "take at this machine's read bandwidth, measured in the same run, and the\n"
+     "floor its arithmetic takes at the full pass's rate; the roofline is the larger.\n"
      "\n"
      "With --synthetic, weights at a real model's shapes are generated on the GPU\n"
      "and each denoising step is timed against the HBM roofline (needs a GPU).\n",

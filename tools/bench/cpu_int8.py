@@ -125,7 +125,10 @@ def main():
     print(f"full pass f32: {float(f['full_gflops']) / peak:.0%} of the sgemm peak")
     print(f"cached step (canvas 32, context 1024): int8 {float(i8['step_ms']):.1f} ms, f32 "
           f"{float(f['step_ms']):.1f} ms: int8 {float(f['step_ms']) / float(i8['step_ms']):.2f}x "
-          f"faster; int8 step / its bandwidth floor {float(i8['step_ms']) / float(i8['floor_ms']):.2f}x")
+          f"faster; int8 step / its bandwidth floor {float(i8['step_ms']) / float(i8['floor_ms']):.2f}x, "
+          f"/ its compute floor (the step's work at the int8 full pass's rate, "
+          f"{float(i8['compute_floor_ms']):.1f} ms) "
+          f"{float(i8['step_ms']) / float(i8['compute_floor_ms']):.2f}x")
 
     # 4. replay (--replay-chars 0 skips it: the LSP's own replay is
     # tools/bench/replay.py --real)
