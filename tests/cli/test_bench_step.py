@@ -9,17 +9,10 @@ import re
 import subprocess
 import sys
 
+from clitest import check, failures
+
 BIN = os.environ["SCULPT_BIN"]
-SRC = os.environ["SCULPT_SOURCE_DIR"]
-MODEL = os.path.join(SRC, "model", "default")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
+MODEL = os.path.join(os.environ["SCULPT_SOURCE_DIR"], "model", "default")
 
 res = {}
 for w in ("f32", "int8"):
