@@ -88,7 +88,12 @@ for t in "${TARGETS[@]}"; do
   seeds=$SRC/tests/fuzz/$(seeds_of "$t")
   regs=$SRC/tests/fuzz/$(regressions_of "$t")
   dir=$WORK/$t
-  mkdir -p "$dir/corpus" "$dir/artifacts" "$dir/tmp"
+  # Scratch files of the targets (fuzz_checkpoint writes a checkpoint
+  # folder per input) go to memory when /dev/shm is there: a third more
+  # executions per second here than on the disk.
+  scratch=$dir/tmp
+  [ -d /dev/shm ] && [ -w /dev/shm ] && scratch=/dev/shm/sculpt-fuzz-$t-$$
+  mkdir -p "$dir/corpus" "$dir/artifacts" "$scratch"
   dict=()
   [ "$t" = lsp ] && dict=(-dict="$SRC/tests/fuzz/lsp.dict")
   njobs=$((4 * JOBS))
@@ -100,14 +105,14 @@ for t in "${TARGETS[@]}"; do
   echo "fuzz_long.sh: fuzz_$t, $njobs jobs of ${limit[*]} on $JOBS workers, corpus $dir/corpus (logs $logs)"
   t0=$(date +%s)
   # Jobs write fuzz-N.log into the current folder; scratch files of the
-  # targets (fuzz_checkpoint's folders) go under the work dir, where a
+  # targets (fuzz_checkpoint's folders) go to the scratch folder, where a
   # killed job's leftovers are found and removed.
-  (cd "$logs" && TMPDIR=$dir/tmp ASAN_OPTIONS=detect_leaks=1 "$bin" -jobs="$njobs" \
+  (cd "$logs" && TMPDIR=$scratch ASAN_OPTIONS=detect_leaks=1 "$bin" -jobs="$njobs" \
      -workers="$JOBS" "${limit[@]}" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
      -max_len=65536 "${dict[@]}" -artifact_prefix="$dir/artifacts/" \
      "$dir/corpus" "$seeds" "$regs" >"$logs/main.log" 2>&1) || true
   secs=$(( $(date +%s) - t0 ))
-  rm -rf "${dir:?}/tmp"
+  rm -rf "${scratch:?}"
   execs=0
   for l in "$logs"/fuzz-*.log; do
     [ -e "$l" ] || continue
