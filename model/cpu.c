@@ -1,6 +1,8 @@
 /* cpu.c — the CPU backend: the bidirectional transformer forward pass in f32,
- * every matrix product through OpenBLAS cblas_sgemm (threaded by OpenBLAS).
- * It is the reference every other backend is compared to.
+ * every weight product through OpenBLAS cblas_sgemm (threaded by OpenBLAS).
+ * It is the reference every other backend is compared to; itself it is
+ * checked against a float64 numpy forward (tests/model/test_logits.py),
+ * with and without oneDNN.
  *
  * Per layer (HF modeling_qwen2/qwen3, LLaDA's LLaDALlamaBlock):
  *   h = x + o_proj(attn(rope(qn(q_proj(rms(x)))), rope(kn(k_proj(rms(x)))),
@@ -14,9 +16,12 @@
  * Weights, f32 compute: f32 tensors aligned to 4 bytes are passed to sgemm
  * in place; every other dtype (bf16, f16, unaligned f32, and the quantized
  * int8 / q8_0 / q4_0 rows) is converted to f32 one block of rows at a time
- * (at most SCRATCH_FLOATS elements) into the context's scratch, just before
- * the sgemm for that block. Nothing is converted ahead of time, so memory is
- * the mapped checkpoint plus one arena per context.
+ * (at most SCRATCH_FLOATS elements) into the context's scratch, on
+ * OpenBLAS's thread count, just before the sgemm for that block. Nothing is
+ * converted ahead of time, so memory is the mapped checkpoint plus one arena
+ * per context. The attention goes through oneDNN when it is installed (as
+ * in int8 and bf16, below), else through one sgemm pair per head and
+ * softmax_rows.
  *
  * int8 and bf16 compute (the model's matrices were converted at load, w->
  * packed): every matrix product, and the attention's products and softmax,
@@ -105,7 +110,9 @@ typedef struct cpu_state {
   float *cos, *sin; /* [S][hd/2] */
   float *scratch;   /* converted weight rows */
   size_t scores_cap; /* floats in scores */
-  sc_dnnl_ctx *dnnl; /* int8/bf16 compute: oneDNN's side (owned), else NULL */
+  sc_dnnl_ctx *dnnl; /* oneDNN's side (owned): int8/bf16 compute, and f32's
+                        attention; NULL without oneDNN */
+  int threads;       /* for converting weight blocks: OpenBLAS's count */
 } cpu_state;
 
 static bool direct(const sc_weight *w) {
@@ -196,12 +203,21 @@ static sc_status cpu_ctx_init(const sc_model *m, int max_seq, void **out, sc_err
   s->sin = s->arena + o.sin;
   s->scratch = s->arena + o.scratch;
   s->scores_cap = o.gate - o.scores;
+  s->threads = m->n_threads > 0 ? m->n_threads : openblas_get_num_threads();
   if (m->n_packs > 0) {
     sc_status st = sc_dnnl_ctx_new(m, &s->dnnl, err);
     if (st != SC_OK) {
       cpu_ctx_free(s);
       return st;
     }
+  } else {
+    /* f32: oneDNN, when it is installed, runs the attention (its batched
+     * matmuls and vectorised softmax) while OpenBLAS keeps the weight
+     * products; the per-head OpenBLAS loop below is the fallback. At 1,056
+     * tokens on the 0.5B shape the loop spent 37% of the pass there (README,
+     * "Measured"). */
+    sc_error ignored = {0};
+    if (sc_dnnl_ctx_new(m, &s->dnnl, &ignored) != SC_OK) s->dnnl = NULL;
   }
   /* RoPE tables: inv_freq_i = theta^(-2i/hd), angle = pos * inv_freq_i
    * (HF _compute_default_rope_parameters), computed in double. */
@@ -230,7 +246,7 @@ static sc_status linear(cpu_state *s, const sc_weight *w, const float *x, int n,
     const int64_t br = block_rows(w);
     for (int64_t r0 = 0; r0 < w->rows; r0 += br) {
       int64_t nr = w->rows - r0 < br ? w->rows - r0 : br;
-      sc_weight_rows_to_f32(w, r0, nr, s->scratch);
+      sc_weight_rows_to_f32_mt(w, r0, nr, s->scratch, s->threads);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, (int)nr, cols, 1.0f, x, cols,
                   s->scratch, cols, 0.0f, y + r0, rows);
     }

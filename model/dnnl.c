@@ -96,6 +96,13 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 #endif
 
 static void load_once(void) {
+  /* SCULPT_ONEDNN=0: run as if oneDNN were not installed (the f32 path's
+   * fallback attention; tests check it against the reference). */
+  const char *use = getenv("SCULPT_ONEDNN");
+  if (use && strcmp(use, "0") == 0) {
+    snprintf(D.error, sizeof D.error, "oneDNN is turned off (SCULPT_ONEDNN=0)");
+    return;
+  }
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
 #ifdef SC_ASAN
   /* LeakSanitizer's exit-time thread tracer crashes (signal 11) on a live
@@ -225,25 +232,24 @@ static void pack_free(sc_packed *p) {
   free(p);
 }
 
-/* Rows [r0, r1) of a conversion into the plain int8 or bf16 copy. */
+/* A conversion into the plain int8 or bf16 copy (sc_run_ranges job). */
 typedef struct convert_job {
   const sc_weight *w;
   sc_weights_kind kind;
   uint8_t *buf;
   float *scales;
-  int64_t r0, r1;
-  int failed;
+  int failed; /* set (atomically) by a range that could not allocate */
 } convert_job;
 
-static void *convert_rows(void *arg) {
+static void convert_rows(void *arg, int64_t r0, int64_t r1) {
   convert_job *j = arg;
   const int64_t K = j->w->cols;
   float *tmp = malloc((size_t)K * sizeof *tmp);
   if (!tmp) {
-    j->failed = 1;
-    return NULL;
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return;
   }
-  for (int64_t r = j->r0; r < j->r1; r++) {
+  for (int64_t r = r0; r < r1; r++) {
     if (j->kind == SC_WEIGHTS_INT8) {
       sc_quantize_rows_i8(j->w, r, 1, (int8_t *)j->buf + (size_t)r * (size_t)K, j->scales + r,
                           tmp);
@@ -254,7 +260,6 @@ static void *convert_rows(void *arg) {
     }
   }
   free(tmp);
-  return NULL;
 }
 
 /* The plain (row-major N x K) int8 or bf16 copy of w (scales for int8),
@@ -274,30 +279,10 @@ static sc_status plain_copy(const sc_weight *w, sc_weights_kind kind, void **out
     *out = buf;
     return SC_OK;
   }
-  convert_job job = {w, kind, buf, scales, 0, 0, 0};
+  convert_job job = {w, kind, buf, scales, 0};
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int T = cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
-  if (N < 64) T = 1;
-  pthread_t th[16];
-  convert_job jobs[16];
-  int started = 0;
-  for (int t = 0; t < T; t++) {
-    jobs[t] = job;
-    jobs[t].r0 = N * t / T;
-    jobs[t].r1 = N * (t + 1) / T;
-    if (t == T - 1 || pthread_create(&th[t], NULL, convert_rows, &jobs[t]) != 0) {
-      /* The last slice, or one no thread could be made for, runs here. */
-      convert_rows(&jobs[t]);
-    } else {
-      started |= 1 << t;
-    }
-  }
-  int failed = 0;
-  for (int t = 0; t < T; t++) {
-    if (started & (1 << t)) pthread_join(th[t], NULL);
-    failed |= jobs[t].failed;
-  }
-  if (failed) {
+  sc_run_ranges(N, N < 64 ? 1 : cpus < 1 ? 1 : (int)cpus, convert_rows, &job);
+  if (job.failed) {
     free(buf);
     return sc_error_set(err, SC_ERR_NOMEM, "out of memory converting a matrix");
   }

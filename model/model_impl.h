@@ -115,6 +115,18 @@ typedef struct sc_weight {
 size_t sc_dtype_row_bytes(sc_dtype dtype, int64_t cols);
 /* Rows [r0, r0+nr) of w as f32 into dst[nr][cols]: any stored dtype. */
 void sc_weight_rows_to_f32(const sc_weight *w, int64_t r0, int64_t nr, float *dst);
+/* The same on up to `threads` threads (the caller's among them), for the
+ * f32 path's per-product conversion: single-threaded it left the other
+ * cores idle for a tenth of a pass. Small blocks stay on the caller. */
+void sc_weight_rows_to_f32_mt(const sc_weight *w, int64_t r0, int64_t nr, float *dst,
+                              int threads);
+
+/* Runs fn(arg, a, b) over [0, n) cut into `threads` contiguous ranges (at
+ * most 16), each on its own thread and the last on the caller's; returns
+ * when all are done. A range no thread could be made for runs on the
+ * caller. */
+typedef void (*sc_range_fn)(void *arg, int64_t a, int64_t b);
+void sc_run_ranges(int64_t n, int threads, sc_range_fn fn, void *arg);
 
 typedef struct sc_layer {
   sc_weight wq, wk, wv, wo, wgate, wup, wdown;

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,57 @@ static float half_at(const uint8_t *p) {
   float d;
   sc_convert_to_f32(p, SC_DTYPE_F16, 1, &d);
   return d;
+}
+
+typedef struct range_job {
+  sc_range_fn fn;
+  void *arg;
+  int64_t a, b;
+} range_job;
+
+static void *range_main(void *p) {
+  range_job *j = p;
+  j->fn(j->arg, j->a, j->b);
+  return NULL;
+}
+
+void sc_run_ranges(int64_t n, int threads, sc_range_fn fn, void *arg) {
+  int T = threads < 1 ? 1 : threads > 16 ? 16 : threads;
+  if (n < T) T = n > 0 ? (int)n : 1;
+  pthread_t th[16];
+  range_job jobs[16];
+  int started = 0;
+  for (int t = 0; t < T; t++) {
+    jobs[t] = (range_job){fn, arg, n * t / T, n * (t + 1) / T};
+    if (t == T - 1 || pthread_create(&th[t], NULL, range_main, &jobs[t]) != 0)
+      range_main(&jobs[t]);
+    else
+      started |= 1 << t;
+  }
+  for (int t = 0; t < T; t++)
+    if (started & (1 << t)) pthread_join(th[t], NULL);
+}
+
+typedef struct to_f32_job {
+  const sc_weight *w;
+  int64_t r0;
+  float *dst;
+} to_f32_job;
+
+static void to_f32_range(void *p, int64_t a, int64_t b) {
+  const to_f32_job *j = p;
+  sc_weight_rows_to_f32(j->w, j->r0 + a, b - a, j->dst + (size_t)a * (size_t)j->w->cols);
+}
+
+void sc_weight_rows_to_f32_mt(const sc_weight *w, int64_t r0, int64_t nr, float *dst,
+                              int threads) {
+  /* Below 1 Mi values a thread's start costs more than it saves. */
+  if (threads < 2 || nr * w->cols < ((int64_t)1 << 20)) {
+    sc_weight_rows_to_f32(w, r0, nr, dst);
+    return;
+  }
+  to_f32_job j = {w, r0, dst};
+  sc_run_ranges(nr, threads, to_f32_range, &j);
 }
 
 void sc_weight_rows_to_f32(const sc_weight *w, int64_t r0, int64_t nr, float *dst) {

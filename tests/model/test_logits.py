@@ -3,6 +3,7 @@
 Relative error is max|ours - ref| / max|ref| over the whole [n][vocab]
 array; it must be <= 1e-4. The reference is float64 numpy written from the
 published architectures (reference.py), not from the C code."""
+import ctypes.util
 import json
 import os
 import shutil
@@ -14,6 +15,9 @@ from common import make_all, run, tempdir, tiny_checkpoints
 import reference
 
 TOL = 1e-4
+HAVE_ONEDNN = ctypes.util.find_library("dnnl") is not None
+if not HAVE_ONEDNN:
+    print("note: oneDNN (libdnnl.so.2) is not installed: both runs take the fallback attention")
 failures = []
 
 
@@ -27,8 +31,19 @@ def rel_err(a, b):
     return float(np.abs(a - b).max() / np.abs(b).max())
 
 
-def logits(model, ids, *extra, out):
-    r = run("logits", "--model", model, "--ids", ",".join(map(str, ids)), "--out", out, *extra)
+def logits(model, ids, *extra, out, onednn=True):
+    # SCULPT_ONEDNN=0: the f32 path as on a machine without oneDNN (the
+    # attention in the per-head OpenBLAS loop instead of oneDNN's).
+    saved = os.environ.get("SCULPT_ONEDNN")
+    os.environ["SCULPT_ONEDNN"] = "1" if onednn else "0"
+    try:
+        r = run("logits", "--model", model, "--ids", ",".join(map(str, ids)), "--out", out,
+                *extra)
+    finally:
+        if saved is None:
+            del os.environ["SCULPT_ONEDNN"]
+        else:
+            os.environ["SCULPT_ONEDNN"] = saved
     if r.returncode != 0:
         return r, None
     return r, np.fromfile(out, dtype="<f4")
@@ -60,6 +75,15 @@ with tempdir() as tmp:
         causal = reference.forward(cfg, t, ids, causal=True)
         check(rel_err(got[:-1], causal[:-1]) > 100 * TOL,
               f"{name}: a causal reference does not match (the test discriminates)")
+        # Without oneDNN the attention takes the other path: it matches the
+        # reference too, and is a different computation (not the same bits),
+        # where oneDNN is installed at all.
+        r, blas = logits(d, ids, out=out, onednn=False)
+        check(blas is not None and rel_err(blas.reshape(len(ids), V), ref) <= TOL,
+              f"{name}: without oneDNN, rel err <= {TOL} ({r.stderr.strip()})")
+        if HAVE_ONEDNN:
+            check(blas is not None and not np.array_equal(blas.reshape(len(ids), V), got),
+                  f"{name}: the attention without oneDNN is a different path")
         # One position alone equals a 1-token forward.
         r, one = logits(d, ids[:1], out=out)
         check(one is not None and rel_err(one, reference.forward(cfg, t, ids[:1])[0]) <= TOL,
