@@ -89,6 +89,20 @@ with tempdir() as tmp:
         check(one is not None and rel_err(one, reference.forward(cfg, t, ids[:1])[0]) <= TOL,
               f"{name}: single-token forward matches")
 
+    # Wide matrices (512 x 2304 bf16 and f16: over a million values) are
+    # widened to f32 on several threads at once (sc_weight_rows_to_f32_mt);
+    # the tiny ones above stay on one.
+    for base in ("dream-bf16", "opendcoder-f16"):
+        spec = dict(tiny_checkpoints.SPECS[base], hidden=512, heads=8, inter=2304)
+        name = base + "-wide"
+        d = tiny_checkpoints.generate(name, spec, tmp)
+        ids = rng.integers(0, spec["vocab"], size=19)
+        r, got = logits(d, ids, out=out)
+        cfg, t = reference.load(d)
+        ref = reference.forward(cfg, t, ids)
+        check(got is not None and rel_err(got.reshape(len(ids), -1), ref) <= TOL,
+              f"{name}: rel err <= {TOL} ({r.stderr.strip()})")
+
     d = dirs["dream-bf16"]
     ids = [3, 7, 11, 380, 380, 2]
     r, cpu = logits(d, ids, "--device", "cpu", out=out)
