@@ -216,8 +216,11 @@ static sc_status cpu_ctx_init(const sc_model *m, int max_seq, void **out, sc_err
      * products; the per-head OpenBLAS loop below is the fallback. At 1,056
      * tokens on the 0.5B shape the loop spent 37% of the pass there (README,
      * "Measured"). */
-    sc_error ignored = {0};
-    if (sc_dnnl_ctx_new(m, &s->dnnl, &ignored) != SC_OK) s->dnnl = NULL;
+    sc_error why = {0};
+    if (sc_dnnl_ctx_new(m, &s->dnnl, &why) != SC_OK) {
+      SC_LOG_DEBUG("f32 attention through OpenBLAS: %s", why.msg);
+      s->dnnl = NULL;
+    }
   }
   /* RoPE tables: inv_freq_i = theta^(-2i/hd), angle = pos * inv_freq_i
    * (HF _compute_default_rope_parameters), computed in double. */
