@@ -23,8 +23,9 @@ def sculpt_bin():
     return b
 
 
-def run(*args):
-    return subprocess.run([sculpt_bin(), *args], capture_output=True, text=True, timeout=300)
+def run(*args, env=None):
+    return subprocess.run([sculpt_bin(), *args], capture_output=True, text=True, timeout=300,
+                          env=env)
 
 
 def make_all(tmp):

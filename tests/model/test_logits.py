@@ -34,16 +34,8 @@ def rel_err(a, b):
 def logits(model, ids, *extra, out, onednn=True):
     # SCULPT_ONEDNN=0: the f32 path as on a machine without oneDNN (the
     # attention in the per-head OpenBLAS loop instead of oneDNN's).
-    saved = os.environ.get("SCULPT_ONEDNN")
-    os.environ["SCULPT_ONEDNN"] = "1" if onednn else "0"
-    try:
-        r = run("logits", "--model", model, "--ids", ",".join(map(str, ids)), "--out", out,
-                *extra)
-    finally:
-        if saved is None:
-            del os.environ["SCULPT_ONEDNN"]
-        else:
-            os.environ["SCULPT_ONEDNN"] = saved
+    r = run("logits", "--model", model, "--ids", ",".join(map(str, ids)), "--out", out, *extra,
+            env=dict(os.environ, SCULPT_ONEDNN="1" if onednn else "0"))
     if r.returncode != 0:
         return r, None
     return r, np.fromfile(out, dtype="<f4")
