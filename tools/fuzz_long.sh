@@ -90,9 +90,10 @@ for t in "${TARGETS[@]}"; do
   dir=$WORK/$t
   # Scratch files of the targets (fuzz_checkpoint writes a checkpoint
   # folder per input) go to memory when /dev/shm is there: a third more
-  # executions per second here than on the disk.
+  # executions per second here than on the disk. One name per user and
+  # target, so a later run removes what a killed one left there.
   scratch=$dir/tmp
-  [ -d /dev/shm ] && [ -w /dev/shm ] && scratch=/dev/shm/sculpt-fuzz-$t-$$
+  [ -d /dev/shm ] && [ -w /dev/shm ] && scratch=/dev/shm/sculpt-fuzz-$(id -u)-$t
   mkdir -p "$dir/corpus" "$dir/artifacts" "$scratch"
   dict=()
   [ "$t" = lsp ] && dict=(-dict="$SRC/tests/fuzz/lsp.dict")
