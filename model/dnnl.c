@@ -87,14 +87,6 @@ static struct {
 } D;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SC_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SC_ASAN 1
-#endif
-#endif
-
 static void load_once(void) {
   /* SCULPT_ONEDNN=0: run as if oneDNN were not installed (the f32 path's
    * fallback attention; tests check it against the reference). */

@@ -13,6 +13,15 @@
  * [begin, end)}, "__metadata__"?: {str: str}}, then the data; offsets are
  * relative to the end of the header. */
 
+/* SC_ASAN: an AddressSanitizer build (GCC's macro or clang's feature). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SC_ASAN 1
+#endif
+#endif
+
 #define SC_ST_MAX_RANK 8
 #define SC_ST_MAX_HEADER (100u << 20) /* the reference reader's own cap */
 
