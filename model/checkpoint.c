@@ -338,11 +338,86 @@ static bool cpu_only_dtypes(const sc_model *m) {
   return false;
 }
 
+/* Bytes this machine can still give, from /proc/meminfo's MemAvailable
+ * (the kernel's estimate, page cache included); 0 when unknown. */
+static uint64_t mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (uint64_t)kb * 1024u;
+}
+
+/* Weights of the matrices a converted copy holds: the layers' seven and the
+ * lm_head. */
+static uint64_t matrix_elems(const sc_model *m) {
+  uint64_t elems = (uint64_t)m->lm_head.rows * (uint64_t)m->lm_head.cols;
+  for (int l = 0; l < m->cfg.n_layers; l++) {
+    const sc_layer *y = &m->layers[l];
+    const sc_weight *lw[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgate, &y->wup, &y->wdown};
+    for (size_t i = 0; i < 7; i++) elems += (uint64_t)lw[i]->rows * (uint64_t)lw[i]->cols;
+  }
+  return elems;
+}
+
+/* Whether a copy at bytes_per weight fits in half of the memory available
+ * now (*need, *avail: the bytes, for the log). */
+static bool copy_fits(const sc_model *m, unsigned bytes_per, uint64_t *need, uint64_t *avail) {
+  *need = matrix_elems(m) * bytes_per;
+  *avail = mem_available();
+  return *avail > 0 && *need <= *avail / 2;
+}
+
+/* f32 compute: whether the matrices get an f32 copy in oneDNN's layout at
+ * load (its AVX-512 brgemm matmul; on the 2-core AVX-512 VM about 2x
+ * OpenBLAS 0.3.21's sgemm, README "Measured") or stay mapped and are
+ * widened per block for OpenBLAS. An f32 checkpoint is copied at no cost:
+ * its mapping is released after. Any other dtype grows (bf16: twice), so
+ * the copy is made only within half of the memory available now; a 7B
+ * bf16 checkpoint on a 24 GB laptop keeps the checkpoint-sized path.
+ * Sanitizer builds keep OpenBLAS: our code is what they check. */
+static bool f32_copy_fits(const sc_model *m, const char *dir) {
+#ifdef SC_ASAN
+  (void)m;
+  (void)dir;
+  return false;
+#else
+  if (m->info.dtype == SC_DTYPE_F32) return true;
+  uint64_t need, avail;
+  if (copy_fits(m, 4, &need, &avail)) return true;
+  SC_LOG_INFO("%s: f32 weights widened per product (an f32 copy would take %.1f GiB of the "
+              "%.1f GiB available; --weights int8 or bf16 is faster)",
+              dir, (double)need / 1073741824.0, (double)avail / 1073741824.0);
+  return false;
+#endif
+}
+
+/* AUTO (README, "Measured", the 0.5B shape on the 2-core AVX-512 VM):
+ * below SC_WEIGHTS_CONVERT_MIN_PARAMS, f32 (exact, and as fast there).
+ * From it up, bf16 where oneDNN's bf16 matmul runs on the CPU's own bf16
+ * instructions (AVX512_BF16 or AMX) and the copy fits: there it matched
+ * or beat int8 on the decoding step and the full pass in every run, with a
+ * fifth of int8's logit error; else int8, the smallest copy, which needs
+ * only AVX2 (VNNI where there is one). */
+static sc_weights_kind auto_kind(const sc_model *m, const char *dir) {
+  if (m->info.n_params < SC_WEIGHTS_CONVERT_MIN_PARAMS) return SC_WEIGHTS_F32;
+  uint64_t need = 0, avail = 0;
+  const bool native = sc_dnnl_bf16_native();
+  if (native && copy_fits(m, 2, &need, &avail)) return SC_WEIGHTS_BF16;
+  SC_LOG_DEBUG("%s: auto picks int8 (%s)", dir,
+               native ? "a bf16 copy would take over half the memory available"
+                      : "no native bf16 matmul in oneDNN on this CPU");
+  return SC_WEIGHTS_INT8;
+}
+
 /* The backend, and what the CPU computes in: o->weights, else
- * $SCULPT_WEIGHTS, else int8 from SC_WEIGHTS_INT8_MIN_PARAMS parameters up
- * (README, "Measured": int8 is the fastest there; below, f32 is exact and
- * as fast). int8 and bf16 convert the matrices now (dnnl.c); a CPU without
- * that product in oneDNN falls back to f32 with one log line. */
+ * $SCULPT_WEIGHTS, else auto_kind. int8 and bf16 convert the matrices now
+ * (dnnl.c); a CPU without
+ * that product in oneDNN falls back to f32 with one log line. f32 converts
+ * them too when oneDNN is there and the copy fits (f32_copy_fits). */
 static sc_status prepare_weights(sc_model *m, const sc_model_options *o, const char *dir,
                                  sc_error *err) {
   sc_model_info *i = &m->info;
@@ -358,14 +433,21 @@ static sc_status prepare_weights(sc_model *m, const sc_model_options *o, const c
   if (kind == SC_WEIGHTS_AUTO && env && *env)
     SC_CHECK(sc_weights_kind_parse(env, &kind), err, SC_ERR_INVALID,
              "SCULPT_WEIGHTS=%.40s: expected auto, f32, bf16 or int8", env);
-  if (kind == SC_WEIGHTS_AUTO)
-    kind = i->n_params >= SC_WEIGHTS_INT8_MIN_PARAMS ? SC_WEIGHTS_INT8 : SC_WEIGHTS_F32;
   /* Only the CPU backend computes with the converted copies. */
   if (m->backend != &sc_cpu_backend) kind = SC_WEIGHTS_F32;
+  if (kind == SC_WEIGHTS_AUTO) kind = auto_kind(m, dir);
   i->weights = kind;
-  if (kind == SC_WEIGHTS_F32) return SC_OK;
+  if (kind == SC_WEIGHTS_F32 && !f32_copy_fits(m, dir)) return SC_OK;
   double t0 = sc_now_ms();
   sc_status st = sc_dnnl_pack_model(m, kind, err);
+  if (st != SC_OK && kind == SC_WEIGHTS_F32) {
+    /* No oneDNN (or no memory after all): OpenBLAS computes f32 from the
+     * mapped checkpoint, as fast as it goes. */
+    if (st == SC_ERR_UNSUPPORTED) SC_LOG_DEBUG("%s: f32 weights through OpenBLAS: %s", dir, err->msg);
+    else SC_LOG_WARN("%s: f32 weights through OpenBLAS: %s", dir, err->msg);
+    *err = (sc_error){0};
+    return SC_OK;
+  }
   if (st == SC_ERR_UNSUPPORTED) {
     SC_LOG_WARN("%s: %s weights: %s; computing in f32", dir, sc_weights_kind_name(kind),
                 err->msg);

@@ -1,5 +1,6 @@
 /* cpu.c — the CPU backend: the bidirectional transformer forward pass in f32,
- * every weight product through OpenBLAS cblas_sgemm (threaded by OpenBLAS).
+ * every weight product through oneDNN's matmul over converted weights or
+ * OpenBLAS cblas_sgemm over the mapped ones (below).
  * It is the reference every other backend is compared to; itself it is
  * checked against a float64 numpy forward (tests/model/test_logits.py),
  * with and without oneDNN.
@@ -13,20 +14,21 @@
  * i with i + head_dim/2), positions 0..n-1, then the final RMSNorm and the
  * lm_head for the requested rows only.
  *
- * Weights, f32 compute: f32 tensors aligned to 4 bytes are passed to sgemm
- * in place; every other dtype (bf16, f16, unaligned f32, and the quantized
+ * Weights in oneDNN's layout (w->packed: int8, bf16, or f32 where oneDNN is
+ * installed and the f32 copy fits; checkpoint.c f32_copy_fits): every matrix
+ * product, and the attention's products and softmax, go through oneDNN
+ * (dnnl.c) on its OpenMP team; the rest of the pass (norms, RoPE, SiLU,
+ * residuals) is the code below in every mode.
+ *
+ * f32 over the mapping (no oneDNN, a copy that would not fit, or a
+ * sanitizer build): f32 tensors aligned to 4 bytes are passed to sgemm in
+ * place; every other dtype (bf16, f16, unaligned f32, and the quantized
  * int8 / q8_0 / q4_0 rows) is converted to f32 one block of rows at a time
  * (at most SCRATCH_FLOATS elements) into the context's scratch, on
  * OpenBLAS's thread count, just before the sgemm for that block. Nothing is
  * converted ahead of time, so memory is the mapped checkpoint plus one arena
- * per context. The attention goes through oneDNN when it is installed (as
- * in int8 and bf16, below), else through one sgemm pair per head and
- * softmax_rows.
- *
- * int8 and bf16 compute (the model's matrices were converted at load, w->
- * packed): every matrix product, and the attention's products and softmax,
- * go through oneDNN (dnnl.c) on its OpenMP team; the rest of the pass (norms,
- * RoPE, SiLU, residuals) is the same code as in f32. */
+ * per context. The attention goes through oneDNN when it is installed,
+ * else through one sgemm pair per head and softmax_rows. */
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
 
@@ -110,7 +112,7 @@ typedef struct cpu_state {
   float *cos, *sin; /* [S][hd/2] */
   float *scratch;   /* converted weight rows */
   size_t scores_cap; /* floats in scores */
-  sc_dnnl_ctx *dnnl; /* oneDNN's side (owned): int8/bf16 compute, and f32's
+  sc_dnnl_ctx *dnnl; /* oneDNN's side (owned): the packed products, and the
                         attention; NULL without oneDNN */
   int threads;       /* for converting weight blocks: OpenBLAS's count */
 } cpu_state;

@@ -1,7 +1,7 @@
-/* dnnl.c — the CPU backend's int8 and bf16 compute, through oneDNN (Debian's
- * libdnnl 2.6, OpenMP build): the matrix products of every layer and the
- * lm_head, and in those modes the attention products and softmax too, so
- * that one OpenMP team does all the work of a pass (OpenBLAS's own threads,
+/* dnnl.c — the CPU backend's int8, bf16 and f32 compute, through oneDNN
+ * (Debian's libdnnl 2.6, OpenMP build): the matrix products of every layer
+ * and the lm_head, and the attention products and softmax too, so that one
+ * OpenMP team does all the work of a pass (OpenBLAS's own threads,
  * spinning between calls on the same two cores, would fight it).
  *
  * int8: weights per output channel, symmetric (quant.c), converted once at
@@ -22,6 +22,11 @@
  * decides which token wins, and in int8 it alone changed the completion
  * text at 11% of the corpus sites (int8 layers with a bf16 head: 2.5%).
  * bf16: weights and activations bf16, f32 accumulation, f32 out.
+ * f32: weights (widened from the checkpoint's dtype) and activations f32.
+ * On AVX-512 CPUs oneDNN runs its AVX-512 kernels where Debian's OpenBLAS
+ * 0.3.21 runs AVX2 ones: on the 2-core VM its f32 matmul did 2048^3 at 419
+ * GFLOP/s against OpenBLAS's 216, and the 0.5B shape's products 1.6-2.2x
+ * (tools/bench/sgemm_peak.c).
  *
  * Primitives depend on the row count, so each context caches them by shape
  * (kind, rows, cols, M); a new M costs one oneDNN JIT (~0.4 ms), a repeat is
@@ -68,6 +73,7 @@
   X(dnnl_primitive_create)                                                                            \
   X(dnnl_primitive_desc_create)                                                                            \
   X(dnnl_primitive_desc_destroy)                                                                            \
+  X(dnnl_primitive_desc_query)                                                                            \
   X(dnnl_primitive_desc_query_md)                                                                            \
   X(dnnl_primitive_destroy)                                                                            \
   X(dnnl_primitive_execute)                                                                            \
@@ -185,7 +191,9 @@ static sc_status dnnl_fail(sc_error *err, dnnl_status_t s, const char *what) {
     if (s_ != dnnl_success) return dnnl_fail(err, s_, what);                                    \
   } while (0)
 
-static dnnl_data_type_t wtype(sc_weights_kind k) { return k == SC_WEIGHTS_INT8 ? dnnl_s8 : dnnl_bf16; }
+static dnnl_data_type_t wtype(sc_weights_kind k) {
+  return k == SC_WEIGHTS_INT8 ? dnnl_s8 : k == SC_WEIGHTS_F32 ? dnnl_f32 : dnnl_bf16;
+}
 
 /* f32 -> bf16, round to nearest even (NaN kept a NaN). */
 static inline uint16_t f32_to_bf16(float f) {
@@ -224,7 +232,7 @@ static void pack_free(sc_packed *p) {
   free(p);
 }
 
-/* A conversion into the plain int8 or bf16 copy (sc_run_ranges job). */
+/* A conversion into the plain int8, bf16 or f32 copy (sc_run_ranges job). */
 typedef struct convert_job {
   const sc_weight *w;
   sc_weights_kind kind;
@@ -236,6 +244,10 @@ typedef struct convert_job {
 static void convert_rows(void *arg, int64_t r0, int64_t r1) {
   convert_job *j = arg;
   const int64_t K = j->w->cols;
+  if (j->kind == SC_WEIGHTS_F32) {
+    sc_weight_rows_to_f32(j->w, r0, r1 - r0, (float *)(void *)j->buf + (size_t)r0 * (size_t)K);
+    return;
+  }
   float *tmp = malloc((size_t)K * sizeof *tmp);
   if (!tmp) {
     __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
@@ -254,12 +266,20 @@ static void convert_rows(void *arg, int64_t r0, int64_t r1) {
   free(tmp);
 }
 
-/* The plain (row-major N x K) int8 or bf16 copy of w (scales for int8),
- * made on every core: loading a 7B checkpoint converts 7 billion values. */
-static sc_status plain_copy(const sc_weight *w, sc_weights_kind kind, void **out, float *scales,
-                            sc_error *err) {
+/* The plain (row-major N x K) int8, bf16 or f32 copy of w (scales for
+ * int8), made on every core: loading a 7B checkpoint converts 7 billion
+ * values. An aligned, dense f32 matrix is used in place (*owned false). */
+static sc_status plain_copy(const sc_weight *w, sc_weights_kind kind, void **out, bool *owned,
+                            float *scales, sc_error *err) {
   const int64_t N = w->rows, K = w->cols;
-  const size_t esize = kind == SC_WEIGHTS_INT8 ? 1 : 2;
+  *owned = false;
+  if (kind == SC_WEIGHTS_F32 && w->dtype == SC_DTYPE_F32 && w->row_bytes == (size_t)K * 4 &&
+      (uintptr_t)w->data % sizeof(float) == 0) {
+    *out = (void *)(uintptr_t)w->data;
+    return SC_OK;
+  }
+  *owned = true;
+  const size_t esize = kind == SC_WEIGHTS_INT8 ? 1 : kind == SC_WEIGHTS_F32 ? 4 : 2;
   uint8_t *buf = malloc((size_t)N * (size_t)K * esize);
   SC_CHECK(buf, err, SC_ERR_NOMEM, "out of memory converting a %lld x %lld matrix",
            (long long)N, (long long)K);
@@ -301,6 +321,7 @@ static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight
   dnnl_primitive_t reorder = NULL;
   dnnl_memory_t from = NULL, to = NULL;
   void *plain = NULL;
+  bool plain_owned = false;
   dnnl_memory_desc_t md[3], pmd;
   sc_status st = linear_pd(eng, kind, w->rows, w->cols, PACK_M, NULL, &pd, md, err);
   if (st == SC_OK) {
@@ -312,7 +333,7 @@ static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight
                         (double)p->bytes / 1048576.0);
     }
   }
-  if (st == SC_OK) st = plain_copy(w, kind, &plain, p->scales, err);
+  if (st == SC_OK) st = plain_copy(w, kind, &plain, &plain_owned, p->scales, err);
   if (st == SC_OK) {
     /* The plain matrix as oneDNN sees it: K x N with N x K storage ("ba"). */
     dnnl_dims_t wd = {w->cols, w->rows};
@@ -333,7 +354,7 @@ static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight
   if (pd) D.dnnl_primitive_desc_destroy(pd);
   if (from) D.dnnl_memory_destroy(from);
   if (to) D.dnnl_memory_destroy(to);
-  free(plain);
+  if (plain_owned) free(plain);
   if (st != SC_OK) {
     pack_free(p);
     return st;
@@ -342,9 +363,53 @@ static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight
   return SC_OK;
 }
 
+/* f32: only oneDNN's brgemm matmul (AVX-512 and up) beats OpenBLAS. Where
+ * it falls back to its gemm:jit (AVX2 CPUs: ONEDNN_MAX_CPU_ISA=AVX2 on the
+ * 2-core VM), that did the 0.5B shape's 256-row products at 98-177 GFLOP/s
+ * against OpenBLAS's 134-200, so f32 stays with OpenBLAS there. */
+static sc_status f32_worth_it(dnnl_engine_t eng, const sc_model *m, sc_error *err) {
+  const sc_weight *w = m->cfg.n_layers > 0 ? &m->layers[0].wq : &m->lm_head;
+  dnnl_primitive_desc_t pd;
+  dnnl_memory_desc_t md[3];
+  SC_TRY(linear_pd(eng, SC_WEIGHTS_F32, w->rows, w->cols, PACK_M, NULL, &pd, md, err));
+  const char *impl = NULL;
+  dnnl_status_t s = D.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  const bool brgemm = s == dnnl_success && impl && strncmp(impl, "brg", 3) == 0;
+  char name[64];
+  snprintf(name, sizeof name, "%s", s == dnnl_success && impl ? impl : "?");
+  D.dnnl_primitive_desc_destroy(pd);
+  SC_CHECK(brgemm, err, SC_ERR_UNSUPPORTED,
+           "oneDNN's f32 matmul on this CPU is %s, not brgemm: OpenBLAS is faster", name);
+  return SC_OK;
+}
+
+static bool g_bf16_native;
+static pthread_once_t g_bf16_once = PTHREAD_ONCE_INIT;
+
+static void bf16_probe(void) {
+  sc_error err = {0};
+  dnnl_engine_t eng = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_memory_desc_t md[3];
+  const char *impl = NULL;
+  if (dnnl_load(&err) != SC_OK || D.dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success) return;
+  if (linear_pd(eng, SC_WEIGHTS_BF16, 4864, 896, PACK_M, NULL, &pd, md, &err) == SC_OK &&
+      D.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+    g_bf16_native = strncmp(impl, "brg", 3) == 0 && (strstr(impl, "bf16") || strstr(impl, "amx"));
+  if (pd) D.dnnl_primitive_desc_destroy(pd);
+  D.dnnl_engine_destroy(eng);
+}
+
+/* AVX512_CORE without BF16 runs bf16 through gemm:jit (converting), AVX2
+ * has none (ONEDNN_MAX_CPU_ISA on the 2-core VM). */
+bool sc_dnnl_bf16_native(void) {
+  pthread_once(&g_bf16_once, bf16_probe);
+  return g_bf16_native;
+}
+
 sc_status sc_dnnl_pack_model(sc_model *m, sc_weights_kind kind, sc_error *err) {
-  SC_CHECK(kind == SC_WEIGHTS_INT8 || kind == SC_WEIGHTS_BF16, err, SC_ERR_INVALID,
-           "oneDNN packs int8 or bf16 weights only");
+  SC_CHECK(kind == SC_WEIGHTS_INT8 || kind == SC_WEIGHTS_BF16 || kind == SC_WEIGHTS_F32, err,
+           SC_ERR_INVALID, "oneDNN packs int8, bf16 or f32 weights only");
   SC_TRY(dnnl_load(err));
   const int L = m->cfg.n_layers;
   const size_t total = (size_t)L * 7 + 1;
@@ -359,7 +424,7 @@ sc_status sc_dnnl_pack_model(sc_model *m, sc_weights_kind kind, sc_error *err) {
     return dnnl_fail(err, s, "stream");
   }
   set_threads(m->n_threads);
-  sc_status st = SC_OK;
+  sc_status st = kind == SC_WEIGHTS_F32 ? f32_worth_it(eng, m, err) : SC_OK;
   for (int l = 0; l <= L && st == SC_OK; l++) {
     sc_weight *ws[7];
     int nw = 0;
@@ -374,8 +439,9 @@ sc_status sc_dnnl_pack_model(sc_model *m, sc_weights_kind kind, sc_error *err) {
     }
     for (int i = 0; i < nw && st == SC_OK; i++) {
       sc_packed *p = NULL;
-      /* The lm_head is bf16 in both modes (see sc_weights_kind). */
-      st = pack_one(eng, strm, ws[i], l == L ? SC_WEIGHTS_BF16 : kind, &p, err);
+      /* The lm_head is bf16 in int8 and bf16 (see sc_weights_kind). */
+      st = pack_one(eng, strm, ws[i], l == L && kind != SC_WEIGHTS_F32 ? SC_WEIGHTS_BF16 : kind,
+                    &p, err);
       if (st == SC_OK) {
         m->packs[m->n_packs++] = p;
         ws[i]->packed = p;
@@ -560,21 +626,29 @@ static sc_status linear_prim(sc_dnnl_ctx *c, const sc_packed *p, int64_t M, prim
   return SC_OK;
 }
 
-static sc_status linear_bf16(sc_dnnl_ctx *c, const sc_packed *p, const float *x, int n,
-                             const float *bias, float *y, sc_error *err) {
+/* bf16 (activations rounded to bf16) or f32 (used as they are): one
+ * matmul into y, f32 accumulation. */
+static sc_status linear_float(sc_dnnl_ctx *c, const sc_packed *p, const float *x, int n,
+                              const float *bias, float *y, sc_error *err) {
   const int64_t N = p->rows, K = p->cols;
   prim_slot *sl;
   SC_TRY(linear_prim(c, p, n, &sl, err));
-  SC_TRY(ensure_act(c, (size_t)n * (size_t)K * 2, 0, err));
-  for (int i = 0; i < n; i++) {
-    const float *xr = x + (size_t)i * (size_t)K;
-    uint16_t *d = (uint16_t *)c->act + (size_t)i * (size_t)K;
-    for (int64_t j = 0; j < K; j++) d[j] = f32_to_bf16(xr[j]);
+  const void *src = x;
+  if (p->kind == SC_WEIGHTS_BF16) {
+    SC_TRY(ensure_act(c, (size_t)n * (size_t)K * 2, 0, err));
+    for (int i = 0; i < n; i++) {
+      const float *xr = x + (size_t)i * (size_t)K;
+      uint16_t *d = (uint16_t *)c->act + (size_t)i * (size_t)K;
+      for (int64_t j = 0; j < K; j++) d[j] = f32_to_bf16(xr[j]);
+    }
+    src = c->act;
   }
   static const int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
   const dnnl_memory_desc_t *mds[3] = {&sl->md[0], &sl->md[1], &sl->md[2]};
-  void *ptrs[3] = {c->act, p->data, y};
-  SC_TRY(run(c, sl->prim, 3, args, mds, ptrs, "a bf16 matrix product", err));
+  void *ptrs[3] = {(void *)(uintptr_t)src, p->data, y};
+  SC_TRY(run(c, sl->prim, 3, args, mds, ptrs,
+             p->kind == SC_WEIGHTS_BF16 ? "a bf16 matrix product" : "an f32 matrix product",
+             err));
   if (bias)
     for (int i = 0; i < n; i++)
       for (int64_t j = 0; j < N; j++) y[(size_t)i * (size_t)N + j] += bias[j];
@@ -585,7 +659,7 @@ sc_status sc_dnnl_linear(sc_dnnl_ctx *c, const sc_weight *w, const float *x, int
                          const float *bias, float *y, sc_error *err) {
   const sc_packed *p = w->packed;
   if (n <= 0) return SC_OK;
-  if (p->kind == SC_WEIGHTS_BF16) return linear_bf16(c, p, x, n, bias, y, err);
+  if (p->kind != SC_WEIGHTS_INT8) return linear_float(c, p, x, n, bias, y, err);
   const int64_t N = p->rows, K = p->cols;
   /* Rows per product: the two parts of each row are 2 source rows, their
    * s32 sums 2 rows of acc; chunks keep acc under ACC_BYTES (only a wide

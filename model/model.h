@@ -119,13 +119,16 @@ unsigned sc_tokenizer_token_flags(const sc_tokenizer *tok, int32_t id);
 /* A model is a folder: config.json, tokenizer files (only their special
  * tokens are read here) and model.safetensors, or shards listed by
  * model.safetensors.index.json. Weights are mmapped read-only. How the CPU
- * computes with them is the weights kind (sc_weights_kind below): in f32,
- * f32 weights are used in place and every other dtype is converted to f32
- * one block of rows at a time just before its GEMM (OpenBLAS), so resident
- * memory stays about the checkpoint's size plus the arenas; in int8 and
- * bf16, every matrix is converted once at load into oneDNN's layout for that
- * type (model/dnnl.c) and the mapping is released, so memory is about one
- * byte (int8) or two (bf16) per weight. */
+ * computes with them is the weights kind (sc_weights_kind below): in int8,
+ * bf16 and f32, every matrix is converted once at load into oneDNN's layout
+ * for that type (model/dnnl.c) and the mapping is released, so memory is
+ * about one byte (int8), two (bf16) or four (f32) per weight. f32 makes
+ * that copy only where oneDNN is installed and the copy fits in half of the
+ * memory available (an f32 checkpoint always fits: it replaces its
+ * mapping); otherwise f32 weights are used in place and every other dtype
+ * is converted to f32 one block of rows at a time just before its GEMM
+ * (OpenBLAS), so resident memory stays about the checkpoint's size plus
+ * the arenas. */
 
 typedef enum sc_model_family {
   SC_FAMILY_AUTO = 0, /* detect from config.json (architectures, model_type) */
@@ -154,16 +157,18 @@ typedef enum sc_dtype {
 const char *sc_dtype_name(sc_dtype dtype);
 
 /* What the CPU backend computes the matrix products in (the checkpoint's own
- * dtype is sc_dtype). Measured on the 2-core CI machine (README,
- * "Measured"): int8 was the fastest at every size tried (the 1M-parameter
- * shipped model, 22M, the 0.5B shape) and passes the accuracy gate
- * (tests/model/test_int8.py), so AUTO picks it for real checkpoints; below
- * SC_WEIGHTS_INT8_MIN_PARAMS it keeps f32, which is exact (what the tiny
- * test checkpoints and the shipped model are checked against), at a cost of
- * milliseconds there. */
+ * dtype is sc_dtype). AUTO, measured on the 2-core CI machine (README,
+ * "Measured"): below SC_WEIGHTS_CONVERT_MIN_PARAMS f32, which is exact (what
+ * the tiny test checkpoints and the shipped model are checked against) and
+ * as fast there; from it up, bf16 where the CPU has bf16 instructions that
+ * oneDNN uses (AVX512_BF16, AMX) and the bf16 copy fits in half of the
+ * memory available (the fastest and the most exact of the converted kinds
+ * there), else int8 (the smallest; it passes the accuracy gate,
+ * tests/model/test_int8.py). */
 typedef enum sc_weights_kind {
   SC_WEIGHTS_AUTO = 0, /* $SCULPT_WEIGHTS when set, else the measured default */
-  SC_WEIGHTS_F32,      /* f32 GEMMs (OpenBLAS), weights converted per block */
+  SC_WEIGHTS_F32,      /* f32 weights and activations: an f32 copy in oneDNN's
+                          layout, or OpenBLAS over the mapping (see above) */
   SC_WEIGHTS_BF16,     /* bf16 weights and activations, f32 accumulation (oneDNN) */
   SC_WEIGHTS_INT8,     /* the layers' matrices int8 per output channel,
                           activations quantized per row at run time (two int8
@@ -172,8 +177,8 @@ typedef enum sc_weights_kind {
 /* "auto", "f32", "bf16", "int8" -> kind (case-insensitive). False on anything else. */
 bool sc_weights_kind_parse(const char *s, sc_weights_kind *out);
 const char *sc_weights_kind_name(sc_weights_kind kind); /* static string */
-/* AUTO picks int8 from this many parameters up, f32 below (see above). */
-#define SC_WEIGHTS_INT8_MIN_PARAMS 50000000
+/* AUTO converts (bf16 or int8) from this many parameters up, f32 below. */
+#define SC_WEIGHTS_CONVERT_MIN_PARAMS 50000000
 
 typedef struct sc_model_options {
   sc_model_family family; /* SC_FAMILY_AUTO (0) detects; else overrides */
@@ -211,7 +216,8 @@ typedef struct sc_model_info {
   uint64_t weight_bytes; /* tensor bytes mapped from the checkpoint */
   uint64_t context_bytes; /* one context's activation arena at max_seq */
   sc_weights_kind weights; /* what the CPU computes in (never AUTO) */
-  uint64_t packed_bytes;   /* int8/bf16: bytes of the converted matrices (0 in f32) */
+  uint64_t packed_bytes;   /* bytes of the converted matrices (0: none, the
+                              f32 path over the mapping) */
 } sc_model_info;
 
 typedef struct sc_model sc_model;

@@ -115,8 +115,8 @@ typedef struct sc_weight {
   int64_t rows, cols;
   size_t row_bytes;
   const float *scales;     /* SC_DTYPE_I8: [rows] (owned by the model); else NULL */
-  const sc_packed *packed; /* int8/bf16 compute: the converted copy (owned by
-                              the model), else NULL: the f32 path */
+  const sc_packed *packed; /* the converted copy in oneDNN's layout (owned by
+                              the model), else NULL: OpenBLAS's f32 path */
 } sc_weight;
 
 /* Bytes of one row of cols elements in dtype (block dtypes: cols must be a
@@ -158,7 +158,7 @@ struct sc_model {
   const sc_backend_ops *backend;
   void **owned;   /* other allocations the model frees (scales, unpermuted rows) */
   size_t n_owned, cap_owned;
-  sc_packed **packs; /* owned: the converted matrices (int8/bf16 compute) */
+  sc_packed **packs; /* owned: the converted matrices (oneDNN's layout) */
   size_t n_packs;
   int n_threads;     /* opts.n_threads: oneDNN's OpenMP team size, 0 = default */
 };
@@ -195,13 +195,17 @@ void sc_quantize_rows_i8(const sc_weight *w, int64_t r0, int64_t nr, int8_t *q, 
 /* The same rule over one f32 row of n values; returns the scale. */
 float sc_quantize_row_i8(const float *x, int64_t n, int8_t *q);
 
-/* ---- oneDNN (dnnl.c): the int8 and bf16 matrix products ------------------- */
+/* ---- oneDNN (dnnl.c): the int8, bf16 and f32 matrix products ------------- */
 
 /* Converts every matrix of the model (the layers' and the lm_head) to kind
- * (INT8 or BF16) in oneDNN's layout and points w->packed at it. Fails with
- * SC_ERR_UNSUPPORTED when oneDNN has no such product on this CPU. */
+ * (INT8, BF16 or F32) in oneDNN's layout and points w->packed at it. Fails
+ * with SC_ERR_UNSUPPORTED when oneDNN is missing or has no such product on
+ * this CPU. */
 sc_status sc_dnnl_pack_model(sc_model *m, sc_weights_kind kind, sc_error *err);
 void sc_dnnl_free_packs(sc_model *m);
+/* True when oneDNN is installed and its bf16 matmul runs on this CPU's own
+ * bf16 instructions (brgemm on AVX512_BF16 or AMX), not emulated. */
+bool sc_dnnl_bf16_native(void);
 uint64_t sc_dnnl_packed_bytes(const sc_model *m);
 
 /* Per forward context: oneDNN's engine, stream, primitives (cached by

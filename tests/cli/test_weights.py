@@ -1,11 +1,13 @@
 """--weights and $SCULPT_WEIGHTS across the subcommands that load a model:
 the kind is parsed, refused when unknown (exit 2, one line), reported by
 `model info`, and the environment variable reaches loaders whose caller
-leaves the kind to auto; auto picks f32 for the small shipped model.
+leaves the kind to auto; auto picks f32 for the small shipped model, and
+bf16 or int8 (by the CPU) for a checkpoint past 50M parameters.
 `sculpt batch --weights` reaches its loader (the loader's debug line says
 what it made), `sculpt serve --weights` too (GET /health says what the
 model computes in), each against its default in the same run. (The LSP's
 weights setting and `sculpt lsp --weights`: tests/protocol/test_weights.py.)"""
+import ctypes.util
 import json
 import os
 import shutil
@@ -60,16 +62,19 @@ for sub in ("lsp", "batch", "serve", "complete"):
     check("--weights" in out, f"sculpt help {sub} documents --weights")
 
 # sculpt batch: the kind reaches the loader (its debug line names the kind
-# it converted the matrices to; f32 converts nothing).
+# it converted the matrices to; f32 makes an f32 copy where oneDNN is
+# installed, outside sanitizer builds, and converts nothing elsewhere).
+F32_COPY = (ctypes.util.find_library("dnnl") is not None and
+            os.environ.get("SCULPT_SANITIZED") != "1")
 tmp = tempfile.mkdtemp(prefix="sculpt-weights-")
 try:
     src = os.path.join(tmp, "fib.py")
     with open(src, "w") as f:
         f.write("def fib(n):\n    # TODO(sculpt)\n    return n\n")
-    for extra, want in (([], None), (["--weights", "int8"], "int8")):
+    for extra, want in (([], "f32" if F32_COPY else None), (["--weights", "int8"], "int8")):
         rc, out, err = run("batch", "--holes", "--model", MODEL, "--no-progress", *extra, src,
                            env={"SCULPT_LOG": "debug"})
-        made = [k for k in ("int8", "bf16") if f"{k} weights made" in err]
+        made = [k for k in ("int8", "bf16", "f32") if f"{k} weights made" in err]
         check(rc in (0, 1) and made == ([want] if want else []),
               f"sculpt batch {' '.join(extra) or '(auto)'}: the loader made {want or 'no'} "
               f"converted weights ({rc}, {made}, {err.strip()[-200:]})")
@@ -109,6 +114,35 @@ for extra, want in (([], "f32"), (["--weights", "int8"], "int8")):
     h = serve_health(*extra)
     check(h.get("weights") == want,
           f"sculpt serve {' '.join(extra) or '(auto)'}: /health says {want} ({h})")
+
+# auto past SC_WEIGHTS_CONVERT_MIN_PARAMS (50M parameters; here one layer
+# and a 400k-token vocabulary, 51M): bf16 where oneDNN's bf16 matmul runs on
+# the CPU's own bf16 instructions (AVX512_BF16, AMX), else int8. Telling
+# oneDNN the CPU stops at AVX512_CORE_VNNI (no bf16) must give int8.
+sys.path.insert(0, os.path.join(SRC, "tools"))
+import tiny_checkpoints  # noqa: E402
+
+with open("/proc/cpuinfo") as f:
+    flags = f.read()
+NATIVE_BF16 = ctypes.util.find_library("dnnl") is not None and (
+    " avx512_bf16" in flags or " amx_bf16" in flags)
+tmp = tempfile.mkdtemp(prefix="sculpt-weights-")
+try:
+    spec = dict(tiny_checkpoints.SPECS["opendcoder-f16"], dtype="BF16", hidden=128, layers=1,
+                inter=128, vocab=400000)
+    d = tiny_checkpoints.generate("big-vocab", spec, tmp)
+    for env, want in (({}, "bf16" if NATIVE_BF16 else "int8"),
+                      ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"}, "int8")):
+        if want == "int8" and ctypes.util.find_library("dnnl") is None:
+            want = "f32"  # int8 needs oneDNN: f32 with a warning
+        rc, out, err = run("model", "info", "--model", d, "--json", env=env)
+        i = json.loads(out) if rc == 0 else {}
+        check(i.get("params", 0) >= 50_000_000 and i.get("weights") == want,
+              f"auto on a {i.get('params', 0) / 1e6:.0f}M-parameter checkpoint "
+              f"{'with ' + str(env) if env else ''}: {want} ({i.get('weights')}; "
+              f"{err.strip()[-160:]})")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
 
 if failures:
     print(f"{len(failures)} failed")

@@ -64,8 +64,11 @@ with tempdir() as tmp:
             for n, _ in tiny_checkpoints.tensor_list(spec, __import__("numpy").random.default_rng(0)))
         bad = {k: (info.get(k), v) for k, v in want.items() if info.get(k) != v}
         check(not bad, f"{name}: fields match {bad if bad else ''}")
-        check(info["memory_bytes"] == info["weight_bytes"] + info["context_bytes"] and
-              info["weight_bytes"] > 0, f"{name}: memory = weights + context")
+        # Resident weights: the converted copy where there is one (f32
+        # through oneDNN), else the mapped checkpoint.
+        check(info["memory_bytes"] == (info["packed_bytes"] or info["weight_bytes"]) +
+              info["context_bytes"] and info["weight_bytes"] > 0,
+              f"{name}: memory = resident weights + context")
         small = json.loads(run("model", "info", "--model", d, "--json", "--max-seq", "64").stdout)
         check(small["max_seq"] == 64 and small["context_bytes"] < info["context_bytes"],
               f"{name}: --max-seq sizes the context arena")

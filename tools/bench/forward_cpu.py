@@ -5,8 +5,9 @@ Generates a checkpoint (tools/tiny_checkpoints.py: "bench-20m", the ~22M-
 parameter Dream-shaped f32 one, or --shape qwen2.5-0.5b, bf16) in a temp
 folder, then times one forward pass over a 256-token sequence, lm_head for
 every row, with the same thread count on both sides:
-  - the measured sgemm peak first: numpy's float32 matmul (OpenBLAS, the
-    library sculpt's f32 path calls) on 2048 x 2048, T threads;
+  - the measured f32 matrix-product peak first (tools/bench/peak.py): the
+    faster of OpenBLAS's sgemm and oneDNN's matmul, the two libraries
+    sculpt's f32 path calls, on 2048 x 2048, T threads;
   - sculpt: `sculpt logits --threads T --repeat R --weights W` for W in f32,
     bf16, int8 (the binary logs the mean and best of R passes after a
     warm-up pass; load and file output are not timed);
@@ -38,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import tiny_checkpoints  # noqa: E402
 sys.path.insert(0, HERE)
+from peak import describe as describe_peak, sgemm_peak  # noqa: E402
 from machine import describe  # noqa: E402
 
 
@@ -97,14 +99,6 @@ def flops(spec, n):
     return 2.0 * n * L * layer + L * 4.0 * n * n * nh * hd + 2.0 * n * V * H
 
 
-def sgemm_peak(threads, size=2048, repeat=5):
-    a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
-    b = a.T.copy()
-    a @ b
-    best = min(timeit(lambda: a @ b) for _ in range(repeat))
-    return 2.0 * size ** 3 / best / 1e9
-
-
 def timeit(f):
     t = time.perf_counter()
     f()
@@ -129,13 +123,13 @@ def main():
         params = tiny_checkpoints.n_params(args.shape, spec)
         ids = np.random.default_rng(7).integers(0, spec["vocab"], args.tokens)
         fl = flops(spec, args.tokens)
-        peak = sgemm_peak(args.threads)
+        pk = sgemm_peak(args.threads)
+        peak = pk["peak"]
         print(f"machine: {describe()}; load average {os.getloadavg()[0]:.1f} at the start")
         print(f"checkpoint: {args.shape}, {params / 1e6:.1f}M params, {spec['dtype']}, "
               f"{args.tokens} tokens, {args.threads} threads, {args.repeat} passes, "
               f"{fl / 1e9:.1f} GFLOP per pass")
-        print(f"sgemm peak (numpy float32 matmul 2048^3 = OpenBLAS, {args.threads} threads): "
-              f"{peak:.1f} GFLOP/s")
+        print(f"sgemm peak: {describe_peak(pk, args.threads)}")
         ours = {}
         for w in args.weights.split(","):
             out = os.path.join(tmp, f"logits-{w}.bin")
