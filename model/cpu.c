@@ -268,11 +268,58 @@ static sc_status linear(cpu_state *s, const sc_weight *w, const float *x, int n,
 }
 
 /* out = x / sqrt(mean(x^2) + eps) * w over one row of d. */
+/* The sum of squares in double, in eight running sums (so that the
+ * compiler keeps them in one vector; a single sum cannot be reordered
+ * without -ffast-math): 48 rows of 896 over 256 tokens took 5.6 ms against
+ * 12.8 with one sum. out may be x (in place). */
+SC_VECTOR_CLONES
 static void rms_row(const float *x, const float *w, int d, float eps, float *out) {
-  double ss = 0;
-  for (int j = 0; j < d; j++) ss += (double)x[j] * x[j];
+  double s[8] = {0};
+  int j = 0;
+  for (; j + 8 <= d; j += 8)
+    for (int k = 0; k < 8; k++) s[k] += (double)x[j + k] * x[j + k];
+  double ss = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  for (; j < d; j++) ss += (double)x[j] * x[j];
   float r = (float)(1.0 / sqrt(ss / d + eps));
-  for (int j = 0; j < d; j++) out[j] = x[j] * r * w[j];
+  for (j = 0; j < d; j++) out[j] = x[j] * r * w[j];
+}
+
+/* e^x without a libm call or a branch, so that silu_mul vectorizes: x = n
+ * ln2 + r with |r| <= ln2/2 (n rounded by adding and taking away 1.5 *
+ * 2^23; ln2 split in two, Cody and Waite, so that n ln2 is exact enough),
+ * e^r by its Taylor series to r^6 (the rest is under r^7/7! <= 1.2e-7
+ * relative; measured against double exp over [-87, 88]: 2.4e-7, 2 ulp),
+ * 2^n through the exponent bits. x is clamped to [-87, 88], where 2^n
+ * stays a normal float (beyond it the SiLU does not change); a NaN becomes
+ * -87 here, and the caller's own x keeps it a NaN. */
+static inline float exp_vec(float x) {
+  x = x > -87.0f ? x : -87.0f;
+  x = x < 88.0f ? x : 88.0f;
+  const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t e = ((int32_t)n + 127) * (1 << 23);
+  float two_n;
+  memcpy(&two_n, &e, sizeof two_n);
+  return p * two_n;
+}
+
+/* g[i] = silu(g[i]) * u[i], silu(x) = x / (1 + e^-x). With libm's scalar
+ * expf this loop took about 2.9 ms a layer over 256 tokens of the 0.5B
+ * shape, some 70 ms of a 650 ms f32 pass on one thread while oneDNN's team
+ * waited; vectorized, 0.3-0.65 ms. */
+SC_VECTOR_CLONES
+static void silu_mul(float *restrict g, const float *restrict u, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const float x = g[i];
+    g[i] = x / (1.0f + exp_vec(-x)) * u[i];
+  }
 }
 
 /* Per-head RMSNorm (Qwen3 q_norm/k_norm) in place, then RoPE in place, for
@@ -381,10 +428,7 @@ static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1
       rms_row(s->x + (size_t)i * H, y->mlp_norm, H, eps, s->xn + (size_t)i * H);
     SC_TRY(linear(s, &y->wgate, s->xn, nw, NULL, s->gate, err));
     SC_TRY(linear(s, &y->wup, s->xn, nw, NULL, s->up, err));
-    for (size_t i = 0; i < (size_t)nw * FF; i++) {
-      float g = s->gate[i];
-      s->gate[i] = g / (1.0f + expf(-g)) * s->up[i];
-    }
+    silu_mul(s->gate, s->up, (size_t)nw * FF);
     SC_TRY(linear(s, &y->wdown, s->gate, nw, NULL, s->xn, err));
     for (size_t i = 0; i < (size_t)nw * H; i++) s->x[i] += s->xn[i];
   }

@@ -36,6 +36,7 @@
  * Sources: oneDNN 2.6 developer guide, "Matrix Multiplication" (matmul
  * primitive, format_tag::any, runtime dimensions, output scales), "Int8
  * Computation Aspects" (s8s8 compensation), "Softmax", dnnl.h. */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #define _POSIX_C_SOURCE 200809L
 #include "model_impl.h"
 
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* ---- loading oneDNN ----------------------------------------------------------
@@ -310,6 +312,22 @@ static sc_status plain_copy(const sc_weight *w, sc_weights_kind kind, void **out
   return SC_OK;
 }
 
+/* A packed matrix's memory: 2 MiB-aligned and marked for transparent huge
+ * pages where it spans at least one (THP "madvise" mode, Debian's kernels
+ * and this VM: without the mark, 4 KiB pages). A decoding step streams every
+ * matrix once; with 4 KiB pages that is a TLB miss every 4 KiB, each a
+ * two-level page walk inside a VM. */
+static void *packed_alloc(size_t bytes) {
+  const size_t huge = (size_t)2 << 20;
+  void *p = NULL;
+  if (bytes >= huge) {
+    if (posix_memalign(&p, huge, bytes) != 0) return NULL;
+    (void)madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE);
+    return p;
+  }
+  return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
+}
+
 static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight *w,
                           sc_weights_kind kind, sc_packed **out, sc_error *err) {
   *out = NULL;
@@ -336,11 +354,10 @@ static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight
   if (st == SC_OK) {
     p->md = *D.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     p->bytes = D.dnnl_memory_desc_get_size(&p->md);
-    if (posix_memalign(&p->data, 64, p->bytes ? p->bytes : 64) != 0) {
-      p->data = NULL;
+    p->data = packed_alloc(p->bytes);
+    if (!p->data)
       st = sc_error_set(err, SC_ERR_NOMEM, "out of memory for a %.1f MiB matrix",
                         (double)p->bytes / 1048576.0);
-    }
   }
   if (st == SC_OK) st = plain_copy(w, kind, &plain, &plain_owned, &plain_type, p->scales, err);
   if (st == SC_OK) {
