@@ -415,9 +415,9 @@ static sc_weights_kind auto_kind(const sc_model *m, const char *dir) {
 
 /* The backend, and what the CPU computes in: o->weights, else
  * $SCULPT_WEIGHTS, else auto_kind. int8 and bf16 convert the matrices now
- * (dnnl.c); a CPU without
- * that product in oneDNN falls back to f32 with one log line. f32 converts
- * them too when oneDNN is there and the copy fits (f32_copy_fits). */
+ * (dnnl.c); a CPU without that product in oneDNN falls back to f32 with one
+ * log line. f32 converts them too when oneDNN's f32 matmul is worth it and
+ * the copy fits (f32_copy_fits, dnnl.c f32_worth_it). */
 static sc_status prepare_weights(sc_model *m, const sc_model_options *o, const char *dir,
                                  sc_error *err) {
   sc_model_info *i = &m->info;
@@ -433,11 +433,13 @@ static sc_status prepare_weights(sc_model *m, const sc_model_options *o, const c
   if (kind == SC_WEIGHTS_AUTO && env && *env)
     SC_CHECK(sc_weights_kind_parse(env, &kind), err, SC_ERR_INVALID,
              "SCULPT_WEIGHTS=%.40s: expected auto, f32, bf16 or int8", env);
-  /* Only the CPU backend computes with the converted copies. */
-  if (m->backend != &sc_cpu_backend) kind = SC_WEIGHTS_F32;
+  /* Only the CPU backend computes with the converted copies: the CUDA one
+   * reads the mapping, and gets no copy. */
+  const bool cpu = m->backend == &sc_cpu_backend;
+  if (!cpu) kind = SC_WEIGHTS_F32;
   if (kind == SC_WEIGHTS_AUTO) kind = auto_kind(m, dir);
   i->weights = kind;
-  if (kind == SC_WEIGHTS_F32 && !f32_copy_fits(m, dir)) return SC_OK;
+  if (kind == SC_WEIGHTS_F32 && (!cpu || !f32_copy_fits(m, dir))) return SC_OK;
   double t0 = sc_now_ms();
   sc_status st = sc_dnnl_pack_model(m, kind, err);
   if (st != SC_OK && kind == SC_WEIGHTS_F32) {

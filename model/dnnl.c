@@ -313,8 +313,8 @@ static sc_status plain_copy(const sc_weight *w, sc_weights_kind kind, void **out
 }
 
 /* A packed matrix's memory: 2 MiB-aligned and marked for transparent huge
- * pages where it spans at least one (THP "madvise" mode, Debian's kernels
- * and this VM: without the mark, 4 KiB pages). A decoding step streams every
+ * pages where it spans at least one (under THP's "madvise" mode, as on the
+ * 2-core VM, unmarked memory gets 4 KiB pages). A decoding step streams every
  * matrix once; with 4 KiB pages that is a TLB miss every 4 KiB, each a
  * two-level page walk inside a VM. */
 static void *packed_alloc(size_t bytes) {
