@@ -389,22 +389,31 @@ static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight
   return SC_OK;
 }
 
+/* The name of the implementation oneDNN picks for a kind's matmul of N x K
+ * weights ("brg:avx512_core", "gemm:jit", ...) into name; "?" when it has
+ * none. */
+static void matmul_impl(dnnl_engine_t eng, sc_weights_kind kind, int64_t N, int64_t K,
+                        char *name, size_t cap) {
+  sc_error err = {0};
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_memory_desc_t md[3];
+  const char *impl = NULL;
+  if (linear_pd(eng, kind, N, K, PACK_M, NULL, &pd, md, &err) != SC_OK ||
+      D.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
+    impl = NULL;
+  snprintf(name, cap, "%s", impl ? impl : "?");
+  if (pd) D.dnnl_primitive_desc_destroy(pd);
+}
+
 /* f32: only oneDNN's brgemm matmul (AVX-512 and up) beats OpenBLAS. Where
  * it falls back to its gemm:jit (AVX2 CPUs: ONEDNN_MAX_CPU_ISA=AVX2 on the
  * 2-core VM), that did the 0.5B shape's 256-row products at 98-177 GFLOP/s
  * against OpenBLAS's 134-200, so f32 stays with OpenBLAS there. */
 static sc_status f32_worth_it(dnnl_engine_t eng, const sc_model *m, sc_error *err) {
   const sc_weight *w = m->cfg.n_layers > 0 ? &m->layers[0].wq : &m->lm_head;
-  dnnl_primitive_desc_t pd;
-  dnnl_memory_desc_t md[3];
-  SC_TRY(linear_pd(eng, SC_WEIGHTS_F32, w->rows, w->cols, PACK_M, NULL, &pd, md, err));
-  const char *impl = NULL;
-  dnnl_status_t s = D.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-  const bool brgemm = s == dnnl_success && impl && strncmp(impl, "brg", 3) == 0;
   char name[64];
-  snprintf(name, sizeof name, "%s", s == dnnl_success && impl ? impl : "?");
-  D.dnnl_primitive_desc_destroy(pd);
-  SC_CHECK(brgemm, err, SC_ERR_UNSUPPORTED,
+  matmul_impl(eng, SC_WEIGHTS_F32, w->rows, w->cols, name, sizeof name);
+  SC_CHECK(strncmp(name, "brg", 3) == 0, err, SC_ERR_UNSUPPORTED,
            "oneDNN's f32 matmul on this CPU is %s, not brgemm: OpenBLAS is faster", name);
   return SC_OK;
 }
@@ -415,14 +424,10 @@ static pthread_once_t g_bf16_once = PTHREAD_ONCE_INIT;
 static void bf16_probe(void) {
   sc_error err = {0};
   dnnl_engine_t eng = NULL;
-  dnnl_primitive_desc_t pd = NULL;
-  dnnl_memory_desc_t md[3];
-  const char *impl = NULL;
   if (dnnl_load(&err) != SC_OK || D.dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success) return;
-  if (linear_pd(eng, SC_WEIGHTS_BF16, 4864, 896, PACK_M, NULL, &pd, md, &err) == SC_OK &&
-      D.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
-    g_bf16_native = strncmp(impl, "brg", 3) == 0 && (strstr(impl, "bf16") || strstr(impl, "amx"));
-  if (pd) D.dnnl_primitive_desc_destroy(pd);
+  char name[64];
+  matmul_impl(eng, SC_WEIGHTS_BF16, 4864, 896, name, sizeof name);
+  g_bf16_native = strncmp(name, "brg", 3) == 0 && (strstr(name, "bf16") || strstr(name, "amx"));
   D.dnnl_engine_destroy(eng);
 }
 
