@@ -267,6 +267,16 @@ static sc_status linear(cpu_state *s, const sc_weight *w, const float *x, int n,
   return SC_OK;
 }
 
+/* The products of one input with nm matrices (q, k, v; gate, up): through
+ * oneDNN at once when they are packed (the input is quantized or rounded
+ * once), else one by one. */
+static sc_status linear_n(cpu_state *s, int nm, const sc_weight *const *ws, const float *x,
+                          int n, const float *const *bias, float *const *ys, sc_error *err) {
+  if (ws[0]->packed) return sc_dnnl_linear_n(s->dnnl, nm, ws, x, n, bias, ys, err);
+  for (int i = 0; i < nm; i++) SC_TRY(linear(s, ws[i], x, n, bias[i], ys[i], err));
+  return SC_OK;
+}
+
 /* out = x / sqrt(mean(x^2) + eps) * w over one row of d; out may be x. The
  * sum of squares in double, in eight running sums (so that the
  * compiler keeps them in one vector; a single sum cannot be reordered
@@ -320,6 +330,18 @@ static void silu_mul(float *restrict g, const float *restrict u, size_t n) {
     const float x = g[i];
     g[i] = x / (1.0f + exp_vec(-x)) * u[i];
   }
+}
+
+/* silu_mul over rows [a, b) of [rows][ff] (sc_dnnl_for job). */
+typedef struct silu_job {
+  float *g;
+  const float *u;
+  size_t ff;
+} silu_job;
+
+static void silu_rows(void *arg, int64_t a, int64_t b) {
+  const silu_job *j = arg;
+  silu_mul(j->g + (size_t)a * j->ff, j->u + (size_t)a * j->ff, (size_t)(b - a) * j->ff);
 }
 
 /* Per-head RMSNorm (Qwen3 q_norm/k_norm) in place, then RoPE in place, for
@@ -382,9 +404,12 @@ static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1
     float *Kw = K + (size_t)w0 * KD, *Vw = Vv + (size_t)w0 * KD; /* the window's rows */
     for (int i = 0; i < nw; i++)
       rms_row(s->x + (size_t)i * H, y->attn_norm, H, eps, s->xn + (size_t)i * H);
-    SC_TRY(linear(s, &y->wq, s->xn, nw, y->bq, s->q, err));
-    SC_TRY(linear(s, &y->wk, s->xn, nw, y->bk, Kw, err));
-    SC_TRY(linear(s, &y->wv, s->xn, nw, y->bv, Vw, err));
+    {
+      const sc_weight *ws[3] = {&y->wq, &y->wk, &y->wv};
+      const float *bs[3] = {y->bq, y->bk, y->bv};
+      float *ys[3] = {s->q, Kw, Vw};
+      SC_TRY(linear_n(s, 3, ws, s->xn, nw, bs, ys, err));
+    }
     if (!segs) {
       heads_norm_rope(s, s->q, nw, w0, nh, y->q_norm);
       heads_norm_rope(s, Kw, nw, w0, nkv, y->k_norm);
@@ -426,9 +451,14 @@ static sc_status forward_impl(void *p, const int32_t *ids, int n, int w0, int w1
 
     for (int i = 0; i < nw; i++)
       rms_row(s->x + (size_t)i * H, y->mlp_norm, H, eps, s->xn + (size_t)i * H);
-    SC_TRY(linear(s, &y->wgate, s->xn, nw, NULL, s->gate, err));
-    SC_TRY(linear(s, &y->wup, s->xn, nw, NULL, s->up, err));
-    silu_mul(s->gate, s->up, (size_t)nw * FF);
+    {
+      const sc_weight *ws[2] = {&y->wgate, &y->wup};
+      const float *bs[2] = {NULL, NULL};
+      float *ys[2] = {s->gate, s->up};
+      SC_TRY(linear_n(s, 2, ws, s->xn, nw, bs, ys, err));
+    }
+    silu_job sj = {s->gate, s->up, (size_t)FF};
+    sc_dnnl_for(s->dnnl, nw, FF, SC_DNNL_GRAIN, silu_rows, &sj);
     SC_TRY(linear(s, &y->wdown, s->gate, nw, NULL, s->xn, err));
     for (size_t i = 0; i < (size_t)nw * H; i++) s->x[i] += s->xn[i];
   }

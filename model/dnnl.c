@@ -12,10 +12,13 @@
  * rounding error), about 15 bits: plain per-row int8 activations doubled
  * the logit error of int8 weights alone on the shipped model (rms 0.028 vs
  * 0.014, argmax agreement 98.0% vs 99.2%, same completion text at 91.7% of
- * the corpus sites), while the two parts go through the product as 2n rows
- * of one s8 x s8 -> s32 matmul, which reads the weights once and, at the
- * canvas sizes of a decoding step, costs little more than n rows (the step
- * is bound by reading the weights, not by the int8 arithmetic). Our
+ * the corpus sites; measured again on main: argmax 98.3%, same text at
+ * 107 of 120 sites, both under the gate of tests/model/test_int8.py). The
+ * two parts go through the product as 2n rows of one s8 x s8 -> s32
+ * matmul, which reads the weights once but does twice the arithmetic, and
+ * a decoding step is bound by that arithmetic, not by reading the weights:
+ * on the 0.5B shape (33 rows, 2 threads of the AVX-512 VM, VNNI int8 at
+ * about 4x the f32 rate) one part made the step 73 ms against 100. Our
  * epilogue then forms y = (acc_hi s_hi + acc_lo s_lo) * sw[col] (+ bias):
  * oneDNN 2.6's brgemm matmul takes no run-time scales (with them it falls
  * back to its slower gemm:jit). The lm_head stays bf16 in int8 mode: it
@@ -88,6 +91,12 @@
 static struct {
   void *lib;
   void (*omp_set_num_threads)(int);
+  /* libgomp (libdnnl's OpenMP runtime, found through its handle) for our
+   * own loops (sc_dnnl_for); NULL when a build of libdnnl has none. */
+  void (*GOMP_parallel)(void (*)(void *), void *, unsigned, unsigned);
+  int (*omp_get_thread_num)(void);
+  int (*omp_get_num_threads)(void);
+  int (*omp_get_max_threads)(void);
 #define X(f) __typeof__(f) *f;
   DNNL_FNS(X)
 #undef X
@@ -122,6 +131,12 @@ static void load_once(void) {
   DNNL_FNS(X)
 #undef X
   *(void **)&D.omp_set_num_threads = dlsym(lib, "omp_set_num_threads");
+  *(void **)&D.GOMP_parallel = dlsym(lib, "GOMP_parallel");
+  *(void **)&D.omp_get_thread_num = dlsym(lib, "omp_get_thread_num");
+  *(void **)&D.omp_get_num_threads = dlsym(lib, "omp_get_num_threads");
+  *(void **)&D.omp_get_max_threads = dlsym(lib, "omp_get_max_threads");
+  if (!D.omp_get_thread_num || !D.omp_get_num_threads || !D.omp_get_max_threads)
+    D.GOMP_parallel = NULL;
   D.lib = lib;
 }
 
@@ -132,6 +147,9 @@ static sc_status dnnl_load(sc_error *err) {
 }
 
 static void set_threads(int n) {
+#ifdef SC_ASAN
+  n = 1; /* one thread in sanitizer builds, whatever --threads says (load_once) */
+#endif
   if (n > 0 && D.omp_set_num_threads) D.omp_set_num_threads(n);
 }
 
@@ -177,9 +195,54 @@ struct sc_dnnl_ctx {
   size_t act_cap;   /* bytes */
   float *act_scale; /* [act_rows] int8 row scales */
   size_t act_rows;
-  float *resid;     /* [resid_cap] one row's rounding error */
-  size_t resid_cap;
+  float *resid;     /* [team][K] each thread's row rounding error */
+  size_t resid_cap; /* floats */
 };
+
+/* ---- our loops on oneDNN's OpenMP team ------------------------------------------
+ * The work around the products (quantizing or converting the activations,
+ * the int8 epilogue, the SiLU) ran on one thread while the rest of oneDNN's
+ * team slept: on the 0.5B shape's int8 step (33 rows, 2 threads) about 19
+ * ms of 96. sc_dnnl_for runs such a loop as one parallel region of the same
+ * team, through libgomp's entry point for `#pragma omp parallel`
+ * (GOMP_parallel(fn, data, 0 = the team size omp_set_num_threads set, 0);
+ * GCC's libgomp ABI). Each thread takes one contiguous range, so every
+ * row or element is computed by the same code as on one thread, bit for
+ * bit. Waking the team costs microseconds: loops under grain elements a
+ * thread stay on the calling thread. */
+typedef struct for_job {
+  sc_range_fn fn;
+  void *arg;
+  int64_t n;
+} for_job;
+
+static void for_main(void *p) {
+  const for_job *j = p;
+  const int64_t t = D.omp_get_thread_num(), T = D.omp_get_num_threads();
+  const int64_t a = j->n * t / T, b = j->n * (t + 1) / T;
+  if (a < b) j->fn(j->arg, a, b);
+}
+
+void sc_dnnl_for(sc_dnnl_ctx *c, int64_t n, int64_t cost, int64_t grain, sc_range_fn fn,
+                 void *arg) {
+  if (n <= 0) return;
+  if (!c || !D.GOMP_parallel || c->m->n_threads == 1 || n < 2 || n * cost < 2 * grain) {
+    fn(arg, 0, n);
+    return;
+  }
+  for_job j = {fn, arg, n};
+  D.GOMP_parallel(for_main, &j, 0, 0);
+}
+
+/* The calling thread's index in the running region (0 outside one). */
+static int thread_index(void) { return D.GOMP_parallel ? D.omp_get_thread_num() : 0; }
+
+/* Threads a region of sc_dnnl_for may use. */
+static int team_size(const sc_dnnl_ctx *c) {
+  if (!D.GOMP_parallel || c->m->n_threads == 1) return 1;
+  const int t = D.omp_get_max_threads();
+  return t < 1 ? 1 : t;
+}
 
 static sc_status dnnl_fail(sc_error *err, dnnl_status_t s, const char *what) {
   return sc_error_set(err, s == dnnl_unimplemented ? SC_ERR_UNSUPPORTED : SC_ERR_INTERNAL,
@@ -657,72 +720,141 @@ static sc_status linear_prim(sc_dnnl_ctx *c, const sc_packed *p, int64_t M, prim
   return SC_OK;
 }
 
-/* bf16 (activations rounded to bf16) or f32 (used as they are): one
- * matmul into y, f32 accumulation. */
-static sc_status linear_float(sc_dnnl_ctx *c, const sc_packed *p, const float *x, int n,
-                              const float *bias, float *y, sc_error *err) {
-  const int64_t N = p->rows, K = p->cols;
+/* One product of a prepared source (int8 parts, bf16 or f32 rows) with a
+ * packed matrix into out (s32 sums for int8, else f32). */
+static sc_status product(sc_dnnl_ctx *c, const sc_packed *p, int64_t M, const void *src,
+                         void *out, sc_error *err) {
   prim_slot *sl;
-  SC_TRY(linear_prim(c, p, n, &sl, err));
-  const void *src = x;
-  if (p->kind == SC_WEIGHTS_BF16) {
-    SC_TRY(ensure_act(c, (size_t)n * (size_t)K * 2, 0, err));
-    for (int i = 0; i < n; i++) {
-      const float *xr = x + (size_t)i * (size_t)K;
-      uint16_t *d = (uint16_t *)c->act + (size_t)i * (size_t)K;
-      for (int64_t j = 0; j < K; j++) d[j] = f32_to_bf16(xr[j]);
-    }
-    src = c->act;
-  }
+  SC_TRY(linear_prim(c, p, M, &sl, err));
   static const int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
   const dnnl_memory_desc_t *mds[3] = {&sl->md[0], &sl->md[1], &sl->md[2]};
-  void *ptrs[3] = {(void *)(uintptr_t)src, p->data, y};
-  SC_TRY(run(c, sl->prim, 3, args, mds, ptrs,
-             p->kind == SC_WEIGHTS_BF16 ? "a bf16 matrix product" : "an f32 matrix product",
-             err));
+  void *ptrs[3] = {(void *)(uintptr_t)src, p->data, out};
+  return run(c, sl->prim, 3, args, mds, ptrs,
+             p->kind == SC_WEIGHTS_INT8   ? "an int8 matrix product"
+             : p->kind == SC_WEIGHTS_BF16 ? "a bf16 matrix product"
+                                          : "an f32 matrix product",
+             err);
+}
+
+/* Rows [a, b) of the activations' preparation (sc_dnnl_for jobs): the two
+ * int8 parts of m rows (row i's at q + i K, its rounding error's at
+ * q + (m + i) K), or bf16. */
+typedef struct prep_job {
+  sc_dnnl_ctx *c;
+  const float *x;
+  int64_t K, m;
+  void *dst;
+} prep_job;
+
+static void quantize_rows(void *arg, int64_t a, int64_t b) {
+  const prep_job *j = arg;
+  const int64_t K = j->K;
+  int8_t *q = j->dst;
+  float *sx = j->c->act_scale, *e = j->c->resid + (size_t)thread_index() * (size_t)K;
+  for (int64_t i = a; i < b; i++)
+    quantize_split(j->x + (size_t)i * (size_t)K, K, q + (size_t)i * (size_t)K,
+                   q + (size_t)(j->m + i) * (size_t)K, &sx[i], &sx[j->m + i], e);
+}
+
+static void bf16_rows(void *arg, int64_t a, int64_t b) {
+  const prep_job *j = arg;
+  const size_t K = (size_t)j->K;
+  for (int64_t i = a; i < b; i++) {
+    const float *xr = j->x + (size_t)i * K;
+    uint16_t *d = (uint16_t *)j->dst + (size_t)i * K;
+    for (size_t k = 0; k < K; k++) d[k] = f32_to_bf16(xr[k]);
+  }
+}
+
+/* Rows [a, b) of the int8 epilogue (sc_dnnl_for job). */
+typedef struct deq_job {
+  const int32_t *acc; /* [2m][N]: the hi parts' sums, then the lo parts' */
+  const float *sx;    /* [2m] */
+  const sc_packed *p;
+  const float *bias;
+  int64_t m;
+  float *y; /* [m][N] */
+} deq_job;
+
+static void dequant_rows(void *arg, int64_t a, int64_t b) {
+  const deq_job *j = arg;
+  const size_t N = (size_t)j->p->rows;
+  for (int64_t i = a; i < b; i++)
+    dequant_row(j->acc + (size_t)i * N, j->acc + (size_t)(j->m + i) * N, j->sx[i],
+                j->sx[j->m + i], j->p->scales, j->bias, (int64_t)N, j->y + (size_t)i * N);
+}
+
+static void add_bias(const float *bias, int n, int64_t N, float *y) {
   if (bias)
     for (int i = 0; i < n; i++)
       for (int64_t j = 0; j < N; j++) y[(size_t)i * (size_t)N + j] += bias[j];
+}
+
+sc_status sc_dnnl_linear_n(sc_dnnl_ctx *c, int nm, const sc_weight *const *ws, const float *x,
+                           int n, const float *const *bias, float *const *ys, sc_error *err) {
+  if (n <= 0 || nm <= 0) return SC_OK;
+  const sc_weights_kind kind = ws[0]->packed->kind;
+  const int64_t K = ws[0]->packed->cols;
+  int64_t Nmax = 0;
+  for (int i = 0; i < nm; i++) {
+    const sc_packed *p = ws[i]->packed;
+    SC_CHECK(p && p->kind == kind && p->cols == K, err, SC_ERR_INTERNAL,
+             "products of one input need packed matrices of one kind and width");
+    Nmax = p->rows > Nmax ? p->rows : Nmax;
+  }
+  if (kind == SC_WEIGHTS_F32) {
+    for (int i = 0; i < nm; i++) {
+      SC_TRY(product(c, ws[i]->packed, n, x, ys[i], err));
+      add_bias(bias ? bias[i] : NULL, n, ws[i]->packed->rows, ys[i]);
+    }
+    return SC_OK;
+  }
+  if (kind == SC_WEIGHTS_BF16) {
+    SC_TRY(ensure_act(c, (size_t)n * (size_t)K * 2, 0, err));
+    prep_job pj = {c, x, K, n, c->act};
+    sc_dnnl_for(c, n, K, SC_DNNL_GRAIN, bf16_rows, &pj);
+    for (int i = 0; i < nm; i++) {
+      SC_TRY(product(c, ws[i]->packed, n, c->act, ys[i], err));
+      add_bias(bias ? bias[i] : NULL, n, ws[i]->packed->rows, ys[i]);
+    }
+    return SC_OK;
+  }
+  /* int8. Rows per product: the two parts of each row are 2 source rows,
+   * their s32 sums 2 rows of acc; chunks keep acc under ACC_BYTES (only a
+   * wide lm_head over many rows needs more than one). */
+  int64_t C = ACC_BYTES / (2 * Nmax * 4);
+  C = C < 1 ? 1 : C > n ? n : C;
+  SC_TRY(ensure_act(c, (size_t)(2 * C * K) + (size_t)(2 * C * Nmax) * 4 + 64, (size_t)(2 * C),
+                    err));
+  const size_t resid = (size_t)K * (size_t)team_size(c);
+  if (resid > c->resid_cap) {
+    float *r = realloc(c->resid, resid * sizeof *r);
+    SC_CHECK(r, err, SC_ERR_NOMEM, "out of memory");
+    c->resid = r;
+    c->resid_cap = resid;
+  }
+  int8_t *q = c->act;
+  int32_t *acc = (int32_t *)(void *)((uint8_t *)c->act + (((size_t)(2 * C * K) + 63) & ~(size_t)63));
+  for (int64_t r0 = 0; r0 < n; r0 += C) {
+    const int64_t m = n - r0 < C ? n - r0 : C;
+    prep_job pj = {c, x + (size_t)r0 * (size_t)K, K, m, q};
+    sc_dnnl_for(c, m, 4 * K, SC_DNNL_GRAIN, quantize_rows, &pj);
+    for (int i = 0; i < nm; i++) {
+      const sc_packed *p = ws[i]->packed;
+      SC_TRY(product(c, p, 2 * m, q, acc, err));
+      deq_job dj = {acc, c->act_scale, p, bias ? bias[i] : NULL, m,
+                    ys[i] + (size_t)r0 * (size_t)p->rows};
+      sc_dnnl_for(c, m, p->rows, SC_DNNL_GRAIN, dequant_rows, &dj);
+    }
+  }
   return SC_OK;
 }
 
 sc_status sc_dnnl_linear(sc_dnnl_ctx *c, const sc_weight *w, const float *x, int n,
                          const float *bias, float *y, sc_error *err) {
-  const sc_packed *p = w->packed;
-  if (n <= 0) return SC_OK;
-  if (p->kind != SC_WEIGHTS_INT8) return linear_float(c, p, x, n, bias, y, err);
-  const int64_t N = p->rows, K = p->cols;
-  /* Rows per product: the two parts of each row are 2 source rows, their
-   * s32 sums 2 rows of acc; chunks keep acc under ACC_BYTES (only a wide
-   * lm_head over many rows needs more than one). */
-  int64_t C = ACC_BYTES / (2 * N * 4);
-  C = C < 1 ? 1 : C > n ? n : C;
-  SC_TRY(ensure_act(c, (size_t)(2 * C * K) + (size_t)(2 * C * N) * 4 + 64, (size_t)(2 * C), err));
-  if ((size_t)K > c->resid_cap) {
-    float *r = realloc(c->resid, (size_t)K * sizeof *r);
-    SC_CHECK(r, err, SC_ERR_NOMEM, "out of memory");
-    c->resid = r;
-    c->resid_cap = (size_t)K;
-  }
-  int8_t *q = c->act;
-  int32_t *acc = (int32_t *)(void *)((uint8_t *)c->act + (((size_t)(2 * C * K) + 63) & ~(size_t)63));
-  float *sx = c->act_scale;
-  for (int64_t r0 = 0; r0 < n; r0 += C) {
-    const int64_t m = n - r0 < C ? n - r0 : C;
-    prim_slot *sl;
-    SC_TRY(linear_prim(c, p, 2 * m, &sl, err));
-    for (int64_t i = 0; i < m; i++)
-      quantize_split(x + (size_t)(r0 + i) * (size_t)K, K, q + (size_t)i * (size_t)K,
-                     q + (size_t)(m + i) * (size_t)K, &sx[i], &sx[m + i], c->resid);
-    static const int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
-    const dnnl_memory_desc_t *mds[3] = {&sl->md[0], &sl->md[1], &sl->md[2]};
-    void *ptrs[3] = {q, p->data, acc};
-    SC_TRY(run(c, sl->prim, 3, args, mds, ptrs, "an int8 matrix product", err));
-    for (int64_t i = 0; i < m; i++)
-      dequant_row(acc + (size_t)i * (size_t)N, acc + (size_t)(m + i) * (size_t)N, sx[i],
-                  sx[m + i], p->scales, bias, N, y + (size_t)(r0 + i) * (size_t)N);
-  }
-  return SC_OK;
+  const float *b[1] = {bias};
+  float *ys[1] = {y};
+  return sc_dnnl_linear_n(c, 1, &w, x, n, b, ys, err);
 }
 
 /* ---- attention ------------------------------------------------------------------

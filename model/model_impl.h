@@ -219,6 +219,21 @@ void sc_dnnl_ctx_begin(sc_dnnl_ctx *c);
  * w->packed (which must be set). */
 sc_status sc_dnnl_linear(sc_dnnl_ctx *c, const sc_weight *w, const float *x, int n,
                          const float *bias, float *y, sc_error *err);
+/* The products of one input with nm matrices of one kind and width (a
+ * layer's q, k and v; its gate and up): ys[i] = x * ws[i]^T (+ bias[i];
+ * bias may be NULL, as may each bias[i]). The activations are quantized
+ * (int8) or rounded (bf16) once for all of them. */
+sc_status sc_dnnl_linear_n(sc_dnnl_ctx *c, int nm, const sc_weight *const *ws, const float *x,
+                           int n, const float *const *bias, float *const *ys, sc_error *err);
+/* fn(arg, a, b) over [0, n) split in contiguous ranges across the OpenMP
+ * team oneDNN runs on (one thread when c is NULL, there is no team, or
+ * n * cost, the work in elements, is under 2 * grain). Each index is
+ * computed by the same code whichever thread takes it. */
+void sc_dnnl_for(sc_dnnl_ctx *c, int64_t n, int64_t cost, int64_t grain, sc_range_fn fn,
+                 void *arg);
+/* The grain of the forward pass's loops: elements a thread should have
+ * before waking the team pays (a wake costs microseconds). */
+#define SC_DNNL_GRAIN 16384
 /* Bidirectional attention of nw query rows over n key rows, every head:
  * q [nw][nh*hd], k and v [n][nkv*hd] (query head h reads kv head
  * h / (nh / nkv)), att [nw][nh*hd]; softmax(q k^T * scale) v. scores is

@@ -47,9 +47,9 @@ def check(cond, what):
         failures.append(what)
 
 
-def logits(model, ids, weights, out):
+def logits(model, ids, weights, out, *extra):
     r = run("logits", "--model", model, "--ids", ",".join(map(str, ids)), "--out", out,
-            "--weights", weights)
+            "--weights", weights, *extra)
     if r.returncode != 0:
         check(False, f"{model} --weights {weights}: exits 0 ({r.stderr.strip()})")
         return None
@@ -95,6 +95,24 @@ with tempdir() as tmp:
     for name, d in make_all(tmp).items():
         V = tiny_checkpoints.SPECS[name]["vocab"]
         compare(name, d, [rng.integers(0, V, size=128)], out, 0.95)
+
+    # The work around the products (quantizing or rounding the activations,
+    # the int8 epilogue, the SiLU) is split across oneDNN's OpenMP team in
+    # row ranges (model/dnnl.c sc_dnnl_for): each row computed by the same
+    # code as on one thread. On matrices wide enough to be split (512 x 2304,
+    # 128 rows), 2 threads give the logits of 1 bit for bit.
+    spec = dict(tiny_checkpoints.SPECS["dream-bf16"], hidden=512, heads=8, inter=2304)
+    d = tiny_checkpoints.generate("dream-bf16-wide", spec, tmp)
+    ids = rng.integers(0, spec["vocab"], size=128)
+    # f32 only where it runs through oneDNN (its f32 copy): OpenBLAS's sums
+    # (sanitizer builds, AVX2 CPUs) depend on its thread count.
+    r = run("model", "info", "--model", d, "--json")
+    f32_copy = r.returncode == 0 and json.loads(r.stdout).get("packed_bytes", 0) > 0
+    for w in ("int8", "bf16") + (("f32",) if f32_copy else ()):
+        one = logits(d, ids, w, out, "--threads", "1")
+        two = logits(d, ids, w, out, "--threads", "2")
+        check(one is not None and two is not None and np.array_equal(one, two),
+              f"dream-bf16-wide {w}: 2 threads give the logits of 1, bit for bit")
 
     # The shipped model on real code: 250 tokens of each of four files.
     default = os.path.join(SRC, "model", "default")

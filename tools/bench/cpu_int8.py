@@ -10,7 +10,10 @@
   3. `sculpt bench --step` in f32, bf16 and int8 (context 1024, canvas
      32): the full pass as GFLOP/s and its share of the sgemm peak; the
      cached decoding step, int8 against f32, and against the floor its
-     bytes take at the read bandwidth measured in the same process.
+     bytes take at the read bandwidth measured in the same process; then
+     each kind's step against its roofline: the larger of that bandwidth
+     floor and its arithmetic at this machine's measured matmul peaks for
+     its types (step_roofline below).
   4. `sculpt bench --replay` on a real file (click's core.py) typed into,
      with the real Qwen tokenizer when tools/bench can find it, int8: one
      session (K/V reused) against every request in full, with --compare
@@ -52,6 +55,26 @@ def sh(args, **kw):
     if r.returncode != 0:
         sys.exit(f"{' '.join(args[:3])}...: {r.stderr.strip()}")
     return r
+
+
+def step_roofline(spec, kind, pk, nw, n, canvas):
+    """The step's compute floor in ms for weights of kind: its products at
+    the measured oneDNN peak of their types (pk, peak.py): the layers' in
+    f32, bf16, or int8 as 2 nw rows (the activations' two int8 parts,
+    model/dnnl.c), the lm_head's in f32 (f32) or bf16 (bf16 and int8), and
+    the attention's in f32."""
+    H, L, FF, V = spec["hidden"], spec["layers"], spec["inter"], spec["vocab"]
+    hd = H // spec["heads"]
+    QD, KD = spec["heads"] * hd, spec["kv_heads"] * hd
+    layer_params = L * (H * QD + 2 * H * KD + QD * H + 3 * H * FF)
+    f32 = pk["peak"] * 1e9
+    if kind == "int8":
+        layers = 2 * (2 * nw) * layer_params / (pk["int8"] * 1e9)
+    else:
+        layers = 2 * nw * layer_params / (f32 if kind == "f32" else pk["bf16"] * 1e9)
+    head = 2 * canvas * V * H / (f32 if kind == "f32" else pk["bf16"] * 1e9)
+    att = L * 4.0 * spec["heads"] * hd * nw * n / f32
+    return (layers + head + att) * 1e3
 
 
 def main():
@@ -111,6 +134,8 @@ def main():
                 "--canvas", "32", "--repeat", str(args.repeat), "--threads", str(args.threads)])
         m = re.search(r"RESULT (.*)", r.stdout)
         res[w] = dict(kv.split("=") for kv in m.group(1).split())
+        g = re.search(r"cached step: (\d+) rows over (\d+) positions", r.stdout)
+        res[w]["nw"], res[w]["n"] = int(g.group(1)), int(g.group(2))
         lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("full pass", "cached", "step"))]
         print(f"-- --weights {w}\n  " + "\n  ".join(lines))
     f, i8 = res["f32"], res["int8"]
@@ -121,6 +146,19 @@ def main():
           f"/ its compute floor (the step's work at the int8 full pass's rate, "
           f"{float(i8['compute_floor_ms']):.1f} ms) "
           f"{float(i8['step_ms']) / float(i8['compute_floor_ms']):.2f}x")
+    print(f"the steps against their rooflines (the larger of the bandwidth floor and the step's "
+          f"arithmetic at the measured peaks: f32 {peak:.0f}, bf16 {pk['bf16']:.0f} GFLOP/s, "
+          f"int8 {pk['int8']:.0f} GOP/s; int8 layers as 2 x {i8['nw']} rows):")
+    roof = {}
+    for w in ("f32", "bf16", "int8"):
+        x = res[w]
+        comp = step_roofline(spec, w, pk, x["nw"], x["n"], 32)
+        roof[w] = max(comp, float(x["floor_ms"]))
+        print(f"  {w}: step {float(x['step_ms']):.1f} ms, compute floor {comp:.1f} ms, bandwidth "
+              f"floor {float(x['floor_ms']):.1f} ms: {float(x['step_ms']) / roof[w]:.2f}x its "
+              f"roofline")
+    print(f"  int8 against f32 at the rooflines: {roof['f32'] / roof['int8']:.2f}x "
+          f"(measured {float(f['step_ms']) / float(i8['step_ms']):.2f}x)")
 
     # 4. replay (--replay-chars 0 skips it: the LSP's own replay is
     # tools/bench/replay.py --real)

@@ -24,21 +24,26 @@ def build(out_dir=None):
 
 def sgemm_peak(threads, n=2048, repeat=5):
     """{"openblas": GFLOP/s, "onednn": GFLOP/s, "impl": str, "peak": max,
-    "library": the faster one's name}."""
+    "library": the faster one's name, "bf16": oneDNN's bf16 GFLOP/s,
+    "bf16_impl", "int8": its s8 x s8 -> s32 GOP/s, "int8_impl"}."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                OMP_WAIT_POLICY="PASSIVE")
     r = subprocess.run([build(), str(n), str(repeat)], capture_output=True, text=True, env=env,
                        check=True)
-    m = re.search(r"openblas_gflops=(\S+) onednn_gflops=(\S+) onednn_impl=(\S+)", r.stdout)
+    m = re.search(r"openblas_gflops=(\S+) onednn_gflops=(\S+) onednn_impl=(\S+) "
+                  r"bf16_gflops=(\S+) bf16_impl=(\S+) int8_gops=(\S+) int8_impl=(\S+)", r.stdout)
     blas, dnn = float(m.group(1)), float(m.group(2))
     return {"openblas": blas, "onednn": dnn, "impl": m.group(3), "peak": max(blas, dnn),
-            "library": "oneDNN matmul" if dnn > blas else "OpenBLAS sgemm"}
+            "library": "oneDNN matmul" if dnn > blas else "OpenBLAS sgemm",
+            "bf16": float(m.group(4)), "bf16_impl": m.group(5), "int8": float(m.group(6)),
+            "int8_impl": m.group(7)}
 
 
 def describe(p, threads, n=2048):
     return (f"f32 {n}^3 with {threads} threads: OpenBLAS sgemm {p['openblas']:.1f}, oneDNN "
             f"matmul ({p['impl']}) {p['onednn']:.1f} GFLOP/s; peak {p['peak']:.1f} "
-            f"({p['library']})")
+            f"({p['library']}); oneDNN bf16 ({p['bf16_impl']}) {p['bf16']:.1f} GFLOP/s, "
+            f"int8 s8 x s8 ({p['int8_impl']}) {p['int8']:.1f} GOP/s")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,13 @@
  * CPUs while oneDNN dispatches AVX-512 there, so the faster of the two is
  * the machine's peak; the scripts use the larger.
  *
+ * The same oneDNN matmul in bf16 (bf16 x bf16 -> f32) and in int8
+ * (s8 x s8 -> s32, the types of sculpt's int8 products) gives those kinds'
+ * peaks, the rates the CPU benchmarks set int8 and bf16 steps against.
+ *
  * Prints one line: RESULT n=N openblas_gflops=.. onednn_gflops=.. onednn_impl=..
- * (onednn_gflops=0 when oneDNN could not run). */
+ * bf16_gflops=.. bf16_impl=.. int8_gops=.. int8_impl=.. (0 where oneDNN
+ * could not run that kind). */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <dnnl.h>
@@ -37,20 +42,23 @@ static double now_s(void) {
   } while (0)
 
 /* y[n][n] = x[n][n] * w, w given as n x n rows (transposed), through a
- * matmul primitive over w reordered into its preferred layout. Returns the
- * best seconds of reps, 0 on failure. */
-static double onednn_best(int64_t n, const float *x, const float *w, float *y, int reps,
-                          const char **impl) {
+ * matmul primitive over w reordered into its preferred layout, with
+ * sources and weights of type t (f32 data is converted by reorders first;
+ * the result is f32, or s32 for s8). Returns the best seconds of reps, 0 on
+ * failure. */
+static double onednn_best(int64_t n, dnnl_data_type_t t, const float *x, const float *w,
+                          float *y, int reps, const char **impl) {
   dnnl_engine_t eng;
   dnnl_stream_t st;
   OK(dnnl_engine_create(&eng, dnnl_cpu, 0));
   OK(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
   dnnl_dims_t d = {n, n};
-  dnnl_memory_desc_t src, wany, dst, wplain;
-  OK(dnnl_memory_desc_init_by_tag(&src, 2, d, dnnl_f32, dnnl_ab));
-  OK(dnnl_memory_desc_init_by_tag(&wany, 2, d, dnnl_f32, dnnl_format_tag_any));
-  OK(dnnl_memory_desc_init_by_tag(&dst, 2, d, dnnl_f32, dnnl_ab));
+  dnnl_memory_desc_t src, wany, dst, wplain, xplain;
+  OK(dnnl_memory_desc_init_by_tag(&src, 2, d, t, dnnl_ab));
+  OK(dnnl_memory_desc_init_by_tag(&wany, 2, d, t, dnnl_format_tag_any));
+  OK(dnnl_memory_desc_init_by_tag(&dst, 2, d, t == dnnl_s8 ? dnnl_s32 : dnnl_f32, dnnl_ab));
   OK(dnnl_memory_desc_init_by_tag(&wplain, 2, d, dnnl_f32, dnnl_ba));
+  OK(dnnl_memory_desc_init_by_tag(&xplain, 2, d, dnnl_f32, dnnl_ab));
   dnnl_matmul_desc_t md;
   OK(dnnl_matmul_desc_init(&md, &src, &wany, NULL, &dst));
   dnnl_primitive_desc_t pd;
@@ -67,7 +75,18 @@ static double onednn_best(int64_t n, const float *x, const float *w, float *y, i
   dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, mw_plain}, {DNNL_ARG_TO, mw}};
   OK(dnnl_primitive_execute(reorder, st, 2, ra));
   OK(dnnl_stream_wait(st));
-  OK(dnnl_memory_create(&mx, &src, eng, (void *)x));
+  /* The source in t (a reorder from f32; s8 saturates, which does not
+   * change the speed). */
+  dnnl_memory_t mx_plain;
+  OK(dnnl_memory_create(&mx_plain, &xplain, eng, (void *)x));
+  OK(dnnl_memory_create(&mx, &src, eng, DNNL_MEMORY_ALLOCATE));
+  dnnl_primitive_desc_t xpd;
+  OK(dnnl_reorder_primitive_desc_create(&xpd, &xplain, eng, &src, eng, NULL));
+  dnnl_primitive_t xreorder;
+  OK(dnnl_primitive_create(&xreorder, xpd));
+  dnnl_exec_arg_t xa[2] = {{DNNL_ARG_FROM, mx_plain}, {DNNL_ARG_TO, mx}};
+  OK(dnnl_primitive_execute(xreorder, st, 2, xa));
+  OK(dnnl_stream_wait(st));
   OK(dnnl_memory_create(&my, &dst, eng, y));
   OK(dnnl_primitive_create(&mm, pd));
   dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mx}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, my}};
@@ -116,9 +135,13 @@ int main(int argc, char **argv) {
     t = now_s() - t;
     if (t < blas) blas = t;
   }
-  const char *impl = "none";
-  double dn = onednn_best(n, x, w, y, reps, &impl);
-  printf("RESULT n=%lld openblas_gflops=%.1f onednn_gflops=%.1f onednn_impl=%s\n", (long long)n,
-         flop / blas / 1e9, dn > 0 ? flop / dn / 1e9 : 0.0, impl);
+  const char *impl = "none", *bimpl = "none", *iimpl = "none";
+  double dn = onednn_best(n, dnnl_f32, x, w, y, reps, &impl);
+  double bf = onednn_best(n, dnnl_bf16, x, w, y, reps, &bimpl);
+  double i8 = onednn_best(n, dnnl_s8, x, w, y, reps, &iimpl);
+  printf("RESULT n=%lld openblas_gflops=%.1f onednn_gflops=%.1f onednn_impl=%s bf16_gflops=%.1f "
+         "bf16_impl=%s int8_gops=%.1f int8_impl=%s\n",
+         (long long)n, flop / blas / 1e9, dn > 0 ? flop / dn / 1e9 : 0.0, impl,
+         bf > 0 ? flop / bf / 1e9 : 0.0, bimpl, i8 > 0 ? flop / i8 / 1e9 : 0.0, iimpl);
   return 0;
 }
