@@ -338,17 +338,117 @@ static bool cpu_only_dtypes(const sc_model *m) {
   return false;
 }
 
-/* Bytes this machine can still give, from /proc/meminfo's MemAvailable
- * (the kernel's estimate, page cache included); 0 when unknown. */
+/* The first number in path (after key and a space when key is set: a
+ * memory.stat line); false when the file, the key or a number is missing
+ * ("max" in cgroup v2's memory.max is not a number: no limit). */
+static bool read_u64(const char *path, const char *key, uint64_t *out) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  char line[256];
+  bool ok = false;
+  const size_t kl = key ? strlen(key) : 0;
+  while (!ok && fgets(line, sizeof line, f)) {
+    const char *v = line;
+    if (key) {
+      if (strncmp(line, key, kl) != 0 || line[kl] != ' ') continue;
+      v = line + kl + 1;
+    }
+    unsigned long long x;
+    ok = sscanf(v, "%llu", &x) == 1;
+    if (ok) *out = x;
+    if (!key) break;
+  }
+  fclose(f);
+  return ok;
+}
+
+/* Bytes the memory cgroup of this process may still take: a container's
+ * or a service's limit (docker --memory, systemd MemoryMax=) is not in
+ * /proc/meminfo, which shows the host's, and a copy sized by the host
+ * would have the process killed. For the cgroup (from /proc/self/cgroup,
+ * v1's memory controller or v2's unified tree) and each one above it with
+ * a limit: the limit less its usage, plus its page cache, which the kernel
+ * reclaims before it fails (as MemAvailable counts it); the smallest.
+ * UINT64_MAX when no limit is found. Sources: the kernel's
+ * Documentation/admin-guide/cgroup-v1/memory.rst and cgroup-v2.rst. */
+static uint64_t cgroup_available(void) {
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  if (!f) return UINT64_MAX;
+  char line[1024], v1[512] = "", v2[512] = "";
+  bool have_v1 = false, have_v2 = false;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+    if (!b || strlen(b + 1) >= sizeof v1) continue;
+    *a = *b = 0;
+    const char *ctl = a + 1;
+    if (strncmp(line, "0", 2) == 0 && *ctl == 0) {
+      snprintf(v2, sizeof v2, "%s", b + 1);
+      have_v2 = true;
+    } else {
+      /* v1: a comma-separated list of controllers, one of them memory */
+      for (const char *c = ctl; c && *c; c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL)
+        if (strncmp(c, "memory", 6) == 0 && (c[6] == ',' || c[6] == 0)) {
+          snprintf(v1, sizeof v1, "%s", b + 1);
+          have_v1 = true;
+        }
+    }
+  }
+  fclose(f);
+  static const struct {
+    const char *root, *limit, *usage, *cache;
+  } trees[] = {
+      {"/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", "total_cache"},
+      {"/sys/fs/cgroup", "memory.max", "memory.current", "file"},
+      {"/sys/fs/cgroup/unified", "memory.max", "memory.current", "file"},
+  };
+  uint64_t best = UINT64_MAX;
+  for (size_t t = 0; t < sizeof trees / sizeof trees[0]; t++) {
+    if (t == 0 ? !have_v1 : !have_v2) continue;
+    char rel[512];
+    snprintf(rel, sizeof rel, "%s", t == 0 ? v1 : v2);
+    /* From the cgroup up to the mount's root (a cgroup namespace's own
+     * root carries the container's limit). */
+    for (;;) {
+      char dir[1024], path[1100];
+      snprintf(dir, sizeof dir, "%s%s", trees[t].root, strcmp(rel, "/") == 0 ? "" : rel);
+      uint64_t limit, usage, cache = 0;
+      snprintf(path, sizeof path, "%s/%s", dir, trees[t].limit);
+      /* v1 writes "no limit" as a number near 2^63 */
+      if (read_u64(path, NULL, &limit) && limit < ((uint64_t)1 << 60)) {
+        snprintf(path, sizeof path, "%s/%s", dir, trees[t].usage);
+        if (read_u64(path, NULL, &usage)) {
+          snprintf(path, sizeof path, "%s/memory.stat", dir);
+          (void)read_u64(path, trees[t].cache, &cache);
+          const uint64_t used = usage > cache ? usage - cache : 0;
+          const uint64_t avail = limit > used ? limit - used : 0;
+          if (avail < best) best = avail;
+        }
+      }
+      char *slash = strrchr(rel, '/');
+      if (!slash || strcmp(rel, "/") == 0 || rel[0] == 0) break;
+      if (slash == rel) snprintf(rel, sizeof rel, "/");
+      else *slash = 0;
+    }
+  }
+  return best;
+}
+
+/* Bytes this machine can still give: /proc/meminfo's MemAvailable (the
+ * kernel's estimate, page cache included), or the memory cgroup's room
+ * when that is smaller; 0 when unknown. */
 static uint64_t mem_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[128];
   unsigned long long kb = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-  fclose(f);
-  return (uint64_t)kb * 1024u;
+  if (f) {
+    char line[128];
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+  }
+  const uint64_t host = (uint64_t)kb * 1024u, cg = cgroup_available();
+  if (host == 0) return cg == UINT64_MAX ? 0 : cg;
+  return cg < host ? cg : host;
 }
 
 /* Weights of the matrices a converted copy holds: the layers' seven and the

@@ -78,6 +78,7 @@ try:
         check(rc in (0, 1) and made == ([want] if want else []),
               f"sculpt batch {' '.join(extra) or '(auto)'}: the loader made {want or 'no'} "
               f"converted weights ({rc}, {made}, {err.strip()[-200:]})")
+
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -115,6 +116,54 @@ for extra, want in (([], "f32"), (["--weights", "int8"], "int8")):
     check(h.get("weights") == want,
           f"sculpt serve {' '.join(extra) or '(auto)'}: /health says {want} ({h})")
 
+def in_memory_cgroup(limit, argv, env):
+    """Runs argv in a new child of this process's memory cgroup (v1's
+    memory controller, or v2's tree where memory is enabled for children)
+    limited to limit bytes: (rc, stdout, stderr), or None when no such
+    cgroup can be made here."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = [ln.rstrip("\n").split(":", 2) for ln in f]
+    except OSError:
+        return None
+    child = None
+    for hid, ctl, path in lines:
+        if "memory" in ctl.split(","):
+            base, limit_file = "/sys/fs/cgroup/memory" + path, "memory.limit_in_bytes"
+            break
+    else:
+        v2 = [p for h, c, p in lines if h == "0" and c == ""]
+        if not v2:
+            return None
+        base, limit_file = "/sys/fs/cgroup" + v2[0], "memory.max"
+    child = os.path.join(base, f"sculpt-test-{os.getpid()}")
+    try:
+        os.mkdir(child)
+    except OSError:
+        return None
+    try:
+        with open(os.path.join(child, limit_file), "w") as f:
+            f.write(str(limit))
+
+        def enter():
+            with open(os.path.join(child, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+
+        e = dict(os.environ)
+        e.pop("SCULPT_WEIGHTS", None)
+        e.update(env)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=e,
+                           stdin=subprocess.DEVNULL, preexec_fn=enter)
+        return p.returncode, p.stdout, p.stderr
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        try:
+            os.rmdir(child)
+        except OSError:
+            pass
+
+
 # auto past SC_WEIGHTS_CONVERT_MIN_PARAMS (50M parameters; here one layer
 # and a 400k-token vocabulary, 51M): bf16 where oneDNN's bf16 matmul runs on
 # the CPU's own bf16 instructions (AVX512_BF16, AMX), else int8. Telling
@@ -141,6 +190,37 @@ try:
               f"auto on a {i.get('params', 0) / 1e6:.0f}M-parameter checkpoint "
               f"{'with ' + str(env) if env else ''}: {want} ({i.get('weights')}; "
               f"{err.strip()[-160:]})")
+
+    # Memory is judged within the process's memory cgroup (a container's or
+    # a service's limit), not only by the host's /proc/meminfo: the same
+    # checkpoint in a child cgroup limited to 300 MiB gets no f32 copy
+    # (205 MB, over half of the room) but still its bf16 one (103 MB), and at
+    # 180 MiB auto makes int8 instead of bf16. Needs root and a writable
+    # cgroup tree; skipped with a note otherwise, and in sanitizer builds
+    # (their shadow memory would not fit the limit).
+    if os.environ.get("SCULPT_SANITIZED") == "1":
+        print("note: sanitizer build: the memory cgroup checks are skipped")
+    else:
+        for limit, extra, want_kind, want_copy in ((300, ["--weights", "f32"], "f32", False),
+                                                   (300, [], "bf16" if NATIVE_BF16 else "int8", True),
+                                                   (180, [], "int8", True)):
+            if ctypes.util.find_library("dnnl") is None:
+                print("note: oneDNN is not installed: the memory cgroup checks are skipped")
+                break
+            got = in_memory_cgroup(limit << 20, [BIN, "model", "info", "--model", d, "--json",
+                                                 *extra], {"SCULPT_LOG": "info"})
+            if got is None:
+                print("note: no child memory cgroup could be made here: the memory cgroup "
+                      "checks are skipped")
+                break
+            rc, out, err = got
+            i = json.loads(out) if rc == 0 else {}
+            check(i.get("weights") == want_kind and (i.get("packed_bytes", 0) > 0) == want_copy
+                  and (want_copy or "available" in err),
+                  f"in a {limit} MiB memory cgroup, model info {' '.join(extra) or '(auto)'}: "
+                  f"{want_kind} {'with' if want_copy else 'without'} a copy "
+                  f"({i.get('weights')}, {i.get('packed_bytes')} bytes; rc {rc}; "
+                  f"{err.strip()[-200:]})")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
