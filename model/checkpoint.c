@@ -370,9 +370,12 @@ static bool read_u64(const char *path, const char *key, uint64_t *out) {
  * a limit: the limit less its usage, plus its page cache, which the kernel
  * reclaims before it fails (as MemAvailable counts it); the smallest.
  * UINT64_MAX when no limit is found. Sources: the kernel's
- * Documentation/admin-guide/cgroup-v1/memory.rst and cgroup-v2.rst. */
-static uint64_t cgroup_available(void) {
-  FILE *f = fopen("/proc/self/cgroup", "r");
+ * Documentation/admin-guide/cgroup-v1/memory.rst and cgroup-v2.rst.
+ * (model_impl.h: root prefixes every path, "" for this machine.) */
+uint64_t sc_cgroup_available(const char *root) {
+  char cgpath[1024];
+  snprintf(cgpath, sizeof cgpath, "%s/proc/self/cgroup", root);
+  FILE *f = fopen(cgpath, "r");
   if (!f) return UINT64_MAX;
   char line[1024], v1[512] = "", v2[512] = "";
   bool have_v1 = false, have_v2 = false;
@@ -411,7 +414,7 @@ static uint64_t cgroup_available(void) {
      * root carries the container's limit). */
     for (;;) {
       char dir[1024], path[1100];
-      snprintf(dir, sizeof dir, "%s%s", trees[t].root, strcmp(rel, "/") == 0 ? "" : rel);
+      snprintf(dir, sizeof dir, "%s%s%s", root, trees[t].root, strcmp(rel, "/") == 0 ? "" : rel);
       uint64_t limit, usage, cache = 0;
       snprintf(path, sizeof path, "%s/%s", dir, trees[t].limit);
       /* v1 writes "no limit" as a number near 2^63 */
@@ -446,7 +449,7 @@ static uint64_t mem_available(void) {
       if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
     fclose(f);
   }
-  const uint64_t host = (uint64_t)kb * 1024u, cg = cgroup_available();
+  const uint64_t host = (uint64_t)kb * 1024u, cg = sc_cgroup_available("");
   if (host == 0) return cg == UINT64_MAX ? 0 : cg;
   return cg < host ? cg : host;
 }

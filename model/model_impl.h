@@ -170,6 +170,14 @@ sc_status sc_model_own(sc_model *m, void *p, sc_error *err);
  * checkpoint (checkpoint.c). Returns SC_ERR_FORMAT. */
 sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err);
 
+/* Bytes the process's memory cgroup may still take: for its cgroup (v1's
+ * memory controller, v2's unified tree) and each one above it with a
+ * limit, the limit less the usage that is not page cache; the smallest,
+ * UINT64_MAX when none has a limit (checkpoint.c). root (borrowed)
+ * prefixes /proc/self/cgroup and /sys/fs/cgroup: "" for this machine, a
+ * folder holding copies of them in tests. */
+uint64_t sc_cgroup_available(const char *root);
+
 /* Converts n elements of a row (possibly unaligned) of a plain dtype (F32,
  * F16, BF16) to f32. */
 void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst);
