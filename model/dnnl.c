@@ -6,24 +6,27 @@
  *
  * int8: weights per output channel, symmetric (quant.c), converted once at
  * load into the blocked layout oneDNN's matmul asks for (queried with
- * format "any", then reordered; for s8 sources that layout also carries the
- * s8s8 compensation). Activations are quantized at run time per row in two
- * int8 parts, x ~= s_hi q_hi + s_lo q_lo (the second quantizes the first's
- * rounding error), about 15 bits: plain per-row int8 activations doubled
+ * format "any", then reordered). Activations are quantized at run time per
+ * row in two int8 parts, x ~= s_hi q_hi + s_lo q_lo (the second quantizes
+ * the first's rounding error), about 15 bits: plain per-row int8 activations doubled
  * the logit error of int8 weights alone on the shipped model (rms 0.028 vs
  * 0.014, argmax agreement 98.0% vs 99.2%, same completion text at 91.7% of
  * the corpus sites; measured again on main: argmax 98.3%, same text at
  * 107 of 120 sites, both under the gate of tests/model/test_int8.py). The
- * two parts go through the product as 2n rows of one s8 x s8 -> s32
- * matmul, which reads the weights once but does twice the arithmetic, and
+ * two parts go through the product as 2n rows of one u8 x s8 -> s32
+ * matmul (the parts as bytes q + 128, or q + 64 in 7 bits on CPUs without
+ * VNNI: int8_range), which reads the weights once but does twice the
+ * arithmetic, and
  * a decoding step is bound by that arithmetic, not by reading the weights:
  * on the 0.5B shape (33 rows, 2 threads of the AVX-512 VM, VNNI int8 at
  * about 4x the f32 rate) one part made the step 73 ms against 100. Our
- * epilogue then forms y = (acc_hi s_hi + acc_lo s_lo) * sw[col] (+ bias):
+ * epilogue then forms y = (acc_hi s_hi + acc_lo s_lo) * sw[col] (+ bias),
+ * each acc less the byte offset times the column's weight sum:
  * oneDNN 2.6's brgemm matmul takes no run-time scales (with them it falls
  * back to its slower gemm:jit). The lm_head stays bf16 in int8 mode: it
  * decides which token wins, and in int8 it alone changed the completion
- * text at 11% of the corpus sites (int8 layers with a bf16 head: 2.5%).
+ * text at 11% of the corpus sites (int8 layers with a bf16 head: 2.5%);
+ * where oneDNN has no bf16 matmul (2.6 on AVX2) it is f32.
  * bf16: weights and activations bf16, f32 accumulation, f32 out.
  * f32: weights (widened from the checkpoint's dtype) and activations f32.
  * On AVX-512 CPUs oneDNN runs its AVX-512 kernels where Debian's OpenBLAS
@@ -167,6 +170,8 @@ struct sc_packed {
   void *data;            /* md's bytes (owned) */
   size_t bytes;
   float *scales;         /* INT8: [rows] (owned) */
+  int32_t *wsum;         /* INT8: [rows] each row's sum of int8 weights (owned) */
+  int qmax;              /* INT8: activations quantized over [-qmax, qmax] */
 };
 
 typedef enum prim_kind { PRIM_LINEAR, PRIM_QK, PRIM_SOFTMAX, PRIM_PV } prim_kind;
@@ -276,7 +281,8 @@ static sc_status linear_pd(dnnl_engine_t eng, sc_weights_kind kind, int64_t N, i
                            dnnl_memory_desc_t md[3], sc_error *err) {
   dnnl_dims_t sd = {M, K}, wd = {K, N}, dd = {M, N};
   dnnl_data_type_t t = wtype(kind);
-  DN(D.dnnl_memory_desc_init_by_tag(&md[0], 2, sd, t, dnnl_ab), "source descriptor");
+  DN(D.dnnl_memory_desc_init_by_tag(&md[0], 2, sd, kind == SC_WEIGHTS_INT8 ? dnnl_u8 : t, dnnl_ab),
+     "source descriptor");
   if (wmd) md[1] = *wmd;
   else DN(D.dnnl_memory_desc_init_by_tag(&md[1], 2, wd, t, dnnl_format_tag_any), "weights descriptor");
   DN(D.dnnl_memory_desc_init_by_tag(&md[2], 2, dd, kind == SC_WEIGHTS_INT8 ? dnnl_s32 : dnnl_f32,
@@ -288,12 +294,33 @@ static sc_status linear_pd(dnnl_engine_t eng, sc_weights_kind kind, int64_t N, i
   return SC_OK;
 }
 
+/* Runs prim with (arg, memory over ptr with md) pairs. */
+static sc_status exec_prim(dnnl_engine_t eng, dnnl_stream_t strm, dnnl_primitive_t prim, int n,
+                           const int *args, const dnnl_memory_desc_t *const *mds,
+                           void *const *ptrs, const char *what, sc_error *err) {
+  dnnl_memory_t mem[4] = {0};
+  dnnl_exec_arg_t ea[4];
+  dnnl_status_t s = dnnl_success;
+  for (int i = 0; i < n && s == dnnl_success; i++) {
+    s = D.dnnl_memory_create(&mem[i], mds[i], eng, ptrs[i]);
+    ea[i].arg = args[i];
+    ea[i].memory = mem[i];
+  }
+  if (s == dnnl_success) s = D.dnnl_primitive_execute(prim, strm, n, ea);
+  if (s == dnnl_success) s = D.dnnl_stream_wait(strm);
+  for (int i = 0; i < n; i++)
+    if (mem[i]) D.dnnl_memory_destroy(mem[i]);
+  if (s != dnnl_success) return dnnl_fail(err, s, what);
+  return SC_OK;
+}
+
 /* ---- packing (at load) --------------------------------------------------------- */
 
 static void pack_free(sc_packed *p) {
   if (!p) return;
   free(p->data);
   free(p->scales);
+  free(p->wsum);
   free(p);
 }
 
@@ -401,7 +428,8 @@ static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight
   p->cols = w->cols;
   if (kind == SC_WEIGHTS_INT8) {
     p->scales = malloc((size_t)w->rows * sizeof *p->scales);
-    if (!p->scales) {
+    p->wsum = malloc((size_t)w->rows * sizeof *p->wsum);
+    if (!p->scales || !p->wsum) {
       pack_free(p);
       return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
     }
@@ -423,6 +451,13 @@ static sc_status pack_one(dnnl_engine_t eng, dnnl_stream_t strm, const sc_weight
                         (double)p->bytes / 1048576.0);
   }
   if (st == SC_OK) st = plain_copy(w, kind, &plain, &plain_owned, &plain_type, p->scales, err);
+  if (st == SC_OK && kind == SC_WEIGHTS_INT8)
+    for (int64_t r = 0; r < w->rows; r++) {
+      const int8_t *q = (const int8_t *)plain + (size_t)r * (size_t)w->cols;
+      int32_t sum = 0;
+      for (int64_t c = 0; c < w->cols; c++) sum += q[c];
+      p->wsum[r] = sum;
+    }
   if (st == SC_OK) {
     /* The plain matrix as oneDNN sees it: K x N with N x K storage ("ba"). */
     dnnl_dims_t wd = {w->cols, w->rows};
@@ -501,6 +536,65 @@ bool sc_dnnl_bf16_native(void) {
   return g_bf16_native;
 }
 
+/* int8 activations are unsigned bytes, q + qmax + 1 (our epilogue takes
+ * away (qmax + 1) times each weight row's sum), so that oneDNN needs no
+ * s8 compensation and the range can shrink where it must: its u8 x s8 ->
+ * s32 matmul is exact on VNNI (vpdpbusd adds four products in 32 bits) and
+ * AMX, but its gemm:jit on AVX2, and on AVX-512 without VNNI, multiplies
+ * with vpmaddubsw, which adds two u8 x s8 products in a saturating 16-bit
+ * lane: with 8-bit activations every sum of a random 33 x 896 x 256 product
+ * came out wrong, by up to 130,175 (ONEDNN_MAX_CPU_ISA=AVX2 and AVX512_CORE
+ * on the 2-core VM; oneDNN's guide, "Nuances of int8 Computations", warns
+ * of it). Bytes of at most 127 never saturate (2 x 127 x 128 < 32,768). So
+ * before packing, one product at the worst case (every byte at its top,
+ * every weight 127 or -127) is checked: exact with bytes up to 255, the
+ * activations take [-127, 127] (*qmax 127); else, exact up to 127,
+ * [-63, 63] (63: 7 bits a part, about 13 for the two); else none (0). */
+#define PROBE_N 64
+#define PROBE_K 512
+static sc_status int8_range(dnnl_engine_t eng, dnnl_stream_t strm, int *qmax, sc_error *err) {
+  *qmax = 0;
+  int8_t *wq = malloc((size_t)PROBE_N * PROBE_K);
+  uint8_t *src = malloc((size_t)PACK_M * PROBE_K);
+  int32_t *dst = malloc((size_t)PACK_M * PROBE_N * sizeof *dst);
+  float scales[PROBE_N];
+  sc_packed *p = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_t prim = NULL;
+  sc_status st = wq && src && dst ? SC_OK : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  if (st == SC_OK) {
+    for (int r = 0; r < PROBE_N; r++) {
+      memset(wq + (size_t)r * PROBE_K, r % 2 ? -127 : 127, PROBE_K);
+      scales[r] = 1.0f;
+    }
+    sc_weight w = {(const uint8_t *)wq, SC_DTYPE_I8, PROBE_N, PROBE_K, PROBE_K, scales, NULL};
+    st = pack_one(eng, strm, &w, SC_WEIGHTS_INT8, &p, err);
+  }
+  dnnl_memory_desc_t md[3];
+  if (st == SC_OK)
+    st = linear_pd(eng, SC_WEIGHTS_INT8, PROBE_N, PROBE_K, PACK_M, &p->md, &pd, md, err);
+  if (st == SC_OK && D.dnnl_primitive_create(&prim, pd) != dnnl_success)
+    st = sc_error_set(err, SC_ERR_UNSUPPORTED, "oneDNN: creating the int8 probe failed");
+  for (int q = 127; st == SC_OK && q >= 63 && *qmax == 0; q = q == 127 ? 63 : 0) {
+    memset(src, 2 * q + 1, (size_t)PACK_M * PROBE_K);
+    static const int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    const dnnl_memory_desc_t *mds[3] = {&md[0], &md[1], &md[2]};
+    void *ptrs[3] = {src, p->data, dst};
+    st = exec_prim(eng, strm, prim, 3, args, mds, ptrs, "the int8 probe", err);
+    bool exact = st == SC_OK;
+    for (int i = 0; exact && i < PACK_M * PROBE_N; i++)
+      exact = dst[i] == (2 * q + 1) * p->wsum[i % PROBE_N];
+    if (exact) *qmax = q;
+  }
+  if (prim) D.dnnl_primitive_destroy(prim);
+  if (pd) D.dnnl_primitive_desc_destroy(pd);
+  pack_free(p);
+  free(wq);
+  free(src);
+  free(dst);
+  return st;
+}
+
 sc_status sc_dnnl_pack_model(sc_model *m, sc_weights_kind kind, sc_error *err) {
   SC_CHECK(kind == SC_WEIGHTS_INT8 || kind == SC_WEIGHTS_BF16 || kind == SC_WEIGHTS_F32, err,
            SC_ERR_INVALID, "oneDNN packs int8, bf16 or f32 weights only");
@@ -519,6 +613,24 @@ sc_status sc_dnnl_pack_model(sc_model *m, sc_weights_kind kind, sc_error *err) {
   }
   set_threads(m->n_threads);
   sc_status st = kind == SC_WEIGHTS_F32 ? f32_worth_it(eng, m, err) : SC_OK;
+  int qmax = 0;
+  if (kind == SC_WEIGHTS_INT8 && st == SC_OK) {
+    st = int8_range(eng, strm, &qmax, err);
+    if (st == SC_OK && qmax == 0)
+      st = sc_error_set(err, SC_ERR_UNSUPPORTED,
+                        "oneDNN's int8 matrix products are not exact on this CPU");
+    if (st == SC_OK && qmax < 127)
+      SC_LOG_DEBUG("int8: activations in 7 bits a part (oneDNN's int8 products would "
+                   "saturate 8-bit ones on this CPU)");
+  }
+  /* The lm_head: bf16 in int8 and bf16 (see sc_weights_kind), but f32 in
+   * int8 where oneDNN has no bf16 matmul (2.6 on AVX2). */
+  sc_weights_kind head = kind == SC_WEIGHTS_F32 ? SC_WEIGHTS_F32 : SC_WEIGHTS_BF16;
+  if (kind == SC_WEIGHTS_INT8 && st == SC_OK) {
+    char name[64];
+    matmul_impl(eng, SC_WEIGHTS_BF16, m->lm_head.rows, m->lm_head.cols, name, sizeof name);
+    if (strcmp(name, "?") == 0) head = SC_WEIGHTS_F32;
+  }
   for (int l = 0; l <= L && st == SC_OK; l++) {
     sc_weight *ws[7];
     int nw = 0;
@@ -533,10 +645,9 @@ sc_status sc_dnnl_pack_model(sc_model *m, sc_weights_kind kind, sc_error *err) {
     }
     for (int i = 0; i < nw && st == SC_OK; i++) {
       sc_packed *p = NULL;
-      /* The lm_head is bf16 in int8 and bf16 (see sc_weights_kind). */
-      st = pack_one(eng, strm, ws[i], l == L && kind != SC_WEIGHTS_F32 ? SC_WEIGHTS_BF16 : kind,
-                    &p, err);
+      st = pack_one(eng, strm, ws[i], l == L ? head : kind, &p, err);
       if (st == SC_OK) {
+        p->qmax = qmax;
         m->packs[m->n_packs++] = p;
         ws[i]->packed = p;
       }
@@ -642,24 +753,10 @@ static sc_status cache_fill(sc_dnnl_ctx *c, prim_slot *sl, const prim_key *key,
   return SC_OK;
 }
 
-/* Runs prim with (arg, memory over ptr with md) pairs. */
 static sc_status run(sc_dnnl_ctx *c, dnnl_primitive_t prim, int n, const int *args,
                      const dnnl_memory_desc_t *const *mds, void *const *ptrs, const char *what,
                      sc_error *err) {
-  dnnl_memory_t mem[4] = {0};
-  dnnl_exec_arg_t ea[4];
-  dnnl_status_t s = dnnl_success;
-  for (int i = 0; i < n && s == dnnl_success; i++) {
-    s = D.dnnl_memory_create(&mem[i], mds[i], c->eng, ptrs[i]);
-    ea[i].arg = args[i];
-    ea[i].memory = mem[i];
-  }
-  if (s == dnnl_success) s = D.dnnl_primitive_execute(prim, c->strm, n, ea);
-  if (s == dnnl_success) s = D.dnnl_stream_wait(c->strm);
-  for (int i = 0; i < n; i++)
-    if (mem[i]) D.dnnl_memory_destroy(mem[i]);
-  if (s != dnnl_success) return dnnl_fail(err, s, what);
-  return SC_OK;
+  return exec_prim(c->eng, c->strm, prim, n, args, mds, ptrs, what, err);
 }
 
 static sc_status ensure_act(sc_dnnl_ctx *c, size_t bytes, size_t rows, sc_error *err) {
@@ -680,30 +777,41 @@ static sc_status ensure_act(sc_dnnl_ctx *c, size_t bytes, size_t rows, sc_error 
   return SC_OK;
 }
 
-/* The rounding error x - s_hi * q_hi into e. */
+/* The rounding error x - s * (q - zero) into e. */
 SC_VECTOR_CLONES
-static void residual(const float *x, const int8_t *q, float s, int64_t K, float *e) {
-  for (int64_t j = 0; j < K; j++) e[j] = x[j] - s * (float)q[j];
+static void residual(const float *x, const uint8_t *q, float s, int32_t zero, int64_t K,
+                     float *e) {
+  for (int64_t j = 0; j < K; j++) e[j] = x[j] - s * (float)((int32_t)q[j] - zero);
 }
 
 /* int8 activations in two parts (why: see the file comment): x ~= s_hi *
- * q_hi + s_lo * q_lo, q_hi by the int8 rule, q_lo the same rule over the
- * rounding error x - s_hi * q_hi (s_lo ~ s_hi / 254). e is [K] scratch. */
-static void quantize_split(const float *x, int64_t K, int8_t *q_hi, int8_t *q_lo, float *s_hi,
-                           float *s_lo, float *e) {
-  *s_hi = sc_quantize_row_i8(x, K, q_hi);
-  residual(x, q_hi, *s_hi, K, e);
-  *s_lo = sc_quantize_row_i8(e, K, q_lo);
+ * q_hi + s_lo * q_lo, q_hi by the int8 rule over [-qmax, qmax], q_lo the
+ * same rule over the rounding error x - s_hi * q_hi (s_lo ~ s_hi / 2 qmax),
+ * each stored as bytes q + qmax + 1 (int8_range). e is [K] scratch. */
+static void quantize_split(const float *x, int64_t K, int qmax, uint8_t *q_hi, uint8_t *q_lo,
+                           float *s_hi, float *s_lo, float *e) {
+  *s_hi = sc_quantize_row_u8(x, K, qmax, q_hi);
+  residual(x, q_hi, *s_hi, qmax + 1, K, e);
+  *s_lo = sc_quantize_row_u8(e, K, qmax, q_lo);
 }
 
-/* y[j] = (hi[j] * sh + lo[j] * sl) * ws[j] (+ bias[j]). */
+/* y[j] = ((hi[j] - z[j]) * sh + (lo[j] - z[j]) * sl) * ws[j] (+ bias[j]),
+ * z[j] = zero * wsum[j]: the sums of the signed parts (exact in 32 bits:
+ * the true sum and zero * wsum are both under 255 * 128 * K). */
 SC_VECTOR_CLONES
 static void dequant_row(const int32_t *hi, const int32_t *lo, float sh, float sl,
-                        const float *ws, const float *bias, int64_t N, float *y) {
+                        const float *ws, const int32_t *wsum, int32_t zero, const float *bias,
+                        int64_t N, float *y) {
   if (bias)
-    for (int64_t j = 0; j < N; j++) y[j] = ((float)hi[j] * sh + (float)lo[j] * sl) * ws[j] + bias[j];
+    for (int64_t j = 0; j < N; j++) {
+      const int32_t z = zero * wsum[j];
+      y[j] = ((float)(hi[j] - z) * sh + (float)(lo[j] - z) * sl) * ws[j] + bias[j];
+    }
   else
-    for (int64_t j = 0; j < N; j++) y[j] = ((float)hi[j] * sh + (float)lo[j] * sl) * ws[j];
+    for (int64_t j = 0; j < N; j++) {
+      const int32_t z = zero * wsum[j];
+      y[j] = ((float)(hi[j] - z) * sh + (float)(lo[j] - z) * sl) * ws[j];
+    }
 }
 
 /* The primitive for kind at (N, K) with M source rows, from the cache. */
@@ -743,16 +851,17 @@ typedef struct prep_job {
   sc_dnnl_ctx *c;
   const float *x;
   int64_t K, m;
+  int qmax; /* int8 */
   void *dst;
 } prep_job;
 
 static void quantize_rows(void *arg, int64_t a, int64_t b) {
   const prep_job *j = arg;
   const int64_t K = j->K;
-  int8_t *q = j->dst;
+  uint8_t *q = j->dst;
   float *sx = j->c->act_scale, *e = j->c->resid + (size_t)thread_index() * (size_t)K;
   for (int64_t i = a; i < b; i++)
-    quantize_split(j->x + (size_t)i * (size_t)K, K, q + (size_t)i * (size_t)K,
+    quantize_split(j->x + (size_t)i * (size_t)K, K, j->qmax, q + (size_t)i * (size_t)K,
                    q + (size_t)(j->m + i) * (size_t)K, &sx[i], &sx[j->m + i], e);
 }
 
@@ -781,7 +890,8 @@ static void dequant_rows(void *arg, int64_t a, int64_t b) {
   const size_t N = (size_t)j->p->rows;
   for (int64_t i = a; i < b; i++)
     dequant_row(j->acc + (size_t)i * N, j->acc + (size_t)(j->m + i) * N, j->sx[i],
-                j->sx[j->m + i], j->p->scales, j->bias, (int64_t)N, j->y + (size_t)i * N);
+                j->sx[j->m + i], j->p->scales, j->p->wsum, j->p->qmax + 1, j->bias, (int64_t)N,
+                j->y + (size_t)i * N);
 }
 
 static void add_bias(const float *bias, int n, int64_t N, float *y) {
@@ -798,7 +908,8 @@ sc_status sc_dnnl_linear_n(sc_dnnl_ctx *c, int nm, const sc_weight *const *ws, c
   int64_t Nmax = 0;
   for (int i = 0; i < nm; i++) {
     const sc_packed *p = ws[i]->packed;
-    SC_CHECK(p && p->kind == kind && p->cols == K, err, SC_ERR_INTERNAL,
+    SC_CHECK(p && p->kind == kind && p->cols == K && p->qmax == ws[0]->packed->qmax, err,
+             SC_ERR_INTERNAL,
              "products of one input need packed matrices of one kind and width");
     Nmax = p->rows > Nmax ? p->rows : Nmax;
   }
@@ -811,7 +922,7 @@ sc_status sc_dnnl_linear_n(sc_dnnl_ctx *c, int nm, const sc_weight *const *ws, c
   }
   if (kind == SC_WEIGHTS_BF16) {
     SC_TRY(ensure_act(c, (size_t)n * (size_t)K * 2, 0, err));
-    prep_job pj = {c, x, K, n, c->act};
+    prep_job pj = {c, x, K, n, 0, c->act};
     sc_dnnl_for(c, n, K, SC_DNNL_GRAIN, bf16_rows, &pj);
     for (int i = 0; i < nm; i++) {
       SC_TRY(product(c, ws[i]->packed, n, c->act, ys[i], err));
@@ -833,11 +944,11 @@ sc_status sc_dnnl_linear_n(sc_dnnl_ctx *c, int nm, const sc_weight *const *ws, c
     c->resid = r;
     c->resid_cap = resid;
   }
-  int8_t *q = c->act;
+  uint8_t *q = c->act;
   int32_t *acc = (int32_t *)(void *)((uint8_t *)c->act + (((size_t)(2 * C * K) + 63) & ~(size_t)63));
   for (int64_t r0 = 0; r0 < n; r0 += C) {
     const int64_t m = n - r0 < C ? n - r0 : C;
-    prep_job pj = {c, x + (size_t)r0 * (size_t)K, K, m, q};
+    prep_job pj = {c, x + (size_t)r0 * (size_t)K, K, m, ws[0]->packed->qmax, q};
     sc_dnnl_for(c, m, 4 * K, SC_DNNL_GRAIN, quantize_rows, &pj);
     for (int i = 0; i < nm; i++) {
       const sc_packed *p = ws[i]->packed;

@@ -171,8 +171,10 @@ typedef enum sc_weights_kind {
                           layout, or OpenBLAS over the mapping (see above) */
   SC_WEIGHTS_BF16,     /* bf16 weights and activations, f32 accumulation (oneDNN) */
   SC_WEIGHTS_INT8,     /* the layers' matrices int8 per output channel,
-                          activations quantized per row at run time (two int8
-                          parts), int32 accumulation; the lm_head bf16 (oneDNN) */
+                          activations quantized per row at run time (two 8-bit
+                          parts, 7-bit where oneDNN's int8 product saturates:
+                          CPUs without VNNI), int32 accumulation; the lm_head
+                          bf16, f32 where oneDNN has no bf16 matmul (AVX2) */
 } sc_weights_kind;
 /* "auto", "f32", "bf16", "int8" -> kind (case-insensitive). False on anything else. */
 bool sc_weights_kind_parse(const char *s, sc_weights_kind *out);

@@ -207,6 +207,9 @@ void sc_quantize_rows_i8(const sc_weight *w, int64_t r0, int64_t nr, int8_t *q, 
                          float *tmp /* [cols] */);
 /* The same rule over one f32 row of n values; returns the scale. */
 float sc_quantize_row_i8(const float *x, int64_t n, int8_t *q);
+/* The same rule over [-qmax, qmax] (qmax < 128), stored as unsigned bytes
+ * q + qmax + 1: the activations of the int8 products (dnnl.c). */
+float sc_quantize_row_u8(const float *x, int64_t n, int qmax, uint8_t *q);
 
 /* ---- oneDNN (dnnl.c): the int8, bf16 and f32 matrix products ------------- */
 

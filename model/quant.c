@@ -190,33 +190,44 @@ static float absmax(const float *x, int64_t n) {
   return f;
 }
 
-/* q[i] = round-half-away(x[i] * inv) clamped to [-127, 127]: add +-0.5 by
- * the sign (copysign, a bit operation; a compare and blend was 1.6x
- * slower) and truncate. */
+/* q[i] = round-half-away(x[i] * inv) clamped to [-qmax, qmax], plus zero,
+ * as a byte (zero 0: the int8 value's two's complement). Rounding adds
+ * +-0.5 by the sign (copysign, a bit operation; a compare and blend was
+ * 1.6x slower) and truncates. */
 SC_VECTOR_CLONES
-static void quantize_scaled(const float *x, int64_t n, float inv, int8_t *q) {
+static void quantize_scaled(const float *x, int64_t n, float inv, float qmax, int32_t zero,
+                            uint8_t *q) {
   for (int64_t i = 0; i < n; i++) {
     float v = x[i] * inv;
-    v = v > 127.0f ? 127.0f : v;
-    v = v < -127.0f ? -127.0f : v;
-    q[i] = (int8_t)(int32_t)(v + copysignf(0.5f, v));
+    v = v > qmax ? qmax : v;
+    v = v < -qmax ? -qmax : v;
+    q[i] = (uint8_t)((int32_t)(v + copysignf(0.5f, v)) + zero);
   }
 }
 
-float sc_quantize_row_i8(const float *x, int64_t n, int8_t *q) {
+/* The rule of model_impl.h over [-qmax, qmax], stored plus zero. */
+static float quantize_row(const float *x, int64_t n, int qmax, int zero, uint8_t *q) {
   const float amax = absmax(x, n);
   /* A row holding a NaN or an infinity quantizes to 0s with a NaN scale,
    * so that what it multiplies comes out NaN as in f32, and the logits'
    * check names the checkpoint (model.h): a finite scale would turn a
    * broken row into a plausible one. */
   if (!isfinite(amax)) {
-    memset(q, 0, (size_t)n);
+    memset(q, zero, (size_t)n);
     return NAN;
   }
   /* An all-zero row keeps scale 1 and quantizes to 0s. */
-  const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
-  quantize_scaled(x, n, 1.0f / scale, q);
+  const float scale = amax > 0.0f ? amax / (float)qmax : 1.0f;
+  quantize_scaled(x, n, 1.0f / scale, (float)qmax, zero, q);
   return scale;
+}
+
+float sc_quantize_row_i8(const float *x, int64_t n, int8_t *q) {
+  return quantize_row(x, n, 127, 0, (uint8_t *)q);
+}
+
+float sc_quantize_row_u8(const float *x, int64_t n, int qmax, uint8_t *q) {
+  return quantize_row(x, n, qmax, qmax + 1, q);
 }
 
 void sc_quantize_rows_i8(const sc_weight *w, int64_t r0, int64_t nr, int8_t *q, float *scales,

@@ -181,7 +181,8 @@ try:
                 inter=128, vocab=400000)
     d = tiny_checkpoints.generate("big-vocab", spec, tmp)
     for env, want in (({}, "bf16" if NATIVE_BF16 else "int8"),
-                      ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"}, "int8")):
+                      ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"}, "int8"),
+                      ({"ONEDNN_MAX_CPU_ISA": "AVX2"}, "int8")):
         if want == "int8" and ctypes.util.find_library("dnnl") is None:
             want = "f32"  # int8 needs oneDNN: f32 with a warning
         rc, out, err = run("model", "info", "--model", d, "--json", env=env)
@@ -190,6 +191,21 @@ try:
               f"auto on a {i.get('params', 0) / 1e6:.0f}M-parameter checkpoint "
               f"{'with ' + str(env) if env else ''}: {want} ({i.get('weights')}; "
               f"{err.strip()[-160:]})")
+
+    # int8's lm_head is bf16 where oneDNN has a bf16 matmul (AVX-512), f32
+    # where it has none (2.6 on AVX2): 2 or 4 bytes a weight of the 51M
+    # in the lm_head (the one layer adds well under 1M bytes).
+    head = spec["vocab"] * spec["hidden"]
+    for isa, per in (("AVX512_CORE", 2), ("AVX2", 4)):
+        if ctypes.util.find_library("dnnl") is None:
+            break
+        rc, out, err = run("model", "info", "--model", d, "--json", "--weights", "int8",
+                           env={"ONEDNN_MAX_CPU_ISA": isa})
+        i = json.loads(out) if rc == 0 else {}
+        packed = i.get("packed_bytes", 0)
+        check(i.get("weights") == "int8" and per * head <= packed < per * head + (1 << 20),
+              f"int8 with oneDNN on {isa}: the lm_head in {per} bytes a weight "
+              f"({packed} bytes packed; {err.strip()[-160:]})")
 
     # Memory is judged within the process's memory cgroup (a container's or
     # a service's limit), not only by the host's /proc/meminfo: the same
