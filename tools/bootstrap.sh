@@ -20,9 +20,10 @@ BUILD_PKGS=(build-essential cmake ninja-build pkg-config git ca-certificates
             libopenblas-dev libhttp-parser-dev libcurl4-openssl-dev libgit2-dev libdnnl-dev python3)
 # The editor tests: Neovim, Emacs with eglot and go-mode, Chromium to drive
 # code-server, libkrb5-dev to build one of code-server's native modules;
-# HAProxy for the several-servers test.
+# HAProxy for the several-servers test; QEMU's user-mode emulation to run
+# sculpt as CPUs without AVX-512 (tests/model/test_cpu_isa.py).
 TEST_PKGS=(python3-numpy python3-torch clang libclang-rt-14-dev neovim emacs-nox elpa-eglot
-           elpa-go-mode tmux wrk chromium libkrb5-dev haproxy)
+           elpa-go-mode tmux wrk chromium libkrb5-dev haproxy qemu-user)
 # What preparing the GPU session needs beyond a build (tools/gpu_session.sh
 # --prepare, tools/gpu_bundle.sh, tools/gpu_rehearse.sh): not CI's.
 GPU_PREP_PKGS=(python3-numpy patchelf debootstrap xz-utils)
