@@ -504,7 +504,8 @@ static bool f32_copy_fits(const sc_model *m, const char *dir) {
  * instructions (AVX512_BF16 or AMX) and the copy fits: there it matched
  * or beat int8 on the decoding step and the full pass in every run, with a
  * fifth of int8's logit error; else int8, the smallest copy, which needs
- * only AVX2 (VNNI where there is one). */
+ * only AVX2 (7-bit activation parts where the CPU has no VNNI, and an f32
+ * lm_head where oneDNN has no bf16 matmul: dnnl.c). */
 static sc_weights_kind auto_kind(const sc_model *m, const char *dir) {
   if (m->info.n_params < SC_WEIGHTS_CONVERT_MIN_PARAMS) return SC_WEIGHTS_F32;
   uint64_t need = 0, avail = 0;
