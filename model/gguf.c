@@ -250,8 +250,8 @@ static sc_status gguf_parse(const char *path, gguf *g, sc_error *err) {
   g->map = map;
   sc_status st = SC_OK;
   cursor c = {g->map, g->map + g->len};
-  uint32_t magic, version;
-  uint64_t nt, nkv;
+  uint32_t magic = 0, version = 0; /* set below: the file holds >= 24 bytes */
+  uint64_t nt = 0, nkv = 0;
   u32_at(&c, &magic);
   u32_at(&c, &version);
   u64_at(&c, &nt);
@@ -675,8 +675,8 @@ static sc_status tok_from_gguf(sc_tokenizer *t, const gguf *g, sc_error *err) {
   SC_TRY(sc_tok__index_vocab(t, err));
   c = (cursor){tok->val + 12, end};
   for (uint64_t i = 0; i < tok->count; i++) {
-    const char *s;
-    size_t len;
+    const char *s = NULL; /* the first pass checked every string */
+    size_t len = 0;
     next_str(&c, &s, &len);
     int32_t ty = 1;
     if (types) memcpy(&ty, types + 4 * i, 4);

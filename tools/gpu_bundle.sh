@@ -35,21 +35,23 @@ $NICE cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSCULPT_W
 TESTS_JSON=$(mktemp)
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE" "$TESTS_JSON"' EXIT
+# Built before listing: ctest leaves a test's "command" out while its
+# executable does not exist yet (a fresh build folder).
+$NICE cmake --build "$BUILD" -j2 >/dev/null
 ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 > "$TESTS_JSON"
 # The executables those tests run (their first word, when it is a build output).
 mapfile -t EXES < <(/usr/bin/python3 - "$TESTS_JSON" "$BUILD" <<'EOF'
 import json, os, sys
 b = sys.argv[2]
 for t in json.load(open(sys.argv[1]))["tests"]:
+    if "command" not in t:
+        sys.exit(f"gpu_bundle: ctest gives no command for {t['name']} (not built?)")
     c = t["command"][0]
     if c.startswith(b + "/"):
         print(os.path.relpath(c, b))
 EOF
 )
 [ "${#EXES[@]}" -gt 0 ] || { echo "gpu_bundle: no gpu tests in $BUILD (built without CUDA?)" >&2; exit 1; }
-TARGETS=(sculpt)
-for e in "${EXES[@]}"; do TARGETS+=("$(basename "$e")"); done
-$NICE cmake --build "$BUILD" -j2 --target "${TARGETS[@]}" >/dev/null
 "$BUILD/sculpt" --version | grep -q cuda || { echo "gpu_bundle: $BUILD/sculpt has no CUDA backend" >&2; exit 1; }
 
 P=$STAGE/prebuilt
