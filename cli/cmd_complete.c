@@ -480,6 +480,11 @@ int sc_cli_complete(int argc, char **argv) {
     goto done;
   }
   if (a.json) {
+    /* What ran: CUDA may have been chosen and still fallen back to the CPU
+     * for this model (the log says why). */
+    sc_device_choice ran = dev;
+    if (dev.kind == SC_DEVICE_CUDA && !sc_engine_on_device(engine))
+      sc_device_select(SC_DEVICE_CPU, &ran);
     json_t *ids = json_array(), *conf = json_array(), *canvas = json_array();
     for (int i = 0; i < res.n_ids; i++) {
       json_array_append_new(ids, json_integer(res.ids[i]));
@@ -496,7 +501,7 @@ int sc_cli_complete(int argc, char **argv) {
         res.canvas_len, "ended", res.ended, "mean_logp", res.mean_logp, "preset",
         sc_preset_name(params.preset), "loop", sc_decode_loop_name(params.loop), "model", "dir",
         model_dir, "family", sc_model_family_name(info->family), "profile",
-        sc_model_get_profile(model)->name, "device", dev.description, "context",
+        sc_model_get_profile(model)->name, "device", ran.description, "context",
         "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
         "model_tokens", fit.context, "suffix_cut", params.suffix_cut, "timings", "load_ms",
         t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms", res.ms_total, "forward_ms",

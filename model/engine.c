@@ -1006,6 +1006,8 @@ static sc_status decode_candidate_loop(sc_engine *e, const int32_t *prefix, int 
 
 int sc_engine_context(const sc_engine *e) { return e->max_seq; }
 
+bool sc_engine_on_device(const sc_engine *e) { return sc_forward_ctx_picks_on_device(e->fctx); }
+
 sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,
                            const sc_infill_params *params, const _Atomic int *cancel,

@@ -19,7 +19,7 @@ so it is never confident. Both come in a shifted (Dream: row i-1 predicts
 token i) and an unshifted (LLaDA) variant; the attention offset differs
 between them, so a sampler that gets the shift wrong gets the wrong middle.
 
-    tools/planted_checkpoints.py OUTDIR     # writes OUTDIR/<name>/ for all five
+    tools/planted_checkpoints.py OUTDIR     # writes OUTDIR/<name>/ for all seven
 
 Vocabulary of the id-level models (64): 0..59 ordinary tokens, 60 EOS (= pad),
 61 BOS, 62 MASK, 63 unused. A fifth, planted-successor-shifted-bytes, has a
@@ -30,6 +30,12 @@ predicts it after "q" instead of "r".
 Hidden layout (2V + 32): the token's own one-hot, then a constant 1 (gives
 every token the same norm, so RMSNorm is a fixed scale and q/k are
 position-only), then from V + 32 the one-hot of the token attention copied.
+The models have one head (160 or 552 wide), but a seventh,
+planted-successor-shifted-bytes-3heads, is the byte-level successor with
+three heads of 184, each wired to the same offset: the CUDA backend takes
+head_dim <= 256, so the GPU tests run that one (a second, identical model
+rather than a changed one: the CPU tests' expectations off the chain, such
+as what follows a space, are the single head's).
 """
 import json
 import math
@@ -52,12 +58,16 @@ LM_SCALE = 5.0
 class Geometry:
     """Token ids and hidden layout of one planted model."""
 
-    def __init__(self, vocab, eos, bos, mask, first, last):
+    def __init__(self, vocab, eos, bos, mask, first, last, heads=1):
         self.V, self.EOS, self.BOS, self.MASK = vocab, eos, bos, mask
         self.FIRST, self.Z = first, last      # the ordinary tokens that chain
         self.BIAS = vocab                     # constant-1 dimension
         self.COPY = vocab + 32                # one-hot of the copied token
         self.H = self.COPY + vocab
+        # Every head attends to the same planted offset; their outputs, side
+        # by side, are the single head's.
+        assert self.H % heads == 0 and (self.H // heads) % 2 == 0
+        self.NH, self.HD = heads, self.H // heads
 
 
 # The id-level models: 0..59 ordinary, 60 EOS, 61 BOS, 62 MASK, 63 unused.
@@ -66,11 +76,12 @@ IDS = Geometry(64, 60, 61, 62, 0, 59)
 # chain runs over the letters, successor('y') = 'z', successor('z') = EOS.
 BYTES = Geometry(260, 256, 257, 258, ord("a"), ord("z"))
 BYTES.EXPAND = 259
+BYTES3 = Geometry(260, 256, 257, 258, ord("a"), ord("z"), heads=3)
 
 
 def spec_for(family, g):
-    return dict(family=family, dtype="F32", hidden=g.H, layers=1, heads=1, kv_heads=1,
-                head_dim=g.H, inter=8, vocab=g.V, theta=THETA, eps=1e-6, tie=False,
+    return dict(family=family, dtype="F32", hidden=g.H, layers=1, heads=g.NH, kv_heads=g.NH,
+                head_dim=g.HD, inter=8, vocab=g.V, theta=THETA, eps=1e-6, tie=False,
                 save_head=True, shards=1,
                 config_ids=dict(mask_token_id=g.MASK, eos_token_id=g.EOS,
                                 pad_token_id=g.EOS, bos_token_id=g.BOS),
@@ -100,12 +111,12 @@ def attention_scale(H):
 
 
 def planted_weights(direction, shift, g, expand_on=None):
-    V, H, BIAS, COPY, EOS, Z, FIRST = g.V, g.H, g.BIAS, g.COPY, g.EOS, g.Z, g.FIRST
+    V, H, HD, BIAS, COPY, EOS, Z, FIRST = g.V, g.H, g.HD, g.BIAS, g.COPY, g.EOS, g.Z, g.FIRST
     # The relative offset d (source = i - d, in rows) that attention looks at.
     d = {("successor", True): 0, ("successor", False): 1,
          ("predecessor", True): -2, ("predecessor", False): -1}[(direction, shift)]
     xn = math.sqrt(H / 2.0)  # RMSNorm of an embedding (two unit entries)
-    A = attention_scale(H)
+    A = attention_scale(HD)
     w = {}
     emb = np.zeros((V, H), np.float32)
     emb[np.arange(V), np.arange(V)] = 1.0
@@ -114,10 +125,11 @@ def planted_weights(direction, shift, g, expand_on=None):
     q = np.zeros((H, H), np.float32)
     k = np.zeros((H, H), np.float32)
     a = A / math.sqrt(PAIRS)
-    for p, om in zip(PAIR_INDEX, omegas(H)):
-        q[p, BIAS] = a / xn
-        k[p, BIAS] = a * math.cos(om * d) / xn
-        k[p + H // 2, BIAS] = a * math.sin(om * d) / xn
+    for h0 in range(0, H, HD):  # each head's q/k rows: the same positional pattern
+        for p, om in zip(PAIR_INDEX, omegas(HD)):
+            q[h0 + p, BIAS] = a / xn
+            k[h0 + p, BIAS] = a * math.cos(om * d) / xn
+            k[h0 + p + HD // 2, BIAS] = a * math.sin(om * d) / xn
     w["q"], w["k"] = q, k
     v = np.zeros((H, H), np.float32)
     v[np.arange(V), np.arange(V)] = 1.0 / xn
@@ -199,15 +211,17 @@ def generate(outdir, family, direction, g=IDS, expand_on=None):
         assert val.shape == arr.shape, (name, val.shape, arr.shape)
         tensors.append((name, val))
     name = f"planted-{direction}-{'shifted' if shift else 'unshifted'}"
-    if g is BYTES:
+    if g in (BYTES, BYTES3):
         name += "-bytes"
+    if g.NH > 1:
+        name += f"-{g.NH}heads"
     if expand_on is not None:
         name += "-expand"
     out = os.path.join(outdir, name)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(tc.config_json(spec), f, indent=2)
-    if g is BYTES:
+    if g in (BYTES, BYTES3):
         write_byte_tokenizer(out, g, expand=expand_on is not None)
     else:
         tc.write_tokenizer(spec, out)
@@ -223,6 +237,7 @@ def main():
             print(generate(sys.argv[1], family, direction))
     print(generate(sys.argv[1], "dream", "successor", BYTES))
     print(generate(sys.argv[1], "dream", "successor", BYTES, expand_on=ord("q")))
+    print(generate(sys.argv[1], "dream", "successor", BYTES3))
 
 
 if __name__ == "__main__":

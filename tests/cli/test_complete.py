@@ -59,6 +59,17 @@ for extra in (["--algorithm", "confidence", "--steps", "40"], ["--no-cache"],
     rc, out, err = run(f"{src}:1:8", "--model", model, "--max-tokens", "30", *extra)
     check(rc == 0 and out == "defghijklmnopqrstuvwxyz\n", f"{extra}: {out!r} {err}")
 
+# The GPU test's model (tests/gpu/test_complete_cuda.py): the same chain in
+# three heads of 184, as the CUDA backend takes head_dim <= 256. Checked
+# here so that a GPU run's failure is the GPU's, not the fixture's.
+m3 = os.path.join(tmp, "planted-successor-shifted-bytes-3heads")
+for pos, want in (("1:8", "defghijklmnopqrstuvwxyz"), ("2:8", "stuvwxyz")):
+    rc, out, err = run(f"{src}:{pos}", "--model", m3, "--max-tokens", "40", "--json")
+    res = json.loads(out) if rc == 0 else {}
+    check(res.get("text") == want and min(res.get("confidence") or [0]) > 0.99
+          and res.get("model", {}).get("device", "").startswith("cpu"),
+          f"3-head twin at {pos}: {res.get('text')!r} {err[-200:]}")
+
 # DreamOn variable length, with a checkpoint that has <|expand|>: an EOS
 # deletes the rest of the canvas (it shrinks to the middle), and an expand
 # grows the canvas, by one mask each time, up to the profile's max_infill

@@ -43,9 +43,13 @@ def complete(model, path, pos, *extra):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), tmp],
-                   check=True, capture_output=True)
-    model = os.path.join(tmp, "planted-successor-shifted-bytes")
+    # This interpreter: a GPU machine's /usr/bin/python3 may have no numpy.
+    # stderr is left to the log, so a failure says why.
+    subprocess.run([sys.executable, os.path.join(SRC, "tools", "planted_checkpoints.py"), tmp],
+                   check=True, stdout=subprocess.DEVNULL)
+    # Three heads of 184: the CUDA backend takes head_dim <= 256 (the
+    # single-head byte model is 552 wide and would run on the CPU).
+    model = os.path.join(tmp, "planted-successor-shifted-bytes-3heads")
     src = os.path.join(tmp, "letters.py")
     with open(src, "w") as f:
         f.write('S = "abc"\n')
