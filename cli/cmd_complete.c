@@ -482,9 +482,8 @@ int sc_cli_complete(int argc, char **argv) {
   if (a.json) {
     /* What ran: CUDA may have been chosen and still fallen back to the CPU
      * for this model (the log says why). */
-    sc_device_choice ran = dev;
-    if (dev.kind == SC_DEVICE_CUDA && !sc_engine_on_device(engine))
-      sc_device_select(SC_DEVICE_CPU, &ran);
+    sc_device_choice ran;
+    sc_engine_device(engine, &dev, &ran);
     json_t *ids = json_array(), *conf = json_array(), *canvas = json_array();
     for (int i = 0; i < res.n_ids; i++) {
       json_array_append_new(ids, json_integer(res.ids[i]));

@@ -197,6 +197,9 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
     sc_cpl__release_model(c);
     return NULL;
   }
+  /* sculpt/status names what runs: CUDA may fall back for this model. */
+  sc_engine_device(c->engine, &dev, &dev);
+  snprintf(a->device_name, sizeof a->device_name, "%s", dev.description);
   c->loaded_path = strdup(a->path);
   const char *base = strrchr(a->path, '/');
   snprintf(a->model_name, sizeof a->model_name, "%s (%s, %.1fM params)",

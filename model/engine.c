@@ -1006,7 +1006,14 @@ static sc_status decode_candidate_loop(sc_engine *e, const int32_t *prefix, int 
 
 int sc_engine_context(const sc_engine *e) { return e->max_seq; }
 
-bool sc_engine_on_device(const sc_engine *e) { return sc_forward_ctx_picks_on_device(e->fctx); }
+void sc_engine_device(const sc_engine *e, const sc_device_choice *chosen,
+                      sc_device_choice *out) {
+  /* The CUDA backend picks on the device exactly when its kernels run. */
+  if (chosen->kind == SC_DEVICE_CUDA && !sc_forward_ctx_picks_on_device(e->fctx))
+    sc_device_select(SC_DEVICE_CPU, out);
+  else if (out != chosen)
+    *out = *chosen;
+}
 
 sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const int32_t *suffix, int n_suffix, const sc_infill_plan *plan,

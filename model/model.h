@@ -694,10 +694,12 @@ void sc_engine_free(sc_engine *e);
 /* The positions a sequence may have in this engine (its max_seq). */
 int sc_engine_context(const sc_engine *e);
 
-/* True when the engine's passes run on a GPU; false on the CPU backend and
- * where CUDA was chosen but cannot run this model (its context fell back
- * to the CPU, with one log line), so what a caller reports is what ran. */
-bool sc_engine_on_device(const sc_engine *e);
+/* The device the engine's passes run on, for a caller to report: *chosen
+ * (what sc_device_select() gave the model), or the CPU's choice where CUDA
+ * was chosen but cannot run this model (its context fell back to the CPU,
+ * with one log line). out may be chosen. */
+void sc_engine_device(const sc_engine *e, const sc_device_choice *chosen,
+                      sc_device_choice *out);
 
 /* Several independent prompts (other sites, other files) decoded together:
  * every step is one packed forward pass over all unfinished prompts, in
