@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lspclient import check, eq, planted_model, run_tests, spawn  # noqa: E402
+from lspclient import ProtocolError, check, eq, planted_model, run_tests, spawn  # noqa: E402
 
 MODEL = planted_model()
 
@@ -57,9 +57,17 @@ def test_flag_is_the_default():
     n = len(s.messages)
     s.notify("workspace/didChangeConfiguration", {"settings": {"sculpt": {"weights": "int4"}}})
     s.sync()
-    check(any("weights must be" in m.get("params", {}).get("message", "")
-              for m in s.messages[n:] if m.get("method") == "window/logMessage") or
-          "weights must be" in s.stderr_text(), "a bad weights value is named in a warning")
+
+    def warned():  # under the client's lock; stderr is read by its own thread
+        return (any("weights must be" in m.get("params", {}).get("message", "")
+                    for m in s.messages[n:] if m.get("method") == "window/logMessage") or
+                any("weights must be" in line for line in s.stderr_lines))
+    try:
+        s.wait_for(warned, timeout=10, what="the warning")
+        named = True
+    except ProtocolError:
+        named = False
+    check(named, "a bad weights value is named in a warning")
     check(not any(m.get("method") == "sculpt/status" and m["params"]["state"] == "loading"
                   for m in s.messages[n:]), "a bad weights value reloads nothing")
     s.shutdown_and_exit()
