@@ -32,7 +32,8 @@ every token the same norm, so RMSNorm is a fixed scale and q/k are
 position-only), then from V + 32 the one-hot of the token attention copied.
 The models have one head (160 or 552 wide), but a seventh,
 planted-successor-shifted-bytes-3heads, is the byte-level successor with
-three heads of 184, each wired to the same offset: the CUDA backend takes
+three heads of 184, each wired to the same offset and carrying every
+third token's value (so the chain's letters pass through all three): the CUDA backend takes
 head_dim <= 256, so the GPU tests run that one (a second, identical model
 rather than a changed one: the CPU tests' expectations off the chain, such
 as what follows a space, are the single head's).
@@ -132,10 +133,15 @@ def planted_weights(direction, shift, g, expand_on=None):
             k[h0 + p + HD // 2, BIAS] = a * math.sin(om * d) / xn
     w["q"], w["k"] = q, k
     v = np.zeros((H, H), np.float32)
-    v[np.arange(V), np.arange(V)] = 1.0 / xn
+    # Token t's value goes to head t % NH (at t // NH within it), so with
+    # several heads neighbouring tokens (the letters of the chain) go
+    # through different heads, and a backend that mixes heads up writes
+    # the wrong middle. One head: the identity, as before.
+    slot = (np.arange(V) % g.NH) * HD + np.arange(V) // g.NH
+    v[slot, np.arange(V)] = 1.0 / xn
     w["v"] = v
     o = np.zeros((H, H), np.float32)
-    o[COPY + np.arange(V), np.arange(V)] = 1.0
+    o[COPY + np.arange(V), slot] = 1.0
     w["o"] = o
     head = np.zeros((V, H), np.float32)
     if direction == "successor":
