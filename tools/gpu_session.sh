@@ -26,8 +26,8 @@
 # --jsonl` on every core (model/train/carry.py unpack, seconds), then
 # model/train/run_gpu.sh trains the default model on the GPU for TRAIN_S
 # seconds (default 420; on 2026-12-04 the tests took 32 s, the benchmark
-# 40 s, and the whole call 340 s with 270) while the GPU parity tests run (tests/gpu/run.sh,
-# step test: not timed, so sharing the GPU is harmless). The benchmark
+# 40 s, and the whole call 340 s with 270) while the GPU parity tests run
+# (tests/gpu/run.sh, step test: not timed, so sharing the GPU is harmless). The benchmark
 # waits for the training to end, since it reports timings. Everything stops
 # by SESSION_S seconds (default 540). What comes back is at most 8 flat
 # files under $OUT (the device tool's limit), each under 16 MiB:

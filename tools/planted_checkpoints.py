@@ -32,11 +32,11 @@ every token the same norm, so RMSNorm is a fixed scale and q/k are
 position-only), then from V + 32 the one-hot of the token attention copied.
 The models have one head (160 or 552 wide), but a seventh,
 planted-successor-shifted-bytes-3heads, is the byte-level successor with
-three heads of 184, each wired to the same offset and carrying every
-third token's value (so the chain's letters pass through all three): the CUDA backend takes
-head_dim <= 256, so the GPU tests run that one (a second, identical model
-rather than a changed one: the CPU tests' expectations off the chain, such
-as what follows a space, are the single head's).
+three heads of 184, each wired to the same offset and carrying every third
+token's value (so the chain's letters pass through all three). The CUDA
+backend takes head_dim <= 256, so the GPU tests run that one: a second
+model rather than a changed one, since the CPU tests' expectations off the
+chain, such as what follows a space, are the single head's.
 """
 import json
 import math
@@ -65,6 +65,7 @@ class Geometry:
         self.BIAS = vocab                     # constant-1 dimension
         self.COPY = vocab + 32                # one-hot of the copied token
         self.H = self.COPY + vocab
+        self.BYTE_LEVEL = vocab >= 256        # ids are bytes: a real tokenizer
         # Every head attends to the same planted offset; their outputs, side
         # by side, are the single head's.
         assert self.H % heads == 0 and (self.H // heads) % 2 == 0
@@ -217,7 +218,7 @@ def generate(outdir, family, direction, g=IDS, expand_on=None):
         assert val.shape == arr.shape, (name, val.shape, arr.shape)
         tensors.append((name, val))
     name = f"planted-{direction}-{'shifted' if shift else 'unshifted'}"
-    if g in (BYTES, BYTES3):
+    if g.BYTE_LEVEL:
         name += "-bytes"
     if g.NH > 1:
         name += f"-{g.NH}heads"
@@ -227,7 +228,7 @@ def generate(outdir, family, direction, g=IDS, expand_on=None):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(tc.config_json(spec), f, indent=2)
-    if g in (BYTES, BYTES3):
+    if g.BYTE_LEVEL:
         write_byte_tokenizer(out, g, expand=expand_on is not None)
     else:
         tc.write_tokenizer(spec, out)
