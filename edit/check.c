@@ -10,8 +10,13 @@
  *   3. brackets stay balanced: the file's unmatched brackets do not grow,
  *      and the site's own do not either unless the file's shrink (the fix
  *      of a missing `}` adds one to its site);
- *   4. Python compiles (python.c): the language's own judgement, which
- *      sees indentation errors tree-sitter does not.
+ *   4. a diagnostic's fix keeps the code it fixes: a syntax error is
+ *      local, so its fix adds, removes or changes a few characters; one
+ *      that drops most of the statement rewrites it (seen on click with
+ *      the shipped model: `if self._force_readable` "fixed" to `if None:`,
+ *      which parses and compiles);
+ *   5. Python compiles (python.c), C compiles no worse (cc.c): the
+ *      language's own judgement, which sees what tree-sitter does not.
  * `sculpt batch --check CMD` adds the caller's own test after these. */
 #define _POSIX_C_SOURCE 200809L
 #include "edit_impl.h"
@@ -105,13 +110,24 @@ static const leaf *leaf_at(const leaves *l, size_t x) {
   return lo ? &l->v[lo - 1] : NULL;
 }
 
+static bool is_word(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+          (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+      return false;
+  return n > 0;
+}
+
 /* Is every code token of before outside [a, b) the same token in after,
  * where the site became [a, a + new_len)? A token in an ERROR before is
  * not held to it (the fix may well re-place it). A token touching the site
  * may run on into the new text (`abc` before an inline hole, string text):
- * its bytes must still lie in one sound token. */
-static bool outside_kept(const leaves *before, const leaves *after, size_t a, size_t b,
-                         size_t new_len) {
+ * its bytes must still lie in one sound token. A word may change kind with
+ * the same bytes: recovering from `r = ri` with no `;`, tree-sitter read
+ * the next line's `break` as an identifier, and the fix makes it the
+ * keyword again. text is before's. */
+static bool outside_kept(const leaves *before, const leaves *after, const char *text, size_t a,
+                         size_t b, size_t new_len) {
   for (size_t i = 0; i < before->n; i++) {
     const leaf *L = &before->v[i];
     if (L->in_error || (L->start < b && L->end > a) || (a == b && L->start < a && L->end > a))
@@ -125,7 +141,8 @@ static bool outside_kept(const leaves *before, const leaves *after, size_t a, si
     if (!R || R->in_error || R->end < e) return false;
     if (L->end == a || L->start == b) continue; /* touching: covered is enough */
     if (R->start != s || R->end != e || R->extra != L->extra ||
-        (R->symbol != L->symbol && !(R->named && L->named)))
+        (R->symbol != L->symbol && !(R->named && L->named) &&
+         !is_word(text + L->start, L->end - L->start)))
       return false;
   }
   return true;
@@ -173,6 +190,52 @@ static size_t hiding(const sc_syntax_tree *tree, size_t a, size_t b) {
   return w.n;
 }
 
+/* The non-blank bytes of s[0, n) into out (room for n); their count. */
+static size_t non_blank(const char *s, size_t n, char *out) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n' && s[i] != '\f' &&
+        s[i] != '\v')
+      out[k++] = s[i];
+  return k;
+}
+
+/* Rule 4: does cand keep the site's code? It may drop at most a quarter of
+ * the site's non-blank bytes (at least 2: a stray `$`, a doubled `;`),
+ * counted as the site's bytes less the longest common subsequence of the
+ * two over non-blank bytes (blank space is the formatter's). Bytes rather
+ * than tokens: in a broken statement tree-sitter's tokens are guesses, and
+ * a typo's fix (`retrun` -> `return`) should cost a byte, not a token. Two
+ * rows of the classic dynamic programme, O(n m) time: a site is a statement
+ * of at most five lines or one line, a candidate one canvas; past LCS_CELLS
+ * a candidate is refused (a canvas cannot hold such a site anyway).
+ * *nomem is set when an allocation fails. */
+#define LCS_CELLS ((size_t)1 << 24)
+static bool keeps_code(const char *site, size_t site_len, const char *cand, size_t cand_len,
+                       bool *nomem) {
+  char *x = malloc(site_len + 1), *y = malloc(cand_len + 1);
+  size_t n = x ? non_blank(site, site_len, x) : 0, m = y ? non_blank(cand, cand_len, y) : 0;
+  size_t allowed = n / 4 > 2 ? n / 4 : 2;
+  bool fits = m == 0 || n <= LCS_CELLS / m, keeps = false;
+  size_t *row = x && y && fits ? calloc(m + 1, sizeof *row) : NULL;
+  *nomem = !x || !y || (fits && !row);
+  if (row) {
+    for (size_t i = 0; i < n; i++) {
+      size_t diag = 0; /* the previous row's row[j - 1] */
+      for (size_t j = 1; j <= m; j++) {
+        size_t up = row[j];
+        row[j] = x[i] == y[j - 1] ? diag + 1 : (row[j - 1] > up ? row[j - 1] : up);
+        diag = up;
+      }
+    }
+    keeps = n - row[m] <= allowed;
+  }
+  free(row);
+  free(x);
+  free(y);
+  return keeps;
+}
+
 sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const char *cand,
                         size_t len, sc_edit_verdict *out, sc_error *err) {
   memset(out, 0, sizeof *out);
@@ -204,7 +267,9 @@ sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const 
     st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
     why = "parse check failed";
   }
-  if (!why && !outside_kept(&lb, &la, a, b, len)) why = "changes code outside its site";
+  size_t tl;
+  const char *text = sc_edit_doc_text(doc, &tl);
+  if (!why && !outside_kept(&lb, &la, text, a, b, len)) why = "changes code outside its site";
   if (!why) {
     size_t file_before = unmatched(&lb, 0, SIZE_MAX), file_after = unmatched(&la, 0, SIZE_MAX);
     size_t site_before = unmatched(&lb, a, b), site_after = unmatched(&la, a, a + len);
@@ -217,9 +282,12 @@ sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const 
   if (!why && site->kind != SC_EDIT_HOLE && site->kind != SC_EDIT_BLOCK &&
       hiding(after, a, a + len) > hiding(doc->tree, a, b))
     why = "hides code in a comment or directive";
-  /* 4. The language's own judgement. */
-  size_t tl;
-  const char *text = sc_edit_doc_text(doc, &tl);
+  /* 4. A fix keeps most of what it fixes. */
+  bool nomem = false;
+  if (!why && site->kind == SC_EDIT_DIAGNOSTIC && !keeps_code(text + a, b - a, cand, len, &nomem))
+    why = nomem ? "parse check failed" : "drops the code it fixes";
+  if (nomem) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+  /* 5. The language's own judgement. */
   if (!why && strcmp(doc->lang, "python") == 0)
     why = sc_edit__python_verdict(doc, text, tl, site, cand, len);
   if (!why && (strcmp(doc->lang, "c") == 0 || strcmp(doc->lang, "cpp") == 0))

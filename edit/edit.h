@@ -109,6 +109,8 @@ typedef struct sc_edit_site {
   size_t start, end; /* the span a candidate replaces: [start, end) */
   size_t anchor;     /* a diagnostic's position, as the site attributes it; else start */
   bool single_line;  /* the replacement must stay on one line (an inline hole) */
+  char expect[8];    /* a diagnostic's missing token as its message names it
+                        (`expected ';'`, gcc's `expected ‘;’`), else "" */
 } sc_edit_site;
 
 typedef struct sc_edit_hole_options {
@@ -142,7 +144,9 @@ sc_status sc_edit_find_holes(const sc_edit_doc *doc, const sc_edit_hole_options 
  * tree-sitter finds broken at its end (gcc reports a missing `;` at the
  * next token) belongs to the previous line. A message about indentation
  * takes the whole line, indentation included. site.anchor is the position
- * as attributed. SC_ERR_INVALID for an offset past the end of the text. */
+ * as attributed; site.expect the token the message says is expected, when
+ * it names one and only one. SC_ERR_INVALID for an offset past the end of
+ * the text. */
 sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, const char *message,
                                       sc_edit_site *out, sc_error *err);
 
@@ -240,8 +244,14 @@ typedef struct sc_edit_verdict {
  *     a neighbour, fails: "changes code outside its site");
  *   - brackets balanced within the site, unless the file's unmatched ones
  *     shrink ("unbalanced brackets");
+ *   - no comment or directive where there was code, for a site that held
+ *     code ("hides code in a comment or directive");
+ *   - a diagnostic's fix drops at most a quarter of its site's non-blank
+ *     bytes, at least 2 (longest common subsequence): it fixes the
+ *     statement rather than writing another ("drops the code it fixes");
  *   - a Python file compiles no worse ("does not compile"; "bad
- *     indentation" from our own check when no interpreter is at hand).
+ *     indentation" from our own check when no interpreter is at hand), a
+ *     C/C++ file gets no new compiler error ("does not compile").
  * doc is not changed. An error (out of memory) leaves *out refused. */
 sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const char *cand,
                         size_t len, sc_edit_verdict *out, sc_error *err);
@@ -260,7 +270,7 @@ const char *sc_edit_status_name(sc_edit_status s);
 
 /* One candidate tried, as reports show it. */
 typedef struct sc_edit_try {
-  int seed;
+  int seed;            /* the model's seed; -1: a missing token inserted (sc_edit_fill) */
   bool decoded;        /* false: the generator failed (error says why) */
   char *text;          /* the candidate as judged (trimmed); owned */
   size_t len;
@@ -285,7 +295,8 @@ typedef struct sc_edit_result {
   size_t start, end;
   char *text; /* owned */
   size_t len;
-  int seed;   /* -1 when not done */
+  int seed;   /* -1 when not done, or done by an insertion */
+  const char *source; /* when done: "model" or "insertion" (static), else NULL */
   double confidence;
   double ms;
 } sc_edit_result;
@@ -310,7 +321,10 @@ typedef struct sc_edit_fill_options {
 } sc_edit_fill_options;
 
 /* Asks for candidates in seed order and keeps the first that passes the
- * engine's checks (and accept). *out is filled whatever happens (free it
+ * engine's checks (and accept). A diagnostic's site first tries inserting
+ * its missing token, as seed -1 with source "insertion": the tokens
+ * tree-sitter's recovery inserted in the site (a MISSING `;` or `)`), else
+ * the one token the message says is expected (site.expect) at site.anchor. *out is filled whatever happens (free it
  * with sc_edit_result_free); the return value is SC_OK unless something
  * outside the candidates failed (out of memory, a document that cannot be
  * parsed). doc is not changed: apply the edit with sc_edit_doc_apply. */

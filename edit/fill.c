@@ -1,7 +1,9 @@
 /* fill.c — one site filled: candidates in seed order from the caller's
  * generator, each trimmed to the site's shape and judged by the engine's
  * checks (check.c) and then by the caller's own test; the first that
- * passes becomes the edit. The single-site entry both front doors call. */
+ * passes becomes the edit. For a diagnostic, the insertion of a missing
+ * token (tree-sitter's recovery or the message's "expected ';'") is tried
+ * before the model's candidates. The single-site entry both front doors call. */
 #define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
 #include "edit_impl.h"
 
@@ -19,6 +21,82 @@ static sc_edit_try *new_try(sc_edit_result *r, int seed) {
   memset(t, 0, sizeof *t);
   t->seed = seed;
   return t;
+}
+
+typedef struct missing_walk {
+  size_t a, b;   /* the site */
+  size_t n;      /* tokens found */
+  size_t at[8];  /* where each goes */
+  const char *tok[8];
+  bool named;    /* a named token is missing: it cannot be guessed */
+} missing_walk;
+
+static void visit_missing(void *user, TSNode node) {
+  missing_walk *w = user;
+  size_t p = ts_node_start_byte(node);
+  if (!ts_node_is_missing(node) || p < w->a || p > w->b) return;
+  if (ts_node_is_named(node) || w->n == sizeof w->at / sizeof w->at[0]) {
+    w->named = true;
+    return;
+  }
+  w->at[w->n] = p;
+  w->tok[w->n++] = ts_node_type(node); /* an anonymous token's type is its text */
+}
+
+static bool word_byte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* tok appended to out (k bytes so far, next the byte after), a space kept
+ * between words on either side; the new length. */
+static size_t put_token(char *out, size_t k, const char *tok, char next) {
+  size_t tn = strlen(tok);
+  if (tn && k > 0 && word_byte(out[k - 1]) && word_byte(tok[0])) out[k++] = ' ';
+  memcpy(out + k, tok, tn);
+  k += tn;
+  if (tn && word_byte(next) && word_byte(tok[tn - 1])) out[k++] = ' ';
+  return k;
+}
+
+/* The insertion that fixes a diagnostic's site, as a compiler's fix-it
+ * does (clang's "insert ';'"): the tokens tree-sitter's error recovery
+ * inserted in the site (MISSING `;`, `)`, `}`), each where it put them;
+ * else, when the parser could not tell, the one token the diagnostic's
+ * message says is expected (site.expect: gcc's missing `;`, Python's
+ * missing `:`) at the diagnostic's position. It faces every check a
+ * model's candidate does. NULL when there is none (a named token is
+ * missing: an identifier or an expression cannot be guessed), or out of
+ * memory; else owned by the caller, *len bytes. */
+static char *insertion_fix(const sc_edit_doc *doc, const sc_edit_site *s, size_t *len) {
+  missing_walk w = {.a = s->start, .b = s->end};
+  sc_edit__visit(doc->tree, s->start, s->end, visit_missing, &w);
+  if (w.named) return NULL;
+  if (w.n == 0 && s->expect[0] && s->anchor >= s->start && s->anchor <= s->end) {
+    w.at[0] = s->anchor;
+    w.tok[0] = s->expect;
+    w.n = 1;
+  }
+  if (w.n == 0) return NULL;
+  size_t tl, extra = 0;
+  const char *text = sc_edit_doc_text(doc, &tl);
+  for (size_t i = 0; i < w.n; i++) {
+    if (i > 0 && w.at[i] < w.at[i - 1]) return NULL; /* document order, as visited */
+    extra += strlen(w.tok[i]) + 2;
+  }
+  char *out = malloc(s->end - s->start + extra + 1);
+  if (!out) return NULL;
+  size_t k = 0, from = s->start;
+  for (size_t i = 0; i < w.n; i++) {
+    memcpy(out + k, text + from, w.at[i] - from);
+    k += w.at[i] - from;
+    from = w.at[i];
+    k = put_token(out, k, w.tok[i], from < s->end ? text[from] : '\0');
+  }
+  memcpy(out + k, text + from, s->end - from);
+  k += s->end - from;
+  out[k] = '\0';
+  *len = k;
+  return out;
 }
 
 /* How much of a candidate the site takes: an inline hole, or a one-line
@@ -56,7 +134,9 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
   size_t seen_len[SC_EDIT_MAX_CANDIDATES] = {0};
   int n_seen = 0;
   sc_status st = SC_OK;
-  for (int k = 0; k < n_cands && out->status != SC_EDIT_DONE; k++) {
+  size_t fix_len = 0;
+  char *fix = site->kind == SC_EDIT_DIAGNOSTIC ? insertion_fix(doc, site, &fix_len) : NULL;
+  for (int k = fix ? -1 : 0; k < n_cands && out->status != SC_EDIT_DONE; k++) {
     if (cancelled(o->cancel)) {
       out->reason = "interrupted";
       break;
@@ -70,7 +150,13 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
     sc_edit_candidate c = {0};
     sc_error gerr = {0};
     sc_status gst;
-    if (k == 0 && o->first && o->first->text) {
+    if (k == -1) {
+      c.text = fix; /* taken over */
+      c.len = fix_len;
+      c.confidence = 1.0;
+      fix = NULL;
+      gst = SC_OK;
+    } else if (k == 0 && o->first && o->first->text) {
       c = *o->first; /* taken over */
       o->first->text = NULL;
       gst = SC_OK;
@@ -146,6 +232,7 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
         out->text = sc_edit__dupn(cand, len);
         out->len = len;
         out->seed = k;
+        out->source = k < 0 ? "insertion" : "model";
         out->confidence = c.confidence;
         if (!out->text) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
       }
@@ -154,6 +241,7 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
     t->ms = sc_now_ms() - tc;
     sc_edit_candidate_free(&c);
   }
+  free(fix); /* not taken when cancelled first */
   for (int i = 0; i < n_seen; i++) free(seen[i]);
   out->ms = sc_now_ms() - t0;
   return st;

@@ -21,7 +21,7 @@ static bool push(site_list *l, sc_edit_kind kind, size_t a, size_t b, bool singl
     l->v = nv;
     l->cap = cap;
   }
-  l->v[l->n++] = (sc_edit_site){kind, a, b, a, single_line};
+  l->v[l->n++] = (sc_edit_site){kind, a, b, a, single_line, ""};
   return true;
 }
 
@@ -312,6 +312,29 @@ static size_t anchor_of(const sc_edit_doc *doc, size_t x) {
   return broken ? pce : x;
 }
 
+/* The token msg says is expected, into out (8 bytes): `expected ';'`
+ * (clang, Python, gcc in the C locale), gcc's `expected ‘;’` (UTF-8
+ * quotes), `expected `:``; 1-7 printable bytes, no blank. Nothing when the
+ * message offers a choice (`expected ‘,’ or ‘;’`) or names a kind of
+ * thing (`expected identifier`): the fix is then the model's to find. */
+static void expected_token(const char *msg, char out[8]) {
+  out[0] = '\0';
+  const char *p = msg ? strstr(msg, "expected ") : NULL;
+  if (!p) return;
+  p += strlen("expected ");
+  if (*p == '\'' || *p == '`') p++;
+  else if (strncmp(p, "\xe2\x80\x98", 3) == 0) p += 3;
+  else return;
+  size_t n = 0;
+  while (p[n] > ' ' && p[n] < 0x7f && n < 8 && !(n > 0 && (p[n] == '\'' || p[n] == '`')))
+    n++;
+  const char *close = p + n;
+  size_t cl = *close == '\'' || *close == '`' ? 1 : strncmp(close, "\xe2\x80\x99", 3) == 0 ? 3 : 0;
+  if (n == 0 || n > 7 || cl == 0 || strncmp(close + cl, " or ", 4) == 0) return;
+  memcpy(out, p, n);
+  out[n] = '\0';
+}
+
 /* The site of a diagnostic: the statement at its position (the line's,
  * when the position is at the line's end) when that statement is simple (no
  * statements inside it) and at most 5 lines; else the position's line. From
@@ -330,7 +353,7 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
   line_around(t, len, x, &ls, &le, &cs, &ce);
   size_t s0 = x < cs ? x : cs, s1 = x > ce ? x : ce;
   if (indent) {
-    *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, ls, s1, offset, false};
+    *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, ls, s1, offset, false, ""};
     return SC_OK;
   }
   /* The node at x; at the end of the line, the line's last token. */
@@ -357,7 +380,8 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
   /* From the diagnostic to the end of its statement when it is inside it
    * (the part most likely wrong), else the whole statement. */
   if (x > s0 && x < s1) s0 = x;
-  *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, s0, s1, x, false};
+  *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, s0, s1, x, false, ""};
+  expected_token(message, out->expect);
   return SC_OK;
 }
 
@@ -408,6 +432,6 @@ bool sc_edit_site_block_at(const sc_edit_doc *doc, size_t cursor, sc_edit_site *
   if (sc_completion_plan_at(doc->tree, cursor, &plan, NULL) != SC_OK ||
       (plan.kind != SC_COMPLETION_BLOCK && plan.kind != SC_COMPLETION_FUNCTION_BODY))
     return false;
-  *out = (sc_edit_site){SC_EDIT_BLOCK, cursor, cursor, cursor, false};
+  *out = (sc_edit_site){SC_EDIT_BLOCK, cursor, cursor, cursor, false, ""};
   return true;
 }

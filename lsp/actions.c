@@ -9,8 +9,10 @@
  * generator from the local model or the remote backend, and the engine's
  * checks decide what is offered: an action is listed only when the whole
  * document then has no new syntax error and no more than before, nothing
- * outside its site changed, its brackets balance and the language's own
- * judgement (Python's compile, the C compiler's) finds nothing new. So
+ * outside its site changed, its brackets balance, a fix keeps the
+ * statement it fixes and the language's own judgement (Python's compile,
+ * the C compiler's) finds nothing new; a fix that is one missing token
+ * (`;`, `)`, `:`) is that token inserted, the model not asked. So
  * the same site and seed give the same edit here and in `sculpt batch`.
  *
  * Everything runs in one cancellable job, on the model lane, or on the

@@ -50,28 +50,51 @@ def edits_of(r, uri):
     return [e for a in r["result"] for e in a["edit"]["changes"][uri]]
 
 
+def quick_fix(text, name, line, col, message, backend_text):
+    """The one quick fix offered for a diagnostic at line:col (0-based) of
+    text, the backend answering backend_text; (mock, server, fixed text)."""
+    mock = Mock()
+    mock.default = {"text": backend_text}
+    s = start(mock.url)
+    uri = "file:///w/" + name
+    open_doc(s, text, uri=uri)
+    diag = {"range": {"start": {"line": line, "character": col},
+                      "end": {"line": line, "character": col + 1}},
+            "severity": 1, "message": message}
+    edits = edits_of(actions(s, uri, line, col, [diag]), uri)
+    eq(len(edits), 1, "one fix")
+    return mock, s, edits[0]
+
+
 MISSING_SEMI = "int main(void) {\n  int a = 1\n  int b = 2;\n  return a + b;\n}\n"
 
 
 def test_missing_semicolon_fixed_on_its_line():
-    mock = Mock()
-    mock.default = {"text": "int a = 1;"}
-    s = start(mock.url)
-    uri = "file:///w/semi.c"
-    open_doc(s, MISSING_SEMI, uri=uri)
-    diag = {"range": {"start": {"line": 2, "character": 2}, "end": {"line": 2, "character": 5}},
-            "severity": 1, "message": "expected ',' or ';' before 'int'"}
-    edits = edits_of(actions(s, uri, 2, 2, [diag]), uri)
-    eq(len(edits), 1, "one fix")
-    e = edits[0]
+    mock, s, e = quick_fix(MISSING_SEMI, "semi.c", 2, 2, "expected ',' or ';' before 'int'",
+                           "int a = 1;")
     eq(e["range"], {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 11}},
        "the site is line 2's statement, `int a = 1`, not the next one")
     fixed = apply_edit(MISSING_SEMI, e)
     eq(fixed, MISSING_SEMI.replace("int a = 1\n", "int a = 1;\n"), "the fix")
     if shutil.which("gcc"):
         eq(gcc_errors(fixed), 0, "gcc errors after the fix")
+    eq(len(mock.requests), 0, "the missing `;` is inserted: the backend is not asked")
+    s.shutdown_and_exit()
+    mock.stop()
+
+
+STRAY = "int main(void) {\n  int a = 1$;\n  int b = 2;\n  return a + b;\n}\n"
+
+
+def test_model_fix_sees_the_site_windows():
+    # No token to insert (a stray `$`): the backend writes the fix, from
+    # the text before the site and after it.
+    mock, s, e = quick_fix(STRAY, "stray.c", 1, 11, "stray '$' in program", ";")
+    eq(apply_edit(STRAY, e), STRAY.replace("1$;", "1;"), "the fix")
+    check(mock.requests, "the backend was asked")
     body = mock.requests[0]["body"]
-    check(body["prompt"].endswith("int main(void) {\n  "), "the prompt ends at the site", body)
+    check(body["prompt"].endswith("int main(void) {\n  int a = 1"), "the prompt ends at the site",
+          body)
     check(body["suffix"].startswith("\n  int b = 2;"), "the next statement is in the suffix", body)
     s.shutdown_and_exit()
     mock.stop()
@@ -141,7 +164,8 @@ def test_backend_failure_is_said():
 
 if __name__ == "__main__":
     try:
-        run_tests([test_missing_semicolon_fixed_on_its_line, test_no_harmful_fill_is_offered,
+        run_tests([test_missing_semicolon_fixed_on_its_line, test_model_fix_sees_the_site_windows,
+                   test_no_harmful_fill_is_offered,
                    test_cancel_and_edit_stop_the_job, test_backend_failure_is_said])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -342,7 +342,7 @@ static void expect_verdict(const char *lang, const char *text, const char *span,
   sc_edit_doc *d = doc_of(lang, NULL, text);
   REQUIRE(d);
   size_t a = (size_t)(strstr(text, span) - text);
-  sc_edit_site s = {kind, a, a + strlen(span), a, false};
+  sc_edit_site s = {kind, a, a + strlen(span), a, false, ""};
   sc_edit_verdict v;
   EXPECT(sc_edit_check(d, &s, cand, strlen(cand), &v, NULL) == SC_OK);
   bool ok = want_why == NULL ? v.ok : (!v.ok && v.why && strcmp(v.why, want_why) == 0);
@@ -400,7 +400,7 @@ static void test_checks(void) {
    * a directive hides the code it replaced; a hole's fill may not add an
    * error either. Without a compiler, or when it cannot get past the
    * file's includes, tree-sitter judges alone. */
-  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, "0000000000;", "does not compile");
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, "int aa = 1;", "does not compile");
   expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, " #   0x0005:  0x00, 0000000000001",
                  "hides code in a comment or directive");
   expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, "return zz;", "does not compile");
@@ -409,9 +409,117 @@ static void test_checks(void) {
   unsetenv("SCULPT_CC");
   const char *missing = "#include \"not_here.h\"\nint f(void) {\n  // TODO(sculpt)\n}\n";
   expect_verdict("c", missing, "// TODO(sculpt)", SC_EDIT_HOLE, "return zz;", NULL);
+  /* A fix keeps the code it fixes: at most a quarter of the site's
+   * non-blank bytes (at least 2) may go. The shipped model's "fix" of
+   * click's missing `:` parsed and compiled, and dropped the condition. */
+  const char *colon = "class A:\n    def f(self):\n        if self._force_readable\n"
+                      "            return 1\n        return 2\n";
+  expect_verdict("python", colon, "if self._force_readable", SC_EDIT_DIAGNOSTIC, " if None:",
+                 "drops the code it fixes");
+  expect_verdict("python", colon, "if self._force_readable", SC_EDIT_DIAGNOSTIC,
+                 "if self._force_readable:", NULL);
+  expect_verdict("python", colon, "if self._force_readable", SC_EDIT_DIAGNOSTIC,
+                 "if  self . _force_readable :", NULL);
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_DIAGNOSTIC, "0000000000;",
+                 "drops the code it fixes");
+  const char *typo = "int main(void) {\n  int n = 0;\n  retrun n + 1 2;\n}\n";
+  expect_verdict("c", typo, "retrun n + 1 2;", SC_EDIT_DIAGNOSTIC, "return n + 12;", NULL);
+  expect_verdict("c", typo, "retrun n + 1 2;", SC_EDIT_DIAGNOSTIC, "return 0;",
+                 "drops the code it fixes");
+  /* A query's re-infill may rewrite its node: the rule is a fix's alone. */
+  expect_verdict("c", semi, "int a = 1", SC_EDIT_QUERY, "int a = 7;", NULL);
   /* Brackets: a fix may add the `}` its file lacks. */
   const char *brace = "int f(int x) {\n  if (x) {\n    return 1;\n  return 2;\n}\n";
   expect_verdict("c", brace, "}\n", SC_EDIT_DIAGNOSTIC, "}\n}", NULL);
+}
+
+/* A generator that always offers the same text (the stand-in model's
+ * harmful "fix" of a missing `:`), counting its calls. */
+static int g_stub_calls;
+static sc_status stub_generate(void *user, const sc_edit_request *req, sc_edit_candidate *out,
+                               sc_error *err) {
+  (void)req;
+  (void)err;
+  g_stub_calls++;
+  out->text = strdup(user);
+  out->len = strlen(user);
+  return SC_OK;
+}
+
+/* The diagnostic's site filled with the stub behind it: the edit's text,
+ * or NULL when not done; *source as the result says. The caller frees. */
+static char *fill_diagnostic(const char *lang, const char *text, const char *at,
+                             const char *message, const char *model_text, const char **source,
+                             char expect[8]) {
+  sc_edit_doc *d = doc_of(lang, NULL, text);
+  *source = NULL;
+  expect[0] = '\0';
+  EXPECT(d);
+  if (!d) return NULL;
+  sc_edit_site s;
+  size_t off = (size_t)(strstr(text, at) - text);
+  EXPECT(sc_edit_site_for_diagnostic(d, off, message, &s, NULL) == SC_OK);
+  memcpy(expect, s.expect, 8);
+  sc_edit_generator gen = {stub_generate, NULL, (void *)model_text, false};
+  sc_edit_fill_options fo = {gen, 2, NULL, NULL, NULL, NULL};
+  sc_edit_result r;
+  EXPECT(sc_edit_fill(d, &s, &fo, &r, NULL) == SC_OK);
+  char *out = r.status == SC_EDIT_DONE ? strndup(r.text, r.len) : NULL;
+  *source = r.status == SC_EDIT_DONE ? r.source : NULL;
+  sc_edit_result_free(&r);
+  sc_edit_doc_free(d);
+  return out;
+}
+
+/* A missing token is inserted, not guessed: tree-sitter's MISSING node, or
+ * the token the message says is expected, at the diagnostic's position,
+ * before the model is asked; and the model's rewrite of the statement is
+ * refused. */
+static void test_insertions(void) {
+  const char *source = NULL;
+  char expect[8];
+  /* gcc's missing `;` (UTF-8 quotes), reported at the next line's token:
+   * tree-sitter reads `break` as an identifier and inserts nothing. */
+  const char *semi = "int f(int ri) {\n  int r = 0;\n  for (;;) {\n    if (ri <= 0) {\n"
+                     "      r = ri\n      break;\n    }\n  }\n  return r;\n}\n";
+  char *got = fill_diagnostic("c", semi, "break", "expected \xe2\x80\x98;\xe2\x80\x99 before "
+                              "\xe2\x80\x98" "break\xe2\x80\x99", "0;", &source, expect);
+  EXPECTF(strcmp(expect, ";") == 0, "gcc's expected token: '%s'", expect);
+  EXPECTF(got && strcmp(got, "r = ri;") == 0 && source && strcmp(source, "insertion") == 0,
+          "missing `;`: '%s' from %s", got ? got : "(none)", source ? source : "-");
+  free(got);
+  /* Python's missing `:`: the stand-in model's `if None:` compiles, and
+   * is refused; the insertion is taken. */
+  const char *colon = "def f(self):\n    if self.ready\n        return 1\n    return 2\n";
+  g_stub_calls = 0;
+  got = fill_diagnostic("python", colon, "\n        return", "expected ':'", " if None:", &source,
+                        expect);
+  EXPECTF(got && strcmp(got, "if self.ready:") == 0 && g_stub_calls == 0,
+          "missing `:`: '%s', the model asked %d times", got ? got : "(none)", g_stub_calls);
+  free(got);
+  /* tree-sitter's MISSING `)`, the message saying nothing of it. */
+  const char *paren = "int g(int);\nint f(void) {\n  return g(1;\n}\n";
+  got = fill_diagnostic("c", paren, ";\n}", "error", "0", &source, expect);
+  EXPECTF(got && strcmp(got, ");") == 0, "missing `)`: '%s'", got ? got : "(none)");
+  free(got);
+  /* No token named, or a choice: nothing to insert; the model's rewrite
+   * of the statement is refused, so nothing is done. */
+  got = fill_diagnostic("c", semi, "break", "expected ',' or ';' before 'break'", "0;", &source,
+                        expect);
+  EXPECTF(expect[0] == 0 && got == NULL, "a choice: expect '%s', edit '%s'", expect,
+          got ? got : "(none)");
+  free(got);
+  got = fill_diagnostic("python", colon, "\n        return", "invalid syntax", " if None:",
+                        &source, expect);
+  EXPECTF(expect[0] == 0 && got == NULL, "no token named: expect '%s', edit '%s'", expect,
+          got ? got : "(none)");
+  free(got);
+  /* The model's own fix, when it keeps the statement, is still taken. */
+  got = fill_diagnostic("python", colon, "\n        return", "invalid syntax", "if self.ready:",
+                        &source, expect);
+  EXPECTF(got && strcmp(got, "if self.ready:") == 0 && source && strcmp(source, "model") == 0,
+          "the model's fix: '%s' from %s", got ? got : "(none)", source ? source : "-");
+  free(got);
 }
 
 /* Our indentation check against Python's verdict on small cases, and no
@@ -471,6 +579,7 @@ int main(void) {
   RUN(test_holes);
   RUN(test_diagnostic_sites);
   RUN(test_checks);
+  RUN(test_insertions);
   RUN(test_python_indentation);
   RUN(test_planted_same_edit);
   RUN(test_default_model_same_edit);
