@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h> /* strncasecmp */
 
 /* A growable array of sites. */
 typedef struct site_list {
@@ -312,26 +313,51 @@ static size_t anchor_of(const sc_edit_doc *doc, size_t x) {
   return broken ? pce : x;
 }
 
+/* A quoted token at p: ' ` " or the UTF-8 quotes ‘ ’ “ ”, 1-7 printable
+ * bytes, no blank. Its length, *tok and *end (past the closing quote) set;
+ * 0 when there is none. */
+static size_t quoted_token(const char *p, const char **tok, const char **end) {
+  size_t ol = (*p == '\'' || *p == '`' || *p == '"') ? 1
+              : (strncmp(p, "\xe2\x80\x98", 3) == 0 || strncmp(p, "\xe2\x80\x9c", 3) == 0) ? 3
+                                                                                         : 0;
+  if (!ol) return 0;
+  const char *t = p + ol;
+  size_t n = 0;
+  while (n < 8 && t[n] > ' ' && t[n] < 0x7f && !(n > 0 && strchr("'`\"", t[n]))) n++;
+  const char *c = t + n;
+  size_t cl = strchr("'`\"", *c) && *c ? 1
+              : (strncmp(c, "\xe2\x80\x99", 3) == 0 || strncmp(c, "\xe2\x80\x9d", 3) == 0) ? 3
+                                                                                         : 0;
+  if (n == 0 || n > 7 || !cl) return 0;
+  *tok = t;
+  *end = c + cl;
+  return n;
+}
+
 /* The token msg says is expected, into out (8 bytes): `expected ';'`
- * (clang, Python, gcc in the C locale), gcc's `expected ‘;’` (UTF-8
- * quotes), `expected `:``; 1-7 printable bytes, no blank. Nothing when the
- * message offers a choice (`expected ‘,’ or ‘;’`) or names a kind of
- * thing (`expected identifier`): the fix is then the model's to find. */
+ * (gcc in the C locale, clang, clangd's `Expected ';' after expression`,
+ * Python's `expected ':'`, rustc's `expected `;``, pyright's `Expected
+ * ":"`), gcc's `expected ‘;’` (UTF-8 quotes), TypeScript's `';'
+ * expected.`. Nothing when the message offers a choice (`expected ‘,’ or
+ * ‘;’`), names a kind of thing (`expected identifier`) or says the token
+ * is unexpected: the fix is then the model's to find. */
 static void expected_token(const char *msg, char out[8]) {
   out[0] = '\0';
-  const char *p = msg ? strstr(msg, "expected ") : NULL;
-  if (!p) return;
-  p += strlen("expected ");
-  if (*p == '\'' || *p == '`') p++;
-  else if (strncmp(p, "\xe2\x80\x98", 3) == 0) p += 3;
-  else return;
+  if (!msg) return;
+  const char *tok = NULL, *end = NULL;
   size_t n = 0;
-  while (p[n] > ' ' && p[n] < 0x7f && n < 8 && !(n > 0 && (p[n] == '\'' || p[n] == '`')))
-    n++;
-  const char *close = p + n;
-  size_t cl = *close == '\'' || *close == '`' ? 1 : strncmp(close, "\xe2\x80\x99", 3) == 0 ? 3 : 0;
-  if (n == 0 || n > 7 || cl == 0 || strncmp(close + cl, " or ", 4) == 0) return;
-  memcpy(out, p, n);
+  for (const char *p = msg; !n && (p = strcasestr(p, "expected ")) != NULL; p++) {
+    bool word = p > msg && ((p[-1] | 0x20) >= 'a' && (p[-1] | 0x20) <= 'z'); /* "unexpected" */
+    if (!word) n = quoted_token(p + strlen("expected "), &tok, &end);
+  }
+  if (!n) {
+    n = quoted_token(msg, &tok, &end); /* TypeScript: "';' expected." */
+    if (n && strncasecmp(end, " expected", 9) != 0) n = 0;
+  } else if (strncmp(end, " or ", 4) == 0) {
+    n = 0;
+  }
+  if (!n) return;
+  memcpy(out, tok, n);
   out[n] = '\0';
 }
 

@@ -478,6 +478,38 @@ static char *fill_diagnostic(const char *lang, const char *text, const char *at,
 static void test_insertions(void) {
   const char *source = NULL;
   char expect[8];
+  /* The token each tool's message names, or none. */
+  static const struct {
+    const char *message, *want;
+  } msgs[] = {
+      {"expected ';' before 'int'", ";"},
+      {"expected \xe2\x80\x98)\xe2\x80\x99 before \xe2\x80\x98;\xe2\x80\x99 token", ")"},
+      {"Expected ';' after expression", ";"},               /* clangd */
+      {"expected ':'", ":"},                                /* Python */
+      {"expected `;`, found `let`", ";"},                   /* rustc */
+      {"Expected \":\"", ":"},                              /* pyright */
+      {"';' expected.", ";"},                               /* TypeScript */
+      {"expected \xe2\x80\x9c)\xe2\x80\x9d", ")"},
+      {"expected ',' or ';' before 'int'", ""},             /* a choice */
+      {"expected identifier or '(' before 'int'", ""},      /* a kind of thing */
+      {"unexpected ';'", ""},
+      {"syntax error: unexpected newline, expected comma or }", ""},
+      {"expected 'something_long'", ""},
+      {"expected ''", ""},
+      {"expected '", ""},
+      {"'", ""},
+      {"", ""},
+  };
+  const char *one = "int f(void) {\n  return 1\n}\n";
+  sc_edit_doc *d = doc_of("c", NULL, one);
+  REQUIRE(d);
+  for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++) {
+    sc_edit_site s;
+    EXPECT(sc_edit_site_for_diagnostic(d, 10, msgs[i].message, &s, NULL) == SC_OK);
+    EXPECTF(strcmp(s.expect, msgs[i].want) == 0, "'%s': expect '%s', want '%s'",
+            msgs[i].message, s.expect, msgs[i].want);
+  }
+  sc_edit_doc_free(d);
   /* gcc's missing `;` (UTF-8 quotes), reported at the next line's token:
    * tree-sitter reads `break` as an identifier and inserts nothing. */
   const char *semi = "int f(int ri) {\n  int r = 0;\n  for (;;) {\n    if (ri <= 0) {\n"
