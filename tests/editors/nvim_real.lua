@@ -6,7 +6,11 @@
 --     (what <M-\> does) and note what is shown;
 --   mode "errors": open one file, ask `requests` times, note what the user
 --     was told (vim.notify and :messages);
---   mode "root": open one file and note the root and the server's index.
+--   mode "root": open one file and note the root and the server's index;
+--   mode "quickfix": for each case open its file, publish its diagnostic as
+--     another server would (its own namespace), put the cursor on it, run
+--     vim.lsp.buf.code_action() and pick sculpt's first fix, as a user
+--     picks from the menu; note what was offered and the buffer after.
 -- Writes what it saw to $SCULPT_RESULT (JSON) and exits 0; the Python side
 -- judges. Exits 1 only when the script itself breaks.
 local env = vim.env
@@ -105,6 +109,45 @@ local ok, err = pcall(function()
     for _ = 1, spec.requests do ask() end
     -- Let scheduled notifications run.
     vim.wait(300, function() return false end, 20)
+  elseif spec.mode == 'quickfix' then
+    out.cases = {}
+    local ns = vim.api.nvim_create_namespace('compiler')
+    for _, q in ipairs(spec.cases) do
+      local buf = open(q.path)
+      if not buf then return end
+      vim.diagnostic.set(ns, buf, { { lnum = q.line, col = q.col, end_lnum = q.line,
+                                      end_col = q.col + 1, severity = vim.diagnostic.severity.ERROR,
+                                      message = q.message, source = q.source } })
+      vim.api.nvim_win_set_cursor(0, { q.line + 1, q.col })
+      local offered, picked = {}, false
+      local select = vim.ui.select
+      vim.ui.select = function(items, opts, on_choice)
+        local choice
+        for i, it in ipairs(items) do
+          local title = (it[2] or it.action or it).title or ''
+          offered[#offered + 1] = title
+          if not choice and title:find('^sculpt: fix') then choice = i end
+        end
+        picked = true
+        on_choice(choice and items[choice] or nil, choice)
+      end
+      local tick, notes = vim.api.nvim_buf_get_changedtick(buf), #out.notes
+      vim.lsp.buf.code_action()
+      -- Until the menu opens, or Neovim says there is nothing to offer.
+      vim.wait(120000, function()
+        for i = notes + 1, #out.notes do
+          if tostring(out.notes[i].msg):find('No code actions') then return true end
+        end
+        return picked
+      end, 20)
+      vim.wait(5000, function() return vim.api.nvim_buf_get_changedtick(buf) ~= tick end, 20)
+      vim.ui.select = select
+      out.cases[#out.cases + 1] = { file = q.file, offered = offered,
+                                    text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, true),
+                                                        '\n') .. '\n' }
+      log(string.format('%s: offered %s', q.file, vim.inspect(offered)))
+      vim.diagnostic.reset(ns, buf)
+    end
   elseif spec.mode == 'root' then
     local buf = open(spec.path)
     if not buf then return end
