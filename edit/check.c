@@ -112,9 +112,7 @@ static const leaf *leaf_at(const leaves *l, size_t x) {
 
 static bool is_word(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-          (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-      return false;
+    if (!sc_edit__word_byte(s[i])) return false;
   return n > 0;
 }
 

@@ -74,6 +74,8 @@ const char *sc_edit_status_name(sc_edit_status s) {
   return (unsigned)s < 4 ? k_names[s] : "?";
 }
 
+const char *sc_edit_source_name(int seed) { return seed < 0 ? "insertion" : "model"; }
+
 /* The rest of a document around its tree (taken over): path and language. */
 static sc_status doc_finish(sc_edit_doc *d, const char *path, sc_status st, sc_edit_doc **out,
                             sc_error *err) {

@@ -268,6 +268,10 @@ typedef enum sc_edit_status {
 /* "pending", "done", "failed", "skipped" (static). */
 const char *sc_edit_status_name(sc_edit_status s);
 
+/* Where a candidate of seed came from: "insertion" (seed -1, a missing
+ * token inserted) or "model" (static). */
+const char *sc_edit_source_name(int seed);
+
 /* One candidate tried, as reports show it. */
 typedef struct sc_edit_try {
   int seed;            /* the model's seed; -1: a missing token inserted (sc_edit_fill) */
@@ -296,7 +300,6 @@ typedef struct sc_edit_result {
   char *text; /* owned */
   size_t len;
   int seed;   /* -1 when not done, or done by an insertion */
-  const char *source; /* when done: "model" or "insertion" (static), else NULL */
   double confidence;
   double ms;
 } sc_edit_result;
@@ -322,9 +325,10 @@ typedef struct sc_edit_fill_options {
 
 /* Asks for candidates in seed order and keeps the first that passes the
  * engine's checks (and accept). A diagnostic's site first tries inserting
- * its missing token, as seed -1 with source "insertion": the tokens
- * tree-sitter's recovery inserted in the site (a MISSING `;` or `)`), else
- * the one token the message says is expected (site.expect) at site.anchor. *out is filled whatever happens (free it
+ * its missing token, as seed -1 (sc_edit_source_name: "insertion"): the
+ * tokens tree-sitter's recovery inserted in the site (a MISSING `;` or
+ * `)`), else the one token the message says is expected (site.expect) at
+ * site.anchor. *out is filled whatever happens (free it
  * with sc_edit_result_free); the return value is SC_OK unless something
  * outside the candidates failed (out of memory, a document that cannot be
  * parsed). doc is not changed: apply the edit with sc_edit_doc_apply. */

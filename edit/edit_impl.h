@@ -38,6 +38,11 @@ char *sc_edit__splice(const char *text, size_t len, size_t a, size_t b, const ch
 void sc_edit__visit(const sc_syntax_tree *tree, size_t from, size_t to,
                     void (*visit)(void *user, TSNode node), void *user);
 
+/* An identifier's byte: ASCII letter, digit or `_` (not the locale's). */
+static inline bool sc_edit__word_byte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 /* 0-based line and byte column of off in text. */
 void sc_edit__line_col(const char *text, size_t off, uint32_t *line, uint32_t *col);
 

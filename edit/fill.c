@@ -43,18 +43,14 @@ static void visit_missing(void *user, TSNode node) {
   w->tok[w->n++] = ts_node_type(node); /* an anonymous token's type is its text */
 }
 
-static bool word_byte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
 /* tok appended to out (k bytes so far, next the byte after), a space kept
  * between words on either side; the new length. */
 static size_t put_token(char *out, size_t k, const char *tok, char next) {
   size_t tn = strlen(tok);
-  if (tn && k > 0 && word_byte(out[k - 1]) && word_byte(tok[0])) out[k++] = ' ';
+  if (tn && k > 0 && sc_edit__word_byte(out[k - 1]) && sc_edit__word_byte(tok[0])) out[k++] = ' ';
   memcpy(out + k, tok, tn);
   k += tn;
-  if (tn && word_byte(next) && word_byte(tok[tn - 1])) out[k++] = ' ';
+  if (tn && sc_edit__word_byte(next) && sc_edit__word_byte(tok[tn - 1])) out[k++] = ' ';
   return k;
 }
 
@@ -232,7 +228,6 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
         out->text = sc_edit__dupn(cand, len);
         out->len = len;
         out->seed = k;
-        out->source = k < 0 ? "insertion" : "model";
         out->confidence = c.confidence;
         if (!out->text) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
       }

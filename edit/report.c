@@ -55,7 +55,7 @@ static json_t *json_text(const char *t, size_t len) {
 /* One candidate tried: seed; text, confidence, parsed, why not, the
  * caller's test, when it was decoded; an error; ms unless it ended in one. */
 static json_t *try_json(const sc_edit_try *t) {
-  json_t *o = json_pack("{s:i, s:s}", "seed", t->seed, "source", t->seed < 0 ? "insertion" : "model");
+  json_t *o = json_pack("{s:i, s:s}", "seed", t->seed, "source", sc_edit_source_name(t->seed));
   if (!o) return json_object();
   if (t->decoded) {
     json_object_set_new(o, "text", json_text(t->text ? t->text : "", t->len));
@@ -87,7 +87,7 @@ static json_t *site_json(const sc_edit_run *run, const sc_edit_run_site *s) {
   if (res->status == SC_EDIT_DONE) {
     json_object_set_new(o, "text", json_text(res->text, res->len));
     json_object_set_new(o, "seed", json_integer(res->seed));
-    json_object_set_new(o, "source", json_string(res->source ? res->source : "model"));
+    json_object_set_new(o, "source", json_string(sc_edit_source_name(res->seed)));
     json_object_set_new(o, "confidence", json_real(res->confidence));
   } else {
     json_object_set_new(o, "text", json_null());

@@ -313,24 +313,27 @@ static size_t anchor_of(const sc_edit_doc *doc, size_t x) {
   return broken ? pce : x;
 }
 
-/* A quoted token at p: ' ` " or the UTF-8 quotes ‘ ’ “ ”, 1-7 printable
- * bytes, no blank. Its length, *tok and *end (past the closing quote) set;
- * 0 when there is none. */
+/* The length of the quote at p: ' ` " (1), or UTF-8 ‘ “ opening and ’ ”
+ * closing (3); 0 when p holds none. */
+static size_t quote_at(const char *p, bool closing) {
+  if (*p == '\'' || *p == '`' || *p == '"') return 1;
+  const char *single = closing ? "\xe2\x80\x99" : "\xe2\x80\x98";
+  const char *twice = closing ? "\xe2\x80\x9d" : "\xe2\x80\x9c";
+  return strncmp(p, single, 3) == 0 || strncmp(p, twice, 3) == 0 ? 3 : 0;
+}
+
+/* A quoted token at p, 1-7 printable bytes, no blank. Its length, *tok
+ * and *end (past the closing quote) set; 0 when there is none. */
 static size_t quoted_token(const char *p, const char **tok, const char **end) {
-  size_t ol = (*p == '\'' || *p == '`' || *p == '"') ? 1
-              : (strncmp(p, "\xe2\x80\x98", 3) == 0 || strncmp(p, "\xe2\x80\x9c", 3) == 0) ? 3
-                                                                                         : 0;
+  size_t ol = quote_at(p, false);
   if (!ol) return 0;
   const char *t = p + ol;
   size_t n = 0;
-  while (n < 8 && t[n] > ' ' && t[n] < 0x7f && !(n > 0 && strchr("'`\"", t[n]))) n++;
-  const char *c = t + n;
-  size_t cl = strchr("'`\"", *c) && *c ? 1
-              : (strncmp(c, "\xe2\x80\x99", 3) == 0 || strncmp(c, "\xe2\x80\x9d", 3) == 0) ? 3
-                                                                                         : 0;
+  while (n < 8 && t[n] > ' ' && t[n] < 0x7f && !(n > 0 && quote_at(t + n, true))) n++;
+  size_t cl = quote_at(t + n, true);
   if (n == 0 || n > 7 || !cl) return 0;
   *tok = t;
-  *end = c + cl;
+  *end = t + n + cl;
   return n;
 }
 
@@ -347,8 +350,8 @@ static void expected_token(const char *msg, char out[8]) {
   const char *tok = NULL, *end = NULL;
   size_t n = 0;
   for (const char *p = msg; !n && (p = strcasestr(p, "expected ")) != NULL; p++) {
-    bool word = p > msg && ((p[-1] | 0x20) >= 'a' && (p[-1] | 0x20) <= 'z'); /* "unexpected" */
-    if (!word) n = quoted_token(p + strlen("expected "), &tok, &end);
+    if (p == msg || !sc_edit__word_byte(p[-1])) /* not "unexpected" */
+      n = quoted_token(p + strlen("expected "), &tok, &end);
   }
   if (!n) {
     n = quoted_token(msg, &tok, &end); /* TypeScript: "';' expected." */

@@ -465,7 +465,7 @@ static char *fill_diagnostic(const char *lang, const char *text, const char *at,
   sc_edit_result r;
   EXPECT(sc_edit_fill(d, &s, &fo, &r, NULL) == SC_OK);
   char *out = r.status == SC_EDIT_DONE ? strndup(r.text, r.len) : NULL;
-  *source = r.status == SC_EDIT_DONE ? r.source : NULL;
+  *source = r.status == SC_EDIT_DONE ? sc_edit_source_name(r.seed) : NULL;
   sc_edit_result_free(&r);
   sc_edit_doc_free(d);
   return out;
