@@ -1,5 +1,6 @@
 /* main.c — `sculpt`: dispatch to a subcommand, plus --help and --version. */
 #include "cli.h"
+#include "context.h"
 #include "kernels.h"
 #include "sculpt.h"
 
@@ -403,6 +404,8 @@ int main(int argc, char **argv) {
   if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {
     printf("sculpt %s\n", sc_version());
     printf("backends: cpu%s\n", sc_kernels_compiled() ? ", cuda" : "");
+    printf("tree-sitter: %s (language ABI %d..%d)\n", sc_syntax_runtime_version(),
+           TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION, TREE_SITTER_LANGUAGE_VERSION);
     return 0;
   }
   const sc_cli_command *c = find_command(sub);
