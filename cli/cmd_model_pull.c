@@ -69,7 +69,7 @@ int sc_cli_model_pull(int argc, char **argv) {
   const char *id = NULL;
   const char **include = calloc((size_t)argc, sizeof *include);
   int n_include = 0;
-  bool as_json = false, quiet = false;
+  bool as_json = false;
   if (!include) {
     sc_cli_fail(CMD, "out of memory");
     return 1;
@@ -78,7 +78,6 @@ int sc_cli_model_pull(int argc, char **argv) {
     const char *a = argv[i];
     if (strcmp(a, "--include") == 0 && i + 1 < argc) include[n_include++] = argv[++i];
     else if (strcmp(a, "--json") == 0) as_json = true;
-    else if (strcmp(a, "--quiet") == 0) quiet = true;
     else if (a[0] != '-' && !id) id = a;
     else {
       free(include);
@@ -95,7 +94,7 @@ int sc_cli_model_pull(int argc, char **argv) {
   }
   bar b = {sc_now_ms(), false};
   sc_hub_options o = {.include = include, .n_include = n_include, .cancel = &g_cancel};
-  if (!as_json && !quiet && isatty(STDERR_FILENO)) {
+  if (!as_json && isatty(STDERR_FILENO)) {
     o.progress = draw;
     o.user = &b;
   }

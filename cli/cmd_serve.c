@@ -75,6 +75,10 @@ int sc_cli_serve(int argc, char **argv) {
   int rc = 0;
   char *model_dir = sc_cli_model_dir(CMD, o.model_dir, &rc);
   if (!model_dir) return rc;
+  /* A model id names the model in the answers (a snapshot's folder is its
+   * commit). */
+  const char *name = o.model_dir ? o.model_dir : sc_model_default_dir();
+  if (name && strcmp(name, model_dir) != 0) o.model_name = name;
   o.model_dir = model_dir;
   sc_model_builtin_hint(model_dir);
   if (key_env) {

@@ -51,7 +51,7 @@ void sc_model_builtin_hint(const char *dir) {
   static atomic_flag said = ATOMIC_FLAG_INIT;
   if (!sc_model_is_builtin(dir) || atomic_flag_test_and_set(&said)) return;
   SC_LOG_INFO("model: this is sculpt's small demo model; for real completions pull a "
-              "checkpoint (e.g. `sculpt model pull inclusionAI/Open-dCoder-0.5B`) and set "
+              "checkpoint (e.g. `sculpt model pull fredzzp/open-dcoder-0.5B`) and set "
               "--model, $SCULPT_MODEL or modelPath to its id (README, \"Models\")");
 }
 

@@ -77,6 +77,8 @@ void sc_http_reader_next(sc_http_reader *r);
 /* `sculpt serve`: see cli/main.c's usage text for what the server answers. */
 typedef struct sc_serve_options {
   const char *model_dir;  /* required */
+  const char *model_name; /* what /v1/models and the answers call the model;
+                             NULL: the folder's name */
   const char *listen;     /* "HOST:PORT", PORT 0 = any free one; default
                              127.0.0.1:8080 */
   const char *api_key;    /* borrowed; NULL = no authentication */
