@@ -247,7 +247,7 @@ hub.faults.clear()
 
 home = fresh_home()
 hub.clear_log()
-hub.faults[SAFETENSORS_SHA] = {"slow": 0.05}  # ~5 s for the blob: the pulls overlap
+hub.faults[SAFETENSORS_SHA] = {"slow": 0.02}  # ~2 s for the blob: the pulls overlap
 procs = [subprocess.Popen([BIN, "model", "pull", ID], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=env_for(home, hub)) for _ in range(2)]
 results = [(p.wait(60), p.stderr.read().decode()) for p in procs]

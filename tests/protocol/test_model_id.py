@@ -93,8 +93,14 @@ def test_auto_pull_reports_bytes():
                                          None), what="progress create")
         s.respond(create["id"], None)
         token = create["params"]["token"]
-        # The loop answers while the download runs on the model lane.
-        s.result("sculpt/test/stats", {})
+        # The loop answers while the download runs on the model lane: a
+        # request sent after the first report is answered before the model
+        # is ready.
+        s.wait_message(lambda m: m.get("method") == "$/progress" and
+                       m["params"]["value"]["kind"] == "report", what="a download report")
+        at = s.sync()
+        check(not any(m.get("method") == "sculpt/status" and m["params"]["state"] == "ready"
+                      for m in s.messages[:at]), "answered during the download, not after it")
         st = status(s, "ready")
         check(st["model"].startswith("planted"), "the pulled model is loaded", st)
         reports = [m["params"]["value"] for m in s.messages if m.get("method") == "$/progress" and

@@ -33,6 +33,17 @@ st, _, body = srv.request("GET", "/v1/models")
 check(st == 200 and b'"acme/planted"' in body, f"/v1/models lists the id: {body[:200]}")
 check(srv.stop() == 0, "a clean stop")
 
+hints = [l for l in srv.log if "demo model" in l]
+check(hints == [], f"a real model gets no demo-model hint: {hints}")
+
+# On the demo model sculpt ships, the server says once how to get a real one.
+demo = Server(os.path.join(os.environ["SCULPT_SOURCE_DIR"], "model", "default"), env=env)
+st, _, _ = demo.request("GET", "/health")
+check(st == 200 and demo.stop() == 0, "the demo model serves")
+hints = [l for l in demo.log if "demo model" in l]
+check(len(hints) == 1 and " info:" in hints[0] and "sculpt model pull" in hints[0],
+      f"one info line on the demo model: {hints}")
+
 p = subprocess.run([BIN, "serve", "--model", "acme/absent", "--listen", "127.0.0.1:0"],
                    capture_output=True, timeout=30, env=dict(os.environ, **env))
 err = p.stderr.decode()
