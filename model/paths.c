@@ -223,9 +223,10 @@ static void tree_size(const char *dir, uint64_t *bytes, int *files, int depth) {
   closedir(d);
 }
 
-/* The names under repo/refs (one level of folders: refs/pr/1) pointing at
- * commit, comma-separated. */
-static void refs_of(const char *repo, const char *sub, const char *commit, char *out, size_t n) {
+/* The names under repo/refs pointing at commit, comma-separated; a ref
+ * may have folders (revision "refs/pr/1" is refs/refs/pr/1). */
+static void refs_of(const char *repo, const char *sub, const char *commit, char *out, size_t n,
+                    int depth) {
   char dir[4400];
   snprintf(dir, sizeof dir, "%s/refs%s%s", repo, *sub ? "/" : "", sub);
   DIR *d = opendir(dir);
@@ -239,7 +240,7 @@ static void refs_of(const char *repo, const char *sub, const char *commit, char 
     snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
     struct stat st;
     if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-      if (!*sub) refs_of(repo, rel, commit, out, n);
+      if (depth < 4) refs_of(repo, rel, commit, out, n, depth + 1);
       continue;
     }
     if (!sc_model_cache_commit(repo, rel, c) || strcmp(c, commit) != 0) continue;
@@ -303,7 +304,7 @@ sc_status sc_model_cache_list(const char *cache, sc_cached_model **out, int *n, 
       snprintf(m->id, sizeof m->id, "%.*s/%s", (int)(sep - (nm + 8)), nm + 8, sep + 2);
       memcpy(m->commit, se->d_name, 41);
       snprintf(m->dir, sizeof m->dir, "%s/%s", snaps, se->d_name);
-      refs_of(repo, "", m->commit, m->refs, sizeof m->refs);
+      refs_of(repo, "", m->commit, m->refs, sizeof m->refs, 0);
       tree_size(m->dir, &m->bytes, &m->files, 0);
     }
     closedir(sd);

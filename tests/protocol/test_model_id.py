@@ -6,6 +6,7 @@ with autoPull the download's bytes in $/progress while it runs (off the
 loop: the server keeps answering), then the model loads. The hub is
 tests/cli/hubserver.py."""
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -28,6 +29,17 @@ def env_for(home, hub=None):
          "HF_HUB_CACHE": "", "HUGGINGFACE_HUB_CACHE": "", "HF_TOKEN": "", "HF_HUB_OFFLINE": "",
          "SCULPT_MODEL": "", "no_proxy": "*", "NO_PROXY": "*"}
     return e
+
+
+@contextlib.contextmanager
+def hub_and_home(**faults):
+    """An empty HF_HOME and a hub serving the planted model as acme/planted."""
+    hub = hubserver.Hub({"acme/planted": hubserver.Repo(FILES)})
+    hub.faults.update(faults)
+    try:
+        yield tempfile.mkdtemp(prefix="hf-home-"), hub
+    finally:
+        hub.close()
 
 
 def start(home, model, hub=None, progress=False, **settings):
@@ -64,9 +76,7 @@ def test_model_path_is_an_id():
 
 
 def test_missing_id_is_not_downloaded():
-    home = tempfile.mkdtemp(prefix="hf-home-")
-    hub = hubserver.Hub({"acme/planted": hubserver.Repo(FILES)})
-    try:
+    with hub_and_home() as (home, hub):
         s = start(home, "acme/planted", hub)
         st = status(s, "error")
         msg = st.get("message", "")
@@ -77,16 +87,12 @@ def test_missing_id_is_not_downloaded():
               "an invoked completion answers with the same reason", r)
         eq(hub.requests(), [], "nothing was asked of the hub without autoPull")
         s.shutdown_and_exit()
-    finally:
-        hub.close()
 
 
 def test_auto_pull_reports_bytes():
-    home = tempfile.mkdtemp(prefix="hf-home-")
-    hub = hubserver.Hub({"acme/planted": hubserver.Repo(FILES)})
     sha = hubserver.hashlib.sha256(FILES["model.safetensors"]).hexdigest()
-    hub.faults[sha] = {"slow": 0.02}  # about two seconds: reports while it runs
-    try:
+    # About two seconds for the blob: reports while it runs.
+    with hub_and_home(**{sha: {"slow": 0.02}}) as (home, hub):
         s = start(home, "acme/planted", hub, progress=True, autoPull=True)
         create = s.wait_for(lambda: next((m for m in s.messages
                                           if m.get("method") == "window/workDoneProgress/create"),
@@ -115,14 +121,10 @@ def test_auto_pull_reports_bytes():
                             hub.repos["acme/planted"].commit)
         eq(sorted(os.listdir(snap)), sorted(WANTED), "the shared cache has the snapshot")
         s.shutdown_and_exit()
-    finally:
-        hub.close()
 
 
 def test_auto_pull_turned_on_later():
-    home = tempfile.mkdtemp(prefix="hf-home-")
-    hub = hubserver.Hub({"acme/planted": hubserver.Repo(FILES)})
-    try:
+    with hub_and_home() as (home, hub):
         s = start(home, "acme/planted", hub)
         status(s, "error")
         n = len(s.messages)
@@ -130,8 +132,6 @@ def test_auto_pull_turned_on_later():
         status(s, "ready", start=n)
         check(hub.requests("cdn"), "turning autoPull on downloads the missing model")
         s.shutdown_and_exit()
-    finally:
-        hub.close()
 
 
 if __name__ == "__main__":
