@@ -30,6 +30,19 @@ static bool has_config(const char *dir) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+static bool has_gguf(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  struct dirent *de;
+  while (!found && (de = readdir(d)) != NULL) {
+    size_t l = strlen(de->d_name);
+    found = l > 5 && strcmp(de->d_name + l - 5, ".gguf") == 0;
+  }
+  closedir(d);
+  return found;
+}
+
 const char *sc_model_default_dir(void) {
   const char *env = getenv("SCULPT_MODEL");
   if (env && *env) return env;
@@ -195,6 +208,12 @@ sc_status sc_model_resolve(const char *name, char **dir, sc_error *err) {
   SC_CHECK(stat(snap, &st) == 0 && S_ISDIR(st.st_mode), err, SC_ERR_IO,
            "model %s: the cache names commit %.12s but has no snapshot of it (%s): run `%s`",
            name, commit, repo, pull);
+  /* A snapshot another tool began (hf_hub_download of one file, a download
+   * cut short) holds no config.json and no GGUF: not a model yet. */
+  SC_CHECK(has_config(snap) || has_gguf(snap), err, SC_ERR_IO,
+           "model %s: the cached snapshot %.12s has no config.json or .gguf (an unfinished "
+           "download?): run `%s`",
+           name, commit, pull);
   *dir = strdup(snap);
   SC_CHECK(*dir, err, SC_ERR_NOMEM, "out of memory");
   return SC_OK;

@@ -97,6 +97,8 @@ static void test_resolve(void) {
   REQUIRE(sc_test_write_at(repo, "blobs/b1", "{}"));
   snprintf(p, sizeof p, "%s/snapshots/%s/config.json", repo, COMMIT);
   REQUIRE(symlink("../../blobs/b1", p) == 0);
+  snprintf(p, sizeof p, "%s/snapshots/%s/model.Q8_0.gguf", repo, OTHER); /* a GGUF alone */
+  REQUIRE(symlink("../../blobs/b1", p) == 0);
   set("HF_HUB_CACHE", hub);
   set("SCULPT_MODEL", NULL);
   char *dir = NULL;
@@ -132,6 +134,15 @@ static void test_resolve(void) {
   err = (sc_error){0};
   EXPECT(sc_model_resolve("org/name@gone", &dir, &err) == SC_ERR_IO);
   EXPECT(strstr(err.msg, "no snapshot") != NULL);
+  /* A snapshot begun by another tool, with no config.json: not a model yet. */
+  snprintf(p, sizeof p, "mkdir -p %s/snapshots/2222222222222222222222222222222222222222", repo);
+  REQUIRE(system(p) == 0);
+  REQUIRE(sc_test_write_at(repo, "refs/half", "2222222222222222222222222222222222222222"));
+  REQUIRE(sc_test_write_at(repo, "snapshots/2222222222222222222222222222222222222222/x.json",
+                           "{}"));
+  err = (sc_error){0};
+  EXPECT(sc_model_resolve("org/name@half", &dir, &err) == SC_ERR_IO);
+  EXPECT(strstr(err.msg, "unfinished") && strstr(err.msg, "sculpt model pull org/name@half"));
   /* A path that exists is the path, even spelt like an id. */
   REQUIRE(chdir(hub) == 0);
   snprintf(p, sizeof p, "mkdir -p %s/org/name", hub);
@@ -148,14 +159,16 @@ static void test_resolve(void) {
   sc_cached_model *list = NULL;
   int n = 0;
   EXPECT(sc_model_cache_list(hub, &list, &n, &err) == SC_OK);
-  EXPECT(n == 2);
+  EXPECT(n == 3);
   for (int i = 0; i < n; i++) {
     EXPECT_STREQ(list[i].id, "org/name");
     if (strcmp(list[i].commit, COMMIT) == 0) {
       EXPECT_STREQ(list[i].refs, "main");
       EXPECT(list[i].bytes == 2 && list[i].files == 1);
-    } else {
+    } else if (strcmp(list[i].commit, OTHER) == 0) {
       EXPECT_STREQ(list[i].refs, "refs/pr/1");
+    } else {
+      EXPECT_STREQ(list[i].refs, "half");
     }
   }
   free(list);
