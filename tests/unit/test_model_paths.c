@@ -53,25 +53,25 @@ static void test_cache_dir(void) {
   set("HF_HOME", NULL);
   set("XDG_CACHE_HOME", NULL);
   set("HOME", "/home/u");
-  EXPECT(sc_model_cache_dir(buf, sizeof buf));
-  EXPECT_STREQ(buf, "/home/u/.cache/huggingface/hub");
-  set("XDG_CACHE_HOME", "/xdg");
-  EXPECT(sc_model_cache_dir(buf, sizeof buf));
-  EXPECT_STREQ(buf, "/xdg/huggingface/hub");
-  set("HF_HOME", "~/hf");
-  EXPECT(sc_model_cache_dir(buf, sizeof buf));
-  EXPECT_STREQ(buf, "/home/u/hf/hub");
+  /* Each step sets one variable more; the cache is where constants.py puts
+   * it then. */
+  static const struct {
+    const char *var, *value, *cache;
+  } steps[] = {
+      {NULL, NULL, "/home/u/.cache/huggingface/hub"},
+      {"XDG_CACHE_HOME", "/xdg", "/xdg/huggingface/hub"},
+      {"HF_HOME", "~/hf", "/home/u/hf/hub"},
+      {"HUGGINGFACE_HUB_CACHE", "/legacy", "/legacy"},
+      {"HF_HUB_CACHE", "/new", "/new"},
+      {"HF_HUB_CACHE", "", "/legacy"}, /* empty is unset */
+  };
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    if (steps[i].var) set(steps[i].var, steps[i].value);
+    EXPECT(sc_model_cache_dir(buf, sizeof buf));
+    EXPECT_STREQ(buf, steps[i].cache);
+  }
   EXPECT(sc_model_hf_home(buf, sizeof buf));
   EXPECT_STREQ(buf, "/home/u/hf");
-  set("HUGGINGFACE_HUB_CACHE", "/legacy");
-  EXPECT(sc_model_cache_dir(buf, sizeof buf));
-  EXPECT_STREQ(buf, "/legacy");
-  set("HF_HUB_CACHE", "/new");
-  EXPECT(sc_model_cache_dir(buf, sizeof buf));
-  EXPECT_STREQ(buf, "/new");
-  set("HF_HUB_CACHE", ""); /* empty is unset */
-  EXPECT(sc_model_cache_dir(buf, sizeof buf));
-  EXPECT_STREQ(buf, "/legacy");
   sc_model_id id;
   REQUIRE(sc_model_id_parse("org/name@dev", &id));
   sc_model_id_folder(&id, "/c", buf, sizeof buf);
