@@ -437,23 +437,6 @@ uint64_t sc_cgroup_available(const char *root) {
   return best;
 }
 
-/* Bytes this machine can still give: /proc/meminfo's MemAvailable (the
- * kernel's estimate, page cache included), or the memory cgroup's room
- * when that is smaller; 0 when unknown. */
-static uint64_t mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  unsigned long long kb = 0;
-  if (f) {
-    char line[128];
-    while (fgets(line, sizeof line, f))
-      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    fclose(f);
-  }
-  const uint64_t host = (uint64_t)kb * 1024u, cg = sc_cgroup_available("");
-  if (host == 0) return cg == UINT64_MAX ? 0 : cg;
-  return cg < host ? cg : host;
-}
-
 /* Weights of the matrices a converted copy holds: the layers' seven and the
  * lm_head. */
 static uint64_t matrix_elems(const sc_model *m) {
@@ -470,7 +453,7 @@ static uint64_t matrix_elems(const sc_model *m) {
  * now (*need, *avail: the bytes, for the log). */
 static bool copy_fits(const sc_model *m, unsigned bytes_per, uint64_t *need, uint64_t *avail) {
   *need = matrix_elems(m) * bytes_per;
-  *avail = mem_available();
+  *avail = sc_mem_available();
   return *avail > 0 && *need <= *avail / 2;
 }
 
