@@ -18,13 +18,6 @@
 
 #define CMD "model"
 
-static void human(uint64_t b, char *buf, size_t n) {
-  if (b >= 1000000000ull) snprintf(buf, n, "%.1f GB", (double)b / 1e9);
-  else if (b >= 1000000ull) snprintf(buf, n, "%.1f MB", (double)b / 1e6);
-  else if (b >= 1000ull) snprintf(buf, n, "%.1f kB", (double)b / 1e3);
-  else snprintf(buf, n, "%llu B", (unsigned long long)b);
-}
-
 static void print_json(json_t *o) {
   char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   if (s) puts(s);
@@ -54,8 +47,8 @@ static void draw(void *user, const sc_hub_progress *p) {
     return;
   }
   char done[32], total[32];
-  human(p->done, done, sizeof done);
-  human(p->total, total, sizeof total);
+  sc_format_bytes(p->done, done, sizeof done);
+  sc_format_bytes(p->total, total, sizeof total);
   double s = (sc_now_ms() - b->t0) / 1000.0;
   double pct = p->total ? 100.0 * (double)p->done / (double)p->total : 100.0;
   const char *name = strrchr(p->file, '/') ? strrchr(p->file, '/') + 1 : p->file;
@@ -128,8 +121,8 @@ int sc_cli_model_pull(int argc, char **argv) {
     return 0;
   }
   char size[32], got[32];
-  human(r.bytes, size, sizeof size);
-  human(r.transferred, got, sizeof got);
+  sc_format_bytes(r.bytes, size, sizeof size);
+  sc_format_bytes(r.transferred, got, sizeof got);
   if (r.offline)
     printf("%s: in the cache at %.12s (HF_HUB_OFFLINE: the hub was not asked)\n", mid.repo,
            r.commit);
@@ -211,12 +204,12 @@ int sc_cli_model_list(int argc, char **argv) {
       continue;
     }
     char size[32], mem[32];
-    human(m->bytes, size, sizeof size);
+    sc_format_bytes(m->bytes, size, sizeof size);
     if (!ok) {
       printf("%-40s %-6s %9s  (%s)\n", name, m->refs[0] ? m->refs : "-", size, serr.msg);
       continue;
     }
-    human(s.memory_bytes, mem, sizeof mem);
+    sc_format_bytes(s.memory_bytes, mem, sizeof mem);
     char fits[96];
     if (s.device_total)
       snprintf(fits, sizeof fits, "cpu %s, cuda %s", fits_cpu ? "yes" : "no",
@@ -234,7 +227,7 @@ int sc_cli_model_list(int argc, char **argv) {
   json_decref(arr);
   if (avail_seen) {
     char a[32];
-    human(avail_seen, a, sizeof a);
+    sc_format_bytes(avail_seen, a, sizeof a);
     printf("(MEMORY: the weights as WEIGHTS computes them, plus one context; %s available now)\n",
            a);
   }

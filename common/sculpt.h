@@ -105,6 +105,10 @@ void sc_logv(sc_log_level level, const char *fmt, va_list ap);
 /* Monotonic clock in milliseconds (double, sub-ms resolution). */
 double sc_now_ms(void);
 
+/* b bytes for people: "1.5 GB", "12.0 MB", "3.2 kB", "512 B" (powers of
+ * 1000) into buf (n bytes); returns buf. */
+char *sc_format_bytes(uint64_t b, char *buf, size_t n);
+
 /* A file URI (RFC 8089: file:///a/b%20c) as a path ("/a/b c"), with
  * percent-escapes decoded; owned by the caller (free()). NULL for another
  * scheme or on OOM. */

@@ -16,18 +16,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t sc_mem_available(void) {
+/* One /proc/meminfo field (format "Name: %llu kB"), bounded by the memory
+ * cgroup's room; 0 when neither is known. */
+static uint64_t meminfo_bytes(const char *format) {
   FILE *f = fopen("/proc/meminfo", "r");
   unsigned long long kb = 0;
   if (f) {
     char line[128];
     while (fgets(line, sizeof line, f))
-      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+      if (sscanf(line, format, &kb) == 1) break;
     fclose(f);
   }
   const uint64_t host = (uint64_t)kb * 1024u, cg = sc_cgroup_available("");
   if (host == 0) return cg == UINT64_MAX ? 0 : cg;
   return cg < host ? cg : host;
+}
+
+uint64_t sc_mem_available(void) { return meminfo_bytes("MemAvailable: %llu kB"); }
+
+uint64_t sc_mem_total(void) {
+  const char *test = getenv("SCULPT_TEST_MEMORY_BYTES");
+  if (test && *test) return strtoull(test, NULL, 10);
+  return meminfo_bytes("MemTotal: %llu kB");
 }
 
 /* Folds one file's tensors into the survey: elements, and the dtype of the

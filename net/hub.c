@@ -120,13 +120,6 @@ static bool truthy(const char *v) {
                strcasecmp(v, "yes") == 0 || strcasecmp(v, "on") == 0);
 }
 
-static void human(uint64_t b, char *buf, size_t n) {
-  if (b >= 1000000000ull) snprintf(buf, n, "%.1f GB", (double)b / 1e9);
-  else if (b >= 1000000ull) snprintf(buf, n, "%.1f MB", (double)b / 1e6);
-  else if (b >= 1000ull) snprintf(buf, n, "%.1f kB", (double)b / 1e3);
-  else snprintf(buf, n, "%llu bytes", (unsigned long long)b);
-}
-
 /* Trims spaces and line ends on both sides, in place. */
 static char *trim(char *s) {
   while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
@@ -694,7 +687,7 @@ static sc_status disk_full(pull *p, const hub_file *f, const char *inc, sc_error
   /* Nothing to resume from on a full disk: the space goes back now. */
   unlink(inc);
   char need[32];
-  human(f->size, need, sizeof need);
+  sc_format_bytes(f->size, need, sizeof need);
   return sc_error_set(err, SC_ERR_IO,
                       "%s: the disk is full (%s/blobs): %s needs %s; free some space and pull "
                       "again",
@@ -776,8 +769,8 @@ static sc_status download(pull *p, hub_file *f, sc_error *err) {
         continue;
       } else if (got > 0) {
         char a[32], b[32];
-        human(got, a, sizeof a);
-        human(f->size, b, sizeof b);
+        sc_format_bytes(got, a, sizeof a);
+        sc_format_bytes(f->size, b, sizeof b);
         st = sc_error_set(err, SC_ERR_IO,
                           "%s: the transfer of %s was interrupted at %s of %s (%s); run the "
                           "same pull again to resume it",
@@ -974,8 +967,8 @@ static sc_status run(pull *p, sc_error *err) {
   uint64_t avail;
   if (need > 0 && free_space(p->repo, &avail) && avail < need) {
     char a[32], b[32];
-    human(need, a, sizeof a);
-    human(avail, b, sizeof b);
+    sc_format_bytes(need, a, sizeof a);
+    sc_format_bytes(avail, b, sizeof b);
     return sc_error_set(err, SC_ERR_IO,
                         "%s: not enough disk space in %s: %s to download, %s free; nothing was "
                         "written",
