@@ -88,6 +88,13 @@ typedef struct load_arg {
   const char *weights_name; /* what the model computes in (static) */
   int context;           /* the model's context in tokens */
   sc_infill_frame frame; /* its family's frame */
+  /* The local model being served when this load began, kept if the new
+   * one proves not to be a model before that one is let go (kept). */
+  bool had, kept;
+  char had_name[256], had_device[192];
+  const char *had_weights;
+  int had_context;
+  sc_infill_frame had_frame;
 } load_arg;
 
 static void load_arg_free(void *p) {
@@ -196,9 +203,9 @@ static void load_progress(sc_lsp_server *s, sc_job *job, uint64_t done, uint64_t
 static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
   load_arg *a = argp;
   sc_completer *c = a->c;
-  sc_cpl__release_model(c);
   char *dir = NULL;
   if (a->remote) {
+    sc_cpl__release_model(c);
     /* The prompt is still assembled here, counted with the model's
      * tokenizer; without one it is cut by bytes. */
     sc_error terr = {0};
@@ -210,17 +217,28 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
     return json_null();
   }
   if (!a->path) {
+    sc_cpl__release_model(c);
     sc_error_set(err, SC_ERR_INVALID,
                  "no model: set sculpt.modelPath or $SCULPT_MODEL (no default model is installed)");
     return NULL;
   }
+  /* A name that is no model (a folder that is not there, a typo in the
+   * settings) leaves the model being served as it is: its config and its
+   * files' headers are read first (survey.c), before that one goes. */
+  sc_model_survey survey;
+  if (resolve_model(job, a, &dir, err) != SC_OK ||
+      sc_model_survey_read(dir, &survey, err) != SC_OK) {
+    free(dir);
+    a->kept = c->model != NULL;
+    return NULL;
+  }
+  sc_cpl__release_model(c);
   sc_device_choice dev;
   sc_device_select(a->device, &dev);
   snprintf(a->device_name, sizeof a->device_name, "%s", dev.description);
   sc_model_options mo = {0};
   mo.device = dev.kind;
   mo.weights = a->weights;
-  if (resolve_model(job, a, &dir, err) != SC_OK) return NULL;
   sc_model_builtin_hint(dir);
   double t0 = sc_now_ms();
   sc_status st = sc_model_load(dir, &mo, &c->model, err);
@@ -272,6 +290,21 @@ static void load_done(sc_lsp_server *s, sc_job *job) {
     c->model_context = a->remote ? 0 : a->context;
     c->model_frame = a->frame;
     c->weights_name = a->remote ? NULL : a->weights_name;
+  } else if (a->kept && a->had && !sc_job_cancelled(job)) {
+    /* The model being served stays: completions go on, and the user is
+     * told once why the setting did not take. */
+    c->state = MS_READY;
+    snprintf(c->model_name, sizeof c->model_name, "%s", a->had_name);
+    snprintf(c->device_name, sizeof c->device_name, "%s", a->had_device);
+    c->model_context = a->had_context;
+    c->model_frame = a->had_frame;
+    c->weights_name = a->had_weights;
+    char msg[sizeof c->error + 600];
+    snprintf(msg, sizeof msg, "sculpt: could not load %s (%s); completions go on with %s",
+             a->path, job->err.msg, a->had_name);
+    SC_LOG_ERROR("model: %s", msg + 8);
+    sc_lsp__send_notification(s, "window/showMessage",
+                              json_pack("{s:i, s:s}", "type", 1, "message", msg));
   } else {
     c->state = MS_ERROR;
     c->model_context = 0;
@@ -300,6 +333,13 @@ void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
   a->weights = c->set.weights;
   a->auto_pull = c->set.auto_pull;
   a->generation = ++c->load_generation;
+  /* What is served now, restored if the new name proves no model. */
+  a->had = c->state == MS_READY && c->model_context > 0; /* a local model (remote: 0) */
+  snprintf(a->had_name, sizeof a->had_name, "%s", c->model_name);
+  snprintf(a->had_device, sizeof a->had_device, "%s", c->device_name);
+  a->had_weights = c->weights_name;
+  a->had_context = c->model_context;
+  a->had_frame = c->model_frame;
   /* The load in flight is superseded: a download it makes stops (its
    * partial blob stays, for the next pull to resume). */
   if (c->load_job) sc_lsp__cancel_job(s, c->load_job);
