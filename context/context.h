@@ -105,6 +105,18 @@ sc_status sc_syntax_tree_new_unparsed(const char *lang, const char *text, size_t
  * (incremental) parse instead of one each. */
 sc_status sc_syntax_tree_edit_unparsed(sc_syntax_tree *tree, size_t start, size_t old_end,
                                        const char *new_text, size_t new_len, sc_error *err);
+/* Every parse runs under a time budget: tree-sitter's error recovery is
+ * quadratic on some texts (20,000 bash heredocs opened on their own lines,
+ * 140 KB, took 11 s), and a document is anyone's text. Past the budget the
+ * parse is abandoned with SC_ERR_UNSUPPORTED, and the tree stays as it was
+ * (pending, when it was being brought up to date). Real code parses far
+ * inside it (170 KB of C in 75 ms). */
+#define SC_SYNTAX_PARSE_BUDGET_NS 2000000000ll /* 2 s, plus per byte: */
+#define SC_SYNTAX_PARSE_NS_PER_BYTE 5000ll
+/* Another budget for tree's parses (ns; 0: the default): for tests and
+ * fuzzing, where a smaller one keeps inputs many. */
+void sc_syntax_tree_set_parse_limit(sc_syntax_tree *tree, long long ns);
+
 /* True: asked to stop (the parse is abandoned). */
 typedef bool (*sc_syntax_stop_fn)(void *user);
 /* Brings a pending tree up to its text: incrementally from its old nodes
@@ -151,12 +163,14 @@ TSQueryCursor *sc_syntax_query_cursor_new(void);
 #define SC_SYNTAX_QUERY_BUDGET_NS 200000000ll /* 200 ms, plus per byte: */
 #define SC_SYNTAX_QUERY_NS_PER_BYTE 200ll
 typedef struct sc_syntax_budget {
+  long long limit_ns;        /* the caller's: 0 for the default above */
   TSQueryCursorOptions opts; /* private: tree-sitter keeps a pointer to it */
   long long deadline_ns;     /* private */
   bool halted;               /* the budget ran out: the matches are partial */
 } sc_syntax_budget;
-/* ts_query_cursor_exec(c, q, node) under a budget for node's bytes. b is
- * the caller's and must live until the last match is read. */
+/* ts_query_cursor_exec(c, q, node) under a budget for node's bytes (or
+ * b->limit_ns). b is the caller's, zeroed but for limit_ns, and must live
+ * until the last match is read. */
 void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_syntax_budget *b);
 
 /* node, then its ancestors up to the root, innermost first: the nodes a

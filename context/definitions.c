@@ -260,7 +260,7 @@ static void index_defs(ws_file *f, TSNode root, const char *text, size_t len, TS
   bool c_like = strcmp(f->lang, "c") == 0 || strcmp(f->lang, "cpp") == 0;
   pending *ps = NULL;
   size_t n = 0, cap = 0;
-  sc_syntax_budget budget;
+  sc_syntax_budget budget = {0};
   sc_syntax_query_exec(qc, q, root, &budget);
   TSQueryMatch m;
   while (ts_query_cursor_next_match(qc, &m)) {
@@ -453,7 +453,7 @@ static void index_imports(ws_file *f, TSNode root, const char *text, size_t len,
                           TSQueryCursor *qc) {
   const TSQuery *q = NULL;
   if (sc_query_get(f->lang, SC_QUERY_IMPORTS, &q, NULL) != SC_OK) return;
-  sc_syntax_budget budget;
+  sc_syntax_budget budget = {0};
   sc_syntax_query_exec(qc, q, root, &budget);
   TSQueryMatch m;
   while (ts_query_cursor_next_match(qc, &m)) {

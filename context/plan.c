@@ -262,7 +262,7 @@ static bool is_function_block(block_style st, const sc_syntax_tree *tree, const 
       TSQueryCursor *cur = sc_syntax_query_cursor_new();
       ts_query_cursor_set_byte_range(cur, brace, brace + 1);
       TSNode top = ts_node_parent(block);
-      sc_syntax_budget budget;
+      sc_syntax_budget budget = {0};
       sc_syntax_query_exec(cur, q, ts_node_is_null(top) ? block : top, &budget);
       TSQueryMatch m;
       uint32_t idx;

@@ -16,9 +16,14 @@ struct sc_syntax_tree {
   /* The text changed since the last parse (or was never parsed): ts, if
    * any, has the edits' positions but not their nodes. */
   bool pending;
+  long long parse_limit_ns; /* 0: the default budget (context.h) */
 };
 
 const char *sc_syntax_runtime_version(void) { return SC_TREE_SITTER_VERSION; }
+
+void sc_syntax_tree_set_parse_limit(sc_syntax_tree *t, long long ns) {
+  if (t) t->parse_limit_ns = ns;
+}
 
 /* tree-sitter counts bytes in uint32_t. */
 #define SC_SYNTAX_MAX_BYTES ((size_t)UINT32_MAX - 1)
@@ -74,8 +79,8 @@ static long long now_ns(void) {
 typedef struct {
   sc_syntax_stop_fn stop;
   void *user;
-  long long last;
-  bool stopped;
+  long long last, deadline;
+  bool stopped, over;
 } parse_progress;
 
 static bool parse_progress_cb(TSParseState *state) {
@@ -83,8 +88,9 @@ static bool parse_progress_cb(TSParseState *state) {
   long long now = now_ns();
   if (now - pp->last < STOP_CHECK_NS) return false;
   pp->last = now;
-  if (pp->stop(pp->user)) pp->stopped = true;
-  return pp->stopped; /* true halts the parse */
+  if (now > pp->deadline) pp->over = true;
+  else if (pp->stop && pp->stop(pp->user)) pp->stopped = true;
+  return pp->stopped || pp->over; /* true halts the parse */
 }
 
 /* TSInput over one NUL-terminated buffer. */
@@ -100,17 +106,28 @@ static const char *read_text(void *payload, uint32_t byte, TSPoint pos, uint32_t
 }
 
 /* Parses t->text, from old (t->ts, edited, for an incremental parse; NULL:
- * from scratch). With stop, stop is asked every few milliseconds while the
- * parse runs (tree-sitter's progress callback); stopped: SC_ERR_CANCELLED,
- * the parser is reset and the tree is left as it was (still pending). */
+ * from scratch), within its time budget. With stop, stop is asked every few
+ * milliseconds while the parse runs (tree-sitter's progress callback);
+ * stopped: SC_ERR_CANCELLED; past the budget: SC_ERR_UNSUPPORTED; either
+ * way the parser is reset and the tree is left as it was (still pending). */
 static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn stop, void *user,
                             sc_error *err) {
   TSInput input = {.payload = t, .read = read_text, .encoding = TSInputEncodingUTF8};
-  parse_progress pp = {.stop = stop, .user = user, .last = now_ns()};
-  TSParseOptions opts = {.payload = &pp, .progress_callback = stop ? parse_progress_cb : NULL};
+  const long long start = now_ns(),
+                  limit = t->parse_limit_ns > 0
+                              ? t->parse_limit_ns
+                              : SC_SYNTAX_PARSE_BUDGET_NS +
+                                    (long long)t->len * SC_SYNTAX_PARSE_NS_PER_BYTE;
+  parse_progress pp = {.stop = stop, .user = user, .last = start, .deadline = start + limit};
+  TSParseOptions opts = {.payload = &pp, .progress_callback = parse_progress_cb};
   TSTree *next = ts_parser_parse_with_options(t->parser, old, input, opts);
-  if (!next && pp.stopped) {
+  if (!next && (pp.stopped || pp.over)) {
     ts_parser_reset(t->parser);
+    if (pp.over)
+      return sc_error_set(err, SC_ERR_UNSUPPORTED,
+                          "parsing %s (%zu bytes) took over %.1f s (tree-sitter's error "
+                          "recovery on this text); it has no syntax tree",
+                          t->lang, t->len, (double)limit / 1e9);
     return sc_error_set(err, SC_ERR_CANCELLED, "parsing %s (%zu bytes) was stopped", t->lang,
                         t->len);
   }
@@ -185,6 +202,7 @@ sc_status sc_syntax_tree_copy(const sc_syntax_tree *src, sc_syntax_tree **out, s
   memcpy(t->text, src->text, src->len + 1);
   t->len = src->len;
   t->pending = src->pending;
+  t->parse_limit_ns = src->parse_limit_ns;
   t->ts = src->ts ? ts_tree_copy(src->ts) : NULL;
   if (src->ts && !t->ts) {
     sc_syntax_tree_free(t);
@@ -323,7 +341,9 @@ static bool query_progress_cb(TSQueryCursorState *state) {
 void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_syntax_budget *b) {
   uint32_t bytes = ts_node_end_byte(node) - ts_node_start_byte(node);
   b->halted = false;
-  b->deadline_ns = now_ns() + SC_SYNTAX_QUERY_BUDGET_NS + (long long)bytes * SC_SYNTAX_QUERY_NS_PER_BYTE;
+  b->deadline_ns = now_ns() + (b->limit_ns > 0 ? b->limit_ns
+                                               : SC_SYNTAX_QUERY_BUDGET_NS +
+                                                     (long long)bytes * SC_SYNTAX_QUERY_NS_PER_BYTE);
   b->opts = (TSQueryCursorOptions){.payload = b, .progress_callback = query_progress_cb};
   ts_query_cursor_exec_with_options(c, q, node, &b->opts);
 }

@@ -182,8 +182,12 @@ static long add_file(sc_edit_run *r, const char *path, bool explicit_path) {
   f->disk = sc_edit__dupn(text, len);
   f->disk_len = len;
   f->stamp = stamp;
+  sc_error derr = {0};
   if (!f->path || !f->real || !f->disk ||
-      sc_edit_doc_new(lang, f->real, text, len, &f->doc, NULL) != SC_OK) {
+      sc_edit_doc_new(lang, f->real, text, len, &f->doc, &derr) != SC_OK) {
+    /* A text tree-sitter cannot parse within its budget is named, not
+     * passed over in silence. */
+    if (derr.msg[0]) skip_file(r, path, derr.msg);
     free(f->path);
     free(f->real);
     free(f->disk);

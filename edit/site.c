@@ -480,7 +480,7 @@ sc_status sc_edit_find_query(const sc_edit_doc *doc, const char *query, const ch
   site_list l = {0};
   bool ok = true;
   TSQueryCursor *cur = sc_syntax_query_cursor_new();
-  sc_syntax_budget budget;
+  sc_syntax_budget budget = {0};
   sc_syntax_query_exec(cur, q, sc_syntax_tree_root(doc->tree), &budget);
   TSQueryMatch m;
   uint32_t ci;

@@ -10,7 +10,11 @@ pinned 0.25.1, and bounds its own walks and queries on deep trees. Here:
     file with a hole writes that file and exits 0 (it used to abort at
     teardown, after writing);
   - `batch --diagnostics` with a site inside such a file answers, and
-    changes nothing it cannot check."""
+    changes nothing it cannot check;
+  - a text on which tree-sitter's error recovery is quadratic (20,000 bash
+    heredocs opened on their own lines: 11 s for one parse) is skipped once
+    its parse runs past the budget (2 s and 5 us a byte), named in one
+    line."""
 import os
 import sys
 
@@ -57,5 +61,12 @@ rc, out, err = batch("--diagnostics", "-", "--write", "--model", M, root,
 check(rc in (0, 1) and "Aborted" not in err, f"a diagnostic in a deep file is answered ({rc}: "
       f"{err[-300:]})")
 check(read(root, "deep_braces.c") == DEEP["deep_braces.c"], "other deep files are unchanged")
+cleanup(root)
+
+root = make_repo({"heredocs.sh": "<<EOF\n" * 20000, "py/letters.py": "LETTERS = abcTODO(sculpt)\n"})
+rc, out, err = batch("--holes", "--write", "--model", M, root)
+check(rc == 0 and "heredocs.sh" in err and "took over" in err,
+      f"a parse past its budget is named and skipped ({rc}: {err[-300:]})")
+check(read(root, "py/letters.py") == f"LETTERS = abc{FILL}\n", "the run goes on beside it")
 cleanup(root)
 finish()

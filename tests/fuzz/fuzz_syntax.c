@@ -8,8 +8,9 @@
  *
  * Input: byte 0 picks the language, byte 1 the cursor, then ops:
  *   op & 7 == 0..3  literal: the next (op >> 3) + 1 bytes as they are
- *   op & 7 == 4     nest: opener = next byte, count = next two bytes (up to
- *                   65,535), closed (the closers after) when op & 8
+ *   op & 7 == 4     nest: opener = next byte, count = the byte after (up to
+ *                   255), or with op & 16 the two bytes after (up to
+ *                   65,535); closed (the closers after) when op & 8
  *   op & 7 == 5     indent: count lines each one level deeper ("if x:" or
  *                   "{", by op & 8), as Python and C blocks nest
  *   op & 7 == 6     edit: at a fraction of the text (next byte), delete up
@@ -18,8 +19,9 @@
  *   op & 7 == 7     repeat the text made so far (next byte) times
  * The text is capped at MAX_TEXT bytes. After each parse and edit the
  * tree's invariants are checked (its text, its error list, the ancestry of
- * the node at the cursor); the queries, the completion plan, the statement
- * span and an insertion check run on it. Any crash, leak, sanitizer report
+ * the node at the cursor); after the first parse and the last reparse the
+ * queries, the completion plan, the statement span and an insertion check
+ * run on it too. Any crash, leak, sanitizer report
  * or broken invariant is a finding. */
 #define _POSIX_C_SOURCE 200809L
 #include "context.h"
@@ -32,7 +34,13 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
-#define MAX_TEXT (256u << 10)
+#define MAX_TEXT (128u << 10)
+/* A query or a parse halts after this here (the default budgets are 200 ms
+ * and 2 s, and more for long texts): inputs are many, and one that
+ * tree-sitter finds quadratic would spend the whole budget each time. A
+ * parse past its budget is an answer (the text has no tree), not a finding. */
+#define QUERY_LIMIT_NS 20000000ll
+#define PARSE_LIMIT_NS 300000000ll
 #define MAX_EDITS 8
 
 static const char *const k_langs[] = {"c",  "cpp",  "python", "javascript", "typescript", "tsx",
@@ -72,7 +80,7 @@ typedef struct {
 } edit;
 
 static void check_tree(const sc_syntax_tree *t, const char *want, size_t want_len,
-                       size_t cursor) {
+                       size_t cursor, bool full) {
   size_t len = 0;
   const char *text = sc_syntax_tree_text(t, &len);
   if (len != want_len || memcmp(text, want, len) != 0) __builtin_trap();
@@ -100,13 +108,14 @@ static void check_tree(const sc_syntax_tree *t, const char *want, size_t want_le
   if (k < SC_SYNTAX_ANCESTRY_MAX && !ts_node_eq(up[k - 1], sc_syntax_tree_root(t)))
     __builtin_trap();
   free(up);
+  if (!full) return;
   /* The queries, under their budget. */
   for (int q = 0; q < SC_QUERY_KIND_COUNT; q++) {
     const TSQuery *query = NULL;
     if (sc_query_get(sc_syntax_tree_language(t), (sc_query_kind)q, &query, NULL) != SC_OK)
       continue;
     TSQueryCursor *qc = sc_syntax_query_cursor_new();
-    sc_syntax_budget budget;
+    sc_syntax_budget budget = {.limit_ns = QUERY_LIMIT_NS};
     sc_syntax_query_exec(qc, query, sc_syntax_tree_root(t), &budget);
     TSQueryMatch m;
     while (ts_query_cursor_next_match(qc, &m))
@@ -144,9 +153,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     unsigned op = data[i++];
     switch (op & 7) {
     case 4: { /* nest */
-      if (i + 3 > size) break;
-      size_t which = data[i] % N_NEST, count = (size_t)data[i + 1] << 8 | data[i + 2];
-      i += 3;
+      size_t wide = op & 16 ? 1 : 0;
+      if (i + 2 + wide > size) break;
+      size_t which = data[i] % N_NEST,
+             count = wide ? (size_t)data[i + 1] << 8 | data[i + 2] : data[i + 1];
+      i += 2 + wide;
       for (size_t k = 0; k < count && b.n < MAX_TEXT; k++) put_str(&b, k_nest[which].open);
       if (op & 8)
         for (size_t k = 0; k < count && b.n < MAX_TEXT; k++) put_str(&b, k_nest[which].close);
@@ -189,11 +200,17 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   }
   size_t cursor = b.n ? (size_t)cursor_sel * b.n / 255 : 0;
   sc_syntax_tree *t = NULL;
-  if (sc_syntax_tree_new(lang, b.s, b.n, &t, NULL) != SC_OK) {
+  if (sc_syntax_tree_new_unparsed(lang, b.s, b.n, &t, NULL) != SC_OK) {
     free(b.s);
     return 0;
   }
-  check_tree(t, b.s, b.n, cursor);
+  sc_syntax_tree_set_parse_limit(t, PARSE_LIMIT_NS);
+  if (sc_syntax_tree_parse(t, NULL, NULL, NULL) != SC_OK) {
+    sc_syntax_tree_free(t);
+    free(b.s);
+    return 0;
+  }
+  check_tree(t, b.s, b.n, cursor, true);
   /* Edits, incremental, the text kept alongside for the check. */
   char *text = malloc(MAX_TEXT + 256 * MAX_EDITS);
   size_t len = b.n;
@@ -201,14 +218,19 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   for (size_t e = 0; text && e < n_edits; e++) {
     size_t at = edits[e].at_frac * len / 255, del = edits[e].del;
     if (del > len - at) del = len - at;
-    if (sc_syntax_tree_edit(t, at, at + del, edits[e].ins, edits[e].ins_len, NULL) != SC_OK)
+    /* An edit whose parse runs past the budget leaves the tree pending:
+     * nothing more is asked of it. */
+    if (sc_syntax_tree_edit(t, at, at + del, edits[e].ins, edits[e].ins_len, NULL) != SC_OK) {
+      n_edits = 0;
       break;
+    }
     memmove(text + at + edits[e].ins_len, text + at + del, len - at - del);
     memcpy(text + at, edits[e].ins, edits[e].ins_len);
     len = len - del + edits[e].ins_len;
-    check_tree(t, text, len, at);
+    check_tree(t, text, len, at, false);
   }
-  if (text && n_edits && sc_syntax_tree_reparse(t, NULL) == SC_OK) check_tree(t, text, len, cursor);
+  if (text && n_edits && sc_syntax_tree_reparse(t, NULL) == SC_OK)
+    check_tree(t, text, len, cursor > len ? len : cursor, true);
   free(text);
   sc_syntax_tree_free(t);
   free(b.s);
