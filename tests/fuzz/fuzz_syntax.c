@@ -11,13 +11,15 @@
  *   op & 7 == 4     nest: opener = next byte, count = the byte after (up to
  *                   255), or with op & 16 the two bytes after (up to
  *                   65,535); closed (the closers after) when op & 8
- *   op & 7 == 5     indent: count lines each one level deeper ("if x:" or
- *                   "{", by op & 8), as Python and C blocks nest
+ *   op & 7 == 5     indent: count (next byte) lines each one level deeper
+ *                   ("if x:" or "{", by op & 8), as Python and C blocks nest
  *   op & 7 == 6     edit: at a fraction of the text (next byte), delete up
  *                   to the next byte's count, insert the next (op >> 3) + 1
  *                   bytes; applied after the first parse, one by one
- *   op & 7 == 7     repeat the text made so far (next byte) times
- * The text is capped at MAX_TEXT bytes. After each parse and edit the
+ *   op & 7 == 7     repeat the text made so far (next byte % 16) times
+ * The text is capped at SMALL_TEXT bytes, or MAX_TEXT once a two-byte nest
+ * asked for depth: most inputs stay small and quick, and the deep ones are
+ * a mutation away. After each parse and edit the
  * tree's invariants are checked (its text, its error list, the ancestry of
  * the node at the cursor); after the first parse and the last reparse the
  * queries, the completion plan, the statement span and an insertion check
@@ -35,6 +37,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 #define MAX_TEXT (128u << 10)
+#define SMALL_TEXT (8u << 10)
 /* A query or a parse halts after this here (the default budgets are 200 ms
  * and 2 s, and more for long texts): inputs are many, and one that
  * tree-sitter finds quadratic would spend the whole budget each time. A
@@ -65,8 +68,10 @@ typedef struct {
   size_t n;
 } buf;
 
+static size_t g_cap; /* SMALL_TEXT or MAX_TEXT, for the input at hand */
+
 static void put(buf *b, const char *p, size_t n) {
-  if (n > MAX_TEXT - b->n) n = MAX_TEXT - b->n;
+  if (n > g_cap - b->n) n = g_cap - b->n;
   memcpy(b->s + b->n, p, n);
   b->n += n;
 }
@@ -147,27 +152,29 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   const unsigned char cursor_sel = data[1];
   buf b = {malloc(MAX_TEXT), 0};
   if (!b.s) return 0;
+  g_cap = SMALL_TEXT;
   edit edits[MAX_EDITS];
   size_t n_edits = 0;
-  for (size_t i = 2; i < size && b.n < MAX_TEXT;) {
+  for (size_t i = 2; i < size && b.n < g_cap;) {
     unsigned op = data[i++];
     switch (op & 7) {
     case 4: { /* nest */
       size_t wide = op & 16 ? 1 : 0;
       if (i + 2 + wide > size) break;
+      if (wide) g_cap = MAX_TEXT;
       size_t which = data[i] % N_NEST,
              count = wide ? (size_t)data[i + 1] << 8 | data[i + 2] : data[i + 1];
       i += 2 + wide;
-      for (size_t k = 0; k < count && b.n < MAX_TEXT; k++) put_str(&b, k_nest[which].open);
+      for (size_t k = 0; k < count && b.n < g_cap; k++) put_str(&b, k_nest[which].open);
       if (op & 8)
-        for (size_t k = 0; k < count && b.n < MAX_TEXT; k++) put_str(&b, k_nest[which].close);
+        for (size_t k = 0; k < count && b.n < g_cap; k++) put_str(&b, k_nest[which].close);
       break;
     }
     case 5: { /* indent: one level deeper a line */
       if (i + 1 > size) break;
-      size_t count = (size_t)data[i++] * 4;
-      for (size_t k = 0; k < count && b.n < MAX_TEXT; k++) {
-        for (size_t d = 0; d < k && b.n < MAX_TEXT; d++) put(&b, " ", 1);
+      size_t count = data[i++];
+      for (size_t k = 0; k < count && b.n < g_cap; k++) {
+        for (size_t d = 0; d < k && b.n < g_cap; d++) put(&b, " ", 1);
         put_str(&b, op & 8 ? "{\n" : "if x:\n");
       }
       break;
@@ -185,8 +192,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
     case 7: { /* repeat what is there */
       if (i + 1 > size) break;
-      size_t times = data[i++], n = b.n;
-      for (size_t k = 0; k < times && b.n < MAX_TEXT && n; k++) put(&b, b.s, n);
+      size_t times = data[i++] % 16, n = b.n;
+      for (size_t k = 0; k < times && b.n < g_cap && n; k++) put(&b, b.s, n);
       break;
     }
     default: { /* literal */
