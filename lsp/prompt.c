@@ -79,16 +79,16 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
                                  const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
                                  size_t *keep_pre, int32_t **suf, size_t *keep_suf,
                                  size_t *n_suf_out, bool *suffix_cut, sc_error *err) {
-  size_t n_suf = 0;
-  SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
-  if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {
-    free(*pre);
-    *pre = NULL;
-    return err ? err->status : SC_ERR_INTERNAL;
-  }
-  sc_infill_fit(fit, *n_pre, n_suf, keep_pre, keep_suf, suffix_cut);
-  if (n_suf_out) *n_suf_out = n_suf;
-  if (after_cut) *suffix_cut = true;
+  sc_infill_tokens t;
+  SC_TRY(sc_infill_tokens_encode(c->tok, fit, before, before_len, after, after_len, after_cut,
+                                 &t, err));
+  *pre = t.pre;
+  *n_pre = t.n_pre;
+  *keep_pre = t.keep_pre;
+  *suf = t.suf;
+  *keep_suf = t.keep_suf;
+  *suffix_cut = t.suffix_cut;
+  if (n_suf_out) *n_suf_out = t.n_suf;
   return SC_OK;
 }
 
