@@ -30,6 +30,7 @@ int sc_cli_bench(int argc, char **argv);
 int sc_cli_context(int argc, char **argv);
 int sc_cli_batch(int argc, char **argv);
 int sc_cli_serve(int argc, char **argv);
+int sc_cli_eval(int argc, char **argv);
 
 /* A whole decimal number in [lo, hi]; false on anything else. */
 bool sc_cli_parse_long(const char *s, long lo, long hi, long *out);

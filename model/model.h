@@ -38,6 +38,9 @@ typedef struct sc_device_choice {
  * sculpt ships (model/default in the source tree) when it is there, else
  * NULL. Static or environment string; do not free. */
 const char *sc_model_default_dir(void);
+/* The model sculpt ships, whatever $SCULPT_MODEL says (a baseline to
+ * compare others with); NULL when it is not there. Static string. */
+const char *sc_model_shipped_dir(void);
 
 /* Picks the device for a request. AUTO and CUDA fall back to the CPU when
  * the binary has no CUDA backend or no device answers, and log one line

@@ -17,10 +17,14 @@ static bool has_config(const char *dir) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-const char *sc_model_default_dir(void) {
-  const char *env = getenv("SCULPT_MODEL");
-  if (env && *env) return env;
+const char *sc_model_shipped_dir(void) {
   if (SCULPT_DEFAULT_MODEL_DIR[0] && has_config(SCULPT_DEFAULT_MODEL_DIR))
     return SCULPT_DEFAULT_MODEL_DIR;
   return NULL;
+}
+
+const char *sc_model_default_dir(void) {
+  const char *env = getenv("SCULPT_MODEL");
+  if (env && *env) return env;
+  return sc_model_shipped_dir();
 }
