@@ -91,6 +91,12 @@ int sc_eval__count_lines(const char *s, size_t n) {
 
 /* ---- HumanEval-Infilling -------------------------------------------------------------- */
 
+/* zlib's message without the path it starts with ("PATH: unexpected end of file"). */
+static const char *zlib_words(const char *path, const char *why) {
+  size_t n = strlen(path);
+  return strncmp(why, path, n) == 0 && why[n] == ':' && why[n + 1] == ' ' ? why + n + 2 : why;
+}
+
 sc_status sc_eval__read_file(const char *path, char **out, size_t *len, sc_error *err) {
   *out = NULL;
   *len = 0;
@@ -114,7 +120,8 @@ sc_status sc_eval__read_file(const char *path, char **out, size_t *len, sc_error
     if (r < 0) {
       int zerr;
       const char *why = gzerror(f, &zerr);
-      st = sc_error_set(err, SC_ERR_FORMAT, "%s: not a readable gzip file (%s)", path, why);
+      st = sc_error_set(err, SC_ERR_FORMAT, "%s: not a readable gzip file (%s)", path,
+                        zlib_words(path, why));
       break;
     }
     if (r == 0) break;
@@ -125,7 +132,8 @@ sc_status sc_eval__read_file(const char *path, char **out, size_t *len, sc_error
     int zerr = Z_OK;
     const char *why = gzerror(f, &zerr);
     if (zerr != Z_OK && zerr != Z_STREAM_END)
-      st = sc_error_set(err, SC_ERR_FORMAT, "%s: not a readable gzip file (%s)", path, why);
+      st = sc_error_set(err, SC_ERR_FORMAT, "%s: not a readable gzip file (%s)", path,
+                        zlib_words(path, why));
   }
   gzclose(f);
   if (st != SC_OK) {

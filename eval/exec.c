@@ -231,8 +231,10 @@ static __attribute__((noreturn)) void run_child(const spec *s) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (s->lvl == LEVEL_NAMESPACES) enter_sandbox(s);
-  drop_privileges(s);
+  /* Into the folder before dropping to the program's uid: a private
+   * TMPDIR (mode 0700 on the way) is ours to enter, not its. */
   if (chdir(s->dir) != 0) child_fail(s->err_w, "chdir");
+  drop_privileges(s);
   if (s->probe) _exit(0);
   int fd = open("program.py", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0 || !write_all(fd, s->program, s->len) || close(fd) != 0)

@@ -29,6 +29,7 @@
 
 typedef struct entry {
   size_t task;
+  int snippets; /* repository tasks, a model's: the prompt's snippets */
   char *text;  /* what is scored (a line task: its first lines) */
   size_t len;
   char *raw;   /* what the system wrote, when that was cut */
@@ -80,7 +81,7 @@ static sc_status add_entry(sysres *s, size_t task, char *text, size_t len, sc_er
     s->e = g;
     s->cap = cap;
   }
-  s->e[s->n++] = (entry){.task = task, .text = text, .len = len, .compiles = -1};
+  s->e[s->n++] = (entry){.task = task, .text = text, .len = len, .compiles = -1, .snippets = -1};
   return SC_OK;
 }
 
@@ -207,7 +208,8 @@ static int canvas_for(const run *r, const model_sys *m, const sc_eval_task *t) {
  * *before (owned) and the suffix's length after the cursor. */
 static sc_status repo_prompt(run *r, const model_sys *m, const sc_eval_task *t,
                              const sc_infill_budget *fit, char **before, size_t *before_len,
-                             char **after, size_t *after_len, bool *after_cut, sc_error *err) {
+                             char **after, size_t *after_len, bool *after_cut, int *snippets,
+                             sc_error *err) {
   size_t len = t->before_len + t->after_len, cursor = t->before_len;
   char *text = malloc(len + 1);
   SC_CHECK(text, err, SC_ERR_NOMEM, "out of memory");
@@ -233,6 +235,7 @@ static sc_status repo_prompt(run *r, const model_sys *m, const sc_eval_task *t,
     return st;
   }
   *before = sc_prompt_text(&pr, before_len);
+  *snippets = (int)pr.n_snippets;
   sc_prompt_free(&pr);
   if (!*before) {
     free(text);
@@ -251,7 +254,7 @@ static sc_status repo_prompt(run *r, const model_sys *m, const sc_eval_task *t,
 /* One completion from the model for task i. keep_prompt: the prompt is
  * kept for the n-gram (the first model's). */
 static sc_status model_complete(run *r, model_sys *m, size_t i, bool keep_prompt, char **text,
-                                size_t *len, sc_error *err) {
+                                size_t *len, int *snippets, sc_error *err) {
   const sc_eval_task *t = sc_eval_bench_task(r->b, i);
   sc_infill_plan plan = {1, {canvas_for(r, m, t)}};
   int ctx = sc_engine_context(m->engine);
@@ -265,7 +268,7 @@ static sc_status model_complete(run *r, model_sys *m, size_t i, bool keep_prompt
     sc_infill_plan p2 = plan;
     sc_infill_params q = m->params;
     SC_TRY(sc_infill_fit_plan(m->model, ctx, budget, &p2, &q, &fit, err));
-    SC_TRY(repo_prompt(r, m, t, &fit, &before, &bl, &after, &al, &after_cut, err));
+    SC_TRY(repo_prompt(r, m, t, &fit, &before, &bl, &after, &al, &after_cut, snippets, err));
   } else {
     before = strndup(t->before, t->before_len);
     after = strndup(t->after, t->after_len);
@@ -332,8 +335,10 @@ static sc_status run_model(run *r, const char *name, const char *dir, bool keep_
     }
     char *text = NULL;
     size_t len = 0;
-    st = model_complete(r, &m, i, keep_prompts, &text, &len, err);
+    int snippets = -1;
+    st = model_complete(r, &m, i, keep_prompts, &text, &len, &snippets, err);
     if (st == SC_OK) st = add_entry(s, i, text, len, err);
+    if (st == SC_OK) s->e[s->n - 1].snippets = snippets;
     progress(r, name, i + 1, n);
   }
   s->ms = sc_now_ms() - t0;
@@ -622,6 +627,7 @@ static json_t *task_line(const run *r, const sysres *s, const entry *e) {
     json_object_set_new(o, "compiles", e->compiles < 0 ? json_null() : json_boolean(e->compiles));
     json_object_set_new(o, "lang", json_string(t->lang));
     json_object_set_new(o, "package", json_string(t->package));
+    if (e->snippets >= 0) json_object_set_new(o, "snippets", json_integer(e->snippets));
   }
   json_object_set_new(o, "exact", json_boolean(e->exact));
   json_object_set_new(o, "empty", json_boolean(e->empty));
