@@ -47,15 +47,6 @@ typedef struct args {
   sc_fim_client_options remote; /* --backend and its options; url NULL: local */
 } args;
 
-static bool parse_double(const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
-}
-
 static int parse_args(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
   sc_infill_params_default(&a->params);
@@ -124,7 +115,7 @@ static int parse_args(int argc, char **argv, args *a) {
       a->params.steps = steps;
       a->set |= SET_RANK;
     } else if (strcmp(o, "--threshold") == 0) {
-      if (!parse_double(v, 0, 1, &d)) { sc_cli_fail(CMD, "--threshold takes a number in [0, 1]"); return 2; }
+      if (!sc_cli_parse_double(v, 0, 1, &d)) { sc_cli_fail(CMD, "--threshold takes a number in [0, 1]"); return 2; }
       a->params.threshold = (float)d;
       a->params.schedule = SC_SCHEDULE_THRESHOLD;
       a->set |= SET_THRESHOLD;
@@ -136,10 +127,10 @@ static int parse_args(int argc, char **argv, args *a) {
       a->params.seed = s;
       a->set |= SET_SEED;
     } else if (strcmp(o, "--temperature") == 0) {
-      if (!parse_double(v, 0, 100, &a->params.temperature)) { sc_cli_fail(CMD, "--temperature takes 0 to 100"); return 2; }
+      if (!sc_cli_parse_double(v, 0, 100, &a->params.temperature)) { sc_cli_fail(CMD, "--temperature takes 0 to 100"); return 2; }
       a->set |= SET_TEMPERATURE;
     } else if (strcmp(o, "--top-p") == 0) {
-      if (!parse_double(v, 0, 1, &a->params.top_p)) { sc_cli_fail(CMD, "--top-p takes (0, 1]"); return 2; }
+      if (!sc_cli_parse_double(v, 0, 1, &a->params.top_p)) { sc_cli_fail(CMD, "--top-p takes (0, 1]"); return 2; }
       a->set |= SET_TOP_P;
     } else if (strcmp(o, "--top-k") == 0) {
       if (!sc_cli_parse_long(v, 0, 1 << 24, &n)) { sc_cli_fail(CMD, "--top-k takes a number"); return 2; }
@@ -150,7 +141,7 @@ static int parse_args(int argc, char **argv, args *a) {
       a->params.block_len = (int)n;
       a->set |= SET_BLOCK;
     } else if (strcmp(o, "--eos-penalty") == 0) {
-      if (!parse_double(v, -SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX, &d)) {
+      if (!sc_cli_parse_double(v, -SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX, &d)) {
         sc_cli_fail(CMD, "--eos-penalty takes -%g to %g", SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
         return 2;
       }

@@ -7,7 +7,6 @@
 #include "cli.h"
 #include "eval.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -32,15 +31,6 @@ typedef struct args {
   const char *out, *results, *compare;
   const char *compare_a, *compare_b, *system, *against;
 } args;
-
-static bool parse_double(const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
-}
 
 static int parse_args(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
@@ -92,7 +82,7 @@ static int parse_args(int argc, char **argv, args *a) {
       if (!sc_cli_parse_long(v, 64, 65536, &n)) { sc_cli_fail(CMD, "--context-budget takes 64 to 65536"); return 2; }
       a->o.context_budget = (int)n;
     } else if (strcmp(o, "--timeout") == 0) {
-      if (!parse_double(v, 0.1, 600, &d)) { sc_cli_fail(CMD, "--timeout takes 0.1 to 600 seconds"); return 2; }
+      if (!sc_cli_parse_double(v, 0.1, 600, &d)) { sc_cli_fail(CMD, "--timeout takes 0.1 to 600 seconds"); return 2; }
       a->o.exec.timeout_s = d;
     } else if (strcmp(o, "--jobs") == 0) {
       if (!sc_cli_parse_long(v, 1, 64, &n)) { sc_cli_fail(CMD, "--jobs takes 1 to 64"); return 2; }
