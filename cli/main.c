@@ -384,7 +384,8 @@ const sc_cli_command sc_cli_commands[] = {
      "  --data DIR          HumanEval's files      --repos DIR  a folder of package folders\n"
      "  --context-budget N  repository prompts' tokens (default 1024)\n"
      "  --timeout S --jobs N --memory MIB   per program (3, the CPUs, 1024)\n"
-     "  --device auto|cpu|cuda --weights KIND --no-progress --json\n"
+     "  --device auto|cpu|cuda --weights KIND --no-progress\n"
+     "  --json              the summary as JSON (repository tasks: each package apart)\n"
      "compare: McNemar between two --results files (system model in each by default).\n"
      "Files are written atomically once the run is done; an interrupted run writes none.\n"
      "Exit: 0 done, 1 failed or interrupted, 2 usage or input error.\n",

@@ -575,6 +575,27 @@ static json_t *system_summary(const run *r, const sysres *s) {
   json_object_set_new(o, "exact_match", json_real(exact / n));
   json_object_set_new(o, "empty", json_integer((json_int_t)empty));
   if (sc_eval_bench_scoring(r->b) == SC_EVAL_MATCH) {
+    /* Per package: a package the model was trained on (contamination) or
+     * a language it never saw shows apart. */
+    json_t *by = json_object();
+    for (size_t i = 0; i < s->n; i++) {
+      const sc_eval_task *t = sc_eval_bench_task(r->b, s->e[i].task);
+      if (json_object_get(by, t->package)) continue;
+      size_t tn = 0;
+      double ex = 0, si = 0;
+      for (size_t k = i; k < s->n; k++) {
+        const sc_eval_task *u = sc_eval_bench_task(r->b, s->e[k].task);
+        if (strcmp(u->package, t->package) != 0) continue;
+        tn++;
+        ex += s->e[k].exact;
+        si += s->e[k].sim;
+      }
+      json_object_set_new(by, t->package,
+                          json_pack("{s:s, s:I, s:f, s:f}", "lang", t->lang, "tasks",
+                                    (json_int_t)tn, "exact_match", ex / (double)tn,
+                                    "char_similarity", si / (double)tn));
+    }
+    json_object_set_new(o, "by_package", by);
     json_object_set_new(o, "char_similarity", json_real(sim / n));
     json_object_set_new(o, "python_tasks", json_integer((json_int_t)py));
     json_object_set_new(o, "python_compiles",

@@ -88,6 +88,20 @@ if s:
     c = system(s, "samples")
     check(abs(c["pass@1"] - len(passes) / len(names)) < 1e-9, f"pass@1 {c['pass@1']}")
 
+# Without namespaces (a kernel or container that refuses them): the same
+# verdicts where the rlimits and the harness decide.
+core = ["good", "loops", "fork_bomb", "allocates", "fills_folder", "system_exit", "sys_exit",
+        "os_exit", "prints", "fakes_pass", "own_folder"]
+plain = os.path.join(tmp, "plain.jsonl")
+write_jsonl(plain, [{"task_id": "t/0", "completion": body[n]} for n in core])
+res2 = os.path.join(tmp, "results-plain.jsonl")
+rc, s2, err = run_json(problems, "--score", plain, "--results", res2, "--timeout", "1",
+                       "--jobs", "4", env=dict(env, SCULPT_EVAL_NO_NAMESPACES="1"))
+check(rc == 0 and s2 and s2["settings"]["sandbox"].startswith("rlimits and a process group only"),
+      f"without namespaces: {rc} {s2 and s2['settings']} {err[-300:]}")
+for n, line in zip(core, read_jsonl(res2) if rc == 0 else []):
+    check(line["passed"] is (n in passes), f"without namespaces, {n}: {line['result']}")
+
 # Nothing written outside, no folder left, no process left (as root each
 # job slot's programs run as a uid of their own, 4000000000 + slot).
 for p in outside:
