@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import tempfile
+import time
 
 from evaltest import SRC, check, finish, read_jsonl, run_json, system, write_jsonl
 
@@ -109,14 +110,19 @@ for p in outside:
     if os.path.exists(p):
         os.unlink(p)
 check(os.listdir(scratch) == [], f"folders left in TMPDIR: {os.listdir(scratch)}")
-# A process of this run's programs would still be in one of its folders.
-left = []
-for cwd in glob.glob("/proc/[0-9]*/cwd"):
-    try:
-        if os.readlink(cwd).startswith(scratch):
-            left.append(cwd)
-    except OSError:
-        pass
+# A process of this run's programs would still be in one of its folders
+# (killed ones may take a moment to be reaped).
+for _ in range(30):
+    left = []
+    for cwd in glob.glob("/proc/[0-9]*/cwd"):
+        try:
+            if os.readlink(cwd).startswith(scratch):
+                left.append(cwd)
+        except OSError:
+            pass
+    if not left:
+        break
+    time.sleep(0.1)
 check(not left, f"processes left: {left}")
 
 finish()
