@@ -44,6 +44,7 @@
 #define _GNU_SOURCE
 #include "eval.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -135,6 +136,8 @@ typedef struct spec {
   uid_t outer_uid;
   gid_t outer_gid;
   level lvl;
+  long user_procs; /* the user's processes when the run began (no namespaces) */
+  int jobs;
   bool probe;  /* set up, then exit 0 without running anything */
 } spec;
 
@@ -264,10 +267,12 @@ static __attribute__((noreturn)) void run_child(const spec *s) {
   set_limit(err_fd, RLIMIT_CORE, 0, 0);
   set_limit(err_fd, RLIMIT_NOFILE, 256, 256);
   /* Processes are counted per user (per user namespace): a slot's uid or
-   * the namespace's, never an ordinary user's own, whose other processes
-   * count too. */
-  if (s->lvl == LEVEL_NAMESPACES || s->outer_uid == 0)
-    set_limit(err_fd, RLIMIT_NPROC, NPROC_LIMIT, NPROC_LIMIT);
+   * the namespace's have the program's alone; an ordinary user's own
+   * without namespaces has all of theirs, so the bound is what they had
+   * when the run began plus the programs' share. */
+  rlim_t nproc = s->lvl == LEVEL_NAMESPACES || s->outer_uid == 0
+                     ? NPROC_LIMIT : (rlim_t)s->user_procs + NPROC_LIMIT * (rlim_t)s->jobs;
+  set_limit(err_fd, RLIMIT_NPROC, nproc, nproc);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(err_fd, "no_new_privs");
   char env_home[256];
   snprintf(env_home, sizeof env_home, "HOME=%s", s->dir);
@@ -341,6 +346,22 @@ static char *find_python(const char *name, bool as_root) {
     p += n + (e ? 1 : 0);
   }
   return NULL;
+}
+
+/* The processes uid has now (the owners of /proc's entries). */
+static long count_processes(uid_t uid) {
+  DIR *d = opendir("/proc");
+  long n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char p[64];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%s", e->d_name);
+    if (stat(p, &st) == 0 && st.st_uid == uid) n++;
+  }
+  if (d) closedir(d);
+  return n;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
@@ -534,6 +555,8 @@ sc_status sc_eval_execute(const sc_eval_exec_options *o, const char *const *prog
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int jobs = o->jobs > 0 ? o->jobs : (cpus > 0 ? (int)cpus : 1);
   if (jobs > 64) jobs = 64;
+  base.jobs = jobs;
+  if (base.lvl == LEVEL_NONE && base.outer_uid != 0) base.user_procs = count_processes(base.outer_uid);
   job *slots = calloc((size_t)jobs, sizeof *slots);
   struct pollfd *pfd = calloc((size_t)jobs * 2, sizeof *pfd);
   if (!slots || !pfd) {
