@@ -1,10 +1,13 @@
 """What the tests/eval scripts share: `sculpt eval` run as a user runs it,
 checks that are printed and kept in `failures` (the exit status at the
 end), and files in HumanEval's formats."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 BIN = os.environ["SCULPT_BIN"]
 SRC = os.environ["SCULPT_SOURCE_DIR"]
@@ -18,6 +21,13 @@ def check(cond, what):
     if not cond:
         failures.append(what)
         print("FAIL:", what)
+
+
+def tempdir(prefix):
+    """A temporary folder removed when the test ends."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def run(*args, timeout=600, env=None):

@@ -9,12 +9,11 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
-from evaltest import BIN, DATA, MODEL, check, finish, run, write_jsonl
+from evaltest import BIN, DATA, MODEL, check, finish, run, tempdir, write_jsonl
 
-tmp = tempfile.mkdtemp(prefix="sculpt-eval-bad-")
+tmp = tempdir("sculpt-eval-bad-")
 outdir = os.path.join(tmp, "out")
 os.mkdir(outdir)
 out, res = os.path.join(outdir, "samples.jsonl"), os.path.join(outdir, "results.jsonl")

@@ -11,12 +11,11 @@ gone."""
 import glob
 import json
 import os
-import tempfile
 import time
 
-from evaltest import SRC, check, finish, read_jsonl, run_json, system, write_jsonl
+from evaltest import SRC, check, finish, read_jsonl, run_json, system, tempdir, write_jsonl
 
-tmp = tempfile.mkdtemp(prefix="sculpt-eval-exec-")
+tmp = tempdir("sculpt-eval-exec-")
 scratch = os.path.join(tmp, "tmpdir")  # the executor's TMPDIR: its folders go here
 os.mkdir(scratch)
 token = os.path.basename(tmp)

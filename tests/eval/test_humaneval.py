@@ -6,11 +6,10 @@ harness's own example samples score the 30% its README states, sample by
 sample; the canonical middles of the first tasks of every benchmark all
 pass (the full sets are checked by hand: README, "sculpt eval")."""
 import os
-import tempfile
 
-from evaltest import DATA, MODEL, check, finish, read_jsonl, run_json, system
+from evaltest import DATA, MODEL, check, finish, read_jsonl, run_json, system, tempdir
 
-tmp = tempfile.mkdtemp(prefix="sculpt-eval-he-")
+tmp = tempdir("sculpt-eval-he-")
 
 # The shipped model, three tasks, with its baseline.
 res, out = os.path.join(tmp, "results.jsonl"), os.path.join(tmp, "samples.jsonl")

@@ -7,11 +7,10 @@ format say so, and the shipped model runs beside it on the same tasks as
 the baseline, paired by McNemar."""
 import os
 import subprocess
-import tempfile
 
-from evaltest import SRC, check, finish, read_jsonl, run_json, system, write_jsonl
+from evaltest import SRC, check, finish, read_jsonl, run_json, system, tempdir, write_jsonl
 
-tmp = tempfile.mkdtemp(prefix="sculpt-eval-planted-")
+tmp = tempdir("sculpt-eval-planted-")
 subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), tmp],
                check=True, capture_output=True)
 model = os.path.join(tmp, "planted-successor-shifted-bytes")

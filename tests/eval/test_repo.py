@@ -9,11 +9,10 @@ compare`)."""
 import json
 import os
 import subprocess
-import tempfile
 
-from evaltest import BIN, MODEL, check, finish, read_jsonl, run_json, system
+from evaltest import BIN, MODEL, check, finish, read_jsonl, run_json, system, tempdir
 
-tmp = tempfile.mkdtemp(prefix="sculpt-eval-repo-")
+tmp = tempdir("sculpt-eval-repo-")
 repos = os.path.join(tmp, "repos")
 for pkg in ("alpha", "beta"):
     os.makedirs(os.path.join(repos, pkg))
