@@ -102,7 +102,8 @@ sc_status sc_eval__read_file(const char *path, char **out, size_t *len, sc_error
   *len = 0;
   /* gzread reads a plain file as it is, so one reader serves .jsonl too. */
   gzFile f = gzopen(path, "rb");
-  SC_CHECK(f, err, SC_ERR_IO, "cannot read %s: %s", path, errno ? strerror(errno) : "gzopen failed");
+  SC_CHECK(f, err, SC_ERR_IO, "cannot read %s: %s", path,
+           errno ? strerror(errno) : "gzopen failed");
   size_t cap = 1 << 20, n = 0;
   char *buf = malloc(cap + 1);
   sc_status st = buf ? SC_OK : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
@@ -205,7 +206,8 @@ static sc_status he_problem(void *user, json_t *o, size_t line, sc_error *err) {
   if (st == SC_OK)
     st = get_string(o, "canonical_solution", h->path, line, true, &t.middle, &t.middle_len, err);
   if (st == SC_OK) st = get_string(o, "test", h->path, line, true, &t.test, NULL, err);
-  if (st == SC_OK) st = get_string(o, "entry_point", h->path, line, true, &t.entry_point, NULL, err);
+  if (st == SC_OK)
+    st = get_string(o, "entry_point", h->path, line, true, &t.entry_point, NULL, err);
   if (st != SC_OK) {
     task_free(&t);
     return st;

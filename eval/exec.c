@@ -8,9 +8,7 @@
  * "timed out" or "failed: ...". How it is run is ours:
  *
  *   sculpt ── fork ── A ── unshare(user?, mount, net, PID, IPC, UTS) ── fork ── B
- *                                                                        │ mounts /proc
- *                                                                        │ drops to its uid
- *                                                                        └ exec python3 -I -B -c HARNESS
+ *   B: mounts /proc, as root drops to its slot's uid, exec python3 -I -B -c HARNESS
  *
  * A makes the namespaces: every mount read-only (mount_setattr, recursive)
  * but the program's folder, a tmpfs of disk_bytes; no network (a new
@@ -403,7 +401,9 @@ static sc_status start_job(job *j, spec *s, const char *tmp_root, size_t slot, s
   memset(j, 0, sizeof *j);
   j->res_r = j->err_r = -1;
   snprintf(j->dir, sizeof j->dir, "%s/sculpt-eval-XXXXXX", tmp_root);
-  if (!mkdtemp(j->dir)) return sc_error_set(err, SC_ERR_IO, "cannot make a folder in %s: %s", tmp_root, strerror(errno));
+  if (!mkdtemp(j->dir))
+    return sc_error_set(err, SC_ERR_IO, "cannot make a folder in %s: %s", tmp_root,
+                        strerror(errno));
   if (s->outer_uid == 0 && s->lvl == LEVEL_NONE) {
     /* Its own uid owns its folder (there is no tmpfs to own). */
     if (chown(j->dir, SLOT_UID_BASE + (uid_t)slot, SLOT_UID_BASE + (gid_t)slot) != 0) {
@@ -556,7 +556,8 @@ sc_status sc_eval_execute(const sc_eval_exec_options *o, const char *const *prog
   int jobs = o->jobs > 0 ? o->jobs : (cpus > 0 ? (int)cpus : 1);
   if (jobs > 64) jobs = 64;
   base.jobs = jobs;
-  if (base.lvl == LEVEL_NONE && base.outer_uid != 0) base.user_procs = count_processes(base.outer_uid);
+  if (base.lvl == LEVEL_NONE && base.outer_uid != 0)
+    base.user_procs = count_processes(base.outer_uid);
   job *slots = calloc((size_t)jobs, sizeof *slots);
   struct pollfd *pfd = calloc((size_t)jobs * 2, sizeof *pfd);
   if (!slots || !pfd) {

@@ -46,7 +46,9 @@ static uint64_t hash_bytes(uint64_t h, const char *s, size_t n) {
 }
 #define HASH0 1469598103934665603ull
 
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+static bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
 
 static void strip(const char *s, size_t n, size_t *a, size_t *b) {
   size_t x = 0, y = n;

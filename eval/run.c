@@ -685,7 +685,8 @@ sc_status sc_eval_run(const sc_eval_options *o, json_t **summary, json_t **tasks
     st = load_samples(&r, o->samples, err);
   } else {
     const char *dir = o->model_dir ? o->model_dir : sc_model_default_dir();
-    if (!dir) st = sc_error_set(err, SC_ERR_INVALID, "no model: pass --model DIR or set SCULPT_MODEL");
+    if (!dir)
+      st = sc_error_set(err, SC_ERR_INVALID, "no model: pass --model DIR or set SCULPT_MODEL");
     bool keep = o->baselines && line_tasks(r.b);
     if (st == SC_OK && keep) {
       r.before = calloc(n, sizeof *r.before);
@@ -739,11 +740,10 @@ sc_status sc_eval_run(const sc_eval_options *o, json_t **summary, json_t **tasks
   json_object_set_new(sum, "systems", systems);
   json_object_set_new(sum, "mcnemar", pairs);
   json_t *set = json_object();
+  int canvas = o->max_tokens > 0 ? o->max_tokens : sc_eval_bench_canvas(r.b);
   if (!o->samples)
     json_object_set_new(set, "canvas",
-                        o->oracle_length ? json_string("oracle")
-                                         : json_integer(o->max_tokens > 0 ? o->max_tokens
-                                                                          : sc_eval_bench_canvas(r.b)));
+                        o->oracle_length ? json_string("oracle") : json_integer(canvas));
   if (sc_eval_bench_scoring(r.b) == SC_EVAL_EXECUTE) {
     const sc_eval_exec_options *x = &o->exec;
     json_object_set_new(set, "timeout_s", json_real(x->timeout_s > 0 ? x->timeout_s : 3.0));
