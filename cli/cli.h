@@ -25,6 +25,9 @@ int sc_cli_lsp(int argc, char **argv);
 int sc_cli_tokenize(int argc, char **argv);
 int sc_cli_logits(int argc, char **argv);
 int sc_cli_model(int argc, char **argv);
+/* `model pull` and `model list` (cmd_model_pull.c), argv[1] the verb. */
+int sc_cli_model_pull(int argc, char **argv);
+int sc_cli_model_list(int argc, char **argv);
 int sc_cli_complete(int argc, char **argv);
 int sc_cli_bench(int argc, char **argv);
 int sc_cli_context(int argc, char **argv);
@@ -66,6 +69,12 @@ int sc_cli_locate(const char *target, char **path, const char *text, size_t len,
 #define SC_CLI_TMP_TAG ".sculpt-"
 sc_status sc_cli_write_atomic(const char *path, const char *data, size_t len, mode_t perm,
                               sc_error *err);
+
+/* The folder a model name stands for (a folder, or a Hugging Face id found
+ * in the cache: model.h, sc_model_resolve; given NULL: the default), owned
+ * by the caller (free()). NULL after printing why as `sculpt CMD: ...`:
+ * no model at all (*rc 2), or an id that is not in the cache (*rc 1). */
+char *sc_cli_model_dir(const char *cmd, const char *given, int *rc);
 
 /* Prints "sculpt NAME: MESSAGE" on stderr. */
 void sc_cli_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

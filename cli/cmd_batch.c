@@ -240,6 +240,7 @@ int sc_cli_batch(int argc, char **argv) {
   sc_tokenizer *tok = NULL;
   sc_engine *engine = NULL;
   sc_edit_local *local = NULL;
+  char *model_dir = NULL;
   sc_error err = {0};
   a.run.cancel = &g_cancel;
   a.run.say = say;
@@ -259,12 +260,8 @@ int sc_cli_batch(int argc, char **argv) {
   exit_code = 1;
   sc_edit_generator gen = {remote_generate, NULL, &a, true};
   if (n_sites > 0 && !a.remote.url) {
-    const char *model_dir = a.model_dir ? a.model_dir : sc_model_default_dir();
-    if (!model_dir) {
-      sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");
-      exit_code = 2;
-      goto done;
-    }
+    model_dir = sc_cli_model_dir(CMD, a.model_dir, &exit_code);
+    if (!model_dir) goto done;
     sc_model_options mo = {0};
     if (a.family && !sc_model_family_parse(a.family, &mo.family)) {
       sc_cli_fail(CMD, "unknown --family '%s'", a.family);
@@ -332,6 +329,7 @@ int sc_cli_batch(int argc, char **argv) {
   fflush(stdout);
   exit_code = c.failed || g_interrupted || c.failed_writes ? 1 : 0;
 done:
+  free(model_dir);
   sc_edit_run_free(run);
   sc_edit_local_free(local);
   sc_engine_free(engine);

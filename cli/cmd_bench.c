@@ -228,6 +228,17 @@ static int bench_synthetic(const char *shape_name, const char *device, const int
   return status;
 }
 
+/* The folder --model names (sc_cli_model_dir), kept for the rest of the
+ * process: a bench is one command. */
+static const char *bench_model_dir(const char *given, int *rc) {
+  static char dir[4400];
+  char *d = sc_cli_model_dir(CMD, given, rc);
+  if (!d) return NULL;
+  snprintf(dir, sizeof dir, "%s", d);
+  free(d);
+  return dir;
+}
+
 int sc_cli_bench(int argc, char **argv) {
   const char *model_dir = NULL;
   const char *synthetic = NULL, *device = NULL;
@@ -314,11 +325,8 @@ int sc_cli_bench(int argc, char **argv) {
       sc_cli_fail(CMD, "--replay and --synthetic exclude each other");
       return 2;
     }
-    ra.model_dir = model_dir ? model_dir : sc_model_default_dir();
-    if (!ra.model_dir) {
-      sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");
-      return 2;
-    }
+    int rc = 0;
+    if (!(ra.model_dir = bench_model_dir(model_dir, &rc))) return rc;
     ra.weights = weights;
     ra.context = context_set ? context : 1024;
     ra.canvas = canvas_set ? canvases[0] : 32;
@@ -349,11 +357,8 @@ int sc_cli_bench(int argc, char **argv) {
     sc_cli_fail(CMD, "a checkpoint is timed on the CPU engine; --device cuda needs --synthetic");
     return 2;
   }
-  if (!model_dir) model_dir = sc_model_default_dir();
-  if (!model_dir) {
-    sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");
-    return 2;
-  }
+  int resolve_rc = 0;
+  if (!(model_dir = bench_model_dir(model_dir, &resolve_rc))) return resolve_rc;
   sc_error err = {0};
   sc_model *model = NULL;
   sc_model_options mo = {0};

@@ -236,12 +236,16 @@ static int complete_remote(const args *a, const char *path, const char *text, si
   sc_error err = {0};
   int exit_code = 1;
   /* The tokenizer counts the prompt's budget; without one, bytes do. */
-  const char *model_dir = a->model_dir ? a->model_dir : sc_model_default_dir();
+  char *model_dir = NULL;
   sc_tokenizer *tok = NULL;
-  if (model_dir && sc_tokenizer_load_dir(model_dir, &tok, &err) != SC_OK) {
+  if ((sc_model_resolve(a->model_dir, &model_dir, &err) != SC_OK ||
+       (model_dir && sc_tokenizer_load_dir(model_dir, &tok, &err) != SC_OK))) {
+    free(model_dir);
     if (a->model_dir) return fail_err(&err);
+    model_dir = NULL;
     tok = NULL;
   }
+  free(model_dir);
   const char *lang = sc_context_language_for(NULL, path);
   sc_syntax_tree *tree = NULL;
   sc_completion_plan plan = {0};
@@ -409,12 +413,11 @@ int sc_cli_complete(int argc, char **argv) {
     free(text);
     return rc;
   }
-  const char *model_dir = a.model_dir ? a.model_dir : sc_model_default_dir();
+  char *model_dir = sc_cli_model_dir(CMD, a.model_dir, &rc);
   if (!model_dir) {
-    sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");
     free(path);
     free(text);
-    return 2;
+    return rc;
   }
   sc_error err = {0};
   double t0 = sc_now_ms();
@@ -509,6 +512,7 @@ done:
   sc_infill_prepared_free(&prep);
   sc_tokenizer_free(tok);
   sc_model_free(model);
+  free(model_dir);
   free(path);
   free(text);
   return exit_code;

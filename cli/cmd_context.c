@@ -336,7 +336,7 @@ int sc_cli_context(int argc, char **argv) {
   sc_tokenizer *tok = NULL;
   sc_workspace *ws = NULL;
   sc_error err = {0};
-  char *root = NULL, *list = NULL, *first = NULL;
+  char *root = NULL, *list = NULL, *first = NULL, *resolved = NULL;
   size_t list_len = 0;
   sc_open_document docs[MAX_EXTRAS];
   char *doc_paths[MAX_EXTRAS] = {0}, *doc_texts[MAX_EXTRAS] = {0};
@@ -365,12 +365,8 @@ int sc_cli_context(int argc, char **argv) {
       goto done;
     }
   }
-  if (!model_dir) model_dir = sc_model_default_dir();
-  if (!model_dir) {
-    sc_cli_fail(CMD, "no tokenizer: pass --model DIR (budgets are counted with its tokenizer)");
-    rc = 2;
-    goto done;
-  }
+  if (!(resolved = sc_cli_model_dir(CMD, model_dir, &rc))) goto done;
+  model_dir = resolved;
   if (sc_tokenizer_load_dir(model_dir, &tok, &err) != SC_OK) {
     sc_cli_fail(CMD, "%s", err.msg);
     goto done;
@@ -492,5 +488,6 @@ done:
   free(anchor_path);
   free(first);
   free(list);
+  free(resolved);
   return rc;
 }

@@ -130,7 +130,11 @@ int sc_cli_logits(int argc, char **argv) {
   sc_model *model = NULL;
   sc_forward_ctx *ctx = NULL;
   float *logits = NULL;
-  if (sc_model_load(dir, &opts, &model, &err) != SC_OK) goto fail;
+  char *resolved = NULL;
+  if (sc_model_resolve(dir, &resolved, &err) != SC_OK) goto fail;
+  sc_status loaded = sc_model_load(resolved, &opts, &model, &err);
+  free(resolved);
+  if (loaded != SC_OK) goto fail;
   const sc_model_info *info = sc_model_get_info(model);
   if (sc_forward_ctx_new(model, n, &ctx, &err) != SC_OK) goto fail;
   logits = malloc((size_t)n * (size_t)info->vocab * sizeof *logits);

@@ -124,7 +124,12 @@ static int model_quantize(int argc, char **argv) {
   }
   sc_error err = {0};
   double t0 = sc_now_ms();
-  if (sc_model_quantize(dir, out, &err) != SC_OK) {
+  int rc = 0;
+  char *resolved = sc_cli_model_dir("model", dir, &rc); /* a folder or ORG/NAME */
+  if (!resolved) return rc;
+  sc_status st = sc_model_quantize(resolved, out, &err);
+  free(resolved);
+  if (st != SC_OK) {
     sc_cli_fail("model", "%s", err.msg);
     return err.status == SC_ERR_INVALID ? 2 : 1;
   }
@@ -135,8 +140,11 @@ static int model_quantize(int argc, char **argv) {
 
 int sc_cli_model(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "quantize") == 0) return model_quantize(argc, argv);
+  /* pull and list: cmd_model_pull.c */
+  if (argc >= 2 && strcmp(argv[1], "pull") == 0) return sc_cli_model_pull(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "list") == 0) return sc_cli_model_list(argc, argv);
   if (argc < 2 || strcmp(argv[1], "info") != 0) {
-    sc_cli_fail("model", "expected 'info' or 'quantize' (see sculpt help model)");
+    sc_cli_fail("model", "expected 'info', 'pull', 'list' or 'quantize' (see sculpt help model)");
     return 2;
   }
   const char *dir = NULL, *family_arg = NULL, *weights_arg = NULL;
@@ -174,7 +182,12 @@ int sc_cli_model(int argc, char **argv) {
   }
   sc_error err = {0};
   sc_model *model = NULL;
-  if (sc_model_load(dir, &opts, &model, &err) != SC_OK) {
+  int rc = 0;
+  char *resolved = sc_cli_model_dir("model", dir, &rc); /* a folder or ORG/NAME */
+  if (!resolved) return rc;
+  sc_status loaded = sc_model_load(resolved, &opts, &model, &err);
+  free(resolved);
+  if (loaded != SC_OK) {
     sc_cli_fail("model", "%s", err.msg);
     return err.status == SC_ERR_INVALID ? 2 : 1;
   }

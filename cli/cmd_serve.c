@@ -72,16 +72,21 @@ int sc_cli_serve(int argc, char **argv) {
       return 2;
     }
   }
-  if (!o.model_dir) o.model_dir = sc_model_default_dir();
-  if (!o.model_dir) {
-    sc_cli_fail(CMD, "no model: pass --model DIR or set SCULPT_MODEL");
-    return 2;
-  }
+  int rc = 0;
+  char *model_dir = sc_cli_model_dir(CMD, o.model_dir, &rc);
+  if (!model_dir) return rc;
+  /* A model id names the model in the answers (a snapshot's folder is its
+   * commit). */
+  const char *name = o.model_dir ? o.model_dir : sc_model_default_dir();
+  if (name && strcmp(name, model_dir) != 0) o.model_name = name;
+  o.model_dir = model_dir;
+  sc_model_builtin_hint(model_dir);
   if (key_env) {
     /* The key comes from the environment, never argv (visible in ps). */
     o.api_key = getenv(key_env);
     if (!o.api_key || !o.api_key[0]) {
       sc_cli_fail(CMD, "--api-key-env %s: that variable is unset or empty", key_env);
+      free(model_dir);
       return 2;
     }
   }
@@ -91,7 +96,9 @@ int sc_cli_serve(int argc, char **argv) {
   long d;
   if (delay && sc_cli_parse_long(delay, 0, 60000, &d)) o.step_delay_ms = (int)d;
   sc_error err = {0};
-  if (sc_serve_run(&o, &err) != SC_OK) {
+  sc_status st = sc_serve_run(&o, &err);
+  free(model_dir);
+  if (st != SC_OK) {
     sc_cli_fail(CMD, "%s", err.msg);
     return err.status == SC_ERR_INVALID ? 2 : 1;
   }

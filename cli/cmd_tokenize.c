@@ -404,8 +404,12 @@ int sc_cli_tokenize(int argc, char **argv) {
   }
   sc_tokenizer *tok = NULL;
   sc_error err = {0};
-  sc_status s = model ? sc_tokenizer_load_dir(model, &tok, &err)
-                      : sc_tokenizer_load_file(file, &tok, &err);
+  char *model_dir = NULL;
+  sc_status s = model ? sc_model_resolve(model, &model_dir, &err) : SC_OK;
+  if (s == SC_OK)
+    s = model ? sc_tokenizer_load_dir(model_dir, &tok, &err)
+              : sc_tokenizer_load_file(file, &tok, &err);
+  free(model_dir);
   if (s != SC_OK) {
     sc_cli_fail(NAME, "%s", err.msg);
     return 1;

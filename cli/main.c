@@ -1,5 +1,6 @@
 /* main.c — `sculpt`: dispatch to a subcommand, plus --help and --version. */
 #include "cli.h"
+#include "context.h"
 #include "kernels.h"
 #include "sculpt.h"
 
@@ -85,10 +86,12 @@ const sc_cli_command sc_cli_commands[] = {
      "DIR is a Hugging Face checkpoint folder, or a llama.cpp GGUF file (dream or\n"
      "llada architecture; F32, F16, BF16, Q8_0, Q4_0 tensors) or a folder holding one.\n",
      sc_cli_logits},
-    {"model", "inspect a checkpoint",
+    {"model", "inspect, pull and list checkpoints",
      "usage: sculpt model info --model DIR [--family NAME] [--json] [--max-seq N]\n"
      "                         [--weights KIND]\n"
      "       sculpt model quantize DIR --out DIR2\n"
+     "       sculpt model pull ORG/NAME[@REVISION] [--include PATTERN]... [--json]\n"
+     "       sculpt model list [--all] [--json]\n"
      "\n"
      "info prints the family, the sizes, the dtype, the mask and EOS ids, the\n"
      "default EOS penalty (generation_config.json \"eos_penalty\"), whether\n"
@@ -106,7 +109,20 @@ const sc_cli_command sc_cli_commands[] = {
      "int8, one f32 scale per row, in one model.safetensors replaced atomically; the\n"
      "embedding, lm_head, norms and every other file are copied as they are. It\n"
      "loads with the int8 rows mapped, computing exactly what --weights int8 on DIR\n"
-     "computes, without quantizing at load.\n",
+     "computes, without quantizing at load.\n"
+     "pull downloads a model from the Hugging Face hub into huggingface_hub's cache\n"
+     "($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub), shared with\n"
+     "Python tools: config, tokenizer and safetensors files, or with --include only\n"
+     "the files matching PATTERN (e.g. '*Q8_0.gguf'; non-GGUF matches bring the\n"
+     "config and tokenizer too). Transfers resume, every file is checked against its\n"
+     "sha256 or git id, a pull that finds everything downloads nothing. HF_ENDPOINT,\n"
+     "HF_TOKEN (or $HF_HOME/token) and HF_HUB_OFFLINE are honoured. Ctrl-C stops;\n"
+     "the same command resumes.\n"
+     "list shows the cached models of families sculpt runs: size, family, profile,\n"
+     "dtype, the weights kind auto picks, the memory that takes and whether it fits\n"
+     "(--all: also the snapshots sculpt cannot read, with why).\n"
+     "Wherever a model is named (--model, $SCULPT_MODEL, the LSP's modelPath) a\n"
+     "model id ORG/NAME[@REVISION] is read from that cache, offline.\n",
      sc_cli_model},
     {"complete", "fill in the middle at FILE:LINE:COL",
      "usage: sculpt complete FILE:LINE:COL [--model DIR] [--preset fast|upstream]\n"
@@ -115,7 +131,8 @@ const sc_cli_command sc_cli_commands[] = {
      "\n"
      "Completes at that position (1-based line, 1-based byte column) from the\n"
      "file's text before and after it, and prints the middle. The model is\n"
-     "--model DIR, else $SCULPT_MODEL, else the model sculpt ships.\n"
+     "--model DIR (or a model id ORG/NAME from the Hugging Face cache: sculpt help\n"
+     "model), else $SCULPT_MODEL, else the model sculpt ships.\n"
      "\n"
      "  --preset NAME       fast: threshold 0.9 + dual K/V cache, blocks of 32;\n"
      "                      upstream: the family's own evaluation loop and sampling\n"
@@ -450,6 +467,8 @@ int main(int argc, char **argv) {
   if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {
     printf("sculpt %s\n", sc_version());
     printf("backends: cpu%s\n", sc_kernels_compiled() ? ", cuda" : "");
+    printf("tree-sitter: %s (language ABI %d..%d)\n", sc_syntax_runtime_version(),
+           TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION, TREE_SITTER_LANGUAGE_VERSION);
     return 0;
   }
   const sc_cli_command *c = find_command(sub);

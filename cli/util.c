@@ -1,6 +1,7 @@
 /* util.c — small helpers shared by the subcommands. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "model.h"
 #include "net.h"
 
 #include <errno.h>
@@ -205,4 +206,19 @@ out:
   free(d1);
   free(d2);
   return st;
+}
+
+char *sc_cli_model_dir(const char *cmd, const char *given, int *rc) {
+  sc_error err = {0};
+  char *dir = NULL;
+  if (sc_model_resolve(given, &dir, &err) != SC_OK) {
+    sc_cli_fail(cmd, "%s", err.msg);
+    *rc = err.status == SC_ERR_INVALID ? 2 : 1;
+    return NULL;
+  }
+  if (!dir) {
+    sc_cli_fail(cmd, "no model: pass --model DIR or ORG/NAME, or set SCULPT_MODEL");
+    *rc = 2;
+  }
+  return dir;
 }

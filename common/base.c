@@ -127,6 +127,14 @@ void sc_log(sc_log_level level, const char *fmt, ...) {
 
 /* ---- helpers -------------------------------------------------------------- */
 
+char *sc_format_bytes(uint64_t b, char *buf, size_t n) {
+  if (b >= 1000000000ull) snprintf(buf, n, "%.1f GB", (double)b / 1e9);
+  else if (b >= 1000000ull) snprintf(buf, n, "%.1f MB", (double)b / 1e6);
+  else if (b >= 1000ull) snprintf(buf, n, "%.1f kB", (double)b / 1e3);
+  else snprintf(buf, n, "%llu B", (unsigned long long)b);
+  return buf;
+}
+
 double sc_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -105,6 +105,10 @@ void sc_logv(sc_log_level level, const char *fmt, va_list ap);
 /* Monotonic clock in milliseconds (double, sub-ms resolution). */
 double sc_now_ms(void);
 
+/* b bytes for people: "1.5 GB", "12.0 MB", "3.2 kB", "512 B" (powers of
+ * 1000) into buf (n bytes); returns buf. */
+char *sc_format_bytes(uint64_t b, char *buf, size_t n);
+
 /* A file URI (RFC 8089: file:///a/b%20c) as a path ("/a/b c"), with
  * percent-escapes decoded; owned by the caller (free()). NULL for another
  * scheme or on OOM. */
@@ -141,6 +145,23 @@ sc_status sc_file_read_regular(const char *path, size_t max, char **out, size_t 
  * U+10FFFF); else 0. A result above avail is a valid but cut sequence: the
  * callers that need it whole check n <= avail. */
 int sc_utf8_lead(const unsigned char *p, size_t avail);
+
+/* body (a JSON text, len bytes) with what jansson refuses but editors send
+ * replaced by U+FFFD: a \uD800-\uDFFF escape that is not half of a pair
+ * (JavaScript strings are UTF-16, and JSON.stringify writes a lone half as
+ * such an escape; Go's encoding/json decodes one as U+FFFD). Bytes that
+ * are not UTF-8 stay: such a text is no JSON text at all (RFC 8259 section
+ * 8.1). A new NUL-terminated buffer of *out_len bytes, owned by the caller
+ * (free()); *replaced counts the replacements. NULL when out of memory.
+ * (common/json.c) */
+char *sc_json_repair(const char *body, size_t len, size_t *out_len, size_t *replaced);
+/* json_loadb(body, len, flags, error) (error: a json_error_t *), and when
+ * that fails, the same on sc_json_repair's copy: a json_t * (new
+ * reference), with *replaced the characters replaced by U+FFFD (0 when the
+ * text was valid as sent); NULL with error set as for the text as sent.
+ * (void * keeps jansson out of this header.) */
+void *sc_json_load_text(const char *body, size_t len, size_t flags, void *error,
+                        size_t *replaced);
 
 /* Writes all len bytes of data to fd (retrying short writes and EINTR),
  * then fsyncs it: what every atomic replacement writes into its temp file

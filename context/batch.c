@@ -23,9 +23,13 @@ void sc_statement_span(const sc_syntax_tree *tree, size_t offset, size_t *start,
   while (ls < le && (text[ls] == ' ' || text[ls] == '\t')) ls++;
   *start = ls;
   *end = le;
-  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)offset,
-                                               (uint32_t)offset);
-  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+  TSNode *up;
+  size_t k = sc_syntax_ancestry(
+      ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)offset,
+                                        (uint32_t)offset),
+      &up);
+  for (size_t u = 0; u < k; u++) {
+    TSNode n = up[u];
     if (!is_statement(ts_node_type(n))) continue;
     size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
     int lines = 0;
@@ -38,6 +42,7 @@ void sc_statement_span(const sc_syntax_tree *tree, size_t offset, size_t *start,
     }
     break;
   }
+  free(up);
   /* A trailing newline separates statements; it is not part of one. */
   while (*end > *start && (text[*end - 1] == '\n' || text[*end - 1] == '\r')) (*end)--;
 }

@@ -13,7 +13,7 @@
 #include "model.h"
 
 /* Trees and queries are handed out as tree-sitter's own types (TSNode,
- * TSQuery, from Debian's libtree-sitter-dev), so that callers walk them with
+ * TSQuery, from the pinned runtime in grammars/), so that callers walk them with
  * its API rather than through a copy of it here. */
 #include <tree_sitter/api.h>
 
@@ -34,6 +34,8 @@ const char *sc_context_language_for(const char *language_id, const char *path);
 /* The grammar for a sculpt language name, or NULL when there is none. Static;
  * safe from any thread. */
 const TSLanguage *sc_context_ts_language(const char *lang);
+/* The tree-sitter runtime's release compiled in ("0.25.1"; static). */
+const char *sc_syntax_runtime_version(void);
 
 typedef enum sc_query_kind {
   SC_QUERY_DEFINITIONS = 0, /* @definition.{function,method,class,type,module} + @name */
@@ -107,9 +109,9 @@ sc_status sc_syntax_tree_edit_unparsed(sc_syntax_tree *tree, size_t start, size_
 typedef bool (*sc_syntax_stop_fn)(void *user);
 /* Brings a pending tree up to its text: incrementally from its old nodes
  * when it has them, else from scratch; nothing to do when it is not pending.
- * With stop, the parse runs in slices of a few milliseconds (tree-sitter's
- * timeout, resumed) and stop(user) is asked between them: true abandons it
- * with SC_ERR_CANCELLED and the tree stays pending, unchanged. */
+ * With stop, stop(user) is asked every few milliseconds while the parse
+ * runs (tree-sitter's progress callback): true abandons it with
+ * SC_ERR_CANCELLED and the tree stays pending, unchanged. */
 sc_status sc_syntax_tree_parse(sc_syntax_tree *tree, sc_syntax_stop_fn stop, void *user,
                                sc_error *err);
 bool sc_syntax_tree_pending(const sc_syntax_tree *tree);
@@ -125,6 +127,46 @@ const char *sc_syntax_tree_text(const sc_syntax_tree *tree, size_t *len);
 /* The tree-sitter tree, owned by the tree, valid until the next edit. */
 const TSTree *sc_syntax_tree_ts(const sc_syntax_tree *tree);
 TSNode sc_syntax_tree_root(const sc_syntax_tree *tree);
+
+/* Nesting bounds. tree-sitter's own walks upwards cost the depth of the
+ * node they start from: ts_node_parent descends from the root on every
+ * call, and a query cursor looks up through the hidden nodes above each node
+ * it enters. In a document nested 10^5 levels deep (a generated file, a run
+ * of unclosed brackets) a walk to the root with ts_node_parent, or a query
+ * over the whole tree, then takes minutes. */
+
+/* A query cursor (ts_query_cursor_delete frees it) that starts no match
+ * deeper than SC_SYNTAX_QUERY_MAX_DEPTH levels below the node it runs on:
+ * no real definition, import or block lies deeper, and the cursor then
+ * skips what lies below. */
+#define SC_SYNTAX_QUERY_MAX_DEPTH 1024u
+TSQueryCursor *sc_syntax_query_cursor_new(void);
+
+/* A query's time budget. Depth is not the only cost: entering a node, the
+ * cursor scans its later siblings for a named one, so a node with 10^5
+ * anonymous children (a line of unclosed brackets, which error recovery
+ * leaves flat) costs 10^10 steps. Real code stays far inside the budget
+ * (a 170 KB C file's queries take milliseconds); past it the query halts
+ * and the matches read so far are all there is. */
+#define SC_SYNTAX_QUERY_BUDGET_NS 200000000ll /* 200 ms, plus per byte: */
+#define SC_SYNTAX_QUERY_NS_PER_BYTE 200ll
+typedef struct sc_syntax_budget {
+  TSQueryCursorOptions opts; /* private: tree-sitter keeps a pointer to it */
+  long long deadline_ns;     /* private */
+  bool halted;               /* the budget ran out: the matches are partial */
+} sc_syntax_budget;
+/* ts_query_cursor_exec(c, q, node) under a budget for node's bytes. b is
+ * the caller's and must live until the last match is read. */
+void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_syntax_budget *b);
+
+/* node, then its ancestors up to the root, innermost first: the nodes a
+ * `for (; !ts_node_is_null(n); n = ts_node_parent(n))` loop visits, found
+ * in one descent from the root instead of one per node. At most
+ * SC_SYNTAX_ANCESTRY_MAX of them (the innermost), in *out (owned by the
+ * caller, free()); their count, 0 (with *out NULL) for a null node or when
+ * out of memory. */
+#define SC_SYNTAX_ANCESTRY_MAX 4096u
+size_t sc_syntax_ancestry(TSNode node, TSNode **out);
 
 /* How many ERROR and MISSING nodes the tree has (each counted once, nested
  * ones too). 0 means the text parsed cleanly. */

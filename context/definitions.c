@@ -89,12 +89,15 @@ static TSNode declarator_name(TSNode n, bool *is_func) {
 
 /* A declaration inside a function body is a local, not an API. */
 static bool inside_function(TSNode n) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
-    const char *t = ts_node_type(p);
-    if (strcmp(t, "compound_statement") == 0 || strcmp(t, "function_definition") == 0)
-      return true;
+  TSNode *up;
+  size_t k = sc_syntax_ancestry(n, &up);
+  bool inside = false;
+  for (size_t i = 1; i < k && !inside; i++) {
+    const char *t = ts_node_type(up[i]);
+    inside = strcmp(t, "compound_statement") == 0 || strcmp(t, "function_definition") == 0;
   }
-  return false;
+  free(up);
+  return inside;
 }
 
 /* Text predicates (#eq?, #not-eq?) are the caller's job in tree-sitter:
@@ -257,7 +260,8 @@ static void index_defs(ws_file *f, TSNode root, const char *text, size_t len, TS
   bool c_like = strcmp(f->lang, "c") == 0 || strcmp(f->lang, "cpp") == 0;
   pending *ps = NULL;
   size_t n = 0, cap = 0;
-  ts_query_cursor_exec(qc, q, root);
+  sc_syntax_budget budget;
+  sc_syntax_query_exec(qc, q, root, &budget);
   TSQueryMatch m;
   while (ts_query_cursor_next_match(qc, &m)) {
     TSNode def, name, scope;
@@ -449,7 +453,8 @@ static void index_imports(ws_file *f, TSNode root, const char *text, size_t len,
                           TSQueryCursor *qc) {
   const TSQuery *q = NULL;
   if (sc_query_get(f->lang, SC_QUERY_IMPORTS, &q, NULL) != SC_OK) return;
-  ts_query_cursor_exec(qc, q, root);
+  sc_syntax_budget budget;
+  sc_syntax_query_exec(qc, q, root, &budget);
   TSQueryMatch m;
   while (ts_query_cursor_next_match(qc, &m)) {
     if (!predicates_hold(q, &m, text)) continue;
@@ -532,7 +537,7 @@ static void index_uses(ws_file *f, const char *text, size_t len) {
 
 void ws_index_tree(ws_file *f, const sc_syntax_tree *tree, const char *text, size_t len) {
   TSNode root = sc_syntax_tree_root(tree);
-  TSQueryCursor *qc = ts_query_cursor_new();
+  TSQueryCursor *qc = sc_syntax_query_cursor_new();
   index_defs(f, root, text, len, qc);
   index_imports(f, root, text, len, qc);
   ts_query_cursor_delete(qc);

@@ -69,19 +69,31 @@ static bool ends_with_missing(TSNode n) {
 
 static lexical_ctx lexical_context(TSNode root, const char *text, size_t c) {
   if (c == 0) return CTX_CODE;
-  TSNode n = ts_node_descendant_for_byte_range(root, (uint32_t)c - 1, (uint32_t)c);
-  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+  TSNode *up;
+  size_t k = sc_syntax_ancestry(ts_node_descendant_for_byte_range(root, (uint32_t)c - 1,
+                                                                  (uint32_t)c),
+                                &up);
+  lexical_ctx ctx = CTX_CODE;
+  for (size_t i = 0; i < k; i++) {
+    TSNode n = up[i];
     uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
     const char *type = ts_node_type(n);
     bool strict = s < c && c < e;
-    if (strict && in_set(type, k_code_in_string)) return CTX_CODE;
+    if (strict && in_set(type, k_code_in_string)) break;
     if (in_set(type, k_comment_types)) {
-      if (strict || (e == c && s < c && is_line_comment(text + s, e - s))) return CTX_COMMENT;
+      if (strict || (e == c && s < c && is_line_comment(text + s, e - s))) {
+        ctx = CTX_COMMENT;
+        break;
+      }
     } else if (in_set(type, k_string_types)) {
-      if (strict || (e == c && s < c && ends_with_missing(n))) return CTX_STRING;
+      if (strict || (e == c && s < c && ends_with_missing(n))) {
+        ctx = CTX_STRING;
+        break;
+      }
     }
   }
-  return CTX_CODE;
+  free(up);
+  return ctx;
 }
 
 /* An unterminated string on the cursor's line: tree-sitter often turns it
@@ -246,10 +258,12 @@ static bool is_function_block(block_style st, const sc_syntax_tree *tree, const 
     TSNode tok = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), brace, brace + 1);
     TSNode block = ts_node_parent(tok);
     if (!ts_node_is_null(block) && ts_node_start_byte(block) == brace &&
-        !sc_syntax__is_error(block)) {
-      TSQueryCursor *cur = ts_query_cursor_new();
+        !ts_node_is_error(block)) {
+      TSQueryCursor *cur = sc_syntax_query_cursor_new();
       ts_query_cursor_set_byte_range(cur, brace, brace + 1);
-      ts_query_cursor_exec(cur, q, ts_node_parent(block).id ? ts_node_parent(block) : block);
+      TSNode top = ts_node_parent(block);
+      sc_syntax_budget budget;
+      sc_syntax_query_exec(cur, q, ts_node_is_null(top) ? block : top, &budget);
       TSQueryMatch m;
       uint32_t idx;
       int found = -1; /* 1 function body, 0 another block */

@@ -318,18 +318,23 @@ static char *enclosing_class(const rv_scan *sc, size_t at) {
   if (!sc->tree) return NULL;
   TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(sc->tree), (uint32_t)at,
                                                (uint32_t)at);
-  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
-    const char *t = ts_node_type(n);
+  TSNode *up;
+  size_t k = sc_syntax_ancestry(n, &up);
+  char *name = NULL;
+  for (size_t i = 0; i < k; i++) {
+    const char *t = ts_node_type(up[i]);
     if (strcmp(t, "class_definition") != 0 && strcmp(t, "class_declaration") != 0 &&
         strcmp(t, "abstract_class_declaration") != 0 && strcmp(t, "class_specifier") != 0 &&
         strcmp(t, "struct_specifier") != 0 && strcmp(t, "class") != 0)
       continue;
-    TSNode nm = ts_node_child_by_field_name(n, "name", 4);
+    TSNode nm = ts_node_child_by_field_name(up[i], "name", 4);
     if (ts_node_is_null(nm)) continue;
     uint32_t a = ts_node_start_byte(nm), b = ts_node_end_byte(nm);
-    return b <= sc->len && a < b ? strndup(sc->text + a, b - a) : NULL;
+    if (b <= sc->len && a < b) name = strndup(sc->text + a, b - a);
+    break;
   }
-  return NULL;
+  free(up);
+  return name;
 }
 
 /* A member-access chain split into its parts: "ctx.command.get_params()"
@@ -1282,7 +1287,10 @@ size_t rv_candidates(rv_scan *scan, rv_cand *out, size_t cap) {
     TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(sc->tree), (uint32_t)cur,
                                                  (uint32_t)cur);
     bool inner = false;
-    for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    TSNode *up;
+    size_t k = sc_syntax_ancestry(n, &up);
+    for (size_t i = 0; i < k; i++) {
+      n = up[i];
       const char *ty = ts_node_type(n);
       if (!(strstr(ty, "function") || strstr(ty, "method") || strcmp(ty, "func_literal") == 0) ||
           strstr(ty, "call") ||
@@ -1298,6 +1306,7 @@ size_t rv_candidates(rv_scan *scan, rv_cand *out, size_t cap) {
       if (name_b == 0) function_name(t, ts_node_start_byte(n), len, &name_a, &name_b);
       local.decl_floor = ts_node_start_byte(n);
     }
+    free(up);
   }
   masks mk = {0};
   if (sc->tree) {

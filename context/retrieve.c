@@ -1408,9 +1408,11 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
   if (tree) {
     TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)cursor,
                                                  (uint32_t)cursor);
-    TSNode scopes[16];
+    TSNode scopes[16], *up;
     int ns = 0;
-    for (; !ts_node_is_null(n) && ns < 16; n = ts_node_parent(n)) {
+    size_t nup = sc_syntax_ancestry(n, &up);
+    for (size_t u = 0; u < nup && ns < 16; u++) {
+      n = up[u];
       const char *t = ts_node_type(n);
       bool scope = strstr(t, "function") || strstr(t, "class") || strstr(t, "method") ||
                    strstr(t, "impl_item") || strstr(t, "struct_specifier");
@@ -1421,6 +1423,7 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
       else
         scopes[ns++] = n;
     }
+    free(up);
     /* Deep nesting (closures in closures) would spend the budget on
      * headers: the outermost and the SCOPES - 1 innermost are kept, each
      * at most SCOPE_LINE_BYTES long. */

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct sc_syntax_tree {
   const char *lang;    /* static name from the grammar table */
@@ -16,6 +17,8 @@ struct sc_syntax_tree {
    * any, has the edits' positions but not their nodes. */
   bool pending;
 };
+
+const char *sc_syntax_runtime_version(void) { return SC_TREE_SITTER_VERSION; }
 
 /* tree-sitter counts bytes in uint32_t. */
 #define SC_SYNTAX_MAX_BYTES ((size_t)UINT32_MAX - 1)
@@ -57,31 +60,63 @@ static sc_status reserve(sc_syntax_tree *t, size_t need, sc_error *err) {
   return SC_OK;
 }
 
-/* A parse that a stop callback can abandon is run in slices this long: the
- * parser resumes where it stopped (tree-sitter keeps its state between calls
- * with the same arguments until ts_parser_reset). */
-#define PARSE_SLICE_US 5000
+/* A stop callback is asked at most this often: tree-sitter calls the
+ * progress callback every hundred or so parse operations, far more often
+ * than a cancellation needs checking. */
+#define STOP_CHECK_NS 2000000ll
+
+static long long now_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1000000000ll + now.tv_nsec;
+}
+
+typedef struct {
+  sc_syntax_stop_fn stop;
+  void *user;
+  long long last;
+  bool stopped;
+} parse_progress;
+
+static bool parse_progress_cb(TSParseState *state) {
+  parse_progress *pp = state->payload;
+  long long now = now_ns();
+  if (now - pp->last < STOP_CHECK_NS) return false;
+  pp->last = now;
+  if (pp->stop(pp->user)) pp->stopped = true;
+  return pp->stopped; /* true halts the parse */
+}
+
+/* TSInput over one NUL-terminated buffer. */
+static const char *read_text(void *payload, uint32_t byte, TSPoint pos, uint32_t *n) {
+  (void)pos;
+  const sc_syntax_tree *t = payload;
+  if (byte >= t->len) {
+    *n = 0;
+    return "";
+  }
+  *n = (uint32_t)(t->len - byte);
+  return t->text + byte;
+}
 
 /* Parses t->text, from old (t->ts, edited, for an incremental parse; NULL:
- * from scratch). With stop, in slices, asking stop between them; stopped:
- * SC_ERR_CANCELLED, the parser is reset and the tree is left as it was
- * (still pending). */
+ * from scratch). With stop, stop is asked every few milliseconds while the
+ * parse runs (tree-sitter's progress callback); stopped: SC_ERR_CANCELLED,
+ * the parser is reset and the tree is left as it was (still pending). */
 static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn stop, void *user,
                             sc_error *err) {
-  ts_parser_set_timeout_micros(t->parser, stop ? PARSE_SLICE_US : 0);
-  TSTree *next;
-  while (!(next = ts_parser_parse_string(t->parser, old, t->text, (uint32_t)t->len)) && stop) {
-    if (stop(user)) {
-      ts_parser_set_timeout_micros(t->parser, 0);
-      ts_parser_reset(t->parser);
-      return sc_error_set(err, SC_ERR_CANCELLED, "parsing %s (%zu bytes) was stopped", t->lang,
-                          t->len);
-    }
-  }
-  ts_parser_set_timeout_micros(t->parser, 0);
-  if (!next && old) { /* should not happen without a timeout; try from scratch */
+  TSInput input = {.payload = t, .read = read_text, .encoding = TSInputEncodingUTF8};
+  parse_progress pp = {.stop = stop, .user = user, .last = now_ns()};
+  TSParseOptions opts = {.payload = &pp, .progress_callback = stop ? parse_progress_cb : NULL};
+  TSTree *next = ts_parser_parse_with_options(t->parser, old, input, opts);
+  if (!next && pp.stopped) {
     ts_parser_reset(t->parser);
-    next = ts_parser_parse_string(t->parser, NULL, t->text, (uint32_t)t->len);
+    return sc_error_set(err, SC_ERR_CANCELLED, "parsing %s (%zu bytes) was stopped", t->lang,
+                        t->len);
+  }
+  if (!next && old) { /* should not happen unless halted; try from scratch */
+    ts_parser_reset(t->parser);
+    next = ts_parser_parse_with_options(t->parser, NULL, input, (TSParseOptions){0});
   }
   SC_CHECK(next, err, SC_ERR_INTERNAL, "tree-sitter returned no tree for %s (%zu bytes)",
            t->lang, t->len);
@@ -99,7 +134,7 @@ static sc_status tree_alloc(const char *lang, sc_syntax_tree **out, sc_error *er
   const TSLanguage *ts_lang = sc_context_ts_language(lang);
   SC_CHECK(ts_lang, err, SC_ERR_UNSUPPORTED, "no grammar for language '%s'",
            lang ? lang : "(null)");
-  uint32_t abi = ts_language_version(ts_lang);
+  uint32_t abi = ts_language_abi_version(ts_lang);
   SC_CHECK(abi >= TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION &&
                abi <= TREE_SITTER_LANGUAGE_VERSION,
            err, SC_ERR_UNSUPPORTED,
@@ -273,9 +308,61 @@ const TSTree *sc_syntax_tree_ts(const sc_syntax_tree *t) { return t ? t->ts : NU
 
 TSNode sc_syntax_tree_root(const sc_syntax_tree *t) { return ts_tree_root_node(t->ts); }
 
-/* ts_builtin_sym_error in tree_sitter/parser.h; the 0.20 API has no
- * ts_node_is_error. */
-bool sc_syntax__is_error(TSNode n) { return ts_node_symbol(n) == (TSSymbol)-1; }
+TSQueryCursor *sc_syntax_query_cursor_new(void) {
+  TSQueryCursor *c = ts_query_cursor_new();
+  if (c) ts_query_cursor_set_max_start_depth(c, SC_SYNTAX_QUERY_MAX_DEPTH);
+  return c;
+}
+
+static bool query_progress_cb(TSQueryCursorState *state) {
+  sc_syntax_budget *b = state->payload;
+  if (!b->halted && now_ns() > b->deadline_ns) b->halted = true;
+  return b->halted;
+}
+
+void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_syntax_budget *b) {
+  uint32_t bytes = ts_node_end_byte(node) - ts_node_start_byte(node);
+  b->halted = false;
+  b->deadline_ns = now_ns() + SC_SYNTAX_QUERY_BUDGET_NS + (long long)bytes * SC_SYNTAX_QUERY_NS_PER_BYTE;
+  b->opts = (TSQueryCursorOptions){.payload = b, .progress_callback = query_progress_cb};
+  ts_query_cursor_exec_with_options(c, q, node, &b->opts);
+}
+
+/* Reverses v[0, n). */
+static void reverse_nodes(TSNode *v, size_t n) {
+  for (size_t i = 0; i < n / 2; i++) {
+    TSNode x = v[i];
+    v[i] = v[n - 1 - i];
+    v[n - 1 - i] = x;
+  }
+}
+
+size_t sc_syntax_ancestry(TSNode node, TSNode **out) {
+  *out = NULL;
+  if (ts_node_is_null(node)) return 0;
+  TSNode *ring = malloc(SC_SYNTAX_ANCESTRY_MAX * sizeof *ring);
+  if (!ring) return 0;
+  /* Down from the root through the child holding node (the step
+   * ts_node_parent takes on each of its calls), keeping the last
+   * SC_SYNTAX_ANCESTRY_MAX nodes in a ring. */
+  size_t depth = 0;
+  for (TSNode n = ts_tree_root_node(node.tree);; n = ts_node_child_with_descendant(n, node)) {
+    if (ts_node_is_null(n)) { /* not in its own tree: should not happen */
+      free(ring);
+      return 0;
+    }
+    ring[depth++ % SC_SYNTAX_ANCESTRY_MAX] = n;
+    if (ts_node_eq(n, node)) break;
+  }
+  /* Innermost first: the ring's two runs, each reversed (slot r holds the
+   * outermost node kept once the ring has wrapped). */
+  size_t k = depth < SC_SYNTAX_ANCESTRY_MAX ? depth : SC_SYNTAX_ANCESTRY_MAX;
+  size_t r = depth < SC_SYNTAX_ANCESTRY_MAX ? depth : depth % SC_SYNTAX_ANCESTRY_MAX;
+  reverse_nodes(ring, r);
+  reverse_nodes(ring + r, k - r);
+  *out = ring;
+  return k;
+}
 
 /* Visits every ERROR/MISSING node in document order, descending only into
  * subtrees that contain one (ts_node_has_error), so clean code costs little. */
@@ -285,7 +372,7 @@ static void walk_errors(TSNode root, error_visit_fn fn, void *user) {
   TSTreeCursor c = ts_tree_cursor_new(root);
   for (;;) {
     TSNode n = ts_tree_cursor_current_node(&c);
-    if (sc_syntax__is_error(n) || ts_node_is_missing(n)) fn(user, n);
+    if (ts_node_is_error(n) || ts_node_is_missing(n)) fn(user, n);
     if (ts_node_has_error(n) && ts_tree_cursor_goto_first_child(&c)) continue;
     bool moved = false;
     while (!moved) {

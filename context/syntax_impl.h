@@ -11,7 +11,5 @@ const char *sc_syntax__language_name(const char *lang);
 /* Row and byte column of a byte offset in text (len bytes). */
 TSPoint sc_syntax__point_at(const char *text, size_t len, size_t byte);
 
-/* An ERROR node (the 0.20 runtime has no ts_node_is_error). */
-bool sc_syntax__is_error(TSNode n);
 
 #endif

@@ -43,7 +43,12 @@ void sc_edit__line_col(const char *text, size_t off, uint32_t *line, uint32_t *c
 
 void sc_edit__visit(const sc_syntax_tree *tree, size_t from, size_t to,
                     void (*visit)(void *user, TSNode node), void *user) {
-  TSTreeCursor c = ts_tree_cursor_new(sc_syntax_tree_root(tree));
+  sc_edit__visit_node(sc_syntax_tree_root(tree), from, to, visit, user);
+}
+
+void sc_edit__visit_node(TSNode top, size_t from, size_t to,
+                         void (*visit)(void *user, TSNode node), void *user) {
+  TSTreeCursor c = ts_tree_cursor_new(top);
   for (bool down = true;;) {
     TSNode n = ts_tree_cursor_current_node(&c);
     bool inside = ts_node_end_byte(n) >= from && ts_node_start_byte(n) <= to;

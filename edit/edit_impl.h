@@ -37,6 +37,10 @@ char *sc_edit__splice(const char *text, size_t len, size_t a, size_t b, const ch
  * (both ends included), a parent before its children, once each. */
 void sc_edit__visit(const sc_syntax_tree *tree, size_t from, size_t to,
                     void (*visit)(void *user, TSNode node), void *user);
+/* The same under top (top included). A cursor's walk, not a recursion: the
+ * depth of a tree is the input's to choose. */
+void sc_edit__visit_node(TSNode top, size_t from, size_t to,
+                         void (*visit)(void *user, TSNode node), void *user);
 
 /* An identifier's byte: ASCII letter, digit or `_` (not the locale's). */
 static inline bool sc_edit__word_byte(char c) {

@@ -46,20 +46,27 @@ static bool has(const char *type, const char *part) { return strstr(type, part) 
 typedef enum region { REGION_CODE, REGION_COMMENT, REGION_STRING } region;
 
 static region region_of(const sc_syntax_tree *tree, size_t a, size_t b, TSNode *comment) {
-  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a,
-                                               (uint32_t)b);
-  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
-    const char *type = ts_node_type(n);
+  TSNode *up;
+  size_t k = sc_syntax_ancestry(
+      ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a, (uint32_t)b),
+      &up);
+  region r = REGION_CODE;
+  for (size_t i = 0; i < k; i++) {
+    const char *type = ts_node_type(up[i]);
     if (has(type, "comment")) {
-      *comment = n;
-      return REGION_COMMENT;
+      *comment = up[i];
+      r = REGION_COMMENT;
+      break;
     }
-    if (has(type, "interpolation") || has(type, "substitution")) return REGION_CODE;
+    if (has(type, "interpolation") || has(type, "substitution")) break;
     if (has(type, "string") || has(type, "char") || has(type, "heredoc") ||
-        has(type, "regex") || strcmp(type, "raw_string_literal") == 0)
-      return REGION_STRING;
+        has(type, "regex") || strcmp(type, "raw_string_literal") == 0) {
+      r = REGION_STRING;
+      break;
+    }
   }
-  return REGION_CODE;
+  free(up);
+  return r;
 }
 
 /* The line around offset x: [*ls, *le) without its line break, and its
@@ -92,17 +99,27 @@ static bool alone_on_lines(const char *t, size_t len, size_t a, size_t b) {
  * abstract class (ABC, ABCMeta), an @overload or an @abstractmethod, or a
  * stub file (.pyi). */
 
-/* Does any identifier under n read one of names (NULL-terminated)? */
+/* Does any identifier under n read one of names (NULL-terminated)? (A
+ * cursor's walk: a decorator nested 10^5 levels deep would overflow the
+ * stack of a recursive one.) */
+typedef struct names_walk {
+  const char *text;
+  const char *const *names;
+  bool found;
+} names_walk;
+
+static void visit_identifier(void *user, TSNode n) {
+  names_walk *w = user;
+  if (w->found || strcmp(ts_node_type(n), "identifier") != 0) return;
+  size_t a = ts_node_start_byte(n), l = ts_node_end_byte(n) - a;
+  for (int i = 0; w->names[i]; i++)
+    if (strlen(w->names[i]) == l && memcmp(w->text + a, w->names[i], l) == 0) w->found = true;
+}
+
 static bool names_any(const char *t, TSNode n, const char *const *names) {
-  if (strcmp(ts_node_type(n), "identifier") == 0) {
-    size_t a = ts_node_start_byte(n), l = ts_node_end_byte(n) - a;
-    for (int i = 0; names[i]; i++)
-      if (strlen(names[i]) == l && memcmp(t + a, names[i], l) == 0) return true;
-    return false;
-  }
-  for (uint32_t i = 0; i < ts_node_child_count(n); i++)
-    if (names_any(t, ts_node_child(n, i), names)) return true;
-  return false;
+  names_walk w = {t, names, false};
+  sc_edit__visit_node(n, ts_node_start_byte(n), ts_node_end_byte(n), visit_identifier, &w);
+  return w.found;
 }
 
 static bool ellipsis_is_hole(const char *t, TSNode e) {
@@ -129,20 +146,25 @@ static bool ellipsis_is_hole(const char *t, TSNode e) {
           strcmp(ts_node_type(ts_node_named_child(c, 0)), "string") == 0))
       return false;
   }
-  for (TSNode n = fn; !ts_node_is_null(n); n = ts_node_parent(n)) {
+  TSNode *up;
+  size_t k = sc_syntax_ancestry(fn, &up);
+  bool hole = k > 0;
+  for (size_t u = 0; u < k && hole; u++) {
+    TSNode n = up[u];
     const char *type = ts_node_type(n);
     if (strcmp(type, "decorated_definition") == 0) {
-      for (uint32_t i = 0; i < ts_node_named_child_count(n); i++) {
+      for (uint32_t i = 0; i < ts_node_named_child_count(n) && hole; i++) {
         TSNode d = ts_node_named_child(n, i);
         if (strcmp(ts_node_type(d), "decorator") == 0 && names_any(t, d, k_decorators))
-          return false;
+          hole = false;
       }
     } else if (strcmp(type, "class_definition") == 0) {
       TSNode bases = ts_node_child_by_field_name(n, "superclasses", 12);
-      if (!ts_node_is_null(bases) && names_any(t, bases, k_bases)) return false;
+      if (!ts_node_is_null(bases) && names_any(t, bases, k_bases)) hole = false;
     }
   }
-  return true;
+  free(up);
+  return hole;
 }
 
 static bool is_stub(const sc_edit_doc *doc) {
@@ -255,12 +277,21 @@ static bool is_statement(const char *type) {
 
 /* Does n hold a statement-like node below it? Then it is compound: its
  * inner statements are not the diagnostic's business. */
+typedef struct inner_walk {
+  TSNode top;
+  bool found;
+} inner_walk;
+
+static void visit_statement(void *user, TSNode n) {
+  inner_walk *w = user;
+  if (!ts_node_eq(n, w->top) && ts_node_is_named(n) && is_statement(ts_node_type(n)))
+    w->found = true;
+}
+
 static bool has_inner_statement(TSNode n) {
-  for (uint32_t i = 0; i < ts_node_named_child_count(n); i++) {
-    TSNode c = ts_node_named_child(n, i);
-    if (is_statement(ts_node_type(c)) || has_inner_statement(c)) return true;
-  }
-  return false;
+  inner_walk w = {n, false};
+  sc_edit__visit_node(n, ts_node_start_byte(n), ts_node_end_byte(n), visit_statement, &w);
+  return w.found;
 }
 
 static bool is_statement(const char *type);
@@ -270,14 +301,21 @@ static bool is_statement(const char *type);
  * tree-sitter read `f(x)\n  int *p = ...` as one declaration with the
  * type name an ERROR. */
 static bool runs_on_into(const sc_syntax_tree *tree, size_t a, size_t b, size_t ls) {
-  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a,
-                                               (uint32_t)b);
-  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
-    const char *type = ts_node_type(n);
-    if (is_statement(type)) return ts_node_start_byte(n) < ls;
-    if (has(type, "compound") || has(type, "block")) return false;
+  TSNode *up;
+  size_t k = sc_syntax_ancestry(
+      ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a, (uint32_t)b),
+      &up);
+  bool runs_on = false;
+  for (size_t i = 0; i < k; i++) {
+    const char *type = ts_node_type(up[i]);
+    if (is_statement(type)) {
+      runs_on = ts_node_start_byte(up[i]) < ls;
+      break;
+    }
+    if (has(type, "compound") || has(type, "block")) break;
   }
-  return false;
+  free(up);
+  return runs_on;
 }
 
 /* Where the error a diagnostic at x reports really is. A compiler reports
@@ -387,9 +425,13 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
   }
   /* The node at x; at the end of the line, the line's last token. */
   size_t at = x >= ce && ce > cs ? ce - 1 : x;
-  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(doc->tree), (uint32_t)at,
-                                               (uint32_t)at);
-  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+  TSNode *up;
+  size_t k = sc_syntax_ancestry(
+      ts_node_descendant_for_byte_range(sc_syntax_tree_root(doc->tree), (uint32_t)at,
+                                        (uint32_t)at),
+      &up);
+  for (size_t u = 0; u < k; u++) {
+    TSNode n = up[u];
     const char *type = ts_node_type(n);
     /* Broken, or a block of statements: the line is all we can trust. */
     if (strcmp(type, "ERROR") == 0 || has(type, "compound") || has(type, "block")) break;
@@ -406,6 +448,7 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
     }
     break;
   }
+  free(up);
   /* From the diagnostic to the end of its statement when it is inside it
    * (the part most likely wrong), else the whole statement. */
   if (x > s0 && x < s1) s0 = x;
@@ -436,8 +479,9 @@ sc_status sc_edit_find_query(const sc_edit_doc *doc, const char *query, const ch
   }
   site_list l = {0};
   bool ok = true;
-  TSQueryCursor *cur = ts_query_cursor_new();
-  ts_query_cursor_exec(cur, q, sc_syntax_tree_root(doc->tree));
+  TSQueryCursor *cur = sc_syntax_query_cursor_new();
+  sc_syntax_budget budget;
+  sc_syntax_query_exec(cur, q, sc_syntax_tree_root(doc->tree), &budget);
   TSQueryMatch m;
   uint32_t ci;
   while (ok && ts_query_cursor_next_capture(cur, &m, &ci)) {
@@ -447,9 +491,13 @@ sc_status sc_edit_find_query(const sc_edit_doc *doc, const char *query, const ch
   }
   ts_query_cursor_delete(cur);
   ts_query_delete(q);
-  if (!ok) {
+  if (!ok || budget.halted) {
     free(l.v);
-    return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    if (!ok) return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
+    return sc_error_set(err, SC_ERR_UNSUPPORTED,
+                        "the query ran past its time budget on this file (%zu sites found so "
+                        "far); none are used",
+                        l.n);
   }
   *out = l.v;
   *n = l.n;

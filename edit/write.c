@@ -8,8 +8,11 @@
  *     would split the links (the other names keep the old text), and writing
  *     in place cannot be atomic (a crash mid-write leaves a torn file), so
  *     such a file is reported and left alone;
- *   - writes the new text to a temp file next to it (.NAME.sculpt-XXXXXX,
- *     mode and owner kept, locked with flock while it lives) and fsyncs it;
+ *   - writes the new text to a temp file next to it, mode and owner kept,
+ *     locked with flock while it lives, and fsyncs it; the file has no name
+ *     (O_TMPFILE) until just before the rename, where the file system
+ *     allows, so that a run killed while it writes leaves nothing behind;
+ *     it is named .NAME.sculpt-XXXXXX then (or from the start elsewhere);
  *   - immediately before the rename, checks that the file is still what was
  *     read: same inode, size and mtime, and the same bytes; if not, the temp
  *     file goes and nothing is written (SC_ERR_STALE);
@@ -21,8 +24,9 @@
  *     log writer's lines: they are carried over to the end of the new file),
  *     or else the other writer wins: the swap is undone (or, after a plain
  *     rename, their text put back) and SC_ERR_STALE says so.
- * A temp file whose writer died (kill -9) is unlocked; the next writing run
- * removes it (sc_edit__clean_temps), matching our exact naming only. */
+ * A temp file whose writer died (kill -9) after naming it is unlocked; the
+ * next writing run removes it (sc_edit__clean_temps), matching our exact
+ * naming only. */
 #define _GNU_SOURCE /* strdup, openat */
 #include "edit_impl.h"
 
@@ -35,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,21 +132,28 @@ sc_status sc_edit__file_read(const char *path, char **data, size_t *len, sc_edit
   return SC_ERR_STALE;
 }
 
-/* A complete temp file with data next to path: .NAME.sculpt-XXXXXX, locked,
- * with mode and owner, fsynced. *fd_out stays open (holding the lock). */
+/* A complete temp file with data in dir, for path's base name: locked, with
+ * mode and owner, fsynced. Where the file system has O_TMPFILE it has no
+ * name yet (*tmp_out NULL; name_temp gives it one); else it is
+ * .NAME.sculpt-XXXXXX (*tmp_out, owned by the caller). *fd_out stays open
+ * (holding the lock). */
 static sc_status write_temp(const char *dir, const char *base, const char *data, size_t len,
                             const sc_edit__stamp *st, char **tmp_out, int *fd_out,
                             sc_error *err) {
-  size_t tl = strlen(dir) + strlen(base) + 32;
-  char *tmp = malloc(tl);
-  SC_CHECK(tmp, err, SC_ERR_NOMEM, "out of memory");
-  snprintf(tmp, tl, "%s/.%s" TMP_TAG "XXXXXX", dir, base);
-  int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0) {
-    sc_status s = sc_error_set(err, SC_ERR_IO, "cannot create a temp file in %s: %s", dir,
-                               strerror(errno));
-    free(tmp);
-    return s;
+  char *tmp = NULL;
+  int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) { /* EOPNOTSUPP, EISDIR, EINVAL: a file system without it */
+    size_t tl = strlen(dir) + strlen(base) + 32;
+    tmp = malloc(tl);
+    SC_CHECK(tmp, err, SC_ERR_NOMEM, "out of memory");
+    snprintf(tmp, tl, "%s/.%s" TMP_TAG "XXXXXX", dir, base);
+    fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+      sc_status s = sc_error_set(err, SC_ERR_IO, "cannot create a temp file in %s: %s", dir,
+                                 strerror(errno));
+      free(tmp);
+      return s;
+    }
   }
   /* Locked from birth to rename: a later run's clean-up leaves it alone. */
   bool ok = flock(fd, LOCK_EX | LOCK_NB) == 0;
@@ -149,8 +161,9 @@ static sc_status write_temp(const char *dir, const char *base, const char *data,
   }
   ok = ok && fchmod(fd, st->mode & 07777) == 0 && sc_file_write_all(fd, data, len);
   if (!ok) {
-    sc_status s = sc_error_set(err, SC_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    unlink(tmp);
+    sc_status s = sc_error_set(err, SC_ERR_IO, "cannot write %s: %s", tmp ? tmp : dir,
+                               strerror(errno));
+    if (tmp) unlink(tmp);
     close(fd);
     free(tmp);
     return s;
@@ -158,6 +171,53 @@ static sc_status write_temp(const char *dir, const char *base, const char *data,
   *tmp_out = tmp;
   *fd_out = fd;
   return SC_OK;
+}
+
+/* Names the anonymous temp file fd (write_temp's, O_TMPFILE) in dir as
+ * .NAME.sculpt-XXXXXX, the instant before the rename needs a name:
+ * linkat with AT_EMPTY_PATH where we may (CAP_DAC_READ_SEARCH), else
+ * through /proc/self/fd (open(2), "O_TMPFILE"). *tmp_out owned by the
+ * caller. */
+static sc_status name_temp(int fd, const char *dir, const char *base, char **tmp_out,
+                           sc_error *err) {
+  static const char k_alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  size_t tl = strlen(dir) + strlen(base) + 32;
+  char *tmp = malloc(tl), proc[64];
+  SC_CHECK(tmp, err, SC_ERR_NOMEM, "out of memory");
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  for (int tries = 0; tries < 100; tries++) {
+    unsigned char r[6];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+      for (size_t i = 0; i < sizeof r; i++) r[i] = (unsigned char)(rand() ^ (tries * 31 + i));
+    char suffix[7];
+    for (size_t i = 0; i < 6; i++) suffix[i] = k_alnum[r[i] % (sizeof k_alnum - 1)];
+    suffix[6] = '\0';
+    snprintf(tmp, tl, "%s/.%s" TMP_TAG "%s", dir, base, suffix);
+    if (linkat(fd, "", AT_FDCWD, tmp, AT_EMPTY_PATH) == 0 ||
+        linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+      *tmp_out = tmp;
+      return SC_OK;
+    }
+    if (errno != EEXIST) break;
+  }
+  sc_status s = sc_error_set(err, SC_ERR_IO, "cannot name a temp file in %s: %s", dir,
+                             strerror(errno));
+  free(tmp);
+  return s;
+}
+
+/* write_temp, named: the temp file has a name when this returns. */
+static sc_status write_named_temp(const char *dir, const char *base, const char *data,
+                                  size_t len, const sc_edit__stamp *st, char **tmp_out,
+                                  int *fd_out, sc_error *err) {
+  SC_TRY(write_temp(dir, base, data, len, st, tmp_out, fd_out, err));
+  if (*tmp_out) return SC_OK;
+  sc_status s = name_temp(*fd_out, dir, base, tmp_out, err);
+  if (s != SC_OK) {
+    close(*fd_out);
+    *fd_out = -1;
+  }
+  return s;
 }
 
 static void sync_dir(const char *dir) {
@@ -173,7 +233,7 @@ static void put_back(const char *dir, const char *base, const char *path, const 
                      size_t len, const sc_edit__stamp *st) {
   char *tmp = NULL;
   int fd = -1;
-  if (write_temp(dir, base, data, len, st, &tmp, &fd, NULL) != SC_OK) return;
+  if (write_named_temp(dir, base, data, len, st, &tmp, &fd, NULL) != SC_OK) return;
   if (rename(tmp, path) != 0) unlink(tmp);
   else sync_dir(dir);
   close(fd);
@@ -237,11 +297,13 @@ sc_status sc_edit__file_replace(const char *path, const char *shown, char **disk
   /* The last look before the rename, through a descriptor kept across it. */
   old = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (old < 0 || !unchanged(old, st, expect, expect_len)) {
-    unlink(tmp);
+    if (tmp) unlink(tmp);
     s = sc_error_set(err, SC_ERR_STALE, "%s changed on disk after it was read; not written",
                      shown);
     goto out;
   }
+  /* The name the rename needs, only now: a kill before this leaves nothing. */
+  if (!tmp && (s = name_temp(fd, dir, base, &tmp, err)) != SC_OK) goto out;
   /* Test-only hook (tests/batch/test_write.py): widen the window between the
    * last look and the rename, so that a racing writer lands in it. */
   const char *pause = getenv("SCULPT_TEST_PAUSE_BEFORE_RENAME_MS");
@@ -262,9 +324,10 @@ sc_status sc_edit__file_replace(const char *path, const char *shown, char **disk
     s = sc_error_set(err, SC_ERR_IO, "cannot replace %s: %s", shown, strerror(saved));
     goto out;
   }
-  sync_dir(dir);
   /* What was replaced: at the temp name after a swap (it may be a file
-   * someone put there meanwhile), else the old file through our descriptor. */
+   * someone put there meanwhile), else the old file through our descriptor.
+   * The folder is synced after the temp name is gone, so that the name
+   * lives microseconds, not an fsync. */
   bool same = true, extra = false;
   if (exchanged) {
     int was = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -281,12 +344,14 @@ sc_status sc_edit__file_replace(const char *path, const char *shown, char **disk
       unlink(tmp); /* now ours */
     else if (theirs)
       put_back(dir, base, path, theirs, theirs_len, st);
+    sync_dir(dir);
     s = sc_error_set(err, SC_ERR_STALE,
                      "%s changed on disk while it was replaced; the other writer's text is "
                      "kept, not ours", shown);
     goto out;
   }
   if (exchanged) unlink(tmp); /* the old file */
+  sync_dir(dir);
   /* Bytes appended to the old file meanwhile go on at the end of ours. */
   size_t now_len = len;
   if (extra) {

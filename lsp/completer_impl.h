@@ -33,7 +33,8 @@ typedef struct sc_completer sc_completer;
 #define SESSION_SLOTS 8
 
 typedef struct settings {
-  char *model_path; /* NULL: sc_model_default_dir() */
+  char *model_path; /* NULL: sc_model_default_dir(); a folder or a model id */
+  bool auto_pull;   /* autoPull: a model id missing from the cache is downloaded */
   sc_device_kind device;
   bool device_set; /* the setting was given (else `sculpt lsp --device` chooses) */
   sc_weights_kind weights; /* what the CPU computes in (model.h) */
@@ -135,6 +136,8 @@ struct sc_completer {
   int warned_budget, warned_context;
   int load_generation;
   int load_progress; /* the load's $/progress token (sc_lsp__progress_begin), or 0 */
+  sc_job *load_job;  /* the load in flight (loop thread), cancelled when superseded:
+                        an autoPull download stops then */
   /* index.c */
   sc_workspace *ws; /* the workspace index (model lane only) */
   uint64_t ws_epoch; /* bumped when ws is replaced (model lane): prompt pins see it */

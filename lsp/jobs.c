@@ -76,6 +76,8 @@ static void cancel_job(sc_lsp_server *s, sc_job *job, sc_job_cancel why) {
   if (q) sc_server__answer_job(s, q);
 }
 
+void sc_lsp__cancel_job(sc_lsp_server *s, sc_job *job) { cancel_job(s, job, SC_JOB_CANCELLED); }
+
 void sc_server__cancel_jobs_for_uri(sc_lsp_server *s, const char *uri) {
   for (size_t i = 0; i < s->n_inflight;) {
     sc_job *job = s->inflight[i];
@@ -122,6 +124,7 @@ static sc_job *post_job(sc_lsp_server *s, sc_job_lane lane, json_t *id, const ch
   job->free_arg = free_arg;
   job->on_done = on_done;
   job->lane = lane;
+  job->worker = s->workers[lane];
   sc_worker_post(s->workers[lane], job);
   return job;
 }
@@ -164,6 +167,13 @@ void sc_lsp__answer_deferred(sc_lsp_server *s, sc_job *job) {
 void sc_lsp_server_drain(sc_lsp_server *s) {
   sc_server__loop_enter(s);
   sc_job *job;
+  /* Reports of running jobs first: a job that finished since has its
+   * last report delivered before its end. */
+  for (size_t i = 0; i < s->n_inflight; i++) {
+    job = s->inflight[i];
+    if (!atomic_exchange(&job->progress_pending, false) || !job->on_progress) continue;
+    job->on_progress(s, job, atomic_load(&job->progress_done), atomic_load(&job->progress_total));
+  }
   for (int l = 0; l < SC_LANE_COUNT; l++)
     while ((job = sc_worker_take_done(s->workers[l]))) sc_server__answer_job(s, job);
   sc_server__flush_logs(s);

@@ -252,7 +252,14 @@ struct sc_job {
   bool deferred;
   void (*on_cancel)(sc_lsp_server *s, sc_job *job);
   sc_job_lane lane;  /* the worker it runs on */
+  struct sc_worker *worker; /* that worker, to wake the loop for a report */
   double queued_ms;
+  /* What the job reports while it runs (sc_job_report, from its thread):
+   * the latest numbers wait here until the loop's next drain hands them to
+   * on_progress (set when posting; NULL: reports are dropped). */
+  void (*on_progress)(sc_lsp_server *s, sc_job *job, uint64_t done, uint64_t total);
+  _Atomic uint64_t progress_done, progress_total;
+  atomic_bool progress_pending;
   /* filled by the worker */
   json_t *result;
   sc_error err;
@@ -287,6 +294,13 @@ void sc_worker_each(sc_worker *w, void (*fn)(sc_job *job, void *arg), void *arg)
 size_t sc_worker_pending(sc_worker *w);
 
 void sc_job_free(sc_job *job);
+
+/* On the job's thread: records how far the job is and wakes the loop,
+ * which passes the latest numbers to job->on_progress at its next drain
+ * (sc_lsp_server_drain). Cheap: call it as often as progress is made. */
+void sc_job_report(sc_job *job, uint64_t done, uint64_t total);
+/* Wakes the loop as a finished job does (the server's wake callback). */
+void sc_worker_wake(sc_worker *w);
 
 /* On the job's thread: waits ms milliseconds in 1 ms steps, so that a
  * cancel takes effect at once. False (after less than ms) when cancelled. */
@@ -374,6 +388,9 @@ sc_job *sc_lsp__post_job_on(sc_lsp_server *s, sc_job_lane lane, json_t *id, cons
 sc_job *sc_lsp__post_background_job(sc_lsp_server *s, const char *method, sc_job_fn fn,
                                     void *arg, void (*free_arg)(void *),
                                     void (*on_done)(sc_lsp_server *s, sc_job *job));
+/* Cancels one job in flight (the handle sc_lsp__post_job returned): answered
+ * now when still queued, else flagged for its function to stop. */
+void sc_lsp__cancel_job(sc_lsp_server *s, sc_job *job);
 /* Cancels the in-flight jobs of one method on one document (a newer request
  * supersedes them). */
 void sc_lsp__cancel_method(sc_lsp_server *s, const char *method, const char *uri);

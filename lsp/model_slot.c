@@ -5,6 +5,10 @@
  * $/progress of a load and the sculpt/status notification, which also
  * carries the remote backend's and the workspace index's state; and the
  * documents' K/V sessions (model.h) the engine's infills go through.
+ * modelPath names a folder or a Hugging Face id found in the cache
+ * (model.h, sc_model_resolve); with autoPull an id missing there is
+ * downloaded first (net.h, sc_hub_pull), its bytes in the load's
+ * $/progress, on the model lane like the load itself.
  *
  * Threads: the model, tokenizer and engine are created, used and freed only
  * by jobs on the model lane; the state and status fields are the loop's. */
@@ -78,11 +82,19 @@ typedef struct load_arg {
   int generation;
   int progress; /* its $/progress token, or 0 */
   bool remote; /* the remote backend: only the tokenizer, for the prompt */
+  bool auto_pull; /* a model id not in the cache may be downloaded */
   /* out */
   char model_name[256], device_name[192];
   const char *weights_name; /* what the model computes in (static) */
   int context;           /* the model's context in tokens */
   sc_infill_frame frame; /* its family's frame */
+  /* The local model being served when this load began, kept if the new
+   * one proves not to be a model before that one is let go (kept). */
+  bool had, kept;
+  char had_name[256], had_device[192];
+  const char *had_weights;
+  int had_context;
+  sc_infill_frame had_frame;
 } load_arg;
 
 static void load_arg_free(void *p) {
@@ -151,33 +163,88 @@ void sc_cpl__sessions_free(sc_completer *c) {
   }
 }
 
+static void pull_progress(void *user, const sc_hub_progress *p) {
+  sc_job_report(user, p->done, p->total);
+}
+
+/* The folder the model's name stands for; an id missing from the cache is
+ * pulled first when autoPull allows it. *dir owned by the caller. */
+static sc_status resolve_model(sc_job *job, const load_arg *a, char **dir, sc_error *err) {
+  sc_status st = sc_model_resolve(a->path, dir, err);
+  sc_model_id id;
+  if (st == SC_OK || a->remote || !sc_model_id_parse(a->path, &id)) return st;
+  if (!a->auto_pull) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s, or set sculpt.autoPull to download it", err->msg);
+    snprintf(err->msg, sizeof err->msg, "%s", msg);
+    return st;
+  }
+  SC_LOG_INFO("autoPull: downloading %s into the Hugging Face cache", a->path);
+  sc_hub_options o = {.cancel = &job->cancel, .progress = pull_progress, .user = job};
+  sc_hub_result r;
+  *err = (sc_error){0};
+  SC_TRY(sc_hub_pull(a->path, &o, &r, err));
+  SC_LOG_INFO("autoPull: %s: %d files (%.1f MB downloaded) in %s", a->path, r.files,
+              (double)r.transferred / 1e6, r.dir);
+  return sc_model_resolve(a->path, dir, err);
+}
+
+/* A download's bytes, on the loop: the load's $/progress. */
+static void load_progress(sc_lsp_server *s, sc_job *job, uint64_t done, uint64_t total) {
+  sc_completer *c = sc_lsp__feature(s);
+  load_arg *a = job->arg;
+  if (a->generation != c->load_generation) return;
+  char msg[320];
+  snprintf(msg, sizeof msg, "downloading %s: %.1f of %.1f MB", a->path, (double)done / 1e6,
+           (double)total / 1e6);
+  sc_lsp__progress_report(s, a->progress, msg, total ? (int)(done * 100 / total) : 0);
+}
+
 static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
   load_arg *a = argp;
   sc_completer *c = a->c;
-  sc_cpl__release_model(c);
+  char *dir = NULL;
   if (a->remote) {
+    sc_cpl__release_model(c);
     /* The prompt is still assembled here, counted with the model's
      * tokenizer; without one it is cut by bytes. */
     sc_error terr = {0};
-    if (a->path && sc_tokenizer_load_dir(a->path, &c->tok, &terr) != SC_OK)
+    if (a->path && (resolve_model(job, a, &dir, &terr) != SC_OK ||
+                    sc_tokenizer_load_dir(dir, &c->tok, &terr) != SC_OK))
       SC_LOG_WARN("remote backend: no local tokenizer (%s); prompts are cut by bytes", terr.msg);
+    free(dir);
     snprintf(a->device_name, sizeof a->device_name, "remote");
     return json_null();
   }
   if (!a->path) {
+    sc_cpl__release_model(c);
     sc_error_set(err, SC_ERR_INVALID,
                  "no model: set sculpt.modelPath or $SCULPT_MODEL (no default model is installed)");
     return NULL;
   }
+  /* A name that is no model (a folder that is not there, a typo in the
+   * settings) leaves the model being served as it is: its config and its
+   * files' headers are read first (survey.c), before that one goes. */
+  sc_model_survey survey;
+  if (resolve_model(job, a, &dir, err) != SC_OK ||
+      sc_model_survey_read(dir, &survey, err) != SC_OK) {
+    free(dir);
+    a->kept = c->model != NULL;
+    return NULL;
+  }
+  sc_cpl__release_model(c);
   sc_device_choice dev;
   sc_device_select(a->device, &dev);
   snprintf(a->device_name, sizeof a->device_name, "%s", dev.description);
   sc_model_options mo = {0};
   mo.device = dev.kind;
   mo.weights = a->weights;
+  sc_model_builtin_hint(dir);
   double t0 = sc_now_ms();
-  if (sc_model_load(a->path, &mo, &c->model, err) != SC_OK) return NULL;
-  if (sc_tokenizer_load_dir(a->path, &c->tok, err) != SC_OK) {
+  sc_status st = sc_model_load(dir, &mo, &c->model, err);
+  if (st == SC_OK) st = sc_tokenizer_load_dir(dir, &c->tok, err);
+  free(dir);
+  if (st != SC_OK) {
     sc_cpl__release_model(c);
     return NULL;
   }
@@ -213,6 +280,7 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
 static void load_done(sc_lsp_server *s, sc_job *job) {
   sc_completer *c = sc_lsp__feature(s);
   load_arg *a = job->arg;
+  if (c->load_job == job) c->load_job = NULL;
   if (a->generation != c->load_generation) return; /* a newer load follows; its progress ended */
   if (job->result) {
     c->state = MS_READY;
@@ -222,6 +290,21 @@ static void load_done(sc_lsp_server *s, sc_job *job) {
     c->model_context = a->remote ? 0 : a->context;
     c->model_frame = a->frame;
     c->weights_name = a->remote ? NULL : a->weights_name;
+  } else if (a->kept && a->had && !sc_job_cancelled(job)) {
+    /* The model being served stays: completions go on, and the user is
+     * told once why the setting did not take. */
+    c->state = MS_READY;
+    snprintf(c->model_name, sizeof c->model_name, "%s", a->had_name);
+    snprintf(c->device_name, sizeof c->device_name, "%s", a->had_device);
+    c->model_context = a->had_context;
+    c->model_frame = a->had_frame;
+    c->weights_name = a->had_weights;
+    char msg[sizeof c->error + 600];
+    snprintf(msg, sizeof msg, "sculpt: could not load %s (%s); completions go on with %s",
+             a->path, job->err.msg, a->had_name);
+    SC_LOG_ERROR("model: %s", msg + 8);
+    sc_lsp__send_notification(s, "window/showMessage",
+                              json_pack("{s:i, s:s}", "type", 1, "message", msg));
   } else {
     c->state = MS_ERROR;
     c->model_context = 0;
@@ -248,7 +331,19 @@ void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
   }
   a->device = c->set.device;
   a->weights = c->set.weights;
+  a->auto_pull = c->set.auto_pull;
   a->generation = ++c->load_generation;
+  /* What is served now, restored if the new name proves no model. */
+  a->had = c->state == MS_READY && c->model_context > 0; /* a local model (remote: 0) */
+  snprintf(a->had_name, sizeof a->had_name, "%s", c->model_name);
+  snprintf(a->had_device, sizeof a->had_device, "%s", c->device_name);
+  a->had_weights = c->weights_name;
+  a->had_context = c->model_context;
+  a->had_frame = c->model_frame;
+  /* The load in flight is superseded: a download it makes stops (its
+   * partial blob stays, for the next pull to resume). */
+  if (c->load_job) sc_lsp__cancel_job(s, c->load_job);
+  c->load_job = NULL;
   /* A load still under way is superseded: its progress ends now (its
    * answer is dropped in load_done). */
   sc_lsp__progress_end(s, c->load_progress, "superseded");
@@ -275,5 +370,7 @@ void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
   a->progress = c->load_progress =
       sc_lsp__progress_begin(s, "load", "sculpt: loading the model", c->model_name, 0);
   sc_cpl__send_status(s, c);
-  sc_lsp__post_job(s, NULL, "sculpt/loadModel", NULL, load_job, a, load_arg_free, load_done);
+  c->load_job =
+      sc_lsp__post_job(s, NULL, "sculpt/loadModel", NULL, load_job, a, load_arg_free, load_done);
+  if (c->load_job) c->load_job->on_progress = load_progress;
 }

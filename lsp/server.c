@@ -393,12 +393,22 @@ static void on_frame(void *user, sc_frame_event ev, const char *body, size_t len
   }
   if (s->state == LC_EXITED) return;
   json_error_t jerr;
-  json_t *msg = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+  size_t replaced;
+  json_t *msg = sc_json_load_text(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr, &replaced);
   if (!msg) {
     sc_lsp__send_error(s, NULL, SC_RPC_PARSE_ERROR, "parse error at line %d column %d: %s",
                jerr.line, jerr.column, jerr.text);
     return;
   }
+  /* A lone UTF-16 surrogate (\ud800) is text an editor sent, not a broken
+   * message: U+FFFD stands in (as Go's decoder, gopls's, does), and the
+   * request goes on. */
+  if (replaced)
+    SC_LOG_WARN("%s: %zu lone UTF-16 surrogate escape%s replaced by U+FFFD",
+                json_is_object(msg) && json_is_string(json_object_get(msg, "method"))
+                    ? json_string_value(json_object_get(msg, "method"))
+                    : "a message",
+                replaced, replaced == 1 ? "" : "s");
   dispatch(s, msg);
   json_decref(msg);
 }

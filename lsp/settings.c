@@ -297,6 +297,16 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
     if (json_is_boolean(v)) st->kv_reuse = json_is_true(v);
     else SC_LOG_WARN("settings: kvReuse must be true or false; ignored");
   }
+  if ((v = json_object_get(o, "autoPull"))) {
+    /* Turned on while the model is missing: the load that failed runs
+     * again, and downloads it. */
+    if (json_is_boolean(v)) {
+      if (json_is_true(v) && !st->auto_pull && c->state == MS_ERROR) reload = true;
+      st->auto_pull = json_is_true(v);
+    } else {
+      SC_LOG_WARN("settings: autoPull must be true or false; ignored");
+    }
+  }
   if ((v = json_object_get(o, "enabledLanguages"))) {
     if (!json_is_array(v) && !json_is_null(v)) {
       SC_LOG_WARN("settings: enabledLanguages must be an array of names; ignored");

@@ -34,6 +34,15 @@ bool sc_job_wait(sc_job *job, double ms) {
   return sc_job_cancelled(job) == SC_JOB_LIVE;
 }
 
+void sc_worker_wake(sc_worker *w) { w->on_done(w->user); }
+
+void sc_job_report(sc_job *job, uint64_t done, uint64_t total) {
+  atomic_store(&job->progress_done, done);
+  atomic_store(&job->progress_total, total);
+  /* One wake per report the loop has not taken yet. */
+  if (!atomic_exchange(&job->progress_pending, true) && job->worker) sc_worker_wake(job->worker);
+}
+
 void sc_job_free(sc_job *job) {
   if (!job) return;
   json_decref(job->id);

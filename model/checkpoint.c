@@ -243,12 +243,60 @@ static sc_status open_files(loader *L, sc_error *err) {
   return SC_OK;
 }
 
+/* The config against the weight files' headers, before anything is
+ * allocated per layer: a config.json claiming 16,777,216 layers once took a
+ * minute and 7 GB before its first missing tensor was noticed. The files
+ * must hold as many tensors as the config names (per_layer a layer, the
+ * embedding and the final norm), the last layer among them, and the
+ * weights must fit in this machine at one byte each (int8, the smallest
+ * form any backend computes from). */
+static sc_status check_layout(loader *L, uint64_t per_layer, const char *last_layer,
+                              sc_error *err) {
+  const sc_model *m = L->m;
+  const sc_config *c = &m->cfg;
+  uint64_t held = 0, weights = 0;
+  for (size_t f = 0; f < m->n_files; f++) {
+    held += m->files[f].n_tensors;
+    for (size_t t = 0; t < m->files[f].n_tensors; t++) {
+      const sc_st_tensor *x = &m->files[f].tensors[t];
+      uint64_t e = 1;
+      for (int r = 0; r < x->rank; r++) e *= (uint64_t)x->shape[r];
+      weights += e;
+    }
+  }
+  const uint64_t named = (uint64_t)c->n_layers * per_layer + 2;
+  const char *where = L->gguf ? m->files[0].path : L->dir;
+  SC_CHECK(named <= held, err, SC_ERR_FORMAT,
+           "%s: the config names %llu tensors (%d layers of %llu, the embedding and the "
+           "final norm) but the weight files hold %llu",
+           where, (unsigned long long)named, c->n_layers, (unsigned long long)per_layer,
+           (unsigned long long)held);
+  const char *file;
+  if (c->n_layers > 0 && !find_tensor(L, last_layer, &file)) return missing(L, last_layer, err);
+  const uint64_t have = sc_mem_total();
+  char need_s[32], have_s[32];
+  SC_CHECK(have == 0 || weights <= have, err, SC_ERR_UNSUPPORTED,
+           "%s: the model needs at least %s (%llu weights in its files' headers, one byte "
+           "each as int8) and this machine has %s",
+           where, sc_format_bytes(weights, need_s, sizeof need_s), (unsigned long long)weights,
+           sc_format_bytes(have, have_s, sizeof have_s));
+  return SC_OK;
+}
+
 static sc_status bind_tensors(loader *L, sc_error *err) {
   sc_model *m = L->m;
   const sc_config *c = &m->cfg;
   const int64_t H = c->hidden, I = c->intermediate, V = c->vocab;
   const int64_t QD = (int64_t)c->n_heads * c->head_dim, KD = (int64_t)c->n_kv_heads * c->head_dim;
   const bool llada = c->family == SC_FAMILY_LLADA;
+
+  char name[256];
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+  SC_TRY(check_layout(
+      L, llada ? 9u : 9u + (c->qkv_bias ? 3u : 0u) + (c->qk_norm ? 2u : 0u),
+      llada ? NAME("model.transformer.blocks.%d.q_proj.weight", c->n_layers - 1)
+            : NAME("model.layers.%d.self_attn.q_proj.weight", c->n_layers - 1),
+      err));
 
   size_t per_layer = (size_t)(2 * H + (c->qkv_bias ? QD + 2 * KD : 0) +
                               (c->qk_norm ? 2 * c->head_dim : 0));
@@ -257,8 +305,6 @@ static sc_status bind_tensors(loader *L, sc_error *err) {
   SC_CHECK(m->vectors && m->layers, err, SC_ERR_NOMEM, "out of memory for the model");
   L->vec_next = m->vectors;
 
-  char name[256];
-#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
   SC_TRY(take_matrix(L, llada ? "model.transformer.wte.weight" : "model.embed_tokens.weight",
                      V, H, &m->embed, err));
   for (int l = 0; l < c->n_layers; l++) {
@@ -437,23 +483,6 @@ uint64_t sc_cgroup_available(const char *root) {
   return best;
 }
 
-/* Bytes this machine can still give: /proc/meminfo's MemAvailable (the
- * kernel's estimate, page cache included), or the memory cgroup's room
- * when that is smaller; 0 when unknown. */
-static uint64_t mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  unsigned long long kb = 0;
-  if (f) {
-    char line[128];
-    while (fgets(line, sizeof line, f))
-      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    fclose(f);
-  }
-  const uint64_t host = (uint64_t)kb * 1024u, cg = sc_cgroup_available("");
-  if (host == 0) return cg == UINT64_MAX ? 0 : cg;
-  return cg < host ? cg : host;
-}
-
 /* Weights of the matrices a converted copy holds: the layers' seven and the
  * lm_head. */
 static uint64_t matrix_elems(const sc_model *m) {
@@ -470,7 +499,7 @@ static uint64_t matrix_elems(const sc_model *m) {
  * now (*need, *avail: the bytes, for the log). */
 static bool copy_fits(const sc_model *m, unsigned bytes_per, uint64_t *need, uint64_t *avail) {
   *need = matrix_elems(m) * bytes_per;
-  *avail = mem_available();
+  *avail = sc_mem_available();
   return *avail > 0 && *need <= *avail / 2;
 }
 

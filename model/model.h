@@ -36,11 +36,80 @@ typedef struct sc_device_choice {
 
 /* The model used when none is given: $SCULPT_MODEL when set, else the model
  * sculpt ships (model/default in the source tree) when it is there, else
- * NULL. Static or environment string; do not free. */
+ * NULL. Static or environment string; do not free. A name, not yet a
+ * folder: sc_model_resolve turns it into one. */
 const char *sc_model_default_dir(void);
 /* The model sculpt ships, whatever $SCULPT_MODEL says (a baseline to
  * compare others with); NULL when it is not there. Static string. */
 const char *sc_model_shipped_dir(void);
+
+/* ---- model names: a folder, or a Hugging Face id in the shared cache ------
+ * Everywhere a model is named (--model, the LSP's modelPath, $SCULPT_MODEL,
+ * serve, batch, eval) the name is either a folder (or a .gguf file) or a
+ * Hugging Face model id ORG/NAME[@REVISION], found offline in
+ * huggingface_hub's cache, which `sculpt model pull` fills and Python tools
+ * share (model/paths.c). Layout (huggingface_hub file_download.py,
+ * hf_hub_download's docstring and try_to_load_from_cache):
+ *   CACHE/models--ORG--NAME/refs/REVISION      the commit REVISION stands for
+ *   CACHE/models--ORG--NAME/snapshots/COMMIT/  the files, links into blobs/
+ *   CACHE/models--ORG--NAME/blobs/ETAG         LFS: the sha256; else the git oid */
+
+typedef struct sc_model_id {
+  char repo[128];     /* ORG/NAME */
+  char revision[128]; /* after '@'; "main" when none was given */
+} sc_model_id;
+
+/* ORG/NAME[@REVISION]: ORG and NAME as huggingface_hub's validate_repo_id
+ * takes them (utils/_validators.py: [A-Za-z0-9_.-], not starting or ending
+ * with '-' or '.', no "--" or "..", NAME at most 96 and not ending in
+ * ".git"); the namespace is required here, so that a relative folder like
+ * "default" is never taken for an id. The revision: a branch, a tag or a
+ * commit, without ".." or a leading '/'. False on anything else. */
+bool sc_model_id_parse(const char *s, sc_model_id *out);
+
+/* $HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface
+ * (huggingface_hub constants.py); false when there is no home to put it in. */
+bool sc_model_hf_home(char *buf, size_t n);
+/* The hub cache: $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE, else
+ * HF_HOME/hub (constants.py); false when there is none. */
+bool sc_model_cache_dir(char *buf, size_t n);
+/* CACHE/models--ORG--NAME (file_download.py, repo_folder_name). */
+void sc_model_id_folder(const sc_model_id *id, const char *cache, char *buf, size_t n);
+/* The commit a revision stands for in a repository folder of the cache: a
+ * full commit hash is itself, else the content of refs/REVISION. false when
+ * the cache does not know it. */
+bool sc_model_cache_commit(const char *repo_folder, const char *revision, char commit[41]);
+
+/* The folder a model name stands for, as *dir (owned by the caller: free()).
+ * name NULL or "": sc_model_default_dir(). A name that exists on disk is
+ * that path, unchanged (so a relative folder "org/name" wins over the id).
+ * Else a model id resolves, offline, to its snapshot folder in the cache
+ * (refs/REVISION's commit, or the commit given); a model not there is
+ * SC_ERR_IO with one line naming the cache and the `sculpt model pull`
+ * command. Anything else is returned unchanged, for the loader to report.
+ * *dir NULL and SC_OK when there is no name and no default. */
+sc_status sc_model_resolve(const char *name, char **dir, sc_error *err);
+
+/* Whether dir is the demo model sculpt ships (model/default). */
+bool sc_model_is_builtin(const char *dir);
+/* A server starting on dir: when it is the demo model, says once per
+ * process, at info level, how to get a real one. */
+void sc_model_builtin_hint(const char *dir);
+
+/* A snapshot in the cache, as `sculpt model list` shows it. */
+typedef struct sc_cached_model {
+  char id[160];        /* ORG/NAME */
+  char refs[128];      /* the refs pointing at it, comma-separated ("main"); "" for none */
+  char commit[41];
+  char dir[4200];      /* the snapshot folder */
+  uint64_t bytes;      /* its files' size on disk */
+  int files;
+} sc_cached_model;
+
+/* Every model snapshot in the cache (cache NULL: sc_model_cache_dir()), in
+ * the order of their ids; *out owned by the caller (free()), *n of them. A
+ * cache that does not exist yet is an empty list. */
+sc_status sc_model_cache_list(const char *cache, sc_cached_model **out, int *n, sc_error *err);
 
 /* Picks the device for a request. AUTO and CUDA fall back to the CPU when
  * the binary has no CUDA backend or no device answers, and log one line
@@ -241,6 +310,23 @@ typedef struct sc_infill_frame sc_infill_frame; /* below: fitting a request */
  * sc_model_options. */
 sc_status sc_model_context_read(const char *dir, sc_model_family family, int *context,
                                 sc_infill_frame *frame, sc_error *err);
+
+/* What a checkpoint is and would take, from its config (config.json and the
+ * tokenizer files, or a GGUF's metadata) and its weight files' headers
+ * alone, no weight read: for `sculpt model list` (model/survey.c). */
+typedef struct sc_model_survey {
+  sc_model_family family;
+  char profile[32];        /* the family profile's name */
+  sc_dtype dtype;          /* of the matrices; MIXED when several */
+  int64_t n_params;        /* elements of every tensor in the weight files */
+  sc_weights_kind weights; /* what AUTO computes in on this machine's CPU */
+  uint64_t memory_bytes;   /* the weights in that kind, plus one context */
+  uint64_t available;      /* memory this machine can still give; 0: unknown */
+  uint64_t device_bytes;   /* on CUDA (the checkpoint's own dtype), plus one context */
+  uint64_t device_total;   /* device 0's memory; 0: no CUDA device answers */
+  char device[192];        /* its description, "" without one */
+} sc_model_survey;
+sc_status sc_model_survey_read(const char *dir, sc_model_survey *out, sc_error *err);
 
 /* Loads and validates the checkpoint in dir: every safetensors header, every
  * tensor the family needs (present, known dtype, shape matching config.json,

@@ -178,6 +178,15 @@ sc_status sc_model_nonfinite_error(const sc_model *m, sc_error *err);
  * folder holding copies of them in tests. */
 uint64_t sc_cgroup_available(const char *root);
 
+/* Bytes this machine can still give: /proc/meminfo's MemAvailable (the
+ * kernel's estimate, page cache included), or the memory cgroup's room
+ * when that is smaller; 0 when unknown (survey.c). */
+uint64_t sc_mem_available(void);
+/* Bytes this machine has at all: /proc/meminfo's MemTotal, or the memory
+ * cgroup's room when that is smaller; 0 when unknown. $SCULPT_TEST_MEMORY_BYTES
+ * stands in for it in tests (survey.c). */
+uint64_t sc_mem_total(void);
+
 /* Converts n elements of a row (possibly unaligned) of a plain dtype (F32,
  * F16, BF16) to f32. */
 void sc_convert_to_f32(const uint8_t *src, sc_dtype dtype, size_t n, float *dst);

@@ -16,12 +16,12 @@
  * messages has any user:password@ removed. */
 #define _POSIX_C_SOURCE 200809L
 #include "fim_impl.h"
+#include "net_impl.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
 #include <ev.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +29,6 @@
 #include <strings.h>
 #include <time.h>
 /* ---- small helpers ------------------------------------------------------------ */
-
-static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
-static CURLcode g_curl_init = CURLE_OK;
-static void curl_init_once(void) { g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 /* Masks the key in msg, in place: each occurrence becomes "***" (fewer
  * stars for a shorter key, so that msg never grows past its buffer, and the
@@ -338,9 +334,7 @@ sc_status sc_fim_client_new(struct ev_loop *loop, const sc_fim_client_options *o
   SC_CHECK(loop && o && o->url && o->url[0], err, SC_ERR_INVALID, "fim: a backend URL is needed");
   SC_CHECK(strncmp(o->url, "http://", 7) == 0 || strncmp(o->url, "https://", 8) == 0, err,
            SC_ERR_INVALID, "fim: the backend URL must start with http:// or https://");
-  pthread_once(&g_curl_once, curl_init_once);
-  SC_CHECK(g_curl_init == CURLE_OK, err, SC_ERR_INTERNAL, "fim: libcurl failed to start: %s",
-           curl_easy_strerror(g_curl_init));
+  SC_TRY(sc_net__curl_start(err));
   sc_fim_provider prov;
   char *endpoint = NULL;
   if (sc_fim__endpoint(o, &prov, &endpoint, err) != SC_OK) return err->status;

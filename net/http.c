@@ -257,6 +257,26 @@ static void watch_request_line(sc_http_reader *r, const char *data, size_t len) 
   }
 }
 
+/* What went wrong, in the request's terms. http_parser keeps a chunk's
+ * size in its content_length and so reports a chunk size past 2^64 as
+ * HPE_INVALID_CONTENT_LENGTH, "invalid character in content-length header"
+ * (http_parser.c, s_chunk_size), which named a header the request never
+ * sent. */
+static const char *error_cause(const http_parser *p, enum http_errno e) {
+  switch (e) {
+  case HPE_INVALID_CONTENT_LENGTH:
+    return (p->flags & F_CHUNKED)
+               ? "a chunk size of the chunked body is too large"
+               : "the Content-Length header is not a number, is too large or is repeated";
+  case HPE_INVALID_CHUNK_SIZE:
+    return "a chunk size of the chunked body is not a hexadecimal number";
+  case HPE_UNEXPECTED_CONTENT_LENGTH:
+    return "the request has both Content-Length and Transfer-Encoding: chunked";
+  default:
+    return http_errno_description(e);
+  }
+}
+
 sc_http_feed sc_http_reader_feed(sc_http_reader *r, const char *data, size_t len,
                                  size_t *used) {
   *used = 0;
@@ -279,7 +299,7 @@ sc_http_feed sc_http_reader_feed(sc_http_reader *r, const char *data, size_t len
     return SC_HTTP_ERROR;
   }
   if (e != HPE_OK) {
-    fail(r, 400, http_errno_description(e));
+    fail(r, 400, error_cause(&r->parser, e));
     return SC_HTTP_ERROR;
   }
   if (len == 0 && r->req.started) {

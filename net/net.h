@@ -77,6 +77,8 @@ void sc_http_reader_next(sc_http_reader *r);
 /* `sculpt serve`: see cli/main.c's usage text for what the server answers. */
 typedef struct sc_serve_options {
   const char *model_dir;  /* required */
+  const char *model_name; /* what /v1/models and the answers call the model;
+                             NULL: the folder's name */
   const char *listen;     /* "HOST:PORT", PORT 0 = any free one; default
                              127.0.0.1:8080 */
   const char *api_key;    /* borrowed; NULL = no authentication */
@@ -287,6 +289,64 @@ void sc_fim_call_finish(sc_fim_call *call);
 sc_status sc_fim_complete_sync(const sc_fim_client_options *o, const sc_fim_request *req,
                                const _Atomic int *cancel, char **text, size_t *text_len,
                                sc_fim_result *res_out, sc_error *err);
+
+/* ==== the Hugging Face hub: `sculpt model pull` (net/hub.c) =============== */
+/* Downloads what sculpt loads of a model on the hub into huggingface_hub's
+ * own cache (model.h, "model names"), so that Python tools and sculpt share
+ * every file in both directions: the revision's file list with sizes and
+ * hashes (GET /api/models/ID/revision/REV?blobs=true), then each file from
+ * /ID/resolve/COMMIT/FILE, following the redirect to the storage host,
+ * resumed from blobs/ETAG.incomplete with a Range request, checked against
+ * its hash (LFS: sha256; else the git blob id) before it is renamed into
+ * blobs/, under a lock per blob shared with huggingface_hub
+ * (.locks/models--ORG--NAME/ETAG.lock, flock). The snapshot's links and
+ * refs/REV are written last, each atomically: a failure leaves no link to a
+ * missing blob and no ref to an unfinished snapshot. Blocking: run it off
+ * any event loop. Environment, as huggingface_hub reads it: HF_ENDPOINT,
+ * HF_TOKEN (else HF_TOKEN_PATH or HF_HOME/token), HF_HUB_OFFLINE, and the
+ * cache's (model.h). */
+
+typedef struct sc_hub_progress {
+  const char *file;     /* the file in transfer (borrowed), or NULL at the end */
+  uint64_t done, total; /* bytes of this pull's downloads: done of total */
+  int index, count;     /* the file is index (1-based) of count to download */
+} sc_hub_progress;
+
+/* Called on the puller's thread, at most about ten times a second and once
+ * when the transfers are over. */
+typedef void (*sc_hub_progress_fn)(void *user, const sc_hub_progress *p);
+
+typedef struct sc_hub_options {
+  const char *const *include; /* --include: patterns (fnmatch) on the repository's
+                                 paths; NULL: config, tokenizer and safetensors */
+  int n_include;
+  const char *endpoint;       /* NULL: $HF_ENDPOINT, else https://huggingface.co */
+  const char *cache;          /* NULL: sc_model_cache_dir() */
+  const _Atomic int *cancel;  /* non-zero stops within a second (SC_ERR_CANCELLED;
+                                 a partial blob stays, to be resumed) */
+  sc_hub_progress_fn progress; /* may be NULL */
+  void *user;
+} sc_hub_options;
+
+typedef struct sc_hub_result {
+  char dir[4400];      /* the snapshot folder: what --model ID resolves to */
+  char commit[41];
+  int files;           /* files of the snapshot this pull wanted */
+  int downloaded;      /* of them, transferred now */
+  uint64_t bytes;      /* their size */
+  uint64_t transferred; /* bytes received now (a resumed file: its rest) */
+  bool offline;        /* HF_HUB_OFFLINE: taken from the cache, nothing asked */
+} sc_hub_result;
+
+/* Pulls ORG/NAME[@REVISION] (sc_model_id_parse). Every failure is one line:
+ * a gated or private model (its page and HF_TOKEN), no such model or
+ * revision, no network, a full disk (checked before the first byte and on
+ * every write; the partial blob is removed), an interrupted transfer (its
+ * partial blob is kept, and the next pull resumes it after three tries of
+ * its own), a hash that does not match (the file is removed). o may be
+ * NULL. */
+sc_status sc_hub_pull(const char *id, const sc_hub_options *o, sc_hub_result *out,
+                      sc_error *err);
 
 #ifdef __cplusplus
 }

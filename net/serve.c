@@ -90,6 +90,7 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   {
     const char *base = strrchr(s->o.model_dir, '/');
     base = base && base[1] ? base + 1 : s->o.model_dir;
+    if (s->o.model_name && *s->o.model_name) base = s->o.model_name;
     snprintf(s->model_name, sizeof s->model_name, "%s", base);
     size_t l = strlen(s->model_name);
     while (l > 1 && s->model_name[l - 1] == '/') s->model_name[--l] = '\0';

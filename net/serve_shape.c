@@ -383,7 +383,11 @@ static bool parse_common(const server *s, json_t *root, job *j, char *msg, size_
 /* Loads a body that must be a JSON object; NULL with msg filled. */
 static json_t *load_object(const char *body, size_t len, char *msg, size_t msg_len) {
   json_error_t jerr;
-  json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+  size_t replaced;
+  /* As the LSP reads its messages: NUL is text (the prompt keeps its
+   * length), a lone UTF-16 surrogate escape becomes U+FFFD. */
+  json_t *root = sc_json_load_text(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr,
+                                   &replaced);
   if (!root) {
     snprintf(msg, msg_len, "the body is not valid JSON: %s (line %d, column %d)", jerr.text,
              jerr.line, jerr.column);

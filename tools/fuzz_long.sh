@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # tools/fuzz_long.sh — a dedicated fuzzing run of the libFuzzer targets
-# (fuzz_lsp, fuzz_http, fuzz_checkpoint; tests/fuzz), long enough to mean
+# (fuzz_lsp, fuzz_http, fuzz_checkpoint, fuzz_syntax; tests/fuzz), long enough to mean
 # something: by default 10M executions per target, outside CI's budget.
 #
 #   tools/fuzz_long.sh [-r RUNS | -t SECONDS] [-j JOBS] [-w WORKDIR] [-b BUILD]
 #                      [-n NOTE] [--no-record] [TARGET...]
 #
-#   TARGET     lsp, http, checkpoint (default: all three, one after another)
+#   TARGET     lsp, http, checkpoint, syntax (default: all four, one after another)
 #   -r RUNS    executions per target, all jobs together (default 10000000)
 #   -t SECONDS wall-clock budget per target instead of a run count
 #   -j JOBS    parallel fuzzing processes (libFuzzer -workers; default nproc)
@@ -28,7 +28,7 @@
 # corpus and the regressions folder of the target are read, never written.
 # Every new crash, timeout, OOM or leak input is copied into the target's
 # regressions folder (tests/fuzz/regressions, http_regressions,
-# checkpoint_regressions) as fuzz-long-<kind>-<sha1>, so every build
+# checkpoint_regressions, syntax_regressions) as fuzz-long-<kind>-<sha1>, so every build
 # replays it (fuzz.replay*); fix it, then commit it. The run is appended to
 # tests/fuzz/RECORD.md: date, machine, executions, corpus size, findings.
 #
@@ -51,11 +51,11 @@ while [ $# -gt 0 ]; do
     -n) NOTE=$2; shift 2 ;;
     --no-record) RECORD=0; shift ;;
     -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
-    lsp|http|checkpoint) TARGETS+=("$1"); shift ;;
+    lsp|http|checkpoint|syntax) TARGETS+=("$1"); shift ;;
     *) echo "fuzz_long.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(lsp http checkpoint)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(lsp http checkpoint syntax)
 case "$RUNS$JOBS${SECONDS_BUDGET}" in *[!0-9]*) echo "fuzz_long.sh: -r, -j, -t take numbers" >&2; exit 2 ;; esac
 
 mkdir -p "$WORK"
@@ -66,14 +66,14 @@ case "$WORK/" in "$SRC"/*)
 esac
 
 if [ ! -x "$BUILD/tests/fuzz/fuzz_lsp" ] || [ ! -x "$BUILD/tests/fuzz/fuzz_http" ] ||
-   [ ! -x "$BUILD/tests/fuzz/fuzz_checkpoint" ]; then
+   [ ! -x "$BUILD/tests/fuzz/fuzz_checkpoint" ] || [ ! -x "$BUILD/tests/fuzz/fuzz_syntax" ]; then
   command -v clang >/dev/null || { echo "fuzz_long.sh: clang is needed" >&2; exit 2; }
   CC=clang cmake -S . -B "$BUILD" -G Ninja -DSCULPT_FUZZ=ON -DSCULPT_CUDA=OFF >/dev/null
 fi
 # Always rebuild: the run must fuzz the code as it is now.
-cmake --build "$BUILD" -j "$JOBS" --target fuzz_lsp fuzz_http fuzz_checkpoint >/dev/null
+cmake --build "$BUILD" -j "$JOBS" --target fuzz_lsp fuzz_http fuzz_checkpoint fuzz_syntax >/dev/null
 
-seeds_of() { case "$1" in lsp) echo corpus ;; http) echo http_corpus ;; checkpoint) echo checkpoint_corpus ;; esac; }
+seeds_of() { case "$1" in lsp) echo corpus ;; http) echo http_corpus ;; checkpoint) echo checkpoint_corpus ;; syntax) echo syntax_corpus ;; esac; }
 regressions_of() { case "$1" in lsp) echo regressions ;; *) echo "$1_regressions" ;; esac; }
 
 STAMP=$(date -u +%Y-%m-%dT%H:%MZ)

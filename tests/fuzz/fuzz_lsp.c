@@ -23,6 +23,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   /* No model: loading the default one on every input would cost most of
    * the time; the no-model paths are what gets fuzzed here. */
   setenv("SCULPT_MODEL", "/nonexistent-sculpt-model", 1);
+  /* An input may set autoPull and a model id: never the network. */
+  setenv("HF_HUB_OFFLINE", "1", 1);
   return 0;
 }
 

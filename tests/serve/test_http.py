@@ -93,8 +93,8 @@ bad_bodies = ["{", "", "[]", "null", '"x"', '{"suffix": "a"}', '{"prompt": 5}',
               json.dumps({"prompt": "a", "stop": ["s%d" % i for i in range(17)]}),
               '{"prompt": "a", "stop": [""]}', '{"prompt": "a", "stream_drafts": 1}',
               '{"prompt": "a", "n": 2}', '{"prompt": "a", "top_p": 2}', '{"prompt": "a", "seed": "s"}',
-              '{"prompt": "a", "prompt": "b"}', '{"prompt": "a\\u0000b"}', '{"prompt": ["a", "b"]}',
-              '{"prompt": "\\ud800"}', "\xff\xfe", '{"prompt": "a"} trailing']
+              '{"prompt": "a", "prompt": "b"}', '{"prompt": ["a", "b"]}',
+              "\xff\xfe", '{"prompt": "a"} trailing']
 for b in bad_bodies:
     st, hd, data = srv.request("POST", "/v1/fim/completions", b.encode("latin-1"))
     try:
@@ -103,6 +103,21 @@ for b in bad_bodies:
     except (ValueError, KeyError, TypeError):
         ok = False
     check(st == 400 and ok, f"bad body {b!r}: {st} {data[:120]!r}")
+# Text as the LSP reads it (issue 38): NUL is a character of the prompt,
+# not "not allowed without JSON_ALLOW_NUL"; a lone UTF-16 surrogate (as
+# JSON.stringify writes it) is U+FFFD. Both are answered.
+for b, what in (('{"prompt": "a\\u0000bc", "max_tokens": 4}', "a NUL in the prompt"),
+                ('{"prompt": "\\ud800abc", "max_tokens": 4}', "a lone surrogate in the prompt")):
+    st, hd, data = srv.request("POST", "/v1/fim/completions", b.encode())
+    check(st == 200 and json.loads(data)["choices"][0]["text"] == "defg",
+          f"{what} is text: {st} {data[:160]!r}")
+# A chunk size past 2^64 is named as what it is (http_parser reports it as
+# an invalid content-length header, which the request never sent).
+raw = srv.raw(b"POST /v1/fim/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" +
+              b"1" * 20 + b"\r\n", wait=3)
+error_json(raw, 400, "chunk size overflow")
+check(b"chunk size" in body_of(raw) and b"content-length" not in body_of(raw).lower(),
+      f"the chunk size is named: {body_of(raw)!r}")
 st, _, data = srv.request("GET", "/nope")
 check(st == 404 and json.loads(data)["error"]["message"], f"404: {st}")
 st, hd, data = srv.request("GET", "/v1/fim/completions")

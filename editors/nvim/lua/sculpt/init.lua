@@ -27,7 +27,7 @@ M.defaults = {
   -- Server settings (section "sculpt"): modelPath, device, weights, algorithm,
   -- threshold, eosPenalty, maxTokens, contextBudget, debounceMs, enabledLanguages,
   -- holeMarker, lengthCandidates, logLevel, repair, kvReuse, maxDocumentBytes,
-  -- indexMaxFiles, backend
+  -- indexMaxFiles, autoPull, backend
   -- (a URL or {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider,
   -- fimTemplate, stream, cutOff, drafts, contextTokens}). Empty: the
   -- server's defaults (README "Settings").
