@@ -361,7 +361,7 @@ const sc_cli_command sc_cli_commands[] = {
      "SIGINT/SIGTERM stop it cleanly.\n",
      sc_cli_serve},
     {"eval", "score a checkpoint on HumanEval-Infilling and repository tasks",
-     "usage: sculpt eval BENCH [--model DIR | --score FILE|canonical] [--limit N] [--json]\n"
+     "usage: sculpt eval BENCH [--model DIR|ORG/NAME | --score FILE|canonical] [--limit N] [--json]\n"
      "                   [--out FILE] [--results FILE] [--compare RESULTS [--against SYS]]\n"
      "                   [--preset fast|upstream] [--max-tokens N | --oracle-length]\n"
      "       sculpt eval compare A.jsonl B.jsonl [--system NAME] [--against NAME] [--json]\n"

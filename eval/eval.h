@@ -173,8 +173,10 @@ char *sc_eval_ngram_predict(const sc_eval_ngram *g, const char *lang, const char
 typedef struct sc_eval_options {
   const char *bench;      /* a name or a problems file (sc_eval_bench_load) */
   sc_eval_bench_options data;
-  /* The system: a model folder, or samples to score (a file in the harness's
-   * sample format, or "canonical": the benchmark's own middles). */
+  /* The system: a model (a folder or a Hugging Face id, model.h,
+   * sc_model_resolve; NULL: the default), or samples to score (a file in
+   * the harness's sample format, or "canonical": the benchmark's own
+   * middles). */
   const char *model_dir;
   const char *samples;
   sc_preset preset;       /* AUTO: the family's */

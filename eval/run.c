@@ -42,7 +42,6 @@ typedef struct entry {
 
 typedef struct sysres {
   char name[32];
-  const char *model_dir; /* a model system's */
   entry *e;
   size_t n, cap;
   double ms;             /* generating, all tasks */
@@ -316,7 +315,6 @@ static sc_status run_model(run *r, const char *name, const char *dir, bool keep_
     model_close(&m);
     return SC_ERR_NOMEM;
   }
-  s->model_dir = dir;
   const sc_model_info *info = sc_model_get_info(m.model);
   json_object_set_new(s->info, "model", json_string(dir));
   json_object_set_new(s->info, "family", json_string(sc_model_family_name(info->family)));
@@ -655,11 +653,6 @@ static json_t *task_line(const run *r, const sysres *s, const entry *e) {
   return o;
 }
 
-static bool same_dir(const char *a, const char *b) {
-  char x[PATH_MAX], y[PATH_MAX];
-  return realpath(a, x) && realpath(b, y) && strcmp(x, y) == 0;
-}
-
 static const char *ngram_corpus_for(const char *model_dir, char *buf, size_t cap) {
   struct stat st;
   const char *dirs[2] = {model_dir, sc_model_shipped_dir()};
@@ -681,12 +674,14 @@ sc_status sc_eval_run(const sc_eval_options *o, json_t **summary, json_t **tasks
   sc_status st = SC_OK;
   const char *ngram_note = NULL;
   char corpus_buf[PATH_MAX];
+  char *dir = NULL; /* the model's folder (a name resolved: model.h, sc_model_resolve) */
   if (o->samples) {
     st = load_samples(&r, o->samples, err);
   } else {
-    const char *dir = o->model_dir ? o->model_dir : sc_model_default_dir();
-    if (!dir)
-      st = sc_error_set(err, SC_ERR_INVALID, "no model: pass --model DIR or set SCULPT_MODEL");
+    st = sc_model_resolve(o->model_dir, &dir, err);
+    if (st == SC_OK && !dir)
+      st = sc_error_set(err, SC_ERR_INVALID,
+                        "no model: pass --model DIR or ORG/NAME, or set SCULPT_MODEL");
     bool keep = o->baselines && line_tasks(r.b);
     if (st == SC_OK && keep) {
       r.before = calloc(n, sizeof *r.before);
@@ -698,7 +693,7 @@ sc_status sc_eval_run(const sc_eval_options *o, json_t **summary, json_t **tasks
     }
     if (st == SC_OK) st = run_model(&r, "model", dir, keep, err);
     const char *shipped = sc_model_shipped_dir();
-    if (st == SC_OK && o->baselines && shipped && !same_dir(shipped, dir))
+    if (st == SC_OK && o->baselines && shipped && !sc_model_is_builtin(dir))
       st = run_model(&r, "shipped-model", shipped, false, err);
     if (st == SC_OK && o->baselines && line_tasks(r.b)) {
       const char *corpus = o->ngram_corpus ? o->ngram_corpus
@@ -710,6 +705,7 @@ sc_status sc_eval_run(const sc_eval_options *o, json_t **summary, json_t **tasks
   if (st == SC_OK)
     st = sc_eval_bench_scoring(r.b) == SC_EVAL_EXECUTE ? score_execute(&r, err)
                                                         : score_match(&r, err);
+  free(dir); /* the systems' summaries hold copies */
   if (st != SC_OK) {
     run_free(&r);
     return st;

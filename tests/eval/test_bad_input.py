@@ -2,7 +2,8 @@
 status and nothing written (neither --out nor --results, nor a temp file
 beside them): an unknown benchmark, a missing benchmark file, a corrupt
 .gz, a malformed problems file, a samples file naming a task the benchmark
-lacks, a model that fails to load, flags that exclude each other; and a
+lacks, a model that fails to load or a model id that is not pulled, flags
+that exclude each other; and a
 run interrupted with Ctrl-C writes nothing either."""
 import gzip
 import os
@@ -78,6 +79,13 @@ rc, _, err = run("humaneval-single", "--model", broken, "--limit", "2", "--out",
 check(rc != 0 and len(err.strip().splitlines()) == 1 and err.startswith("sculpt eval: ") and
       "config.json" in err, f"broken model: {rc} {err.strip()[:300]!r}")
 check(os.listdir(outdir) == [], f"broken model: written: {os.listdir(outdir)}")
+
+# A model id the Hugging Face cache does not hold (HF_HOME: an empty folder).
+rc, stdout, err = run("humaneval-test", "--model", "someorg/not-here", "--out", out,
+                      "--no-progress", env=dict(os.environ, HF_HOME=os.path.join(tmp, "hf")))
+check(rc == 2 and len(err.strip().splitlines()) == 1 and "sculpt model pull someorg/not-here" in err,
+      f"a model id not pulled: {rc} {err.strip()[:300]!r}")
+check(os.listdir(outdir) == [], f"a model id not pulled: written: {os.listdir(outdir)}")
 
 bad(["humaneval-single", "--model", MODEL, "--score", "canonical"], 2, "exclude each other",
     "--score with --model")
