@@ -33,9 +33,12 @@ int sc_cli_bench(int argc, char **argv);
 int sc_cli_context(int argc, char **argv);
 int sc_cli_batch(int argc, char **argv);
 int sc_cli_serve(int argc, char **argv);
+int sc_cli_eval(int argc, char **argv);
 
 /* A whole decimal number in [lo, hi]; false on anything else. */
 bool sc_cli_parse_long(const char *s, long lo, long hi, long *out);
+/* A decimal number in [lo, hi] (not NaN); false on anything else. */
+bool sc_cli_parse_double(const char *s, double lo, double hi, double *out);
 
 /* The remote backend's options, shared by complete and batch: --backend URL,
  * --backend-model NAME, --api-key-env VAR, --timeout MS, --max-tries N,

@@ -47,15 +47,6 @@ typedef struct args {
   sc_fim_client_options remote; /* --backend and its options; url NULL: local */
 } args;
 
-static bool parse_double(const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
-}
-
 static int parse_args(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
   sc_infill_params_default(&a->params);
@@ -124,7 +115,7 @@ static int parse_args(int argc, char **argv, args *a) {
       a->params.steps = steps;
       a->set |= SET_RANK;
     } else if (strcmp(o, "--threshold") == 0) {
-      if (!parse_double(v, 0, 1, &d)) { sc_cli_fail(CMD, "--threshold takes a number in [0, 1]"); return 2; }
+      if (!sc_cli_parse_double(v, 0, 1, &d)) { sc_cli_fail(CMD, "--threshold takes a number in [0, 1]"); return 2; }
       a->params.threshold = (float)d;
       a->params.schedule = SC_SCHEDULE_THRESHOLD;
       a->set |= SET_THRESHOLD;
@@ -136,10 +127,10 @@ static int parse_args(int argc, char **argv, args *a) {
       a->params.seed = s;
       a->set |= SET_SEED;
     } else if (strcmp(o, "--temperature") == 0) {
-      if (!parse_double(v, 0, 100, &a->params.temperature)) { sc_cli_fail(CMD, "--temperature takes 0 to 100"); return 2; }
+      if (!sc_cli_parse_double(v, 0, 100, &a->params.temperature)) { sc_cli_fail(CMD, "--temperature takes 0 to 100"); return 2; }
       a->set |= SET_TEMPERATURE;
     } else if (strcmp(o, "--top-p") == 0) {
-      if (!parse_double(v, 0, 1, &a->params.top_p)) { sc_cli_fail(CMD, "--top-p takes (0, 1]"); return 2; }
+      if (!sc_cli_parse_double(v, 0, 1, &a->params.top_p)) { sc_cli_fail(CMD, "--top-p takes (0, 1]"); return 2; }
       a->set |= SET_TOP_P;
     } else if (strcmp(o, "--top-k") == 0) {
       if (!sc_cli_parse_long(v, 0, 1 << 24, &n)) { sc_cli_fail(CMD, "--top-k takes a number"); return 2; }
@@ -150,7 +141,7 @@ static int parse_args(int argc, char **argv, args *a) {
       a->params.block_len = (int)n;
       a->set |= SET_BLOCK;
     } else if (strcmp(o, "--eos-penalty") == 0) {
-      if (!parse_double(v, -SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX, &d)) {
+      if (!sc_cli_parse_double(v, -SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX, &d)) {
         sc_cli_fail(CMD, "--eos-penalty takes -%g to %g", SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
         return 2;
       }
@@ -444,8 +435,7 @@ int sc_cli_complete(int argc, char **argv) {
   sc_model *model = NULL;
   sc_tokenizer *tok = NULL;
   sc_engine *engine = NULL;
-  int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, n_suf = 0;
+  sc_infill_prepared prep = {0};
   sc_infill_result res = {0};
   int exit_code = 1;
   if (sc_model_load(model_dir, &mo, &model, &err) != SC_OK ||
@@ -454,31 +444,24 @@ int sc_cli_complete(int argc, char **argv) {
     goto done;
   }
   double t_load = sc_now_ms();
-  if (sc_tokenizer_encode(tok, text, offset, &pre, &n_pre, &err) != SC_OK ||
-      sc_tokenizer_encode(tok, text + offset, len - offset, &suf, &n_suf, &err) != SC_OK) {
-    exit_code = fail_err(&err);
-    goto done;
-  }
-  double t_tok = sc_now_ms();
   /* The canvas, the room a DreamOn canvas may grow into and the prompt are
    * fitted to the model's context with the family's frame (model.h,
-   * sc_infill_fit_plan): a long canvas is cut, and a file longer than the
+   * sc_infill_prepare): a long canvas is cut, and a file longer than the
    * rest keeps the tokens nearest the cursor, the prefix cut first (from
    * the left, down to half), then the suffix, which then ends without EOS.
    * The engine gets the positions that needs. */
   const sc_model_info *info = sc_model_get_info(model);
   sc_infill_params params = decoding_params(&a, model);
-  sc_infill_budget fit;
-  size_t keep_pre = 0, keep_suf = 0;
-  if (sc_infill_fit_plan(model, info->max_seq, 0, &a.plan, &params, &fit, &err) != SC_OK) {
+  if (sc_infill_prepare(model, tok, info->max_seq, 0, text, offset, text + offset, len - offset,
+                        false, &a.plan, &params, &prep, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
   }
-  sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &params.suffix_cut);
-  int need = sc_infill_positions(&fit, keep_pre, keep_suf, params.suffix_cut);
-  if (sc_engine_new(model, tok, need, &engine, &err) != SC_OK ||
-      sc_engine_infill(engine, pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                       &a.plan, &params, NULL, NULL, NULL, &res, &err) != SC_OK) {
+  double t_tok = sc_now_ms();
+  params = prep.params;
+  size_t keep_pre = prep.tokens.keep_pre, keep_suf = prep.tokens.keep_suf;
+  if (sc_engine_new(model, tok, prep.positions, &engine, &err) != SC_OK ||
+      sc_engine_infill_prepared(engine, &prep, NULL, NULL, NULL, &res, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
   }
@@ -505,7 +488,7 @@ int sc_cli_complete(int argc, char **argv) {
         model_dir, "family", sc_model_family_name(info->family), "profile",
         sc_model_get_profile(model)->name, "device", ran.description, "context",
         "prefix_tokens", (json_int_t)keep_pre, "suffix_tokens", (json_int_t)keep_suf,
-        "model_tokens", fit.context, "suffix_cut", params.suffix_cut, "timings", "load_ms",
+        "model_tokens", prep.fit.context, "suffix_cut", params.suffix_cut, "timings", "load_ms",
         t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms", res.ms_total, "forward_ms",
         res.ms_forward, "sample_ms", res.ms_sample, "weights",
         sc_weights_kind_name(info->weights));
@@ -526,8 +509,7 @@ int sc_cli_complete(int argc, char **argv) {
 done:
   sc_infill_result_free(&res);
   sc_engine_free(engine);
-  free(pre);
-  free(suf);
+  sc_infill_prepared_free(&prep);
   sc_tokenizer_free(tok);
   sc_model_free(model);
   free(model_dir);

@@ -23,6 +23,15 @@ bool sc_cli_parse_long(const char *s, long lo, long hi, long *out) {
   return true;
 }
 
+bool sc_cli_parse_double(const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
 /* Reads a whole file; *data owned by the caller. */
 bool sc_cli_read_file(const char *path, char **data, size_t *len) {
   FILE *f = fopen(path, "rb");

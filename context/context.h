@@ -509,6 +509,14 @@ void sc_prompt_free(sc_prompt *p);
  * when out of memory. */
 char *sc_prompt_text(const sc_prompt *p, size_t *len);
 
+/* The suffix a prompt's text before the canvas (before, e.g. sc_prompt_text)
+ * leaves room for within budget tokens: the end of the longest run of whole
+ * lines of suf (the rest of the cursor's line at least) whose tokens fit
+ * what before's leave, so that fitting cuts nothing from the snippets' end.
+ * As the LSP gives the local engine its prompt. */
+size_t sc_prompt_suffix_fit(const sc_tokenizer *tok, const char *before, size_t before_len,
+                            const char *suf, size_t len, size_t budget);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1851,3 +1851,37 @@ void sc_prompt_free(sc_prompt *p) {
   free(p->suffix);
   memset(p, 0, sizeof *p);
 }
+
+size_t sc_prompt_suffix_fit(const sc_tokenizer *tok, const char *before, size_t before_len,
+                            const char *suf, size_t len, size_t budget) {
+  size_t n_before = count_tokens(tok, before, before_len);
+  size_t room = n_before < budget ? budget - n_before : 0;
+  if (count_tokens(tok, suf, len) <= room) return len;
+  /* Line ends, then a binary search for the last that fits. */
+  size_t lo = 0, hi = 0; /* in line ends: lo fits (0: the first line, always) */
+  size_t ends_cap = 64, n_ends = 0, *ends = malloc(ends_cap * sizeof *ends);
+  if (!ends) return len;
+  for (size_t i = 0; i < len; i++) {
+    if (suf[i] != '\n') continue;
+    if (n_ends == ends_cap) {
+      size_t *g = realloc(ends, 2 * ends_cap * sizeof *ends);
+      if (!g) break;
+      ends = g;
+      ends_cap *= 2;
+    }
+    ends[n_ends++] = i + 1;
+  }
+  if (n_ends == 0) {
+    free(ends);
+    return len;
+  }
+  hi = n_ends - 1;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (count_tokens(tok, suf, ends[mid]) <= room) lo = mid;
+    else hi = mid - 1;
+  }
+  size_t end = ends[lo];
+  free(ends);
+  return end;
+}

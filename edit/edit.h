@@ -256,6 +256,12 @@ typedef struct sc_edit_verdict {
 sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const char *cand,
                         size_t len, sc_edit_verdict *out, sc_error *err);
 
+/* Python's own compile() of a whole file (text, len bytes): 1 compiles, 0
+ * does not, -1 no interpreter (none on PATH, or $SCULPT_PYTHON empty). The
+ * text is compiled, never run, by the one interpreter per process that
+ * sc_edit_check's Python verdict uses. Thread-safe. */
+int sc_edit_python_compiles(const char *text, size_t len);
+
 /* ---- filling one site ----------------------------------------------------------- */
 
 typedef enum sc_edit_status {

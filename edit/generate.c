@@ -53,47 +53,21 @@ static void plan_for(const sc_edit_local *l, const sc_edit_request *req, sc_infi
   }
 }
 
-/* The request's prompt: *pre and *suf owned by the caller; the kept tokens
- * are pre + (n_pre - keep_pre) and suf[0 .. keep_suf); the canvas plan. p
- * (the decoding's parameters) gets the fit's DreamOn growth limit and
- * whether the suffix was cut. */
-static sc_status prompt_for(const sc_edit_local *l, const sc_edit_request *req, int32_t **pre_out,
-                            size_t *n_pre_out, size_t *keep_pre_out, int32_t **suf_out,
-                            size_t *keep_suf_out, sc_infill_plan *plan, sc_infill_params *p,
-                            sc_error *err) {
+/* The request's prompt, plan and parameters (from p), fitted as every
+ * caller fits (model.h, sc_infill_prepare): the family's frame, the canvas
+ * and a DreamOn canvas's growth within half the engine's context,
+ * context_tokens of prompt at most, the prefix cut first down to half, then
+ * the suffix, which then ends without EOS; a suffix window that stops
+ * before the file's end is cut too. *out owned by the caller. */
+static sc_status prompt_for(const sc_edit_local *l, const sc_edit_request *req,
+                            const sc_infill_params *p, sc_infill_prepared *out, sc_error *err) {
   size_t p0, s1, a = req->site.start, b = req->site.end;
   sc_edit_request_window(req, (size_t)l->context_tokens, &p0, &s1);
-  int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, n_suf = 0;
-  SC_TRY(sc_tokenizer_encode(l->tok, req->text + p0, a - p0, &pre, &n_pre, err));
-  sc_status st = sc_tokenizer_encode(l->tok, req->text + b, s1 - b, &suf, &n_suf, err);
-  if (st != SC_OK) {
-    free(pre);
-    return st;
-  }
-  plan_for(l, req, plan);
-  /* Fitted as every caller fits (model.h, sc_infill_fit_plan): the
-   * family's frame, the canvas and a DreamOn canvas's growth within half
-   * the engine's context, context_tokens of prompt at most, the prefix cut
-   * first down to half, then the suffix, which then ends without EOS. */
-  sc_infill_budget fit;
-  size_t keep_pre = 0, keep_suf = 0;
-  st = sc_infill_fit_plan(l->model, sc_engine_context(l->engine), l->context_tokens, plan, p,
-                          &fit, err);
-  if (st != SC_OK) {
-    free(pre);
-    free(suf);
-    return st;
-  }
-  sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &p->suffix_cut);
-  /* A suffix window that stops before the file's end is cut too. */
-  if (s1 < req->len) p->suffix_cut = true;
-  *pre_out = pre;
-  *n_pre_out = n_pre;
-  *keep_pre_out = keep_pre;
-  *suf_out = suf;
-  *keep_suf_out = keep_suf;
-  return SC_OK;
+  sc_infill_plan plan;
+  plan_for(l, req, &plan);
+  return sc_infill_prepare(l->model, l->tok, sc_engine_context(l->engine), l->context_tokens,
+                           req->text + p0, a - p0, req->text + b, s1 - b, s1 < req->len, &plan,
+                           p, out, err);
 }
 
 /* The infill's text and its mean per-token confidence into out (the text
@@ -117,19 +91,15 @@ static sc_status local_generate(void *user, const sc_edit_request *req, sc_edit_
                                 sc_error *err) {
   sc_edit_local *l = user;
   memset(out, 0, sizeof *out);
-  int32_t *pre = NULL, *suf = NULL;
-  size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
-  sc_infill_plan plan;
   sc_infill_params p = l->params;
-  SC_TRY(prompt_for(l, req, &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, &p, err));
   p.seed = req->seed;
   p.temperature = req->seed ? l->temperature : 0.0;
+  sc_infill_prepared prep;
+  SC_TRY(prompt_for(l, req, &p, &prep, err));
   sc_infill_result res;
   memset(&res, 0, sizeof res);
-  sc_status st = sc_engine_infill(l->engine, pre + (n_pre - keep_pre), (int)keep_pre, suf,
-                                  (int)keep_suf, &plan, &p, l->cancel, NULL, NULL, &res, err);
-  free(pre);
-  free(suf);
+  sc_status st = sc_engine_infill_prepared(l->engine, &prep, l->cancel, NULL, NULL, &res, err);
+  sc_infill_prepared_free(&prep);
   if (st != SC_OK) {
     sc_infill_result_free(&res);
     return st;
@@ -157,20 +127,17 @@ static sc_status local_generate_many(void *user, const sc_edit_request *reqs, si
   if (!ereqs || !res || !bufs || !idx) st = sc_error_set(err, SC_ERR_NOMEM, "out of memory");
   for (size_t i = 0; st == SC_OK && i < n; i++) {
     if (reqs[i].site.kind != SC_EDIT_HOLE && reqs[i].site.kind != SC_EDIT_BLOCK) continue;
-    int32_t *pre = NULL, *suf = NULL;
-    size_t n_pre = 0, keep_pre = 0, keep_suf = 0;
-    sc_infill_plan plan;
     /* Fitted with the batch's parameters (fixed-length canvases); whether
      * each suffix was cut goes with its request. */
     sc_infill_params fp = l->params;
     fp.no_expand = true;
-    if (prompt_for(l, &reqs[i], &pre, &n_pre, &keep_pre, &suf, &keep_suf, &plan, &fp, NULL) !=
-        SC_OK)
-      continue;
-    bufs[2 * m] = pre;
-    bufs[2 * m + 1] = suf;
-    ereqs[m] = (sc_infill_request){pre + (n_pre - keep_pre), (int)keep_pre, suf, (int)keep_suf,
-                                   plan.lengths[0], 0, fp.suffix_cut};
+    sc_infill_prepared prep;
+    if (prompt_for(l, &reqs[i], &fp, &prep, NULL) != SC_OK) continue;
+    sc_infill_tokens *t = &prep.tokens;
+    bufs[2 * m] = t->pre;
+    bufs[2 * m + 1] = t->suf;
+    ereqs[m] = (sc_infill_request){t->pre + (t->n_pre - t->keep_pre), (int)t->keep_pre, t->suf,
+                                   (int)t->keep_suf, prep.plan.lengths[0], 0, t->suffix_cut};
     idx[m++] = i;
   }
   sc_infill_params p = l->params;

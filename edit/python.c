@@ -167,6 +167,11 @@ static int py_compile(const char *text, size_t len, long *line) {
   return verdict;
 }
 
+int sc_edit_python_compiles(const char *text, size_t len) {
+  long line;
+  return py_compile(text, len, &line);
+}
+
 /* ---- our indentation check ------------------------------------------------------ */
 
 /* Indentation width as Python's tokenizer counts it: a tab to the next

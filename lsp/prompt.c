@@ -79,16 +79,16 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
                                  const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
                                  size_t *keep_pre, int32_t **suf, size_t *keep_suf,
                                  size_t *n_suf_out, bool *suffix_cut, sc_error *err) {
-  size_t n_suf = 0;
-  SC_TRY(sc_tokenizer_encode(c->tok, before, before_len, pre, n_pre, err));
-  if (sc_tokenizer_encode(c->tok, after, after_len, suf, &n_suf, err) != SC_OK) {
-    free(*pre);
-    *pre = NULL;
-    return err ? err->status : SC_ERR_INTERNAL;
-  }
-  sc_infill_fit(fit, *n_pre, n_suf, keep_pre, keep_suf, suffix_cut);
-  if (n_suf_out) *n_suf_out = n_suf;
-  if (after_cut) *suffix_cut = true;
+  sc_infill_tokens t;
+  SC_TRY(sc_infill_tokens_encode(c->tok, fit, before, before_len, after, after_len, after_cut,
+                                 &t, err));
+  *pre = t.pre;
+  *n_pre = t.n_pre;
+  *keep_pre = t.keep_pre;
+  *suf = t.suf;
+  *keep_suf = t.keep_suf;
+  *suffix_cut = t.suffix_cut;
+  if (n_suf_out) *n_suf_out = t.n_suf;
   return SC_OK;
 }
 
@@ -159,47 +159,6 @@ static sc_status lp_encode(complete_arg *a, const sc_infill_budget *fit, bool af
                                 &lp->keep_suf, &lp->n_suf, &lp->suffix_cut, err);
 }
 
-static size_t count_tokens(sc_completer *c, const char *p, size_t n) {
-  int32_t *ids = NULL;
-  size_t k = 0;
-  if (sc_tokenizer_encode(c->tok, p, n, &ids, &k, NULL) != SC_OK) k = SIZE_MAX;
-  free(ids);
-  return k;
-}
-
-/* The end of the longest run of whole lines of the suffix window (the rest
- * of the cursor's line at least) whose tokens fit room. */
-static size_t suffix_lines(sc_completer *c, const char *suf, size_t len, size_t room) {
-  if (count_tokens(c, suf, len) <= room) return len;
-  /* Line ends, then a binary search for the last that fits. */
-  size_t lo = 0, hi = 0; /* in line ends: lo fits (0: the first line, always) */
-  size_t ends_cap = 64, n_ends = 0, *ends = malloc(ends_cap * sizeof *ends);
-  if (!ends) return len;
-  for (size_t i = 0; i < len; i++) {
-    if (suf[i] != '\n') continue;
-    if (n_ends == ends_cap) {
-      size_t *g = realloc(ends, 2 * ends_cap * sizeof *ends);
-      if (!g) break;
-      ends = g;
-      ends_cap *= 2;
-    }
-    ends[n_ends++] = i + 1;
-  }
-  if (n_ends == 0) {
-    free(ends);
-    return len;
-  }
-  hi = n_ends - 1;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo + 1) / 2;
-    if (count_tokens(c, suf, ends[mid]) <= room) lo = mid;
-    else hi = mid - 1;
-  }
-  size_t end = ends[lo];
-  free(ends);
-  return end;
-}
-
 /* The pinned prompt, when the pin still fits this request; false: build
  * afresh. */
 static bool pinned_prompt(complete_arg *a, const sc_infill_budget *fit, prompt_pin *pin,
@@ -264,10 +223,9 @@ sc_status sc_cpl__local_prompt(complete_arg *a, const sc_infill_budget *fit, doc
   }
   /* The suffix: whole lines that fill what the snippets and the window
    * leave, so that the fit cuts nothing from the snippets' end. */
-  size_t n_before = count_tokens(c, out->before, out->before_len);
-  size_t room = n_before < (size_t)budget ? (size_t)budget - n_before : 0;
   out->after = a->suffix;
-  out->after_len = suffix_lines(c, a->suffix, a->suffix_len, room);
+  out->after_len = sc_prompt_suffix_fit(c->tok, out->before, out->before_len, a->suffix,
+                                        a->suffix_len, (size_t)budget);
   bool after_cut = a->suffix_window_cut || out->after_len < a->suffix_len;
   SC_TRY(lp_encode(a, fit, after_cut, out, err));
   /* Pinned when nothing was cut: the next requests start from it. */

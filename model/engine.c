@@ -1024,6 +1024,15 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                                   cancel, progress, user, out, err);
 }
 
+sc_status sc_engine_infill_prepared(sc_engine *e, const sc_infill_prepared *p,
+                                    const _Atomic int *cancel, sc_infill_progress_fn progress,
+                                    void *user, sc_infill_result *out, sc_error *err) {
+  const sc_infill_tokens *t = &p->tokens;
+  return sc_engine_infill_session(e, NULL, t->pre + (t->n_pre - t->keep_pre), (int)t->keep_pre,
+                                  t->suf, (int)t->keep_suf, &p->plan, &p->params, cancel,
+                                  progress, user, out, err);
+}
+
 sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
                                    const int32_t *prefix, int n_prefix, const int32_t *suffix,
                                    int n_suffix, const sc_infill_plan *plan,

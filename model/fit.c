@@ -10,6 +10,8 @@
  * (family.c, sc_infill_frame_for). */
 #include "model.h"
 
+#include <stdlib.h>
+
 sc_status sc_infill_budget_compute(int context, const sc_infill_frame *frame, int budget,
                                    int canvas, sc_infill_budget *out, sc_error *err) {
   *out = (sc_infill_budget){0};
@@ -83,4 +85,48 @@ sc_status sc_infill_fit_plan(const sc_model *model, int context, int budget,
   }
   if (frame.grow > 0) params->max_canvas = out->max_canvas;
   return SC_OK;
+}
+
+sc_status sc_infill_tokens_encode(const sc_tokenizer *tok, const sc_infill_budget *fit,
+                                  const char *before, size_t before_len, const char *after,
+                                  size_t after_len, bool after_cut, sc_infill_tokens *out,
+                                  sc_error *err) {
+  *out = (sc_infill_tokens){0};
+  sc_status st = sc_tokenizer_encode(tok, before, before_len, &out->pre, &out->n_pre, err);
+  if (st == SC_OK) st = sc_tokenizer_encode(tok, after, after_len, &out->suf, &out->n_suf, err);
+  if (st != SC_OK) {
+    sc_infill_tokens_free(out);
+    return st;
+  }
+  sc_infill_fit(fit, out->n_pre, out->n_suf, &out->keep_pre, &out->keep_suf, &out->suffix_cut);
+  if (after_cut) out->suffix_cut = true;
+  return SC_OK;
+}
+
+void sc_infill_tokens_free(sc_infill_tokens *t) {
+  if (!t) return;
+  free(t->pre);
+  free(t->suf);
+  *t = (sc_infill_tokens){0};
+}
+
+sc_status sc_infill_prepare(const sc_model *model, const sc_tokenizer *tok, int context,
+                            int budget, const char *before, size_t before_len, const char *after,
+                            size_t after_len, bool after_cut, const sc_infill_plan *plan,
+                            const sc_infill_params *params, sc_infill_prepared *out,
+                            sc_error *err) {
+  *out = (sc_infill_prepared){0};
+  out->plan = *plan;
+  out->params = *params;
+  SC_TRY(sc_infill_fit_plan(model, context, budget, &out->plan, &out->params, &out->fit, err));
+  SC_TRY(sc_infill_tokens_encode(tok, &out->fit, before, before_len, after, after_len, after_cut,
+                                 &out->tokens, err));
+  out->params.suffix_cut = out->tokens.suffix_cut;
+  out->positions = sc_infill_positions(&out->fit, out->tokens.keep_pre, out->tokens.keep_suf,
+                                       out->tokens.suffix_cut);
+  return SC_OK;
+}
+
+void sc_infill_prepared_free(sc_infill_prepared *p) {
+  if (p) sc_infill_tokens_free(&p->tokens);
 }

@@ -39,6 +39,9 @@ typedef struct sc_device_choice {
  * NULL. Static or environment string; do not free. A name, not yet a
  * folder: sc_model_resolve turns it into one. */
 const char *sc_model_default_dir(void);
+/* The model sculpt ships, whatever $SCULPT_MODEL says (a baseline to
+ * compare others with); NULL when it is not there. Static string. */
+const char *sc_model_shipped_dir(void);
 
 /* ---- model names: a folder, or a Hugging Face id in the shared cache ------
  * Everywhere a model is named (--model, the LSP's modelPath, $SCULPT_MODEL,
@@ -726,6 +729,47 @@ sc_status sc_infill_fit_plan(const sc_model *model, int context, int budget,
                              sc_infill_plan *plan, sc_infill_params *params,
                              sc_infill_budget *out, sc_error *err);
 
+/* ---- an infill from the text around a cursor ---------------------------------
+ * What every caller that starts from text does (`sculpt complete`, `sculpt
+ * eval`, the edit engine's local generator, the LSP): the plan and the
+ * prompt fitted to a context (sc_infill_fit_plan), the text before and
+ * after the canvas tokenized and split as sc_infill_fit says, and the
+ * positions the engine then needs. */
+typedef struct sc_infill_tokens {
+  int32_t *pre, *suf;        /* owned: every token of each side */
+  size_t n_pre, n_suf;
+  size_t keep_pre, keep_suf; /* fitted: pre + (n_pre - keep_pre), suf[0, keep_suf) */
+  bool suffix_cut;           /* the suffix the model sees is not the text's end */
+} sc_infill_tokens;
+
+/* Tokenizes before and after with tok and splits them by fit
+ * (sc_infill_fit). after_cut: the caller's after is already not the text's
+ * end (a window), so no EOS may follow it whatever the fit keeps. *out
+ * owned by the caller (sc_infill_tokens_free), zeroed on failure. */
+sc_status sc_infill_tokens_encode(const sc_tokenizer *tok, const sc_infill_budget *fit,
+                                  const char *before, size_t before_len, const char *after,
+                                  size_t after_len, bool after_cut, sc_infill_tokens *out,
+                                  sc_error *err);
+void sc_infill_tokens_free(sc_infill_tokens *t); /* frees the members; NULL is fine */
+
+typedef struct sc_infill_prepared {
+  sc_infill_plan plan;      /* the caller's, its lengths cut to fit */
+  sc_infill_params params;  /* the caller's, with max_canvas and suffix_cut set */
+  sc_infill_budget fit;
+  sc_infill_tokens tokens;
+  int positions;            /* what the engine needs (sc_infill_positions) */
+} sc_infill_prepared;
+
+/* sc_infill_fit_plan (model, context, budget: 0 = all the room) for a copy
+ * of plan and params, then sc_infill_tokens_encode. *out owned by the
+ * caller (sc_infill_prepared_free). */
+sc_status sc_infill_prepare(const sc_model *model, const sc_tokenizer *tok, int context,
+                            int budget, const char *before, size_t before_len, const char *after,
+                            size_t after_len, bool after_cut, const sc_infill_plan *plan,
+                            const sc_infill_params *params, sc_infill_prepared *out,
+                            sc_error *err);
+void sc_infill_prepared_free(sc_infill_prepared *p); /* NULL is fine */
+
 typedef struct sc_infill_result {
   int32_t *ids;       /* the middle: the canvas up to the family's first end
                          token, with every special token (mask, end, expand,
@@ -806,6 +850,12 @@ sc_status sc_engine_infill(sc_engine *e, const int32_t *prefix, int n_prefix,
                            const sc_infill_params *params, const _Atomic int *cancel,
                            sc_infill_progress_fn progress, void *user,
                            sc_infill_result *out, sc_error *err);
+
+/* sc_engine_infill of a prepared request (its kept tokens, plan and
+ * params); the engine needs p->positions at least. */
+sc_status sc_engine_infill_prepared(sc_engine *e, const sc_infill_prepared *p,
+                                    const _Atomic int *cancel, sc_infill_progress_fn progress,
+                                    void *user, sc_infill_result *out, sc_error *err);
 
 /* ---- sessions: K/V reused across requests ----------------------------------
  * Between two keystrokes the prefix and the suffix of a document hardly

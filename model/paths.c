@@ -43,12 +43,16 @@ static bool has_gguf(const char *dir) {
   return found;
 }
 
-const char *sc_model_default_dir(void) {
-  const char *env = getenv("SCULPT_MODEL");
-  if (env && *env) return env;
+const char *sc_model_shipped_dir(void) {
   if (SCULPT_DEFAULT_MODEL_DIR[0] && has_config(SCULPT_DEFAULT_MODEL_DIR))
     return SCULPT_DEFAULT_MODEL_DIR;
   return NULL;
+}
+
+const char *sc_model_default_dir(void) {
+  const char *env = getenv("SCULPT_MODEL");
+  if (env && *env) return env;
+  return sc_model_shipped_dir();
 }
 
 bool sc_model_is_builtin(const char *dir) {

@@ -17,7 +17,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # Build and runtime libraries, then what the tests need.
 BUILD_PKGS=(build-essential cmake ninja-build pkg-config git ca-certificates
             libjansson-dev libev-dev libpcre2-dev libutf8proc-dev
-            libopenblas-dev libhttp-parser-dev libcurl4-openssl-dev libssl-dev libgit2-dev libdnnl-dev python3)
+            libopenblas-dev libhttp-parser-dev libcurl4-openssl-dev libssl-dev libgit2-dev libdnnl-dev
+            zlib1g-dev python3)
 # The editor tests: Neovim, Emacs with eglot and go-mode, Chromium to drive
 # code-server, libkrb5-dev to build one of code-server's native modules;
 # HAProxy for the several-servers test; QEMU's user-mode emulation to run
