@@ -47,9 +47,7 @@ typedef enum region { REGION_CODE, REGION_COMMENT, REGION_STRING } region;
 
 static region region_of(const sc_syntax_tree *tree, size_t a, size_t b, TSNode *comment) {
   TSNode *up;
-  size_t k = sc_syntax_ancestry(
-      ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a, (uint32_t)b),
-      &up);
+  size_t k = sc_syntax_ancestry_at(tree, a, b, &up);
   region r = REGION_CODE;
   for (size_t i = 0; i < k; i++) {
     const char *type = ts_node_type(up[i]);
@@ -302,9 +300,7 @@ static bool is_statement(const char *type);
  * type name an ERROR. */
 static bool runs_on_into(const sc_syntax_tree *tree, size_t a, size_t b, size_t ls) {
   TSNode *up;
-  size_t k = sc_syntax_ancestry(
-      ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a, (uint32_t)b),
-      &up);
+  size_t k = sc_syntax_ancestry_at(tree, a, b, &up);
   bool runs_on = false;
   for (size_t i = 0; i < k; i++) {
     const char *type = ts_node_type(up[i]);
@@ -426,10 +422,7 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
   /* The node at x; at the end of the line, the line's last token. */
   size_t at = x >= ce && ce > cs ? ce - 1 : x;
   TSNode *up;
-  size_t k = sc_syntax_ancestry(
-      ts_node_descendant_for_byte_range(sc_syntax_tree_root(doc->tree), (uint32_t)at,
-                                        (uint32_t)at),
-      &up);
+  size_t k = sc_syntax_ancestry_at(doc->tree, at, at, &up);
   for (size_t u = 0; u < k; u++) {
     TSNode n = up[u];
     const char *type = ts_node_type(n);
