@@ -1383,8 +1383,8 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     if (used >= suf_budget) break;
   }
   out->suffix_tokens = used;
-  out->prefix = strndup(text + a, cursor - a);
-  out->suffix = strndup(text + cursor, b - cursor);
+  out->prefix = sc_memdup(text + a, cursor - a);
+  out->suffix = sc_memdup(text + cursor, b - cursor);
   out->prefix_start = a;
   out->suffix_end = b;
   SC_CHECK(out->prefix && out->suffix, err, SC_ERR_NOMEM, "prompt: out of memory");
