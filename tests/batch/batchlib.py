@@ -68,7 +68,7 @@ FILLED = {rel: (text if rel.endswith((".md", "strings.py")) else
 ERRORS = {
     "py/broken.py": "x = abc$\nprint(x)\n",
     "c/broken.c": "int abc;\nint f(void) {\n  return abc$;\n}\n",
-    "js/broken.js": "let v = abc$;\nconsole.log(v);\n",
+    "js/broken.js": "let v = abc@;\nconsole.log(v);\n",
 }
 
 
