@@ -86,11 +86,12 @@ const sc_cli_command sc_cli_commands[] = {
      "llada architecture; F32, F16, BF16, Q8_0, Q4_0 tensors) or a folder holding one.\n",
      sc_cli_logits},
     {"model", "inspect a checkpoint",
-     "usage: sculpt model info --model DIR [--family NAME] [--json] [--max-seq N]\n"
+     "usage: sculpt model info [--model DIR] [--family NAME] [--json] [--max-seq N]\n"
      "                         [--weights KIND]\n"
      "       sculpt model quantize DIR --out DIR2\n"
      "\n"
-     "info prints the family, the sizes, the dtype, the mask and EOS ids, the\n"
+     "info (of --model DIR, else the model sculpt loads: $SCULPT_MODEL or the one it\n"
+     "ships) prints the family, the sizes, the dtype, the mask and EOS ids, the\n"
      "default EOS penalty (generation_config.json \"eos_penalty\"), whether\n"
      "logits are shifted, what the CPU computes in (weights) and the memory needed\n"
      "(weights, or their int8/bf16 copy, plus one context of --max-seq tokens), one\n"
