@@ -96,6 +96,17 @@ def snapshot(root):
     return out
 
 
+def text(path):
+    """A file's text as it is (no newline translation)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def put(path, t):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(t)
+
+
 def read(root, rel):
     with open(os.path.join(root, rel), "rb") as f:
         return f.read().decode("utf-8", "surrogateescape")

@@ -35,7 +35,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from batchlib import SRC, batch, check, finish, report  # noqa: E402
+from batchlib import SRC, batch, check, finish, put, report, text  # noqa: E402
 
 REAL = os.path.join(SRC, "tests", "data", "real")
 TOOLS = os.path.join(HERE, "tools")
@@ -48,16 +48,6 @@ CLICK_BREAKS = [("testing.py", 184, "def close(self) -> None:", "def close(self)
                 ("core.py", 392, "get(info_name)", "get(info_name")]
 GO_BREAK = ("args.go", 70, "len(args))", "len(args)")
 TS_BREAK = ("source/core/Ky.ts", 327, "undefined));", "undefined);")
-
-
-def text(path):
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
-
-
-def put(path, t):
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(t)
 
 
 def broken(root, rel, line, old, new):
@@ -152,7 +142,7 @@ for tool, kind, fixed in (("py_compile", "click", 2), ("flake8", "click", 2), ("
     if tool == "pyright":
         # Its type errors (`"Command" is not defined`) are no syntax error.
         typed = [s for s in rep["sites"] if "is not defined" in s.get("message", "")]
-        check(typed and all(s["status"] != "done" for s in typed), f"pyright: type errors not fixed")
+        check(typed and all(s["status"] != "done" for s in typed), "pyright: type errors not fixed")
     shutil.rmtree(root, ignore_errors=True)
 
 # go build and go vet: the site is the broken line.

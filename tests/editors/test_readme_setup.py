@@ -193,17 +193,23 @@ if sh(apt_packages(nvim_sh)[1], checkout, env, "editors/nvim/README.md"):
         nvim_loaded(env, "editors/nvim/README.md", helptags=True)
 
 # Emacs: the README's and the plugin README's init.el.
-for what, (shell, init) in (("README Emacs", (apt_packages(blocks["Emacs"][0])[1],
-                                               blocks["Emacs"][1])),
-                            ("editors/emacs/README.md", (apt_packages(emacs_sh)[1], emacs_init))):
+emacs_cases = [("README Emacs", apt_packages(blocks["Emacs"][0])[1], blocks["Emacs"][1]),
+               ("editors/emacs/README.md", apt_packages(emacs_sh)[1], emacs_init)]
+for what, shell, init in emacs_cases:
     home, checkout, env = fresh(what.replace("/", "-").replace(" ", "-"))
     if sh(shell, checkout, env, what):
         emacs_loaded(env, init, checkout, what)
 
 # VS Code: the two snippets are one sequence of commands; run once when so.
 readme_vs = apt_packages(blocks["VS Code"][0])[1]
-steps = lambda lines: [c.split("#")[0].strip() for ln in lines for c in ln.split("&&")
-                       if c.split("#")[0].strip()]
+
+
+def steps(lines):
+    """A snippet's commands, one per `&&` or line, comments dropped."""
+    return [c.split("#")[0].strip() for ln in lines for c in ln.split("&&")
+            if c.split("#")[0].strip()]
+
+
 vscode_installed(readme_vs, "README VS Code")
 if steps(readme_vs) != steps(vscode_sh):
     vscode_installed(vscode_sh, "editors/vscode/README.md")
