@@ -163,8 +163,9 @@ int sc_cli_model(int argc, char **argv) {
       return 2;
     }
   }
+  if (!dir) dir = sc_model_default_dir(); /* the model the other subcommands load */
   if (!dir) {
-    sc_cli_fail("model", "--model DIR is required");
+    sc_cli_fail("model", "no model: pass --model DIR or set SCULPT_MODEL");
     return 2;
   }
   sc_model_options opts = {.device = SC_DEVICE_CPU, .max_seq = max_seq};

@@ -320,6 +320,7 @@ static void complete_done(sc_lsp_server *s, sc_job *job) {
     sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash,
                       a->middle, a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
+  sc_cpl__note_outcome(c, job->result);
   sc_cpl__send_status(s, c);
 }
 
