@@ -50,7 +50,10 @@ esac
 # binaries and the repository stay under the device's 64 MiB.
 # 301 MB: 95.9% of the 64 MiB with the repository of 2026-12-03; lower a cap (and
 # delete INPUT/corpus) if --prepare reports more than the limit.
-CORPUS_CAPS=${CORPUS_CAPS:-"python=134 c=83 javascript=44 typescript=40"}
+# 2026-12 (issue 41): 7 MB less (python 130, c 80) for the repository
+# records (--repo-records 6000: ~21 MB of JSON Lines, ~3 MB of xz).
+CORPUS_CAPS=${CORPUS_CAPS:-"python=130 c=80 javascript=44 typescript=40"}
+REPO_RECORDS=${REPO_RECORDS:-6000}
 LIMIT=$((64 * 1024 * 1024))
 
 if [ "$MODE" = prepare ]; then
@@ -58,7 +61,9 @@ if [ "$MODE" = prepare ]; then
   # Missing, they are built here from packages fetched through apt and npm
   # (model/train/README.md; ~80 minutes on 2 busy cores, ~3 GB under
   # build-train/sources).
-  IN=${2:-$SRC/build-train/gpu-input3}
+  # gpu-input4: the corpus of issue 41 (the evaluation's code left out, the
+  # held-out split by package, repository records); gpu-input3 had jq.
+  IN=${2:-$SRC/build-train/gpu-input4}
   PY=${PY:-/usr/bin/python3}
   BUILD=${SCULPT_CARRY_BUILD:-$SRC/build-carry}
   set -e
@@ -69,7 +74,9 @@ if [ "$MODE" = prepare ]; then
     for c in $CORPUS_CAPS; do CAPS+=(--max-mb "$c"); done
     nice -n 10 "$PY" "$SRC/model/train/corpus.py" "$IN/corpus" --deb-root "$S/deb" \
       --src-root "$S/src" --npm-root "$S/npm" --npm-root /usr/lib/node_modules \
-      --heldout-pct 2 "${CAPS[@]}"
+      --heldout-pct 2 --repo-records "$REPO_RECORDS" "${CAPS[@]}"
+    # The evaluation's code must not be in it (exit 1 names what is).
+    "$PY" "$SRC/model/train/corpus.py" --check "$IN/corpus"
   fi
   [ -f "$IN/tokenizer.json" ] ||
     nice -n 10 "$PY" "$SRC/model/train/bpe.py" train "$IN/corpus" "$IN" --vocab 16384 --max-mb 12
