@@ -148,9 +148,10 @@ class DeviceBatches:
         rel = torch.minimum(rel, src_len[:, None])
         f = torch.searchsorted(rel, first_rel[:, None].contiguous())  # [n, 1]
         nh = self._randint(MIN_HOLES, MAX_HOLES + 1, (n, 1))
-        room = torch.minimum(src_len, torch.full_like(src_len, int(0.85 * T)))
-        usable = ((rel[:, :L] < room[:, None]) & (rel[:, :L] >= first_rel[:, None])).sum(1,
-                                                                                         keepdim=True)
+        # The source text the output has room for once the canvases' EOS
+        # padding (~24 tokens a hole) is in: the holes are spread over it.
+        room = torch.minimum(src_len[:, None], (0.9 * T - 24 * nh).clamp(min=T // 4).long())
+        usable = ((rel[:, :L] < room) & (rel[:, :L] >= first_rel[:, None])).sum(1, keepdim=True)
         spacing = (usable.float() / nh.float()).clamp(min=2.0)
         rest = self._rand(n, HM) < 0.4  # the rest of a line, else 1-3 whole lines
         multi = torch.where(self._rand(n, HM) < 0.5, torch.ones_like(nh).expand(n, HM),
@@ -163,7 +164,10 @@ class DeviceBatches:
         hole = torch.arange(HM, device=dev)[None] < nh
         en = hole & (a + nlines <= L)
         start = rel.gather(1, a.clamp(max=L))
+        end1 = rel.gather(1, (a + 1).clamp(max=L))
         end = rel.gather(1, (a + nlines).clamp(max=L))
+        # Lines too long for a 64-token canvas together: the first alone.
+        end = torch.where(end - start > self.maxc, end1, end)
         lnlen = end - start
         off = (self._rand(n, HM) * lnlen.float()).long().clamp(min=0)
         start = torch.where(rest, start + torch.minimum(off, (lnlen - 1).clamp(min=0)), start)
