@@ -2,8 +2,9 @@
 scale on the CPU. A lent GPU session has no time for a second try, so CI
 checks what can fail without a GPU: the training runs beside the GPU steps
 (which report "no GPU" here), and what comes back obeys the device tool's
-limits (at most 8 flat files, each under 16 MiB); --unpack rebuilds a
-checkpoint sculpt loads. Needs torch; skips without it."""
+limits (at most 8 flat files, each under 16 MiB), the results file has
+the training's section (MFU) and the machine's inventory; --unpack
+rebuilds a checkpoint sculpt loads. Needs torch; skips without it."""
 import os
 import subprocess
 import sys
@@ -31,7 +32,12 @@ check(all(os.path.getsize(os.path.join(out, f)) < 16 * 1024 * 1024 for f in file
 for want in ("gpu-results.md", "metrics.json", "checkpoint-meta.tar.gz", "logs.tar.gz"):
     check(want in files, f"{want} comes back")
 check(any(f.endswith(".safetensors") for f in files), "the weights come back")
-check("no GPU" in open(os.path.join(out, "gpu-results.md")).read(), "the results file says there was no GPU")
+res = open(os.path.join(out, "gpu-results.md")).read() if "gpu-results.md" in files else ""
+check("no GPU" in res, "the results file says there was no GPU")
+check("## Training (model/train/train.py" in res and "MFU" in res and "steps in" in res,
+      "the results file has the training's section, MFU line included")
+check("## Machine inventory" in res and "weight files over 10 MB" in res and "pip list" in res,
+      "the results file has the machine's inventory (weights, pip list)")
 check(not [d for d in os.listdir(tmp) if d.startswith("sculpt-session.")], "its work folder is removed")
 
 p = subprocess.run(["bash", script, "--unpack", out], env=env, capture_output=True, timeout=60)

@@ -9,7 +9,7 @@ would leave behind, so everything around the training is rehearsed:
     the name train.py looks up (tokcache.stream_python, the very function
     train.py calls): a cache miss fails, since on the GPU machine it would
     mean a Python BPE pass on device time;
-  * the checkpoint at the preset's real size (presets.py: for "gpu", 13.8M
+  * the checkpoint at the preset's real size (presets.py: for "gpu", 14.9M
     parameters in bf16, two shards), written by export.write_checkpoint,
     the writer train.py uses, with a training.json saying it is a stand-in;
   * the time budget, slept, so the session's timing is rehearsed.
