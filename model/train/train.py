@@ -244,7 +244,7 @@ def main(argv=None):
     while True:
         el = time.time() - t0
         frac = max(el / budget, step / a.max_steps if a.max_steps else 0)
-        if frac >= 1:
+        if frac >= 1 or (a.deadline and time.time() > a.deadline - 20):
             break
         recipe.set_lr(opts, recipe.wsd(frac))
         b = tb.batch()
