@@ -21,6 +21,9 @@ import subprocess
 import sys
 import time
 
+METADATA = ("import importlib.metadata as m\n"
+            "print('\\n'.join(sorted({f\"{d.metadata['Name']}=={d.version}\" "
+            "for d in m.distributions()})))")
 EXTS = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".onnx")
 MIN_BYTES = 10 * 1000 * 1000
 
@@ -106,11 +109,17 @@ def main():
     pips = []
     for py in dict.fromkeys([sys.executable, shutil.which("python3") or "", "/usr/bin/python3"]):
         if py and os.path.exists(py):
-            pips.append((py, run([py, "-m", "pip", "list", "--format=freeze",
-                                  "--disable-pip-version-check"], timeout=60)))
-    for py, out in pips:
+            how = "pip list"
+            out = run([py, "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+                      timeout=60)
+            if "No module named pip" in out or not out:
+                # No pip in that interpreter: its installed distributions all the same.
+                how = "importlib.metadata (no pip)"
+                out = run([py, "-c", METADATA], timeout=60)
+            pips.append((py, how, out))
+    for py, how, out in pips:
         lines = out.splitlines()
-        print(f"<details><summary>pip list ({py}): {len(lines)} packages</summary>")
+        print(f"<details><summary>{how} ({py}): {len(lines)} packages</summary>")
         print()
         print("```")
         print(out)
