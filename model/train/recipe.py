@@ -237,6 +237,7 @@ def preflight(model, batches, device, amp, log=print):
     if hasattr(torch.optim, "Muon"):
         p1 = torch.nn.Parameter(torch.randn(96, 64, device=device))
         p2 = torch.nn.Parameter(p1.detach().clone())
+        p0 = p1.detach().clone()
         g = torch.randn(96, 64, device=device)
         kw = dict(lr=0.02, weight_decay=0.1, momentum=0.95, nesterov=True,
                   adjust_lr_fn="match_rms_adamw")
@@ -245,7 +246,8 @@ def preflight(model, batches, device, amp, log=print):
             for _ in range(2):
                 p1.grad, p2.grad = g.clone(), g.clone()
                 o1.step(), o2.step()
-            out["muon_fallback_vs_torch_rel"] = _rel(p2.detach(), p1.detach())
+            # The two updates compared (not the parameters, which hide them).
+            out["muon_fallback_vs_torch_update_rel"] = _rel(p2.detach() - p0, p1.detach() - p0)
         except Exception as e:  # noqa: BLE001 - a report, not a failure
             out["muon_fallback_vs_torch"] = f"error: {e}"
     for k, v in out.items():
