@@ -79,7 +79,7 @@ rm -rf "$TOY" "$R/toy-carry"
 mkdir -p "$TOY/corpus"
 # The toy corpus: the real repositories' sources (a few MB), the real
 # tokenizer when prepared (else the shipped model's).
-TOKSRC=$SRC/build-train/gpu-input3/tokenizer.json
+TOKSRC=$SRC/build-train/gpu-input4/tokenizer.json
 [ -f "$TOKSRC" ] || TOKSRC=$SRC/model/default/tokenizer.json
 cp "$TOKSRC" "$TOY/tokenizer.json"
 /usr/bin/python3 - "$SRC/tests/data/real" "$TOY/corpus" <<'EOF'
@@ -98,6 +98,14 @@ with open(os.path.join(out, "train.jsonl"), "w") as ft, open(os.path.join(out, "
     for i, r in enumerate(recs):
         line = json.dumps(r, ensure_ascii=False) + "\n"
         (fh if i % 20 == 0 else ft).write(line)
+        d.update(line.encode())
+# A few repository records (corpus.py's repo split: snippets, then a window).
+with open(os.path.join(out, "repo.jsonl"), "w") as fr:
+    for r in recs[:5]:
+        head = "# a.py:1\ndef f():\n    pass\n"
+        line = json.dumps(dict(r, text=head + r["text"].lstrip("\n"), prompt_chars=len(head)),
+                          ensure_ascii=False) + "\n"
+        fr.write(line)
         d.update(line.encode())
 json.dump({"description": "gpu_rehearse toy corpus", "corpus_sha256": d.hexdigest(),
            "files": [[r["path"], "", ""] for r in recs]}, open(os.path.join(out, "manifest.json"), "w"))
@@ -168,10 +176,15 @@ rm -rf "$LOGS"; mkdir -p "$LOGS"
 tar -xzf "$ROOT/out/logs.tar.gz" -C "$LOGS" 2>/dev/null
 SL=$LOGS/logs/session.log
 grep -q "sculpt tokenize: .* tokens" "$SL" 2>/dev/null; check $? "the corpus was tokenized by sculpt tokenize --jsonl"
-grep -q "^\[carry .*\] train: .*(as packed)" "$SL" && grep -q "^\[carry .*\] heldout: .*(as packed)" "$SL"
-check $? "both splits' streams equal the ones made here"
+grep -q "^\[carry .*\] train: .*(as packed)" "$SL" && grep -q "^\[carry .*\] heldout: .*(as packed)" "$SL" &&
+  grep -q "^\[carry .*\] repo: .*(as packed)" "$SL"
+check $? "the three splits' streams (train, heldout, repo) equal the ones made here"
 grep -q "tokens from the cache" "$LOGS/logs/train.log" 2>/dev/null && ! grep -q "CACHE MISS" "$LOGS/logs/train.log"
 check $? "the trainer found train.py's cache (no Python BPE pass)"
+grep -q "## Training (model/train/train.py" "$RES" && grep -q "MFU" "$RES"
+check $? "the results file has the training's section (MFU line)"
+grep -q "## Machine inventory" "$RES" && grep -q "weight files over 10 MB" "$RES"
+check $? "the results file has the machine's inventory"
 grep -qE "Skipped|skipping" "$LOGS/logs/gpu-logs/ctest-gpu.log" 2>/dev/null
 check $? "the GPU tests were replayed and skipped for want of a device"
 grep -E "^[0-9]+/[0-9]+ Test" "$LOGS/logs/gpu-logs/ctest-gpu.log" 2>/dev/null | sed 's/^/       /'
