@@ -54,6 +54,21 @@ static inline __host__ __device__ float sck_uniform(uint64_t seed, uint64_t a, u
 
 /* ---- launchers (ops.cu) --------------------------------------------------- */
 
+/* One attention tile (kernels.h). */
+typedef sc_kernels_tile sck_tile;
+
+/* The small per-pass inputs that change within a shape class: the first
+ * thing of the packed upload each pass makes (kernels/model.cu), read by
+ * the kernels of a captured graph, so a graph serves every window place. */
+typedef struct sck_step_hdr {
+  int32_t w0;      /* the window's first position: its K/V go to cache rows w0.. */
+  int32_t n;       /* the sequence's length */
+  int32_t n_rows;  /* lm_head rows asked for; rows past it are zeros */
+  int32_t eos_id, pad_id; /* the picking rules' ids, -1: none */
+  int32_t pad_[3];
+} sck_step_hdr;
+
+
 /* x[n][H] f32 = table[ids[i]][H] (bf16 -> f32). */
 cudaError_t sck_embed(const int32_t *ids, int n, const sck_bf16 *table, int H, float *x,
                       cudaStream_t stream);
@@ -72,18 +87,16 @@ cudaError_t sck_add_rmsnorm(float *x, const sck_bf16 *delta, const float *w, flo
 cudaError_t sck_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const float *bias,
                          const float *qn, const float *kn, float eps, const float *cos_t,
                          const float *sin_t, const int32_t *pos, sck_bf16 *kc, sck_bf16 *vc,
-                         int cache_row0, cudaStream_t stream);
+                         int cache_row0, const sck_step_hdr *hdr, cudaStream_t stream);
+/* (hdr, when not NULL, adds hdr->w0 to cache_row0 on the device.) */
 
-/* One attention tile: query rows [q0, q0 + nq) attend to keys [k0, k1). */
-typedef struct sck_tile {
-  int q0, nq, k0, k1;
-} sck_tile;
 
 typedef struct sck_attn_plan {
   int hd_tmpl;    /* the kernel instance: 32, 64, 128 or 256 (>= head_dim) */
   int qv;         /* query vectors (rows x heads of one kv group) per block */
   int tq;         /* query rows per tile: max(1, qv / group) */
-  size_t smem;    /* dynamic shared memory per block */
+  size_t smem;    /* dynamic shared memory per block (simt) */
+  bool mma;       /* the tensor-core kernel has an instance (head_dim <= 128) */
 } sck_attn_plan;
 
 /* The kernel instance for a head size and group; false when unsupported
@@ -96,27 +109,38 @@ cudaError_t sck_attn_prepare(const sck_attn_plan *p);
  * matrix in global memory). q bf16 [*][ldq] (head h at column h*hd, after
  * RoPE; the kernel applies the 1/sqrt(hd) scale); k, v bf16 [*][nkv*hd];
  * out bf16 [*][nh*hd]. tiles (device) [n_tiles]. Each tile's keys are split
- * into n_chunks chunks of chunk_keys (a multiple of 32); with n_chunks > 1
- * the partial results go to part (f32 [n_tiles * nkv * n_chunks][qv][hd + 2])
- * and a second kernel combines them. */
-cudaError_t sck_attention(const sck_attn_plan *p, const sck_bf16 *q, int ldq, const sck_bf16 *k,
-                          const sck_bf16 *v, sck_bf16 *out, const sck_tile *tiles, int n_tiles,
-                          int nh, int nkv, int hd, int n_chunks, int chunk_keys, float *part,
-                          cudaStream_t stream);
+ * into n_chunks chunks, each ceil(keys / n_chunks) rounded up to the
+ * kernel's key tile (so some may be empty), derived by each block from its
+ * tile; with n_chunks > 1 the partial results go to part (f32
+ * [n_tiles * nkv * n_chunks][qv][hd_tmpl + 2]).
+ *   simt: CUDA cores; sck_attention_combine merges the partials after it.
+ *   mma: tensor cores; the last block of a (tile, kv head) to finish merges
+ *        them (counters: int [n_tiles * nkv], zero, left zero). */
+cudaError_t sck_attention(const sck_attn_plan *p, sc_kernels_attn_kind kind, const sck_bf16 *q,
+                          int ldq, const sck_bf16 *k, const sck_bf16 *v, sck_bf16 *out,
+                          const sck_tile *tiles, int n_tiles, int nh, int nkv, int hd,
+                          int n_chunks, float *part, int *counters, cudaStream_t stream);
+/* The simt kernel's merge of n_chunks > 1 partials (nothing otherwise). */
+cudaError_t sck_attention_combine(const sck_attn_plan *p, const float *part,
+                                  const sck_tile *tiles, int n_tiles, int nh, int nkv, int hd,
+                                  int n_chunks, sck_bf16 *out, cudaStream_t stream);
 
 /* h[n][I] = silu(gu[n][0:I]) * gu[n][I:2I], in f32, stored bf16. */
 cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, sck_bf16 *h, cudaStream_t stream);
 
-/* out[j][H] = x[rows[j]][H] for j < n_rows. */
+/* out[j][H] = x[rows[j]][H] for j < n_rows; with hdr, rows j >= hdr->n_rows
+ * are zeros instead. */
 cudaError_t sck_gather_rows(const sck_bf16 *x, int H, const int32_t *rows, int n_rows,
-                            sck_bf16 *out, cudaStream_t stream);
+                            sck_bf16 *out, const sck_step_hdr *hdr, cudaStream_t stream);
 
 /* The lm_head epilogue over logits f32 [n][V] (row-major): row j is picked
  * by rows[j] under kernels.h's rules; banned is a device bitmap [V] or
- * NULL; eos_id/pad_id -1 for none. */
+ * NULL; eos_id/pad_id -1 for none. With hdr, the ids come from it and rows
+ * j >= hdr->n_rows are left alone. */
 cudaError_t sck_lm_stats(const float *logits, int n, int V, const sc_kernels_pick_row *rows,
                          const uint8_t *banned, int32_t eos_id, int32_t pad_id,
-                         sc_kernels_row_stats *out, cudaStream_t stream);
+                         sc_kernels_row_stats *out, const sck_step_hdr *hdr,
+                         cudaStream_t stream);
 
 /* dtype conversion on upload, and synthetic weights. */
 cudaError_t sck_f32_to_bf16(const float *src, size_t n, sck_bf16 *dst, cudaStream_t stream);

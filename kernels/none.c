@@ -62,3 +62,27 @@ sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernels_pass *p,
   (void)c, (void)p, (void)s, (void)out;
   return NO_CUDA(err);
 }
+
+void sc_kernels_ctx_counters(const sc_kernels_ctx *c, sc_kernels_counters *out) {
+  (void)c;
+  memset(out, 0, sizeof *out);
+}
+
+sc_status sc_kernels_ctx_set_options(sc_kernels_ctx *c, const sc_kernels_options *o,
+                                     sc_error *err) {
+  (void)c, (void)o;
+  return NO_CUDA(err);
+}
+
+void sc_kernels_ctx_get_options(const sc_kernels_ctx *c, sc_kernels_options *out) {
+  (void)c;
+  memset(out, 0, sizeof *out);
+}
+
+sc_status sc_kernels_profile_step(sc_kernels_ctx *c, const sc_kernels_pass *p,
+                                  const sc_kernels_sample *s, sc_kernels_row_stats *stats,
+                                  bool in_graph, sc_kernels_profile *out, sc_error *err) {
+  (void)c, (void)p, (void)s, (void)stats, (void)in_graph;
+  if (out) memset(out, 0, sizeof *out);
+  return NO_CUDA(err);
+}
