@@ -58,7 +58,11 @@ bool sc_kernels_plan_step(const sc_kernels_step_in *in, sc_kernels_tile *tiles,
     if (chunks > ceil_div(max_keys, 32)) chunks = ceil_div(max_keys, 32);
   } else if (base < 2 * in->sm_count) {
     chunks = ceil_div(2 * in->sm_count, base);
-    if (chunks > ceil_div(max_keys, MIN_CHUNK_KEYS)) chunks = ceil_div(max_keys, MIN_CHUNK_KEYS);
+    /* The cap in powers of two: requests whose contexts differ by less
+     * than double share a class (and a graph) while the keys cap it. */
+    int cap = 1;
+    while (cap * 2 <= ceil_div(max_keys, MIN_CHUNK_KEYS)) cap *= 2;
+    if (chunks > cap) chunks = cap;
   }
   if (in->part_blocks > 0 && chunks > in->part_blocks / base) chunks = in->part_blocks / base;
   if (chunks < 1) chunks = 1;

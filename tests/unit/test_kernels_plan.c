@@ -70,6 +70,14 @@ static void test_chunks(void) {
   in = dream_in(40, 5, 38, 33);
   REQUIRE(sc_kernels_plan_step(&in, NULL, &p));
   EXPECT(p.n_chunks == 1);
+  /* The cap moves in powers of two: 1,000 and 1,500 keys share a class. */
+  sc_kernels_step_plan q;
+  in = dream_in(1000, 500, 533, 33);
+  REQUIRE(sc_kernels_plan_step(&in, NULL, &p));
+  in = dream_in(1500, 700, 733, 33);
+  REQUIRE(sc_kernels_plan_step(&in, NULL, &q));
+  EXPECTF(p.n_chunks == 16 && q.n_chunks == 16 && p.key == q.key, "chunks %d, %d", p.n_chunks,
+          q.n_chunks);
   /* Forced (tests, the benchmark's sweep); at most one per 32 keys. */
   in = dream_in(80, 0, 80, 3);
   in.forced_chunks = 3;
