@@ -63,7 +63,7 @@ typedef struct step_rig {
   int S;
 } step_rig;
 
-static int rig_open(step_rig *r, const sc_synthetic_shape *sh, int S, bool quiet) {
+static int rig_open(step_rig *r, const sc_synthetic_shape *sh, int S, bool fp8, bool quiet) {
   memset(r, 0, sizeof *r);
   r->sh = sh;
   r->S = S;
@@ -88,6 +88,7 @@ static int rig_open(step_rig *r, const sc_synthetic_shape *sh, int S, bool quiet
   desc.synthetic_qk_norm = sh->qk_norm;
   desc.synthetic_tied = sh->tied;
   desc.seed = 42;
+  desc.fp8 = fp8;
   double t0 = sc_now_ms();
   if (sc_kernels_model_new(&desc, &r->km, &err) != SC_OK ||
       sc_kernels_ctx_new(r->km, S, &r->kc, &err) != SC_OK) {
@@ -99,13 +100,13 @@ static int rig_open(step_rig *r, const sc_synthetic_shape *sh, int S, bool quiet
   const sc_kernels_dims d = dims_of(sh);
   /* Bytes a step must read: every weight once, except the embedding table,
    * of which only the window's rows are gathered (unless it is the head). */
-  r->w_bytes = (double)sc_kernels_model_bytes(r->km) -
-               (sh->tied ? 0.0 : (double)d.vocab * d.hidden * 2.0);
+  r->w_bytes = (double)sc_kernels_model_step_bytes(r->km);
   if (!quiet) {
     printf("sculpt bench --synthetic %s: %d layers, hidden %d, heads %d/%d x %d, ffn %d, "
-           "vocab %d, bf16 weights %.2f GiB (random, generated on the GPU in %.0f ms)\n",
+           "vocab %d, %s weights %.2f GiB (random, generated on the GPU in %.0f ms)\n",
            sh->name, d.n_layers, d.hidden, d.n_heads, d.n_kv_heads, d.head_dim, d.intermediate,
-           d.vocab, sc_kernels_model_bytes(r->km) / 1073741824.0, sc_now_ms() - t0);
+           d.vocab, fp8 ? "fp8 (e4m3, bf16 embedding table)" : "bf16",
+           sc_kernels_model_bytes(r->km) / 1073741824.0, sc_now_ms() - t0);
     printf("device: %s, %d SMs, peak HBM bandwidth %.0f GB/s (2 x memory clock x bus width), "
            "driver %d, runtime %d\n",
            dev.name, sms, r->bw / 1e9, dev.driver_version, dev.runtime_version);
@@ -176,12 +177,21 @@ static sc_status time_steps(step_rig *r, step_point *p, int per_step, int repeat
   return SC_OK;
 }
 
+/* The model's name in the machine lines: FP8 runs are another row. */
+static const char *run_label(const sc_synthetic_shape *sh, bool fp8, char *buf, size_t n) {
+  if (!fp8) return sh->name;
+  snprintf(buf, n, "%s:fp8", sh->name);
+  return buf;
+}
+
 static int bench_steps(const sc_bench_synth_args *a, const sc_synthetic_shape *sh) {
+  char lb[96];
+  const char *label = run_label(sh, a->weights == SC_WEIGHTS_FP8, lb, sizeof lb);
   int max_canvas = 0, max_context = 0;
   for (int i = 0; i < a->n_canvas; i++) max_canvas = a->canvases[i] > max_canvas ? a->canvases[i] : max_canvas;
   for (int i = 0; i < a->n_context; i++) max_context = a->contexts[i] > max_context ? a->contexts[i] : max_context;
   step_rig r;
-  if (rig_open(&r, sh, max_context + max_canvas, false)) return 1;
+  if (rig_open(&r, sh, max_context + max_canvas, a->weights == SC_WEIGHTS_FP8, false)) return 1;
   printf("step: the canvas rows recomputed over the cached context K/V (window pass), "
          "lm_head + softmax stats on the device for every canvas row; %d tokens committed per "
          "step; median of %d steps\n\n",
@@ -205,7 +215,7 @@ static int bench_steps(const sc_bench_synth_args *a, const sc_synthetic_shape *s
                med / roof, tps);
         printf("RESULT impl=sculpt model=%s context=%d canvas=%d ms=%.4f roofline_ms=%.4f "
                "tok_s=%.1f\n",
-               sh->name, p.C, p.m, med, roof, tps);
+               label, p.C, p.m, med, roof, tps);
         fflush(stdout);
       }
       point_close(&p);
@@ -237,6 +247,8 @@ static bool variant_apply(const char *v, const sc_kernels_options *base, sc_kern
   else if (nl == 4 && !strncmp(v, "fuse", nl) && (on || off)) o->fuse = on;
   else if (nl == 4 && !strncmp(v, "attn", nl) && !strcmp(val, "simt")) o->attn = SC_KERNELS_ATTN_SIMT;
   else if (nl == 4 && !strncmp(v, "attn", nl) && !strcmp(val, "mma")) o->attn = SC_KERNELS_ATTN_MMA;
+  else if (nl == 4 && !strncmp(v, "gemm", nl) && !strcmp(val, "narrow")) o->gemm = SC_KERNELS_GEMM_NARROW;
+  else if (nl == 4 && !strncmp(v, "gemm", nl) && !strcmp(val, "cublas")) o->gemm = SC_KERNELS_GEMM_CUBLAS;
   else if (nl == 4 && !strncmp(v, "head", nl) && !strcmp(val, "graph")) o->head_in_graph = true;
   else if (nl == 4 && !strncmp(v, "head", nl) && !strcmp(val, "host")) o->head_in_graph = false;
   else return false;
@@ -244,11 +256,13 @@ static bool variant_apply(const char *v, const sc_kernels_options *base, sc_kern
 }
 
 static int bench_profile(const sc_bench_synth_args *a, const sc_synthetic_shape *sh) {
+  char lb[96];
+  const char *label = run_label(sh, a->weights == SC_WEIGHTS_FP8, lb, sizeof lb);
   int max_canvas = 0, max_context = 0;
   for (int i = 0; i < a->n_canvas; i++) max_canvas = a->canvases[i] > max_canvas ? a->canvases[i] : max_canvas;
   for (int i = 0; i < a->n_context; i++) max_context = a->contexts[i] > max_context ? a->contexts[i] : max_context;
   step_rig r;
-  if (rig_open(&r, sh, max_context + max_canvas, false)) return 1;
+  if (rig_open(&r, sh, max_context + max_canvas, a->weights == SC_WEIGHTS_FP8, false)) return 1;
   sc_kernels_options base;
   sc_kernels_ctx_get_options(r.kc, &base);
   const int R = a->repeat;
@@ -285,7 +299,7 @@ static int bench_profile(const sc_bench_synth_args *a, const sc_synthetic_shape 
         point_close(&p);
         break;
       }
-      printf("\n%s context %d canvas %d (roofline %.3f ms)\n", sh->name, p.C, p.m,
+      printf("\n%s context %d canvas %d (roofline %.3f ms)\n", label, p.C, p.m,
              roofline_ms(&r, p.n));
       printf("%-14s %7s | %10s %7s | %10s\n", "kind", "groups", in_graph[0] ? "graph ms" : "eager* ms",
              "share", "eager ms");
@@ -306,13 +320,13 @@ static int bench_profile(const sc_bench_synth_args *a, const sc_synthetic_shape 
                groups, med[0], tot[0] > 0 ? 100.0 * med[0] / tot[0] : 0.0, med[1]);
         for (int mode = 0; mode < 2; mode++)
           printf("PROFILE model=%s context=%d canvas=%d mode=%s kind=%s groups=%d ms=%.4f\n",
-                 sh->name, p.C, p.m, mode == 0 ? (in_graph[0] ? "graph" : "eager") : "eager",
+                 label, p.C, p.m, mode == 0 ? (in_graph[0] ? "graph" : "eager") : "eager",
                  sc_kernels_kind_name((sc_kernels_kind)k), prof[mode * R].groups[k], med[mode]);
       }
       printf("%-14s %7s | %10.4f %6s  | %10.4f\n", "total", "", tot[0], "", tot[1]);
-      printf("PROFILE model=%s context=%d canvas=%d mode=%s kind=total ms=%.4f\n", sh->name,
+      printf("PROFILE model=%s context=%d canvas=%d mode=%s kind=total ms=%.4f\n", label,
              p.C, p.m, in_graph[0] ? "graph" : "eager", tot[0]);
-      printf("PROFILE model=%s context=%d canvas=%d mode=eager kind=total ms=%.4f\n", sh->name,
+      printf("PROFILE model=%s context=%d canvas=%d mode=eager kind=total ms=%.4f\n", label,
              p.C, p.m, tot[1]);
       /* The switches, one at a time against the defaults. */
       char list[512];
@@ -322,7 +336,7 @@ static int bench_profile(const sc_bench_synth_args *a, const sc_synthetic_shape 
         sc_kernels_options o;
         if (!variant_apply(v, &base, &o)) {
           sc_cli_fail(CMD, "--variants: '%s' is not default or graphs|fuse=on|off, "
-                      "attn=simt|mma, head=graph|host", v);
+                      "attn=simt|mma, head=graph|host, gemm=cublas|narrow", v);
           status = 2;
           break;
         }
@@ -337,7 +351,7 @@ static int bench_profile(const sc_bench_synth_args *a, const sc_synthetic_shape 
         const double med = median(times, R);
         printf("variant %-12s %9.4f ms/step%s\n", v, med,
                got.attn != o.attn ? " (attn=mma has no instance for this head size: simt)" : "");
-        printf("AB model=%s context=%d canvas=%d variant=%s ms=%.4f mean_ms=%.4f\n", sh->name,
+        printf("AB model=%s context=%d canvas=%d variant=%s ms=%.4f mean_ms=%.4f\n", label,
                p.C, p.m, v, med, mean);
         fflush(stdout);
       }
@@ -361,7 +375,7 @@ static int bench_profile(const sc_bench_synth_args *a, const sc_synthetic_shape 
         }
         const double med = median(times, R);
         printf("chunks %-6s %9.4f ms/step\n", v, med);
-        printf("CHUNKS model=%s context=%d canvas=%d chunks=%s attn=%s ms=%.4f\n", sh->name, p.C,
+        printf("CHUNKS model=%s context=%d canvas=%d chunks=%s attn=%s ms=%.4f\n", label, p.C,
                p.m, v, base.attn == SC_KERNELS_ATTN_MMA ? "mma" : "simt", med);
         fflush(stdout);
       }
@@ -402,6 +416,8 @@ static int bench_infill(const sc_bench_synth_args *a, const sc_synthetic_shape *
     return 1;
   }
   const sc_model_info *info = sc_model_get_info(model);
+  char lb[96];
+  const char *label = run_label(sh, info->weights == SC_WEIGHTS_FP8, lb, sizeof lb);
   sc_engine *e = NULL;
   if (sc_engine_new(model, NULL, mo.max_seq, &e, &err) != SC_OK) {
     sc_cli_fail(CMD, "%s", err.msg);
@@ -516,7 +532,7 @@ static int bench_infill(const sc_bench_synth_args *a, const sc_synthetic_shape *
              "tok_s=%.1f passes=%d committed=%d full_passes=%d window_steps=%d full_ms=%.4f "
              "window_ms=%.4f steps_sum_ms=%.4f fwd_ms=%.4f host_ms=%.4f overhead_pct=%.2f "
              "captures=%llu replays=%llu syncs_per_pass=%.2f\n",
-             sh->name, cuda ? "cuda" : "cpu", C, m, a->per_step, ms, tps, passes, committed,
+             label, cuda ? "cuda" : "cpu", C, m, a->per_step, ms, tps, passes, committed,
              full_n, win_n, t_full, t_win, sum, fwd_ms, ms - fwd_ms,
              sum > 0 ? 100.0 * (ms - sum) / sum : 0.0, (unsigned long long)captures,
              (unsigned long long)(c1.graph_replays - c0.graph_replays),

@@ -128,7 +128,7 @@ int sc_cli_bench(int argc, char **argv) {
     else if (strcmp(o, "--device") == 0) device = v;
     else if (strcmp(o, "--weights") == 0) {
       if (!sc_weights_kind_parse(v, &weights)) {
-        sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8");
+        sc_cli_fail(CMD, "--weights takes " SC_WEIGHTS_KINDS);
         return 2;
       }
     }

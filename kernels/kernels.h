@@ -87,6 +87,11 @@ typedef struct sc_kernels_model_desc {
   bool synthetic;
   bool synthetic_bias, synthetic_qk_norm, synthetic_tied;
   uint64_t seed;
+  /* The matrices (all but the embedding table) in FP8 e4m3 with one scale
+   * an output row, quantized on the device at upload (the rule below,
+   * sc_kernels_fp8_quantize_row); every product then goes through the
+   * narrow GEMM (sc_kernels_gemm_kind). */
+  bool fp8;
 } sc_kernels_model_desc;
 
 typedef struct sc_kernels_model sc_kernels_model;
@@ -101,6 +106,10 @@ sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc, sc_kernels_mod
                                sc_error *err);
 void sc_kernels_model_free(sc_kernels_model *m); /* NULL is fine */
 uint64_t sc_kernels_model_bytes(const sc_kernels_model *m); /* device bytes of weights */
+/* Bytes a step reads at least: every matrix once (the embedding table only
+ * when it is also the lm_head). */
+uint64_t sc_kernels_model_step_bytes(const sc_kernels_model *m);
+bool sc_kernels_model_fp8(const sc_kernels_model *m);
 
 /* Bytes of one context's device arena for max_seq positions (pure
  * arithmetic; no device needed; 0 in a CPU-only build). */
@@ -178,6 +187,22 @@ static inline SC_KERNELS_HD float sc_kernels_u01(uint64_t h) {
 static inline SC_KERNELS_HD float sc_kernels_pick_uniform(uint64_t key, uint64_t t) {
   return sc_kernels_u01(sc_kernels_mix64(key ^ sc_kernels_mix64(t ^ 0x632be59bd9b4e019ULL)));
 }
+
+/* ---- FP8 weights -------------------------------------------------------------
+ * e4m3 ("fn": no infinities, 0x7f/0xff NaN, largest finite 448), one f32
+ * scale per output row: scale = max|w| / 448 (1 for an all-zero row) and
+ * q = the e4m3 nearest to w / scale (ties to even), saturating at +-448;
+ * w ~ q * scale. The device quantizes at upload (kernels/narrow.cu); the
+ * host functions below (kernels/plan.c) are the reference it is tested
+ * against, and they against numpy (tests/unit/test_fp8.c). */
+static inline SC_KERNELS_HD float sc_kernels_fp8_scale(float amax) {
+  return amax > 0.0f ? amax / 448.0f : 1.0f;
+}
+/* x (already divided by its scale) to e4m3 bits; NaN -> 0x7f. */
+uint8_t sc_kernels_fp8_from_float(float x);
+float sc_kernels_fp8_to_float(uint8_t q); /* NaN for 0x7f, 0xff */
+/* One row of n weights: q[n] and its scale (the rule above). */
+void sc_kernels_fp8_quantize_row(const float *w, int n, uint8_t *q, float *scale);
 
 /* Per requested row. Layout shared with model.h's sc_pick_row_params. */
 typedef struct sc_kernels_pick_row {
@@ -302,8 +327,17 @@ typedef enum sc_kernels_attn_kind {
   SC_KERNELS_ATTN_MMA,      /* tensor cores (mma.sync bf16), merged in-kernel */
 } sc_kernels_attn_kind;
 
+typedef enum sc_kernels_gemm_kind {
+  SC_KERNELS_GEMM_CUBLAS = 0, /* cublasGemmEx for every product */
+  SC_KERNELS_GEMM_NARROW,     /* our own for a window's few rows (<= 64): the
+                                 weights streamed once on tensor cores, split
+                                 k across the SMs, epilogues fused; cuBLAS for
+                                 more rows (FP8 weights: ours always) */
+} sc_kernels_gemm_kind;
+
 typedef struct sc_kernels_options {
   bool graphs;        /* CUDA graphs per shape class ($SCULPT_CUDA_GRAPH=0: off) */
+  sc_kernels_gemm_kind gemm; /* $SCULPT_CUDA_GEMM=cublas|narrow (default cublas) */
   sc_kernels_attn_kind attn; /* $SCULPT_CUDA_ATTN=simt|mma (default mma; head
                                 sizes over 128 always take simt) */
   int attn_chunks;    /* > 0: force the key split ($SCULPT_CUDA_ATTN_CHUNKS,

@@ -87,8 +87,11 @@ cudaError_t sck_add_rmsnorm(float *x, const sck_bf16 *delta, const float *w, flo
 cudaError_t sck_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const float *bias,
                          const float *qn, const float *kn, float eps, const float *cos_t,
                          const float *sin_t, const int32_t *pos, sck_bf16 *kc, sck_bf16 *vc,
-                         int cache_row0, const sck_step_hdr *hdr, cudaStream_t stream);
-/* (hdr, when not NULL, adds hdr->w0 to cache_row0 on the device.) */
+                         int cache_row0, const sck_step_hdr *hdr, const float *src32,
+                         cudaStream_t stream);
+/* (hdr, when not NULL, adds hdr->w0 to cache_row0 on the device; src32,
+ * when not NULL, is the GEMM's output in f32 [n][QD + 2 KD], read instead
+ * of qkv's, q still written to qkv.) */
 
 
 typedef struct sck_attn_plan {
@@ -125,8 +128,11 @@ cudaError_t sck_attention_combine(const sck_attn_plan *p, const float *part,
                                   const sck_tile *tiles, int n_tiles, int nh, int nkv, int hd,
                                   int n_chunks, sck_bf16 *out, cudaStream_t stream);
 
-/* h[n][I] = silu(gu[n][0:I]) * gu[n][I:2I], in f32, stored bf16. */
-cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, sck_bf16 *h, cudaStream_t stream);
+/* h[n][I] = silu(gate) * up, in f32, stored bf16: gu[n][2I] holds gate
+ * then up, or (interleaved) by 8 columns: gate j at 16 (j / 8) + j % 8,
+ * up j 8 after it. */
+cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, bool interleaved, sck_bf16 *h,
+                       cudaStream_t stream);
 
 /* out[j][H] = x[rows[j]][H] for j < n_rows; with hdr, rows j >= hdr->n_rows
  * are zeros instead. */
@@ -151,6 +157,44 @@ cudaError_t sck_fill_uniform(sck_bf16 *dst, size_t n, float scale, uint64_t seed
 /* dst[i] = base + jitter * (2u - 1). */
 cudaError_t sck_fill_f32(float *dst, size_t n, float base, float jitter, uint64_t seed,
                          cudaStream_t stream);
+
+/* ---- the narrow GEMM and FP8 (narrow.cu) ------------------------------------ */
+
+/* What the narrow GEMM's epilogue does with Y[m][n] = sum_k X[m][k] W[n][k]
+ * (times the row's scale for FP8). */
+typedef enum sck_epilogue {
+  SCK_EPI_F32_ADD = 0, /* Y f32 += (atomically: k may be split across blocks) */
+  SCK_EPI_F32,         /* Y f32 = */
+  SCK_EPI_BF16,        /* Y bf16 = */
+  SCK_EPI_SWIGLU,      /* W's rows interleaved by 8 (gate 8q.., then up 8q..): Y bf16
+                          [m][j] = silu(gate_j) * up_j, ldy >= N / 2 */
+} sck_epilogue;
+
+/* A weight matrix [rows][cols] on the device, each row `stride` elements
+ * (zeros past cols): bf16, or e4m3 bytes with scale [rows]
+ * (sc_kernels_fp8_quantize_row's rule). */
+typedef struct sck_narrow_w {
+  const void *w;
+  const float *scale;
+  bool fp8;
+  int rows, cols, stride;
+} sck_narrow_w;
+
+/* The row stride the narrow GEMM needs for cols: a multiple of 128. */
+int sck_narrow_stride(int cols);
+/* Whether it takes w: cols a multiple of 8, stride a multiple of 128;
+ * SwiGLU rows a multiple of 16. */
+bool sck_narrow_fits(const sck_narrow_w *w, sck_epilogue epi);
+/* Y (ldy) from X [M][K] bf16 (ldx, a multiple of 8) and w; any M (chunks
+ * of 64 rows, each reading the weights again). cudaErrorInvalidValue when
+ * sck_narrow_fits says no. */
+cudaError_t sck_gemm_narrow(const sck_narrow_w *w, const sck_bf16 *X, int ldx, int M,
+                            sck_epilogue epi, void *Y, int ldy, int sm_count,
+                            cudaStream_t stream);
+/* rows of src [rows][cols] bf16 -> q [rows][stride] e4m3 (zeros past
+ * cols) and scale [rows]. */
+cudaError_t sck_quant_fp8(const sck_bf16 *src, int rows, int cols, int stride, uint8_t *q,
+                          float *scale, cudaStream_t stream);
 
 /* ---- cuBLAS (blas.cu opens it, gemm.cu multiplies) ----------------------- */
 

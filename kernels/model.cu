@@ -22,12 +22,24 @@ static size_t align_up(size_t x) { return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1)
 #define ROW_CHUNK 128
 #define WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLAS's advice for Hopper */
 #define STAGING_BYTES ((size_t)64 << 20)
+// Rows a pass may have for the narrow GEMM to take it (bf16 weights; FP8
+// ones always go through it).
+#define NARROW_ROWS_MAX 64
+
+// A weight matrix on the device: bf16 [rows][cols], or FP8 (e4m3, the rule
+// of kernels.h) [rows][stride] with one f32 scale a row (narrow.cu reads it).
+struct dev_mat {
+  void *w;
+  float *s;  // [rows] for FP8, else NULL
+  int rows, cols, stride;
+};
 
 struct dev_layer {
-  sck_bf16 *wqkv;  // [QD + 2 KD][H]: q, k, v projections stacked (one GEMM)
-  sck_bf16 *wo;    // [H][QD]
-  sck_bf16 *wgu;   // [2 I][H]: gate then up (one GEMM)
-  sck_bf16 *wdown; // [H][I]
+  dev_mat qkv;   // [QD + 2 KD][H]: q, k, v projections stacked (one GEMM)
+  dev_mat o;     // [H][QD]
+  dev_mat gu;    // [2 I][H]: gate and up (one GEMM); with gu_il, by 8 rows:
+                 // gate 0..7, up 0..7, gate 8..15, ... (narrow.cu's SwiGLU epilogue)
+  dev_mat down;  // [H][I]
   float *bqkv;     // [QD + 2 KD] or NULL
   float *qn, *kn;  // [hd] or NULL
   float *attn_norm, *mlp_norm; // [H]
@@ -38,12 +50,15 @@ struct sc_kernels_model {
   float theta, eps;
   int QD, KD;
   bool bias, qk_norm, tied;
+  bool fp8;    // the matrices (not the embedding table) in FP8
+  bool gu_il;  // gate/up rows interleaved by 8 (intermediate % 8 == 0)
   char *arena;
   size_t bytes;
   dev_layer *layers;  // host array of device pointers
   sck_bf16 *embed;    // [V][H]
-  sck_bf16 *lm_head;  // [V][H] (== embed when tied)
+  dev_mat head;       // [V][H] (its w == embed when tied and bf16: one copy)
   float *final_norm;  // [H]
+  size_t tmp_elems;   // bf16 elements of the transient buffer an upload needs
   sck_attn_plan attn;
   int sm_count;
 };
@@ -58,29 +73,42 @@ static size_t plan_model(sc_kernels_model *m, char *base) {
     at += align_up(bytes);
     return p;
   };
+  auto mat = [&](dev_mat *dm, size_t rows, size_t cols) {
+    dm->rows = (int)rows;
+    dm->cols = (int)cols;
+    dm->stride = m->fp8 ? sck_narrow_stride((int)cols) : (int)cols;
+    dm->w = take(rows * (size_t)dm->stride * (m->fp8 ? 1 : sizeof(sck_bf16)));
+    dm->s = m->fp8 ? (float *)take(rows * sizeof(float)) : nullptr;
+  };
   const size_t H = (size_t)m->d.hidden, QD = (size_t)m->QD, KD = (size_t)m->KD,
                I = (size_t)m->d.intermediate, V = (size_t)m->d.vocab, hd = (size_t)m->d.head_dim;
-  const size_t b2 = sizeof(sck_bf16), f4 = sizeof(float);
+  const size_t f4 = sizeof(float);
   for (int l = 0; l < m->d.n_layers; l++) {
     dev_layer *y = &m->layers[l];
-    y->wqkv = (sck_bf16 *)take((QD + 2 * KD) * H * b2);
-    y->wo = (sck_bf16 *)take(H * QD * b2);
-    y->wgu = (sck_bf16 *)take(2 * I * H * b2);
-    y->wdown = (sck_bf16 *)take(H * I * b2);
+    mat(&y->qkv, QD + 2 * KD, H);
+    mat(&y->o, H, QD);
+    mat(&y->gu, 2 * I, H);
+    mat(&y->down, H, I);
     y->bqkv = m->bias ? (float *)take((QD + 2 * KD) * f4) : nullptr;
     y->qn = m->qk_norm ? (float *)take(hd * f4) : nullptr;
     y->kn = m->qk_norm ? (float *)take(hd * f4) : nullptr;
     y->attn_norm = (float *)take(H * f4);
     y->mlp_norm = (float *)take(H * f4);
   }
-  m->embed = (sck_bf16 *)take(V * H * b2);
-  m->lm_head = m->tied ? m->embed : (sck_bf16 *)take(V * H * b2);
+  m->embed = (sck_bf16 *)take(V * H * sizeof(sck_bf16));
+  if (m->tied && !m->fp8) m->head = dev_mat{m->embed, nullptr, (int)V, (int)H, (int)H};
+  else mat(&m->head, V, H);
   m->final_norm = (float *)take(H * f4);
+  // The transient bf16 an upload assembles a matrix in before it is
+  // quantized (FP8), and a gate or up half before it is interleaved.
+  size_t big = V * H > 3 * I * H ? V * H : 3 * I * H;
+  if (big < (QD + 2 * KD) * H) big = (QD + 2 * KD) * H;
+  m->tmp_elems = m->fp8 ? big : m->gu_il ? I * H : 0;
   return at;
 }
 
 struct ctx_plan {
-  size_t x, xn, qkv, att, tmp, gu, hmid, kc, vc, xr, cos_t, sin_t, logits, part;
+  size_t x, xn, qkv, qkv32, att, tmp, gu, hmid, kc, vc, xr, cos_t, sin_t, logits, part;
   size_t rows, prow, banned, stats, counters, in, ws, total;
   size_t in_bytes;  // the packed per-pass inputs' room (step_io)
   int rc, tile_cap;
@@ -133,6 +161,7 @@ static bool plan_ctx(const sc_kernels_dims *d, int S, ctx_plan *p) {
   p->x = take(s * H * f4);                 // residual stream f32 [S][H]
   p->xn = take(s * H * b2);                // normed input [S][H]
   p->qkv = take(s * (QD + 2 * KD) * b2);   // [S][QD + 2 KD]
+  p->qkv32 = take(NARROW_ROWS_MAX * (QD + 2 * KD) * f4);  // the narrow GEMM's f32 sums
   p->att = take(s * QD * b2);              // attention output [S][QD]
   p->tmp = take(s * H * b2);               // o_proj / down output [S][H]
   p->gu = take(s * 2 * I * b2);            // gate|up [S][2I]
@@ -204,8 +233,31 @@ static sc_status upload_vec(float *dst, const float *src, size_t n, const char *
   return SC_OK;
 }
 
+// Interleaves the gate or up half (half 0 or 1) of a [2I][H] matrix by 8
+// rows: raw [I][H] -> rows 16q + 8 half + (0..7) of dst.
+static sc_status interleave_half(sck_bf16 *dst, const sck_bf16 *raw, int I, int H, int half,
+                                 sc_error *err) {
+  const size_t row = (size_t)H * sizeof(sck_bf16);
+  SCK_CUDA(cudaMemcpy2D(dst + (size_t)8 * half * H, 16 * row, raw, 8 * row, 8 * row,
+                        (size_t)I / 8, cudaMemcpyDeviceToDevice),
+           err);
+  return SC_OK;
+}
+
+// What a dev_mat is made from: bf16 assembled in `asm_` (the matrix itself
+// when bf16, the transient when FP8), then quantized into place.
+static sck_bf16 *assembly(const sc_kernels_model *m, const dev_mat *d, sck_bf16 *tmp) {
+  return m->fp8 ? tmp : (sck_bf16 *)d->w;
+}
+static sc_status finish(const sc_kernels_model *m, dev_mat *d, const sck_bf16 *asm_,
+                        sc_error *err) {
+  if (m->fp8)
+    SCK_CUDA(sck_quant_fp8(asm_, d->rows, d->cols, d->stride, (uint8_t *)d->w, d->s, 0), err);
+  return SC_OK;
+}
+
 static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc *desc,
-                                sc_error *err) {
+                                sck_bf16 *tmp, sc_error *err) {
   const int64_t H = m->d.hidden, QD = m->QD, KD = m->KD, I = m->d.intermediate,
                 V = m->d.vocab, hd = m->d.head_dim;
   void *staging = nullptr;
@@ -216,14 +268,31 @@ static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc
   for (int l = 0; st == SC_OK && l < m->d.n_layers; l++) {
     const sc_kernels_layer_desc *y = &desc->layers[l];
     dev_layer *g = &m->layers[l];
-    if (st == SC_OK) st = upload_matrix(&y->wq, QD, H, "wq", l, g->wqkv, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wk, KD, H, "wk", l, g->wqkv + QD * H, staging, err);
-    if (st == SC_OK)
-      st = upload_matrix(&y->wv, KD, H, "wv", l, g->wqkv + (QD + KD) * H, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wo, H, QD, "wo", l, g->wo, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wgate, I, H, "wgate", l, g->wgu, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wup, I, H, "wup", l, g->wgu + I * H, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wdown, H, I, "wdown", l, g->wdown, staging, err);
+    sck_bf16 *a = assembly(m, &g->qkv, tmp);
+    if (st == SC_OK) st = upload_matrix(&y->wq, QD, H, "wq", l, a, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wk, KD, H, "wk", l, a + QD * H, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wv, KD, H, "wv", l, a + (QD + KD) * H, staging, err);
+    if (st == SC_OK) st = finish(m, &g->qkv, a, err);
+    a = assembly(m, &g->o, tmp);
+    if (st == SC_OK) st = upload_matrix(&y->wo, H, QD, "wo", l, a, staging, err);
+    if (st == SC_OK) st = finish(m, &g->o, a, err);
+    // gate and up: one after the other, or interleaved by 8 rows through
+    // the transient's last I x H.
+    a = assembly(m, &g->gu, tmp);
+    if (!m->gu_il) {
+      if (st == SC_OK) st = upload_matrix(&y->wgate, I, H, "wgate", l, a, staging, err);
+      if (st == SC_OK) st = upload_matrix(&y->wup, I, H, "wup", l, a + I * H, staging, err);
+    } else {
+      sck_bf16 *raw = tmp + (m->fp8 ? 2 * I * H : 0);
+      if (st == SC_OK) st = upload_matrix(&y->wgate, I, H, "wgate", l, raw, staging, err);
+      if (st == SC_OK) st = interleave_half(a, raw, (int)I, (int)H, 0, err);
+      if (st == SC_OK) st = upload_matrix(&y->wup, I, H, "wup", l, raw, staging, err);
+      if (st == SC_OK) st = interleave_half(a, raw, (int)I, (int)H, 1, err);
+    }
+    if (st == SC_OK) st = finish(m, &g->gu, a, err);
+    a = assembly(m, &g->down, tmp);
+    if (st == SC_OK) st = upload_matrix(&y->wdown, H, I, "wdown", l, a, staging, err);
+    if (st == SC_OK) st = finish(m, &g->down, a, err);
     if (st == SC_OK && m->bias) {
       // Missing parts of the stacked bias are zero (e.g. only q has one).
       memset(bias, 0, (size_t)(QD + 2 * KD) * sizeof(float));
@@ -240,8 +309,12 @@ static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc
     if (st == SC_OK) st = upload_vec(g->mlp_norm, y->mlp_norm, (size_t)H, "mlp_norm", l, err);
   }
   if (st == SC_OK) st = upload_matrix(&desc->embed, V, H, "embed", -1, m->embed, staging, err);
-  if (st == SC_OK && !m->tied)
-    st = upload_matrix(&desc->lm_head, V, H, "lm_head", -1, m->lm_head, staging, err);
+  if (st == SC_OK && m->head.w != m->embed) {
+    // Its own matrix, or (FP8, tied) the embedding quantized.
+    sck_bf16 *a = assembly(m, &m->head, tmp);
+    if (!m->tied) st = upload_matrix(&desc->lm_head, V, H, "lm_head", -1, a, staging, err);
+    if (st == SC_OK) st = finish(m, &m->head, m->tied ? m->embed : a, err);
+  }
   if (st == SC_OK) st = upload_vec(m->final_norm, desc->final_norm, (size_t)H, "final_norm", -1, err);
   if (st == SC_OK) {
     cudaError_t e = cudaStreamSynchronize(0);
@@ -252,21 +325,26 @@ static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc
   return st;
 }
 
-// Random weights at the real shapes, generated on the device (benchmarks).
-static sc_status synth_weights(sc_kernels_model *m, uint64_t seed, sc_error *err) {
+// Random weights at the real shapes, generated on the device (benchmarks);
+// FP8 ones generated in bf16 and quantized, as an upload would.
+static sc_status synth_weights(sc_kernels_model *m, uint64_t seed, sck_bf16 *tmp,
+                               sc_error *err) {
   const size_t H = (size_t)m->d.hidden, QD = (size_t)m->QD, KD = (size_t)m->KD,
-               I = (size_t)m->d.intermediate, V = (size_t)m->d.vocab, hd = (size_t)m->d.head_dim;
+               V = (size_t)m->d.vocab, hd = (size_t)m->d.head_dim;
   uint64_t k = seed;
   // Uniform(-a, a) with a = 1/sqrt(fan_in): activations stay O(1).
-  auto mat = [&](sck_bf16 *w, size_t rows, size_t cols) {
-    return sck_fill_uniform(w, rows * cols, 1.0f / sqrtf((float)cols), ++k, 0);
+  auto mat = [&](dev_mat *d) -> sc_status {
+    sck_bf16 *a = assembly(m, d, tmp);
+    SCK_CUDA(sck_fill_uniform(a, (size_t)d->rows * d->cols, 1.0f / sqrtf((float)d->cols), ++k, 0),
+             err);
+    return finish(m, d, a, err);
   };
   for (int l = 0; l < m->d.n_layers; l++) {
     dev_layer *g = &m->layers[l];
-    SCK_CUDA(mat(g->wqkv, QD + 2 * KD, H), err);
-    SCK_CUDA(mat(g->wo, H, QD), err);
-    SCK_CUDA(mat(g->wgu, 2 * I, H), err);
-    SCK_CUDA(mat(g->wdown, H, I), err);
+    SC_TRY(mat(&g->qkv));
+    SC_TRY(mat(&g->o));
+    SC_TRY(mat(&g->gu));
+    SC_TRY(mat(&g->down));
     if (g->bqkv) SCK_CUDA(sck_fill_f32(g->bqkv, QD + 2 * KD, 0.0f, 0.02f, ++k, 0), err);
     if (g->qn) SCK_CUDA(sck_fill_f32(g->qn, hd, 1.0f, 0.05f, ++k, 0), err);
     if (g->kn) SCK_CUDA(sck_fill_f32(g->kn, hd, 1.0f, 0.05f, ++k, 0), err);
@@ -274,7 +352,8 @@ static sc_status synth_weights(sc_kernels_model *m, uint64_t seed, sc_error *err
     SCK_CUDA(sck_fill_f32(g->mlp_norm, H, 1.0f, 0.05f, ++k, 0), err);
   }
   SCK_CUDA(sck_fill_uniform(m->embed, V * H, 1.0f, ++k, 0), err);
-  if (!m->tied) SCK_CUDA(mat(m->lm_head, V, H), err);
+  if (!m->tied) SC_TRY(mat(&m->head));
+  else if (m->head.w != m->embed) SC_TRY(finish(m, &m->head, m->embed, err));
   SCK_CUDA(sck_fill_f32(m->final_norm, H, 1.0f, 0.05f, ++k, 0), err);
   SCK_CUDA(cudaStreamSynchronize(0), err);
   return SC_OK;
@@ -319,6 +398,15 @@ extern "C" sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc,
   m->QD = d->n_heads * d->head_dim;
   m->KD = d->n_kv_heads * d->head_dim;
   m->attn = probe_plan.attn;
+  m->fp8 = desc->fp8;
+  m->gu_il = d->intermediate % 8 == 0;
+  if (m->fp8 && (d->hidden % 8 || (d->n_heads * d->head_dim) % 8 || d->intermediate % 8)) {
+    free(m);
+    return sc_error_set(err, SC_ERR_UNSUPPORTED,
+                        "FP8 weights need hidden (%d), heads x head_dim (%d) and intermediate "
+                        "(%d) sizes that are multiples of 8",
+                        d->hidden, d->n_heads * d->head_dim, d->intermediate);
+  }
   if (desc->synthetic) {
     m->bias = desc->synthetic_bias;
     m->qk_norm = desc->synthetic_qk_norm;
@@ -343,8 +431,14 @@ extern "C" sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc,
     cudaError_t e = cudaDeviceGetAttribute(&m->sm_count, cudaDevAttrMultiProcessorCount, 0);
     if (e != cudaSuccess) st = sck_cuda_fail(e, "SM count", __FILE__, __LINE__, err);
   }
+  // The transient an upload needs (FP8's assembly, gate/up's interleave).
+  sck_bf16 *tmp = nullptr;
+  if (st == SC_OK && m->tmp_elems)
+    st = dev_alloc((void **)&tmp, m->tmp_elems * sizeof(sck_bf16), "the upload's transient", err);
   if (st == SC_OK)
-    st = desc->synthetic ? synth_weights(m, desc->seed, err) : upload_weights(m, desc, err);
+    st = desc->synthetic ? synth_weights(m, desc->seed, tmp, err)
+                         : upload_weights(m, desc, tmp, err);
+  if (tmp) cudaFree(tmp);
   if (st != SC_OK) {
     sc_kernels_model_free(m);
     return st;
@@ -364,6 +458,15 @@ extern "C" uint64_t sc_kernels_model_bytes(const sc_kernels_model *m) {
   return m ? (uint64_t)m->bytes : 0;
 }
 
+extern "C" uint64_t sc_kernels_model_step_bytes(const sc_kernels_model *m) {
+  if (!m) return 0;
+  // Everything but the embedding table, unless it is the head too.
+  const uint64_t table = (uint64_t)m->d.vocab * m->d.hidden * sizeof(sck_bf16);
+  return (uint64_t)m->bytes - (m->head.w == m->embed ? 0 : table);
+}
+
+extern "C" bool sc_kernels_model_fp8(const sc_kernels_model *m) { return m && m->fp8; }
+
 // ---- contexts ------------------------------------------------------------------------
 
 #define MAX_PROF_EVENTS 1024
@@ -373,7 +476,7 @@ struct sc_kernels_ctx {
   int S;
   ctx_plan plan;
   char *arena;
-  float *x;
+  float *x, *qkv32;
   sck_bf16 *xn, *qkv, *att, *tmp, *gu, *hmid, *kc, *vc, *xr;
   float *cos_t, *sin_t, *logits, *part;
   int *counters;  // [tile_cap * nkv] the tensor-core attention's merges (left zero)
@@ -467,6 +570,7 @@ static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   c->x = (float *)(a + p->x);
   c->xn = (sck_bf16 *)(a + p->xn);
   c->qkv = (sck_bf16 *)(a + p->qkv);
+  c->qkv32 = (float *)(a + p->qkv32);
   c->att = (sck_bf16 *)(a + p->att);
   c->tmp = (sck_bf16 *)(a + p->tmp);
   c->gu = (sck_bf16 *)(a + p->gu);
@@ -610,6 +714,33 @@ static void prof_mark(sc_kernels_ctx *c, int kind, bool capturing) {
   c->prof_kind[c->prof_n++] = kind;
 }
 
+// One product Y = X W^T with its epilogue: the narrow GEMM when the weights
+// are FP8, or when it is asked for and the pass has few rows (and it takes
+// the shape); cuBLAS otherwise (SwiGLU is then the caller's kernel).
+static bool narrow_for(const sc_kernels_ctx *c, const dev_mat *w, int M, sck_epilogue epi) {
+  if (c->m->fp8) return true;
+  const sck_narrow_w nw = {w->w, w->s, false, w->rows, w->cols, w->stride};
+  return c->opt.gemm == SC_KERNELS_GEMM_NARROW && M <= NARROW_ROWS_MAX &&
+         sck_narrow_fits(&nw, epi) && (epi != SCK_EPI_SWIGLU || c->m->gu_il);
+}
+
+static sc_status linear(sc_kernels_ctx *c, const dev_mat *w, const sck_bf16 *X, int ldx, int M,
+                        sck_epilogue epi, void *Y, int ldy, sc_error *err) {
+  if (narrow_for(c, w, M, epi)) {
+    const sck_narrow_w nw = {w->w, w->s, c->m->fp8, w->rows, w->cols, w->stride};
+    SCK_CUDA(sck_gemm_narrow(&nw, X, ldx, M, epi, Y, ldy, c->m->sm_count, c->stream), err);
+    return SC_OK;
+  }
+  const sck_bf16 *W = (const sck_bf16 *)w->w;
+  switch (epi) {
+  case SCK_EPI_F32_ADD: return sck_gemm(c->blas, W, w->rows, w->cols, X, M, ldx, Y, true, ldy, 1.0f, err);
+  case SCK_EPI_F32: return sck_gemm(c->blas, W, w->rows, w->cols, X, M, ldx, Y, true, ldy, 0.0f, err);
+  case SCK_EPI_BF16: return sck_gemm(c->blas, W, w->rows, w->cols, X, M, ldx, Y, false, ldy, 0.0f, err);
+  case SCK_EPI_SWIGLU: break;
+  }
+  return sc_error_set(err, SC_ERR_INTERNAL, "cuBLAS has no SwiGLU epilogue");
+}
+
 // The transformer over the window's rows, ending with the final norm in xn,
 // then (head_rows > 0) the lm_head and the picking: only device buffers and
 // the shape class, so it can be captured as a graph.
@@ -631,12 +762,19 @@ static sc_status run_body(sc_kernels_ctx *c, const pass_dev *pd, bool cap, sc_er
     SCK_CUDA(sck_add_rmsnorm(c->x, l && !fuse ? c->tmp : nullptr, y->attn_norm, m->eps, H, nw,
                              c->xn, s),
              err);
+    // QKV: the narrow GEMM's k-split sums meet in f32 (zeroed first); the
+    // post-processing reads them from there.
     prof_mark(c, SC_KK_GEMM_QKV, cap);
-    SC_TRY(sck_gemm(c->blas, y->wqkv, QD + 2 * KD, H, c->xn, nw, H, c->qkv, false, QD + 2 * KD,
-                    0.0f, err));
+    const bool q32 = nw <= NARROW_ROWS_MAX && narrow_for(c, &y->qkv, nw, SCK_EPI_F32_ADD);
+    if (q32) {
+      SCK_CUDA(cudaMemsetAsync(c->qkv32, 0, (size_t)nw * (QD + 2 * KD) * sizeof(float), s), err);
+      SC_TRY(linear(c, &y->qkv, c->xn, H, nw, SCK_EPI_F32_ADD, c->qkv32, QD + 2 * KD, err));
+    } else {
+      SC_TRY(linear(c, &y->qkv, c->xn, H, nw, SCK_EPI_BF16, c->qkv, QD + 2 * KD, err));
+    }
     prof_mark(c, SC_KK_QKV_POST, cap);
     SCK_CUDA(sck_qkv_post(c->qkv, nw, nh, nkv, hd, y->bqkv, y->qn, y->kn, m->eps, c->cos_t,
-                          c->sin_t, pd->pos, kc, vc, 0, pd->hdr, s),
+                          c->sin_t, pd->pos, kc, vc, 0, pd->hdr, q32 ? c->qkv32 : nullptr, s),
              err);
     prof_mark(c, SC_KK_ATTN, cap);
     SCK_CUDA(sck_attention(&m->attn, c->opt.attn, c->qkv, QD + 2 * KD, kc, vc, c->att, pd->tiles,
@@ -648,24 +786,24 @@ static sc_status run_body(sc_kernels_ctx *c, const pass_dev *pd, bool cap, sc_er
                                      c->att, s),
                err);
     }
-    // Fused: the residual add is the GEMM's epilogue (beta = 1 into x, f32).
+    // Fused: the residual add is the GEMM's epilogue (into x, f32).
     prof_mark(c, SC_KK_GEMM_O, cap);
-    if (fuse)
-      SC_TRY(sck_gemm(c->blas, y->wo, H, QD, c->att, nw, QD, c->x, true, H, 1.0f, err));
-    else
-      SC_TRY(sck_gemm(c->blas, y->wo, H, QD, c->att, nw, QD, c->tmp, false, H, 0.0f, err));
+    if (fuse) SC_TRY(linear(c, &y->o, c->att, QD, nw, SCK_EPI_F32_ADD, c->x, H, err));
+    else SC_TRY(linear(c, &y->o, c->att, QD, nw, SCK_EPI_BF16, c->tmp, H, err));
     prof_mark(c, SC_KK_NORM, cap);
     SCK_CUDA(sck_add_rmsnorm(c->x, fuse ? nullptr : c->tmp, y->mlp_norm, m->eps, H, nw, c->xn, s),
              err);
     prof_mark(c, SC_KK_GEMM_GATE_UP, cap);
-    SC_TRY(sck_gemm(c->blas, y->wgu, 2 * I, H, c->xn, nw, H, c->gu, false, 2 * I, 0.0f, err));
-    prof_mark(c, SC_KK_SWIGLU, cap);
-    SCK_CUDA(sck_swiglu(c->gu, nw, I, c->hmid, s), err);
+    if (narrow_for(c, &y->gu, nw, SCK_EPI_SWIGLU)) {
+      SC_TRY(linear(c, &y->gu, c->xn, H, nw, SCK_EPI_SWIGLU, c->hmid, I, err));
+    } else {
+      SC_TRY(linear(c, &y->gu, c->xn, H, nw, SCK_EPI_BF16, c->gu, 2 * I, err));
+      prof_mark(c, SC_KK_SWIGLU, cap);
+      SCK_CUDA(sck_swiglu(c->gu, nw, I, m->gu_il, c->hmid, s), err);
+    }
     prof_mark(c, SC_KK_GEMM_DOWN, cap);
-    if (fuse)
-      SC_TRY(sck_gemm(c->blas, y->wdown, H, I, c->hmid, nw, I, c->x, true, H, 1.0f, err));
-    else
-      SC_TRY(sck_gemm(c->blas, y->wdown, H, I, c->hmid, nw, I, c->tmp, false, H, 0.0f, err));
+    if (fuse) SC_TRY(linear(c, &y->down, c->hmid, I, nw, SCK_EPI_F32_ADD, c->x, H, err));
+    else SC_TRY(linear(c, &y->down, c->hmid, I, nw, SCK_EPI_BF16, c->tmp, H, err));
   }
   prof_mark(c, SC_KK_NORM, cap);
   SCK_CUDA(sck_add_rmsnorm(c->x, fuse ? nullptr : c->tmp, m->final_norm, m->eps, H, nw, c->xn, s),
@@ -675,7 +813,7 @@ static sc_status run_body(sc_kernels_ctx *c, const pass_dev *pd, bool cap, sc_er
     prof_mark(c, SC_KK_HEAD_GATHER, cap);
     SCK_CUDA(sck_gather_rows(c->xn, H, pd->rows, hr, c->xr, pd->hdr, s), err);
     prof_mark(c, SC_KK_HEAD_GEMM, cap);
-    SC_TRY(sck_gemm(c->blas, m->lm_head, V, H, c->xr, hr, H, c->logits, true, V, 0.0f, err));
+    SC_TRY(linear(c, &m->head, c->xr, H, hr, SCK_EPI_F32, c->logits, V, err));
     if (pd->sample) {
       prof_mark(c, SC_KK_HEAD_STATS, cap);
       SCK_CUDA(sck_lm_stats(c->logits, hr, V, pd->prow, pd->banned, -1, -1, c->d_stats, pd->hdr,
@@ -782,7 +920,7 @@ static sc_status head_after(sc_kernels_ctx *c, const sc_kernels_pass *p, float *
     prof_mark(c, SC_KK_HEAD_GATHER, false);
     SCK_CUDA(sck_gather_rows(c->xn, H, c->d_rows, cnt, c->xr, nullptr, c->stream), err);
     prof_mark(c, SC_KK_HEAD_GEMM, false);
-    SC_TRY(sck_gemm(c->blas, m->lm_head, V, H, c->xr, cnt, H, c->logits, true, V, 0.0f, err));
+    SC_TRY(linear(c, &m->head, c->xr, H, cnt, SCK_EPI_F32, c->logits, V, err));
     if (logits_host) {
       prof_mark(c, SC_KK_DOWNLOAD, false);
       SCK_CUDA(cudaMemcpyAsync(logits_host + (size_t)j0 * V, c->logits,

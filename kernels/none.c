@@ -34,6 +34,8 @@ sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc, sc_kernels_mod
 
 void sc_kernels_model_free(sc_kernels_model *m) { (void)m; }
 uint64_t sc_kernels_model_bytes(const sc_kernels_model *m) { (void)m; return 0; }
+uint64_t sc_kernels_model_step_bytes(const sc_kernels_model *m) { (void)m; return 0; }
+bool sc_kernels_model_fp8(const sc_kernels_model *m) { (void)m; return false; }
 
 uint64_t sc_kernels_ctx_plan_bytes(const sc_kernels_dims *dims, int max_seq) {
   (void)dims, (void)max_seq;

@@ -90,7 +90,7 @@ cudaError_t sck_add_rmsnorm(float *x, const sck_bf16 *delta, const float *w, flo
 __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const float *bias,
                            const float *qn, const float *kn, float eps, const float *cos_t,
                            const float *sin_t, const int32_t *pos, sck_bf16 *kc, sck_bf16 *vc,
-                           int cache_row0, const sck_step_hdr *hdr) {
+                           int cache_row0, const sck_step_hdr *hdr, const float *src32) {
   const int slots = nh + 2 * nkv;
   if (hdr) cache_row0 += hdr->w0;
   const long gw = (long)blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
@@ -99,12 +99,16 @@ __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const 
   const int i = (int)(gw / slots), s = (int)(gw % slots);
   const int QD = nh * hd, KD = nkv * hd, half = hd / 2;
   sck_bf16 *src = qkv + (size_t)i * (QD + 2 * KD) + (size_t)s * hd;  // slot s at column s*hd
+  // The GEMM's output: bf16 in qkv, or f32 in src32 (the narrow GEMM's
+  // split-k sums); q goes back to qkv either way.
+  const float *s32 = src32 ? src32 + (size_t)i * (QD + 2 * KD) + (size_t)s * hd : nullptr;
+  auto in = [&](int j) { return s32 ? s32[j] : __bfloat162float(src[j]); };
   const float *b = bias ? bias + (size_t)s * hd : nullptr;
   const size_t crow = (size_t)(cache_row0 + i) * KD;
   if (s >= nh + nkv) {  // v head: bias only
     sck_bf16 *dst = vc + crow + (size_t)(s - nh - nkv) * hd;
     for (int j = lane; j < hd; j += WARP) {
-      float v = __bfloat162float(src[j]);
+      float v = in(j);
       if (b) v += b[j];
       dst[j] = __float2bfloat16(v);
     }
@@ -117,7 +121,7 @@ __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const 
   if (nw) {
     float ss = 0.0f;
     for (int j = lane; j < hd; j += WARP) {
-      float v = __bfloat162float(src[j]) + (b ? b[j] : 0.0f);
+      float v = in(j) + (b ? b[j] : 0.0f);
       ss += v * v;
     }
     ss = warp_sum(ss);
@@ -125,8 +129,8 @@ __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const 
   }
   const size_t p = (size_t)pos[i] * half;
   for (int j = lane; j < half; j += WARP) {
-    float a = __bfloat162float(src[j]) + (b ? b[j] : 0.0f);
-    float c = __bfloat162float(src[j + half]) + (b ? b[j + half] : 0.0f);
+    float a = in(j) + (b ? b[j] : 0.0f);
+    float c = in(j + half) + (b ? b[j + half] : 0.0f);
     if (nw) {
       a = a * r * nw[j];
       c = c * r * nw[j + half];
@@ -140,12 +144,13 @@ __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const 
 cudaError_t sck_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const float *bias,
                          const float *qn, const float *kn, float eps, const float *cos_t,
                          const float *sin_t, const int32_t *pos, sck_bf16 *kc, sck_bf16 *vc,
-                         int cache_row0, const sck_step_hdr *hdr, cudaStream_t stream) {
+                         int cache_row0, const sck_step_hdr *hdr, const float *src32,
+                         cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const size_t warps = (size_t)n * (size_t)(nh + 2 * nkv);
   const unsigned blocks = (unsigned)((warps + 7) / 8);
   k_qkv_post<<<blocks, 256, 0, stream>>>(qkv, n, nh, nkv, hd, bias, qn, kn, eps, cos_t, sin_t,
-                                         pos, kc, vc, cache_row0, hdr);
+                                         pos, kc, vc, cache_row0, hdr, src32);
   return cudaGetLastError();
 }
 
@@ -655,21 +660,24 @@ cudaError_t sck_attention_combine(const sck_attn_plan *p, const float *part,
 }
 
 // ---- SwiGLU ---------------------------------------------------------------------
-// Grid-stride over n*I elements, one per thread. gu bf16 [n][2I], h bf16 [n][I].
-__global__ void k_swiglu(const sck_bf16 *gu, int n, int I, sck_bf16 *h) {
+// Grid-stride over n*I elements, one per thread. gu bf16 [n][2I] (gate then
+// up, or interleaved by 8: gate j at 16(j/8) + j%8, up 8 after), h bf16 [n][I].
+__global__ void k_swiglu(const sck_bf16 *gu, int n, int I, bool il, sck_bf16 *h) {
   const size_t total = (size_t)n * I;
   for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
        e += (size_t)gridDim.x * blockDim.x) {
     const size_t i = e / I, j = e % I;
-    const float g = __bfloat162float(gu[i * 2 * I + j]);
-    const float u = __bfloat162float(gu[i * 2 * I + I + j]);
+    const size_t gc = il ? 16 * (j / 8) + j % 8 : j, uc = il ? gc + 8 : I + j;
+    const float g = __bfloat162float(gu[i * 2 * I + gc]);
+    const float u = __bfloat162float(gu[i * 2 * I + uc]);
     h[e] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
   }
 }
 
-cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, sck_bf16 *h, cudaStream_t stream) {
+cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, bool interleaved, sck_bf16 *h,
+                       cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  k_swiglu<<<blocks_for((size_t)n * I, 256), 256, 0, stream>>>(gu, n, I, h);
+  k_swiglu<<<blocks_for((size_t)n * I, 256), 256, 0, stream>>>(gu, n, I, interleaved, h);
   return cudaGetLastError();
 }
 

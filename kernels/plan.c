@@ -6,6 +6,7 @@
  * it on a GPU. */
 #include "kernels.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +139,7 @@ bool sc_kernels_options_from_env(sc_kernels_options *o, sc_error *err) {
   memset(o, 0, sizeof *o);
   o->graphs = true;
   o->attn = SC_KERNELS_ATTN_MMA;
+  o->gemm = SC_KERNELS_GEMM_CUBLAS;
   o->head_in_graph = true;
   o->fuse = true;
   if (!env_bool("SCULPT_CUDA_GRAPH", &o->graphs, err) || !env_bool("SCULPT_CUDA_FUSE", &o->fuse, err))
@@ -148,6 +150,15 @@ bool sc_kernels_options_from_env(sc_kernels_options *o, sc_error *err) {
     else if (!strcmp(a, "mma")) o->attn = SC_KERNELS_ATTN_MMA;
     else {
       sc_error_set(err, SC_ERR_INVALID, "SCULPT_CUDA_ATTN=%.20s: expected simt or mma", a);
+      return false;
+    }
+  }
+  const char *g = getenv("SCULPT_CUDA_GEMM");
+  if (g && *g) {
+    if (!strcmp(g, "cublas")) o->gemm = SC_KERNELS_GEMM_CUBLAS;
+    else if (!strcmp(g, "narrow")) o->gemm = SC_KERNELS_GEMM_NARROW;
+    else {
+      sc_error_set(err, SC_ERR_INVALID, "SCULPT_CUDA_GEMM=%.20s: expected cublas or narrow", g);
       return false;
     }
   }
@@ -169,4 +180,40 @@ const char *sc_kernels_kind_name(sc_kernels_kind k) {
       "attention", "attn_combine", "gemm_o",   "gemm_gate_up", "swiglu",
       "gemm_down", "head_gather", "head_gemm", "head_stats",  "download"};
   return (unsigned)k < SC_KK_COUNT ? names[k] : "?";
+}
+
+/* ---- FP8 (e4m3), the host reference of kernels.h's rule -------------------------
+ * OCP 8-bit floating point specification (2023), E4M3: bias 7, no
+ * infinities, S.1111.111 NaN, largest finite 448, subnormals m * 2^-9. */
+uint8_t sc_kernels_fp8_from_float(float x) {
+  if (isnan(x)) return 0x7f;
+  const uint8_t sign = signbit(x) ? 0x80 : 0;
+  const float a = fabsf(x);
+  if (a >= 448.0f) return sign | 0x7e; /* saturate (SATFINITE) */
+  if (a < 0.015625f) {                  /* below 2^-6: subnormal steps of 2^-9 */
+    const int m = (int)nearbyintf(a * 512.0f); /* 8 is 2^-6, the smallest normal: code 8 */
+    return sign | (uint8_t)m;
+  }
+  int e;
+  const float f = frexpf(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+  e -= 1;                        /* a = (2f) * 2^e, 2f in [1, 2) */
+  int m = (int)nearbyintf((2.0f * f - 1.0f) * 8.0f);
+  if (m == 8) m = 0, e++;
+  const int code = ((e + 7) << 3) | m;
+  return sign | (uint8_t)(code > 0x7e ? 0x7e : code);
+}
+
+float sc_kernels_fp8_to_float(uint8_t q) {
+  const int e = (q >> 3) & 15, m = q & 7;
+  if (e == 15 && m == 7) return NAN;
+  const float v = e == 0 ? ldexpf((float)m, -9) : ldexpf(1.0f + m / 8.0f, e - 7);
+  return q & 0x80 ? -v : v;
+}
+
+void sc_kernels_fp8_quantize_row(const float *w, int n, uint8_t *q, float *scale) {
+  float mx = 0.0f;
+  for (int i = 0; i < n; i++) mx = fmaxf(mx, fabsf(w[i]));
+  const float s = sc_kernels_fp8_scale(mx);
+  *scale = s;
+  for (int i = 0; i < n; i++) q[i] = sc_kernels_fp8_from_float(w[i] / s);
 }

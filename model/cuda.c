@@ -77,6 +77,7 @@ static sc_status synthesize(const sc_model *m, sc_kernels_model **out, sc_error 
   d.synthetic_qk_norm = sh->qk_norm;
   d.synthetic_tied = sh->tied;
   d.seed = m->synth_seed;
+  d.fp8 = m->info.weights == SC_WEIGHTS_FP8;
   return sc_kernels_model_new(&d, out, err);
 }
 
@@ -104,12 +105,14 @@ static sc_status upload(const sc_model *m, sc_kernels_model **out, sc_error *err
   d.embed = kmat(&m->embed);
   d.lm_head = kmat(&m->lm_head); /* same data pointer when tied: one copy */
   d.final_norm = m->final_norm;
+  d.fp8 = m->info.weights == SC_WEIGHTS_FP8;
   double t0 = sc_now_ms();
   sc_status st = sc_kernels_model_new(&d, out, err);
   free(ls);
   if (st == SC_OK)
-    SC_LOG_INFO("model: %.2f GiB of weights on the GPU in %.0f ms",
-                (double)sc_kernels_model_bytes(*out) / 1073741824.0, sc_now_ms() - t0);
+    SC_LOG_INFO("model: %.2f GiB of %s weights on the GPU in %.0f ms",
+                (double)sc_kernels_model_bytes(*out) / 1073741824.0,
+                d.fp8 ? "fp8 (e4m3)" : "bf16", sc_now_ms() - t0);
   return st;
 }
 

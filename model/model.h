@@ -247,8 +247,14 @@ typedef enum sc_weights_kind {
                           parts, 7-bit where oneDNN's int8 product saturates:
                           CPUs without VNNI), int32 accumulation; the lm_head
                           bf16, f32 where oneDNN has no bf16 matmul (AVX2) */
+  SC_WEIGHTS_FP8,      /* a GPU only (CUDA): every matrix but the embedding
+                          table FP8 e4m3 with one scale an output row, made on
+                          the device at load (kernels.h); activations bf16.
+                          A model on the CPU refuses it */
 } sc_weights_kind;
-/* "auto", "f32", "bf16", "int8" -> kind (case-insensitive). False on anything else. */
+/* What --weights and the settings take, for messages. */
+#define SC_WEIGHTS_KINDS "auto, f32, bf16, int8 or fp8"
+/* "auto", "f32", "bf16", "int8", "fp8" -> kind (case-insensitive). False on anything else. */
 bool sc_weights_kind_parse(const char *s, sc_weights_kind *out);
 const char *sc_weights_kind_name(sc_weights_kind kind); /* static string */
 /* AUTO converts (bf16 or int8) from this many parameters up, f32 below. */

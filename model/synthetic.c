@@ -164,7 +164,10 @@ sc_status sc_model_new_synthetic(const char *name, const sc_model_options *opts,
 
   sc_status st = SC_OK;
   m->backend = sc_backend_for(o.device);
-  if (m->backend == &sc_cpu_backend) {
+  if (m->backend == &sc_cpu_backend && o.weights == SC_WEIGHTS_FP8)
+    st = sc_error_set(err, SC_ERR_UNSUPPORTED,
+                      "fp8 weights run on a GPU (--device cuda), and this model runs on the CPU");
+  else if (m->backend == &sc_cpu_backend) {
     i->dtype = SC_DTYPE_F32;
     i->weight_bytes = (uint64_t)i->n_params * 4;
     const uint64_t have = sc_mem_available();
@@ -182,9 +185,10 @@ sc_status sc_model_new_synthetic(const char *name, const sc_model_options *opts,
       }
     }
   } else {
-    /* The device generates them (model/cuda.c): bf16 there. */
+    /* The device generates them (model/cuda.c): bf16 there, or FP8. */
     i->dtype = SC_DTYPE_BF16;
     i->weight_bytes = (uint64_t)i->n_params * 2;
+    if (o.weights == SC_WEIGHTS_FP8) i->weights = SC_WEIGHTS_FP8;
   }
   if (st == SC_OK) i->context_bytes = m->backend->ctx_bytes(m, i->max_seq);
   if (st != SC_OK) {

@@ -122,6 +122,12 @@ check() {
   else
     log "no $f"
   fi
+  # FP8 end to end (logits against bf16 and the CPU, the planted text).
+  if [ "$(left)" -gt 20 ]; then
+    SCULPT_BIN=$BUILD/sculpt timeout "$(tmo 120)" "$NUMPY_PY" "$SRC/tests/gpu/test_fp8.py" \
+      >"$LOGS/check-fp8.log" 2>&1
+    log "test_fp8.py exit $?"
+  fi
   # The switches that follow (tools/gpu_engine_report.py --switches: a
   # kernel whose own parity failed is off; when the defaults fail the
   # forward parity, each path whose turning off alone passes is off, and
@@ -160,6 +166,22 @@ measure() {
       >"$LOGS/infill-$m.log" 2>&1
     log "infill $m exit $?"
   done
+  # FP8 weights on the first model, when their parity held: the step and
+  # whole infills.
+  local f=${MODELS%% *}
+  if grep -q "^ok   test_quant_fp8" "$LOGS/check-kernels.log" 2>/dev/null &&
+     grep -q "^ok   test_gemm_narrow" "$LOGS/check-kernels.log" &&
+     ! grep -q "^FAIL" "$LOGS/check-fp8.log" 2>/dev/null && [ "$(left)" -gt 60 ]; then
+    timeout "$(tmo 90)" "$BUILD/sculpt" bench --synthetic "$f" --device cuda --weights fp8 \
+      --context "$CONTEXTS" --canvas 32 --repeat 20 >"$LOGS/steps-$f-fp8.log" 2>&1
+    log "steps $f fp8 exit $?"
+    timeout "$(tmo 90)" "$BUILD/sculpt" bench --synthetic "$f" --device cuda --weights fp8 --infill \
+      --context "$CONTEXTS" --canvas 32 --tokens-per-step 4 --repeat "$REPEAT" \
+      >"$LOGS/infill-$f-fp8.log" 2>&1
+    log "infill $f fp8 exit $?"
+  else
+    log "no FP8 runs (its parity did not pass, or no time)"
+  fi
   # The step table at canvas 32 and 128 (the roofline ratios).
   for m in $MODELS; do
     [ "$(left)" -gt 30 ] || break

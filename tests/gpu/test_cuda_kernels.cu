@@ -154,6 +154,102 @@ static void test_gemm(void) {
   blas->destroy(h);
 }
 
+// The narrow GEMM (narrow.cu) against a double reference: bf16 and FP8
+// weights (quantized here by the host reference, so the reference is the
+// dequantized matrix), each epilogue, a partial last block of weight rows,
+// more than 64 rows of X (chunks), a k split that adds through atomics onto
+// what Y held, and FP8 rows padded to their stride. Outputs poisoned first.
+static void narrow_case(int M, int N, int K, bool fp8, sck_epilogue epi) {
+  const int stride = fp8 ? sck_narrow_stride(K) : K;
+  vecf W = rand_bf((size_t)N * K, 1.0f), X = rand_bf((size_t)M * K, 1.0f);
+  std::vector<uint8_t> q((size_t)N * stride, 0);
+  vecf scale(N, 1.0f), Wd(W);
+  if (fp8)
+    for (int n = 0; n < N; n++) {
+      sc_kernels_fp8_quantize_row(&W[(size_t)n * K], K, &q[(size_t)n * stride], &scale[n]);
+      for (int k = 0; k < K; k++)
+        Wd[(size_t)n * K + k] = sc_kernels_fp8_to_float(q[(size_t)n * stride + k]) * scale[n];
+    }
+  std::vector<double> acc((size_t)M * N);
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double a = 0;
+      for (int k = 0; k < K; k++) a += (double)X[(size_t)m * K + k] * Wd[(size_t)n * K + k];
+      acc[(size_t)m * N + n] = a;
+    }
+  const int ny = epi == SCK_EPI_SWIGLU ? N / 2 : N;
+  vecf Y0((size_t)M * ny), ref((size_t)M * ny);
+  for (auto &y : Y0) y = epi == SCK_EPI_F32_ADD ? frand() : NAN;
+  for (int m = 0; m < M; m++)
+    for (int j = 0; j < ny; j++) {
+      double v;
+      if (epi == SCK_EPI_SWIGLU) {
+        const double g = acc[(size_t)m * N + 16 * (j / 8) + j % 8],
+                     u = acc[(size_t)m * N + 16 * (j / 8) + j % 8 + 8];
+        v = g / (1.0 + exp(-g)) * u;
+      } else {
+        v = acc[(size_t)m * N + j] + (epi == SCK_EPI_F32_ADD ? Y0[(size_t)m * ny + j] : 0.0);
+      }
+      ref[(size_t)m * ny + j] = (float)v;
+    }
+  dbuf<sck_bf16> dW(to_bf(W)), dX(to_bf(X));
+  dbuf<uint8_t> dq(q);
+  dbuf<float> ds(scale), dYf(Y0);
+  dbuf<sck_bf16> dYb(to_bf(Y0));
+  const bool f32 = epi == SCK_EPI_F32_ADD || epi == SCK_EPI_F32;
+  sck_narrow_w w = {fp8 ? (const void *)dq.p : (const void *)dW.p, fp8 ? ds.p : nullptr, fp8, N,
+                    K, stride};
+  REQUIRE(sck_narrow_fits(&w, epi));
+  REQUIRE(ok(sck_gemm_narrow(&w, dX.p, K, M, epi, f32 ? (void *)dYf.p : (void *)dYb.p, ny, 132,
+                             0)));
+  vecf got = f32 ? dYf.get() : from_bf(dYb.get());
+  bool finite = true;
+  for (float x : got) finite &= isfinite(x);
+  const double e = rel_err(got, ref), tol = f32 ? 1e-3 : 1e-2;
+  EXPECTF(finite && e <= tol, "narrow M %d N %d K %d %s epi %d: err %g%s", M, N, K,
+          fp8 ? "fp8" : "bf16", (int)epi, e, finite ? "" : " (an output not written)");
+}
+
+static void test_gemm_narrow(void) {
+  for (int fp8 = 0; fp8 < 2; fp8++) {
+    narrow_case(33, 300, 256, fp8, SCK_EPI_F32);        // a window; 2.3 blocks of rows
+    narrow_case(1, 130, 128, fp8, SCK_EPI_BF16);        // one row
+    narrow_case(17, 130, 2048, fp8, SCK_EPI_F32_ADD);   // split k, added onto Y
+    narrow_case(64, 256, 384, fp8, SCK_EPI_F32_ADD);
+    narrow_case(70, 200, 256, fp8, SCK_EPI_F32);        // two chunks of X rows
+    narrow_case(33, 96, 512, fp8, SCK_EPI_SWIGLU);      // gate/up by 8
+  }
+  narrow_case(9, 100, 200, true, SCK_EPI_F32);          // FP8 rows padded to 256
+  narrow_case(5, 64, 8, true, SCK_EPI_BF16);            // ... from 8
+  sck_narrow_w bad = {nullptr, nullptr, false, 10, 200, 200};
+  EXPECT(!sck_narrow_fits(&bad, SCK_EPI_F32));          // bf16 needs a stride of 128s
+}
+
+// The device's FP8 quantizer (upload) gives the host reference's bytes and
+// scales exactly, with the padding to the stride zero; an all-zero row has
+// scale 1.
+static void test_quant_fp8(void) {
+  const int rows = 7, cols = 300, stride = sck_narrow_stride(cols);
+  vecf w = rand_bf((size_t)rows * cols, 3.0f);
+  for (int j = 0; j < cols; j++) w[(size_t)2 * cols + j] = 0.0f;
+  w[5] = bfr(1e-4f), w[6] = bfr(-600.0f);  // a subnormal after scaling; the row's max
+  std::vector<uint8_t> qref((size_t)rows * stride, 0);
+  vecf sref(rows);
+  for (int r = 0; r < rows; r++)
+    sc_kernels_fp8_quantize_row(&w[(size_t)r * cols], cols, &qref[(size_t)r * stride], &sref[r]);
+  dbuf<sck_bf16> dw(to_bf(w));
+  dbuf<uint8_t> dq(std::vector<uint8_t>((size_t)rows * stride, 0xAA));
+  dbuf<float> ds(rows);
+  REQUIRE(ok(sck_quant_fp8(dw.p, rows, cols, stride, dq.p, ds.p, 0)));
+  std::vector<uint8_t> q = dq.get();
+  vecf sc = ds.get();
+  int diff = 0;
+  for (size_t i = 0; i < q.size(); i++) diff += q[i] != qref[i];
+  EXPECTF(diff == 0, "%d FP8 bytes differ from the host reference", diff);
+  for (int r = 0; r < rows; r++) EXPECTF(sc[r] == sref[r], "row %d scale %g vs %g", r, sc[r], sref[r]);
+  EXPECT(sc[2] == 1.0f);
+}
+
 static void test_qkv_post(void) {
   const int n = 6, nh = 4, nkv = 2, hd = 24, half = hd / 2, QD = nh * hd, KD = nkv * hd;
   const int ld = QD + 2 * KD, row0 = 3, S = 40;
@@ -171,7 +267,8 @@ static void test_qkv_post(void) {
       cs[(size_t)p * half + i] = (float)cos(p * inv);
       sn[(size_t)p * half + i] = (float)sin(p * inv);
     }
-  for (int variant = 0; variant < 2; variant++) {  // 0: bias + q/k-norm, 1: neither
+  // 0: bias + q/k-norm; 1: neither; 2: as 0, from the narrow GEMM's f32 sums
+  for (int variant = 0; variant < 3; variant++) {
     dbuf<sck_bf16> dq(to_bf(qkv)), dk((size_t)S * KD), dv((size_t)S * KD);
     dbuf<float> db(bias), dqn(qn), dkn(kn), dcs(cs), dsn(sn);
     dbuf<int32_t> dp(pos);
@@ -180,17 +277,26 @@ static void test_qkv_post(void) {
     sck_step_hdr hh = {};
     hh.w0 = 2;
     dbuf<sck_step_hdr> dh(std::vector<sck_step_hdr>{hh});
-    REQUIRE(ok(sck_qkv_post(dq.p, n, nh, nkv, hd, variant ? nullptr : db.p,
-                            variant ? nullptr : dqn.p, variant ? nullptr : dkn.p, eps, dcs.p,
-                            dsn.p, dp.p, dk.p, dv.p, variant ? row0 - 2 : row0,
-                            variant ? dh.p : nullptr, 0)));
-    vecf gq = from_bf(dq.get()), gk = from_bf(dk.get()), gv = from_bf(dv.get());
+    const bool plain = variant == 1;
+    // Variant 2: the input in f32 (bf16 poisoned: it must not be read).
+    std::vector<sck_bf16> qb = to_bf(qkv);
+    if (variant == 2)
+      for (size_t e = 0; e < qb.size(); e++) qb[e] = __float2bfloat16(NAN);
+    dbuf<sck_bf16> dq2(qb);
+    dbuf<float> d32(qkv);
+    sck_bf16 *qbuf = variant == 2 ? dq2.p : dq.p;
+    REQUIRE(ok(sck_qkv_post(qbuf, n, nh, nkv, hd, plain ? nullptr : db.p,
+                            plain ? nullptr : dqn.p, plain ? nullptr : dkn.p, eps, dcs.p,
+                            dsn.p, dp.p, dk.p, dv.p, plain ? row0 - 2 : row0,
+                            plain ? dh.p : nullptr, variant == 2 ? d32.p : nullptr, 0)));
+    vecf gq = from_bf(variant == 2 ? dq2.get() : dq.get()), gk = from_bf(dk.get()),
+         gv = from_bf(dv.get());
     vecf rq, gq_only, rk, gk_only, rv, gv_only;
     for (int i = 0; i < n; i++)
       for (int s = 0; s < nh + 2 * nkv; s++) {
         double v[256];
         for (int j = 0; j < hd; j++)
-          v[j] = qkv[(size_t)i * ld + s * hd + j] + (variant ? 0.0 : bias[s * hd + j]);
+          v[j] = qkv[(size_t)i * ld + s * hd + j] + (plain ? 0.0 : bias[s * hd + j]);
         if (s >= nh + nkv) {
           for (int j = 0; j < hd; j++) {
             rv.push_back((float)v[j]);
@@ -198,7 +304,7 @@ static void test_qkv_post(void) {
           }
           continue;
         }
-        if (!variant) {
+        if (!plain) {
           double ss = 0;
           for (int j = 0; j < hd; j++) ss += v[j] * v[j];
           double r = 1.0 / sqrt(ss / hd + eps);
@@ -358,9 +464,23 @@ static void test_swiglu(void) {
       ref[(size_t)i * I + j] = (float)(g / (1.0 + exp(-g)) * u);
     }
   dbuf<sck_bf16> dgu(to_bf(gu)), dh((size_t)n * I);
-  REQUIRE(ok(sck_swiglu(dgu.p, n, I, dh.p, 0)));
+  REQUIRE(ok(sck_swiglu(dgu.p, n, I, false, dh.p, 0)));
   double e = rel_err(from_bf(dh.get()), ref);
   EXPECTF(e <= 1e-2, "swiglu err %g", e);
+  // Interleaved by 8 (the narrow GEMM's layout): the same values moved.
+  const int I2 = 336;
+  vecf il((size_t)n * 2 * I2), ref2((size_t)n * I2);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < I2; j++) {
+      const float g = bfr(frand() * 4.0f), u = bfr(frand() * 4.0f);
+      il[(size_t)i * 2 * I2 + 16 * (j / 8) + j % 8] = g;
+      il[(size_t)i * 2 * I2 + 16 * (j / 8) + j % 8 + 8] = u;
+      ref2[(size_t)i * I2 + j] = (float)(g / (1.0 + exp(-(double)g)) * u);
+    }
+  dbuf<sck_bf16> dil(to_bf(il)), dh2((size_t)n * I2);
+  REQUIRE(ok(sck_swiglu(dil.p, n, I2, true, dh2.p, 0)));
+  e = rel_err(from_bf(dh2.get()), ref2);
+  EXPECTF(e <= 1e-2, "interleaved swiglu err %g", e);
 }
 
 static void test_gather(void) {
@@ -571,6 +691,8 @@ int main(void) {
   RUN(test_embed);
   RUN(test_add_rmsnorm);
   RUN(test_gemm);
+  RUN(test_gemm_narrow);
+  RUN(test_quant_fp8);
   RUN(test_qkv_post);
   RUN(test_attention_simt);
   RUN(test_attention_mma);

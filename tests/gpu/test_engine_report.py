@@ -127,6 +127,14 @@ with tempfile.TemporaryDirectory() as d:
           "a target without figures says so")
     check("open-dcoder-0.5b whole 32-token infill at 4 a step: no figures" in out,
           "an infill target without figures says so")
+    check("FP8 7B step <= 2.3 ms: no figures" in out, "the FP8 target without figures")
+    w("steps-dream-7b-fp8.log",
+      "RESULT impl=sculpt model=dream-7b:fp8 context=512 canvas=32 ms=2.2000 roofline_ms=1.6 "
+      "tok_s=1818.2\n")
+    out = subprocess.run([sys.executable, REPORT, d], capture_output=True, text=True,
+                         timeout=60).stdout
+    check("FP8 7B step, context 512 canvas 32: 2.200 ms (target 2.3 ms: met)" in out,
+          "the FP8 target judged from its step")
     # An empty folder: headings and 'no figures', no traceback.
     with tempfile.TemporaryDirectory() as e:
         q = subprocess.run([sys.executable, REPORT, e], capture_output=True, text=True, timeout=60)

@@ -170,9 +170,16 @@ static void test_options(void) {
   unsetenv("SCULPT_CUDA_ATTN");
   unsetenv("SCULPT_CUDA_HEAD");
   unsetenv("SCULPT_CUDA_FUSE");
+  unsetenv("SCULPT_CUDA_GEMM");
   REQUIRE(sc_kernels_options_from_env(&o, &err));
   EXPECT(o.graphs && o.attn == SC_KERNELS_ATTN_MMA && o.head_in_graph && o.fuse &&
-         o.attn_chunks == 0);
+         o.attn_chunks == 0 && o.gemm == SC_KERNELS_GEMM_CUBLAS);
+  setenv("SCULPT_CUDA_GEMM", "narrow", 1);
+  REQUIRE(sc_kernels_options_from_env(&o, &err));
+  EXPECT(o.gemm == SC_KERNELS_GEMM_NARROW);
+  setenv("SCULPT_CUDA_GEMM", "cutlass", 1);
+  EXPECT(!sc_kernels_options_from_env(&o, &err));
+  unsetenv("SCULPT_CUDA_GEMM");
   setenv("SCULPT_CUDA_GRAPH", "0", 1);
   setenv("SCULPT_CUDA_ATTN", "simt", 1);
   setenv("SCULPT_CUDA_HEAD", "host", 1);
