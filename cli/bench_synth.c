@@ -38,6 +38,12 @@ static double median(double *v, int n) {
   return n ? v[n / 2] : 0;
 }
 
+static int max_of(const int *v, int n) {
+  int m = 0;
+  for (int i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
 /* Random ordinary ids (never the mask, the last id), the same every run. */
 static void random_ids(int32_t *ids, int n, int vocab, uint64_t seed) {
   uint64_t x = seed;
@@ -187,9 +193,7 @@ static const char *run_label(const sc_synthetic_shape *sh, bool fp8, char *buf, 
 static int bench_steps(const sc_bench_synth_args *a, const sc_synthetic_shape *sh) {
   char lb[96];
   const char *label = run_label(sh, a->weights == SC_WEIGHTS_FP8, lb, sizeof lb);
-  int max_canvas = 0, max_context = 0;
-  for (int i = 0; i < a->n_canvas; i++) max_canvas = a->canvases[i] > max_canvas ? a->canvases[i] : max_canvas;
-  for (int i = 0; i < a->n_context; i++) max_context = a->contexts[i] > max_context ? a->contexts[i] : max_context;
+  const int max_canvas = max_of(a->canvases, a->n_canvas), max_context = max_of(a->contexts, a->n_context);
   step_rig r;
   if (rig_open(&r, sh, max_context + max_canvas, a->weights == SC_WEIGHTS_FP8, false)) return 1;
   printf("step: the canvas rows recomputed over the cached context K/V (window pass), "
@@ -258,9 +262,7 @@ static bool variant_apply(const char *v, const sc_kernels_options *base, sc_kern
 static int bench_profile(const sc_bench_synth_args *a, const sc_synthetic_shape *sh) {
   char lb[96];
   const char *label = run_label(sh, a->weights == SC_WEIGHTS_FP8, lb, sizeof lb);
-  int max_canvas = 0, max_context = 0;
-  for (int i = 0; i < a->n_canvas; i++) max_canvas = a->canvases[i] > max_canvas ? a->canvases[i] : max_canvas;
-  for (int i = 0; i < a->n_context; i++) max_context = a->contexts[i] > max_context ? a->contexts[i] : max_context;
+  const int max_canvas = max_of(a->canvases, a->n_canvas), max_context = max_of(a->contexts, a->n_context);
   step_rig r;
   if (rig_open(&r, sh, max_context + max_canvas, a->weights == SC_WEIGHTS_FP8, false)) return 1;
   sc_kernels_options base;
@@ -405,9 +407,7 @@ static int bench_infill(const sc_bench_synth_args *a, const sc_synthetic_shape *
       return 1;
     }
   }
-  int max_canvas = 0, max_context = 0;
-  for (int i = 0; i < a->n_canvas; i++) max_canvas = a->canvases[i] > max_canvas ? a->canvases[i] : max_canvas;
-  for (int i = 0; i < a->n_context; i++) max_context = a->contexts[i] > max_context ? a->contexts[i] : max_context;
+  const int max_canvas = max_of(a->canvases, a->n_canvas), max_context = max_of(a->contexts, a->n_context);
   mo.max_seq = max_context + max_canvas;
   sc_model *model = NULL;
   double t0 = sc_now_ms();
@@ -554,12 +554,8 @@ static int bench_infill(const sc_bench_synth_args *a, const sc_synthetic_shape *
 int sc_bench_synthetic(const sc_bench_synth_args *a) {
   const sc_synthetic_shape *sh = sc_synthetic_shape_find(a->shape);
   if (!sh) {
-    int n;
-    const sc_synthetic_shape *all = sc_synthetic_shapes(&n);
-    char names[256] = "";
-    for (int i = 0; i < n; i++)
-      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-               all[i].name);
+    char names[256];
+    sc_synthetic_shape_names(names, sizeof names);
     sc_cli_fail(CMD, "--synthetic takes %s, not '%s'", names, a->shape);
     return 2;
   }

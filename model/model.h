@@ -364,6 +364,8 @@ typedef struct sc_synthetic_shape {
  * (*n of them; static storage). */
 const sc_synthetic_shape *sc_synthetic_shape_find(const char *name);
 const sc_synthetic_shape *sc_synthetic_shapes(int *n);
+/* Their names, ", "-separated, into buf (for messages). */
+void sc_synthetic_shape_names(char *buf, size_t n);
 
 /* A model of shape `name` on opts->device (CPU or CUDA; opts may be NULL:
  * the CPU), weights from seed. A CUDA model keeps no host weights: when the

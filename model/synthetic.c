@@ -32,6 +32,13 @@ const sc_synthetic_shape *sc_synthetic_shapes(int *n) {
   return SHAPES;
 }
 
+void sc_synthetic_shape_names(char *buf, size_t n) {
+  if (!n) return;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
+    snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? ", " : "", SHAPES[i].name);
+}
+
 const sc_synthetic_shape *sc_synthetic_shape_find(const char *name) {
   for (size_t i = 0; name && i < sizeof SHAPES / sizeof SHAPES[0]; i++)
     if (strcmp(SHAPES[i].name, name) == 0) return &SHAPES[i];
@@ -107,12 +114,8 @@ sc_status sc_model_new_synthetic(const char *name, const sc_model_options *opts,
   *out = NULL;
   const sc_synthetic_shape *sh = sc_synthetic_shape_find(name);
   if (!sh) {
-    int n;
-    const sc_synthetic_shape *all = sc_synthetic_shapes(&n);
-    char names[256] = "";
-    for (int i = 0; i < n; i++)
-      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-               all[i].name);
+    char names[256];
+    sc_synthetic_shape_names(names, sizeof names);
     return sc_error_set(err, SC_ERR_INVALID, "no synthetic shape '%s' (there are %s)",
                         name ? name : "", names);
   }

@@ -23,17 +23,9 @@ BASE=$R/base
 ROOT=$R/engine-root
 T0=$(date +%s)
 say() { echo "[engine-rehearse $(( $(date +%s) - T0 ))s] $*"; }
-FAILS=0
-check() { # CONDITION-STATUS WHAT
-  if [ "$1" -eq 0 ]; then echo "ok   $2"; else echo "FAIL $2"; FAILS=$((FAILS + 1)); fi
-}
-[ "$(id -u)" -eq 0 ] || { echo "gpu_engine_rehearse: needs root (debootstrap, chroot, unshare)" >&2; exit 2; }
-for t in debootstrap unshare chroot; do
-  command -v $t >/dev/null || { echo "gpu_engine_rehearse: needs $t (tools/bootstrap.sh gpu-prep)" >&2; exit 2; }
-done
-[ -f "$CARRY/bin.tar.xz" ] || { echo "gpu_engine_rehearse: no $CARRY/bin.tar.xz: run tools/gpu_bundle.sh first" >&2; exit 2; }
-
 . "$SRC/tools/rehearse/chroot.sh"
+rehearse_need gpu_engine_rehearse
+[ -f "$CARRY/bin.tar.xz" ] || { echo "gpu_engine_rehearse: no $CARRY/bin.tar.xz: run tools/gpu_bundle.sh first" >&2; exit 2; }
 rehearse_base "$BASE" "$R" || exit 1
 rehearse_root "$BASE" "$ROOT" || exit 1
 mkdir -p "$ROOT/repo/build-train/gpu-carry" "$ROOT/out"

@@ -83,6 +83,26 @@ def switches(folder):
     return sorted(set(out))
 
 
+def pivot(rows, col, key, title, heads):
+    """Prints a table of ms: a row per key(r), a column per r[col] (in order
+    of appearance); returns {key: {col value: ms}}."""
+    table, cols = {}, []
+    for r in rows:
+        table.setdefault(key(r), {})[r[col]] = float(r["ms"])
+        if r[col] not in cols:
+            cols.append(r[col])
+    if table:
+        print(f"### {title}")
+        print()
+        print("| " + " | ".join(heads + cols) + " |")
+        print("|" + "---|" * (len(heads) + len(cols)))
+        for k in sorted(table):
+            print("| " + " | ".join([str(x) for x in k] + [fnum(table[k].get(c)) for c in cols])
+                  + " |")
+        print()
+    return table
+
+
 def prefer(log, forced):
     """The switches whose variant beat the defaults by 3% or more at every
     point of a profile's log (AB lines), unless parity forced that switch."""
@@ -199,39 +219,14 @@ def main():
                 print(f"| {k} | {gr or ''} | {fnum(gv, 4)} | {share} | {fnum(ev, 4)} |")
             print()
 
-    # A/B switches.
-    ab = {}
-    variants = []
-    for r in L["AB"]:
-        key = (r["model"], int(r["context"]), int(r["canvas"]))
-        ab.setdefault(key, {})[r["variant"]] = float(r["ms"])
-        if r["variant"] not in variants:
-            variants.append(r["variant"])
-    if ab:
-        print("### The step under each switch (ms per step, median; each against the defaults)")
-        print()
-        print("| model | context | canvas | " + " | ".join(variants) + " |")
-        print("|---|---|---|" + "---|" * len(variants))
-        for key in sorted(ab):
-            print(f"| {key[0]} | {key[1]} | {key[2]} | "
-                  + " | ".join(fnum(ab[key].get(v)) for v in variants) + " |")
-        print()
-    ch = {}
-    counts = []
-    for r in L["CHUNKS"]:
-        key = (r["model"], int(r["context"]), int(r["canvas"]), r.get("attn", ""))
-        ch.setdefault(key, {})[r["chunks"]] = float(r["ms"])
-        if r["chunks"] not in counts:
-            counts.append(r["chunks"])
-    if ch:
-        print("### Attention key splits (ms per step; auto = the planner's)")
-        print()
-        print("| model | context | canvas | attention | " + " | ".join(counts) + " |")
-        print("|---|---|---|---|" + "---|" * len(counts))
-        for key in sorted(ch):
-            print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | "
-                  + " | ".join(fnum(ch[key].get(c)) for c in counts) + " |")
-        print()
+    # A/B switches, then the key splits: one row per point, a column per value.
+    ab = pivot(L["AB"], "variant", lambda r: (r["model"], int(r["context"]), int(r["canvas"])),
+               "The step under each switch (ms per step, median; each against the defaults)",
+               ["model", "context", "canvas"])
+    pivot(L["CHUNKS"], "chunks",
+          lambda r: (r["model"], int(r["context"]), int(r["canvas"]), r.get("attn", "")),
+          "Attention key splits (ms per step; auto = the planner's)",
+          ["model", "context", "canvas", "attention"])
 
     inf = {}
     for r in L["INFILL"]:

@@ -3,7 +3,21 @@
 # bookworm minbase the GPU machine is rehearsed in (python3 and
 # python3-numpy only: no compiler, none of our libraries), made once with
 # debootstrap and cached, and a fresh root from it holding what the device
-# tool sends (the files git does not ignore). Expects say() and SRC.
+# tool sends (the files git does not ignore); the checks' tally. Expects
+# say() and SRC.
+
+FAILS=0
+check() { # CONDITION-STATUS WHAT
+  if [ "$1" -eq 0 ]; then echo "ok   $2"; else echo "FAIL $2"; FAILS=$((FAILS + 1)); fi
+}
+
+# rehearse_need NAME: exits 2 unless root with debootstrap, unshare, chroot.
+rehearse_need() {
+  [ "$(id -u)" -eq 0 ] || { echo "$1: needs root (debootstrap, chroot, unshare)" >&2; exit 2; }
+  for t in debootstrap unshare chroot; do
+    command -v $t >/dev/null || { echo "$1: needs $t (tools/bootstrap.sh gpu-prep)" >&2; exit 2; }
+  done
+}
 
 # rehearse_base BASE R: debootstrap into BASE once (the log in R).
 rehearse_base() {
