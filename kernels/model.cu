@@ -505,6 +505,7 @@ struct sc_kernels_ctx {
   cudaGraphExec_t exec[SC_KERNELS_GRAPH_SLOTS];
   // Profiling: events recorded before each group of launches, and its kind.
   bool profiling, prof_capture;
+  bool prof_no_graph;  // this device could not time a graph's events: eager only
   cudaEvent_t *prof_ev;
   int prof_kind[MAX_PROF_EVENTS];
   int prof_n;
@@ -1103,29 +1104,43 @@ extern "C" sc_status sc_kernels_profile_step(sc_kernels_ctx *c, const sc_kernels
     SC_CHECK(c->prof_ev, err, SC_ERR_NOMEM, "out of memory");
     for (int i = 0; i < MAX_PROF_EVENTS; i++) SCK_CUDA(cudaEventCreate(&c->prof_ev[i]), err);
   }
-  c->profiling = true;
-  c->prof_capture = in_graph;
-  c->prof_n = 0;
-  sc_status st = s ? forward_impl(c, p, s->logits_host, s, stats, err)
-                   : forward_impl(c, p, nullptr, nullptr, nullptr, err);
-  const bool graph = c->prof_capture;
-  c->profiling = false;
-  SC_TRY(st);
-  SC_CHECK(c->prof_n < MAX_PROF_EVENTS, err, SC_ERR_INTERNAL,
-           "more than %d timed groups in one step", MAX_PROF_EVENTS);
-  for (int i = 0; i + 1 < c->prof_n; i++) {
-    float ms = 0.0f;
-    SCK_CUDA(cudaEventElapsedTime(&ms, c->prof_ev[i], c->prof_ev[i + 1]), err);
-    const int k = c->prof_kind[i];
-    if (k >= 0 && k < SC_KK_COUNT) {
-      out->ms[k] += ms;
-      out->groups[k]++;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    c->profiling = true;
+    c->prof_capture = in_graph && attempt == 0 && !c->prof_no_graph;
+    c->prof_n = 0;
+    sc_status st = s ? forward_impl(c, p, s->logits_host, s, stats, err)
+                     : forward_impl(c, p, nullptr, nullptr, nullptr, err);
+    const bool graph = c->prof_capture;
+    c->profiling = false;
+    SC_TRY(st);
+    SC_CHECK(c->prof_n < MAX_PROF_EVENTS, err, SC_ERR_INTERNAL,
+             "more than %d timed groups in one step", MAX_PROF_EVENTS);
+    memset(out, 0, sizeof *out);
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; e == cudaSuccess && i + 1 < c->prof_n; i++) {
+      float ms = 0.0f;
+      e = cudaEventElapsedTime(&ms, c->prof_ev[i], c->prof_ev[i + 1]);
+      const int k = c->prof_kind[i];
+      if (e == cudaSuccess && k >= 0 && k < SC_KK_COUNT) {
+        out->ms[k] += ms;
+        out->groups[k]++;
+      }
     }
+    float total = 0.0f;
+    if (e == cudaSuccess && c->prof_n > 1)
+      e = cudaEventElapsedTime(&total, c->prof_ev[0], c->prof_ev[c->prof_n - 1]);
+    if (e != cudaSuccess && graph) {
+      // A driver that cannot time a graph's event nodes: eagerly instead.
+      cudaGetLastError();
+      SC_LOG_WARN("cuda: timing a graph's events failed (%s); profiling eagerly",
+                  cudaGetErrorString(e));
+      c->prof_no_graph = true;
+      continue;
+    }
+    SCK_CUDA(e, err);
+    out->total_ms = total;
+    out->graph = graph;
+    return SC_OK;
   }
-  float total = 0.0f;
-  if (c->prof_n > 1)
-    SCK_CUDA(cudaEventElapsedTime(&total, c->prof_ev[0], c->prof_ev[c->prof_n - 1]), err);
-  out->total_ms = total;
-  out->graph = graph;
-  return SC_OK;
+  return sc_error_set(err, SC_ERR_INTERNAL, "profiling failed");
 }
