@@ -292,8 +292,10 @@ const sc_cli_command sc_cli_commands[] = {
      "                    [--max-reuses N] [--max-edit N] [--margin N] [--threads N]\n"
      "                    [--steps N] [--eos-penalty X] [--json] [--verbose]\n"
      "       sculpt bench --step [--model DIR] [--weights KIND] [--context N] [--canvas M]\n"
-     "       sculpt bench --synthetic open-dcoder-0.5b|coda-1.7b|dream-7b --device cuda\n"
+     "       sculpt bench --synthetic open-dcoder-0.5b|coda-1.7b|dream-7b|tiny --device cuda\n"
      "                    [--context 512,4096] [--canvas 16,32,64,128] [--repeat N]\n"
+     "                    [--profile [--variants LIST] [--chunks LIST]]\n"
+     "                    [--infill [--device cpu] [--tokens-per-step K] [--block-len N]]\n"
      "\n"
      "Times whole infills for each canvas size, with and without the K/V cache,\n"
      "under a fixed schedule of K tokens committed per step (default 4), between\n"
@@ -320,7 +322,14 @@ const sc_cli_command sc_cli_commands[] = {
      "floor its arithmetic takes at the full pass's rate; the roofline is the larger.\n"
      "\n"
      "With --synthetic, weights at a real model's shapes are generated on the GPU\n"
-     "and each denoising step is timed against the HBM roofline (needs a GPU).\n",
+     "and each denoising step is timed against the HBM roofline (needs a GPU).\n"
+     "--profile splits one step's device time by kernel kind (CUDA events, inside a\n"
+     "graph and eagerly), then times the step under each --variants switch (default\n"
+     "default,graphs=off,attn=simt,head=host,fuse=off) and key split (--chunks, default\n"
+     "auto,1,2,4,8,16,32). --infill runs whole infills through the engine (a full pass\n"
+     "per block, window steps, the host's picks), K tokens a step, and prints the end-\n"
+     "to-end time beside the sum of the same passes timed alone, and the graphs\n"
+     "captured; on the CPU too (--device cpu, the tiny shape).\n",
      sc_cli_bench},
     {"serve", "serve completions over HTTP (OpenAI-compatible FIM)",
      "usage: sculpt serve [--model DIR] [--listen HOST:PORT] [--batch N] [--queue N]\n"

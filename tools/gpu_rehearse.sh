@@ -39,41 +39,14 @@ BASE=$R/base
 ROOT=$R/root
 T0=$(date +%s)
 say() { echo "[rehearse $(( $(date +%s) - T0 ))s] $*"; }
-FAILS=0
-check() { # CONDITION-STATUS WHAT
-  if [ "$1" -eq 0 ]; then echo "ok   $2"; else echo "FAIL $2"; FAILS=$((FAILS + 1)); fi
-}
-[ "$(id -u)" -eq 0 ] || { echo "gpu_rehearse: needs root (debootstrap, chroot, unshare)" >&2; exit 2; }
-for t in debootstrap unshare chroot; do
-  command -v $t >/dev/null || { echo "gpu_rehearse: needs $t (tools/bootstrap.sh gpu-prep)" >&2; exit 2; }
-done
+. "$SRC/tools/rehearse/chroot.sh"
+rehearse_need gpu_rehearse
 [ -f "$CARRY/bin.tar.xz" ] || { echo "gpu_rehearse: no $CARRY/bin.tar.xz: run tools/gpu_session.sh --prepare first" >&2; exit 2; }
 
-# ---- the base system, once -------------------------------------------------
-if [ ! -f "$BASE/.sculpt-base" ]; then
-  MIRROR=${MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
-                     grep -v security | head -1)}
-  MIRROR=${MIRROR:-$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null)}
-  say "debootstrap --variant=minbase bookworm from ${MIRROR:?no Debian mirror configured} (once)"
-  mkdir -p "$R"
-  rm -rf "$BASE"
-  nice -n 10 debootstrap --variant=minbase --include=python3,python3-numpy bookworm "$BASE" "$MIRROR" \
-    > "$R/debootstrap.log" 2>&1 || { tail -20 "$R/debootstrap.log"; exit 1; }
-  rm -rf "$BASE"/var/cache/apt/archives/*.deb
-  touch "$BASE/.sculpt-base"
-fi
-
-# ---- a fresh root, the tree the device tool sends, and a toy carry -----------
-say "fresh root from the cached base"
-# Never delete through a mount (a /dev left bound in a stale root).
-if grep -q " $ROOT/" /proc/mounts; then
-  echo "gpu_rehearse: something is mounted under $ROOT; unmount it first" >&2; exit 1
-fi
-rm -rf --one-file-system "$ROOT"
-cp -a "$BASE" "$ROOT"
+# ---- the base system, once; a fresh root with the tree the device tool sends ----
+rehearse_base "$BASE" "$R" || exit 1
+rehearse_root "$BASE" "$ROOT" || exit 1
 REPO=$ROOT/repo
-mkdir -p "$REPO"
-(cd "$SRC" && git ls-files -z -co --exclude-standard | xargs -0 cp -P --parents -t "$REPO")
 TOY=$R/toy-input
 rm -rf "$TOY" "$R/toy-carry"
 mkdir -p "$TOY/corpus"
