@@ -72,8 +72,24 @@ with tempdir() as tmp:
         small = json.loads(run("model", "info", "--model", d, "--json", "--max-seq", "64").stdout)
         check(small["max_seq"] == 64 and small["context_bytes"] < info["context_bytes"],
               f"{name}: --max-seq sizes the context arena")
-    r = run("model", "info")
-    check(r.returncode == 2, "no --model: exit 2")
+    # No --model: the model the other subcommands load, $SCULPT_MODEL first,
+    # else the shipped one (issue 43); a $SCULPT_MODEL that is not there is
+    # one error line, not the shipped model behind the user's back.
+    d = os.path.join(tmp, "sculpt-bytes")
+    named = json.loads(run("model", "info", "--model", d, "--json").stdout)
+    r = run("model", "info", "--json", env={**os.environ, "SCULPT_MODEL": d})
+    check(r.returncode == 0 and json.loads(r.stdout) == named,
+          "no --model: $SCULPT_MODEL is described")
+    env = {k: v for k, v in os.environ.items() if k != "SCULPT_MODEL"}
+    r = run("model", "info", "--json", env=env)
+    shipped = os.path.join(os.environ.get("SCULPT_SOURCE_DIR", ""), "model", "default")
+    if os.path.isfile(os.path.join(shipped, "config.json")):
+        check(r.returncode == 0 and json.loads(r.stdout)["layers"] > 0,
+              f"no --model, no $SCULPT_MODEL: the shipped model ({r.returncode} {r.stderr.strip()})")
+    r = run("model", "info", env={**env, "SCULPT_MODEL": os.path.join(tmp, "absent")})
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode != 0 and len(lines) == 1 and "absent" in lines[0],
+          f"$SCULPT_MODEL absent: one error line naming it ({r.returncode} {lines})")
 
     # Overrides: each sculpt_* key changes the profile; a bad value is one
     # error line naming the key (exit 1, the checkpoint is at fault).
