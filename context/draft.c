@@ -172,7 +172,9 @@ static void finish(sc_drafts *out, const shaper *sh, const char *buf, size_t n,
   long at = suffix_at(buf, n, lim, sh->q->after, sh->q->after_len);
   bool ends = at > 0;
   size_t len = ends ? (size_t)at : lim;
-  while (len > 0 && (blank(buf[len - 1]) || buf[len - 1] == '\n')) len--;
+  /* Blanks before the suffix are part of the middle; at a draft's open
+   * end they are noise. */
+  while (!ends && len > 0 && (blank(buf[len - 1]) || buf[len - 1] == '\n')) len--;
   if (len > 0) add(out, buf, len, ends, source, score);
 }
 
@@ -205,15 +207,22 @@ static size_t reindent(char *buf, size_t cap, const char *src, size_t n, long de
 typedef struct place {
   int side;      /* 0: before, 1: after */
   uint32_t q;    /* the lexeme the continuation starts at (or inside) */
-  int score;     /* lexemes matched (the partial word counting one) */
+  double score;  /* the evidence: words matched, punctuation and line breaks half */
   size_t dist;   /* bytes from the cursor: nearer first on a tie */
 } place;
 
 static int cmp_place(const void *a, const void *b) {
   const place *x = a, *y = b;
-  if (x->score != y->score) return y->score - x->score;
+  if (x->score != y->score) return x->score < y->score ? 1 : -1;
   return x->dist < y->dist ? -1 : x->dist > y->dist;
 }
+
+/* A word says more than a bracket or a line break: "p ) : NL" before a
+ * cursor matches half the lines of a Python file. */
+static double weight(const char *s, const lexeme *l) {
+  return word_char((unsigned char)s[l->start]) ? 1.0 : 0.5;
+}
+#define MIN_EVIDENCE 1.5 /* with a word among it: "x =", or a partial word and "(" */
 
 static void from_prompt(const shaper *sh, sc_drafts *out) {
   const sc_draft_query *q = sh->q;
@@ -251,14 +260,21 @@ static void from_prompt(const shaper *sh, sc_drafts *out) {
       while (m < MAX_MATCH && (size_t)m < qi && (size_t)m < kend &&
              L[qi - 1 - m].h == lb[kend - 1 - m].h)
         m++;
-      int score = m;
+      double score = 0;
+      bool word = false;
+      for (int j = 0; j < m; j++) {
+        double w = weight(B, &lb[kend - 1 - j]);
+        score += w;
+        word |= w == 1.0;
+      }
       if (part) {
         const char *S = side ? A : B;
         if (L[qi].len < part->len || memcmp(S + L[qi].start, B + part->start, part->len) != 0)
           continue;
-        score++;
+        score += 1.0;
+        word = true;
       }
-      if (score < 2 || m < 1) continue;
+      if (score < MIN_EVIDENCE || !word || m < 1) continue;
       size_t dist = side ? L[qi].start : nb_text - L[qi].start;
       pl[np++] = (place){side, (uint32_t)qi, score, dist};
     }
@@ -281,7 +297,9 @@ static void from_prompt(const shaper *sh, sc_drafts *out) {
     long delta = (long)cur_ind - (long)src_ind;
     size_t n = reindent(buf, sh->max_bytes + 2 * SIG_MAX, S + at, S_len - at, delta,
                         sh->max_lines, sh->ind_char);
-    finish(out, sh, buf, n, "prompt", 10.0 + p->score - (double)p->dist / 1e9);
+    /* Local text first on equal evidence, as the line n-gram reads the
+     * prompt before its corpus. */
+    finish(out, sh, buf, n, "prompt", 1.0 + p->score - (double)p->dist / 1e9);
   }
 done:
   free(lb);
@@ -319,6 +337,9 @@ static void from_workspace(const shaper *sh, sc_drafts *out) {
     if (!key) pe = ps;
   }
   if (!key) return;
+  double prev_words = 0;
+  for (size_t i = ps; i < pe && prev_words < 8; i++)
+    prev_words += word_char((unsigned char)B[i]) && (i == ps || !word_char((unsigned char)B[i - 1]));
   size_t prev_ind = indent_at(B, ps, NULL);
   while (ps + prev_ind < pe && (B[ps + prev_ind] == ' ' || B[ps + prev_ind] == '\t')) prev_ind++;
   const sc_workspace *ws = q->ws;
@@ -386,8 +407,9 @@ static void from_workspace(const shaper *sh, sc_drafts *out) {
       w += ll;
     }
     size_t nbuf = reindent(buf, cap, src, w, delta, sh->max_lines, sh->ind_char);
-    double score = 5.0 + log2(1.0 + c[i].count) / 2.0;
-    finish(out, sh, buf, nbuf, "workspace", score > 9.0 ? 9.0 : score);
+    /* The evidence: the previous line's words (the whole line matched),
+     * and how often the line follows it. */
+    finish(out, sh, buf, nbuf, "workspace", prev_words + log2(1.0 + c[i].count) / 2.0);
   }
   pthread_rwlock_unlock(lock);
   free(buf);

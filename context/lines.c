@@ -91,7 +91,8 @@ static ws_lkey *slot_of(const ws_lines *t, uint64_t key) {
 }
 
 static bool grow(ws_lines *t) {
-  size_t cap = t->cap ? t->cap * 2 : 4096;
+  size_t cap = t->cap ? t->cap * 2 : 1024;
+  if (t->bytes + (cap - t->cap) * sizeof(ws_lkey) > t->max_bytes) return false;
   ws_lkey *ns = calloc(cap, sizeof *ns);
   if (!ns) return false;
   ws_lkey *old = t->slots;
@@ -118,7 +119,12 @@ void ws_lines_insert(ws_lines *t, uint32_t id, const ws_file *f) {
   for (uint32_t k = 1; k < f->n_ltab; k++) {
     uint64_t key = pair_key(f, k);
     if (!key) continue;
-    if ((t->used + 1) * 4 > t->cap * 3 && !grow(t)) return;
+    /* At the bound the table stops growing: lines already known still
+     * gain places, new ones are left out. */
+    if ((t->used + 1) * 4 > t->cap * 3 && !grow(t)) {
+      ws_lkey *e = slot_of(t, key);
+      if (!e || !e->key) continue;
+    }
     ws_lkey *e = slot_of(t, key);
     if (!e->key) {
       e->key = key;
@@ -127,6 +133,7 @@ void ws_lines_insert(ws_lines *t, uint32_t id, const ws_file *f) {
     if (e->n >= WS_LINE_PER_KEY) continue;
     if (e->n == e->cap) {
       uint32_t cap = e->cap ? e->cap * 2 : 2;
+      if (t->bytes + (cap - e->cap) * sizeof(uint64_t) > t->max_bytes) continue;
       uint64_t *nv = realloc(e->vals, cap * sizeof *nv);
       if (!nv) continue;
       e->vals = nv;

@@ -622,6 +622,7 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
   ws->max_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : (1u << 20);
   ws->max_chunks = opts && opts->max_chunks ? opts->max_chunks : 2000000;
   ws->max_line_bytes = opts && opts->max_line_bytes ? opts->max_line_bytes : SC_WS_MAX_LINE_BYTES;
+  ws->lines.max_bytes = ws->max_line_bytes;
   pthread_rwlock_init(&ws->lock, NULL);
   ws->root = strdup(real);
   if (!ws->root) {

@@ -135,6 +135,7 @@ typedef struct ws_lines {
   ws_lkey *slots;
   size_t cap, used; /* cap a power of two */
   size_t bytes;     /* the tables' memory: slots, places and the files' line tables */
+  size_t max_bytes; /* the bound: past it no slot or place is added */
 } ws_lines;
 
 /* The key of a line: the hash of its text without leading and trailing
