@@ -402,6 +402,8 @@ const sc_cli_command sc_cli_commands[] = {
      "  --limit N           the first N tasks      --tasks N  tasks a repository kind draws\n"
      "  --max-tokens N      the canvas             --oracle-length  the canonical's length\n"
      "  --preset NAME       fast, upstream or auto (as sculpt complete)\n"
+     "  --drafts on|off     drafts from the prompt and the package's index (as sculpt\n"
+     "                      complete; on for fast); --draft-threshold P\n"
      "  --no-baselines      the model alone        --ngram-corpus PATH  manifest, .jsonl or folder\n"
      "  --data DIR          HumanEval's files      --repos DIR  a folder of package folders\n"
      "  --context-budget N  repository prompts' tokens (default 1024)\n"

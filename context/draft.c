@@ -120,7 +120,11 @@ static long suffix_at(const char *cont, size_t n, size_t max_j, const char *afte
     sig++;
   }
   if (!seen) return -1;
-  for (size_t j = 1; j <= max_j && j < n; j++) {
+  /* A middle of blanks alone would say that the suffix follows at once:
+   * the draft must write something first. */
+  size_t j0 = 0;
+  while (j0 < n && (blank(cont[j0]) || cont[j0] == '\n')) j0++;
+  for (size_t j = j0 + 1; j <= max_j && j < n; j++) {
     size_t a = j, b = 0;
     while (a < n && b < sig) {
       bool wa = blank(cont[a]) || cont[a] == '\n', wb = blank(after[b]) || after[b] == '\n';
@@ -148,6 +152,20 @@ static size_t indent_at(const char *s, size_t i, size_t *line_start) {
   while (b < i && (s[b] == ' ' || s[b] == '\t')) b++;
   if (line_start) *line_start = a;
   return b - a;
+}
+
+/* The indentation of the last non-blank line before the line starting at
+ * ls; -1 when there is none. */
+static long prev_indent(const char *s, size_t ls) {
+  while (ls > 0) {
+    size_t e = ls - 1, a = e;
+    while (a > 0 && s[a - 1] != '\n') a--;
+    size_t b = a;
+    while (b < e && (s[b] == ' ' || s[b] == '\t')) b++;
+    if (b < e && s[b] != '\r') return (long)(b - a);
+    ls = a;
+  }
+  return -1;
 }
 
 typedef struct shaper {
@@ -280,9 +298,13 @@ static void from_prompt(const shaper *sh, sc_drafts *out) {
     }
   }
   qsort(pl, np, sizeof *pl, cmp_place);
-  /* The cursor's indentation, and each place's, for the lines after the first. */
+  /* The cursor's indentation, and each place's, for the lines after the
+   * first. On a line with nothing but blanks before the cursor, the lines
+   * above set it (the cursor's line has only what was typed so far). */
   size_t cur_ls;
   size_t cur_ind = indent_at(B, nb_text, &cur_ls);
+  bool at_line_start = cur_ind == nb_text - cur_ls;
+  long cur_prev = at_line_start ? prev_indent(B, cur_ls) : -1;
   int tried = 0;
   for (size_t i = 0; i < np && tried < 4 * SC_DRAFTS_MAX && out->n < SC_DRAFTS_MAX; i++) {
     const place *p = &pl[i];
@@ -293,10 +315,20 @@ static void from_prompt(const shaper *sh, sc_drafts *out) {
                      : spaced ? L[p->q].start : L[p->q - 1].start + L[p->q - 1].len;
     if (at >= S_len) continue;
     tried++;
-    size_t src_ind = indent_at(S, at, NULL);
+    size_t src_ls;
+    size_t src_ind = indent_at(S, at, &src_ls);
     long delta = (long)cur_ind - (long)src_ind;
-    size_t n = reindent(buf, sh->max_bytes + 2 * SIG_MAX, S + at, S_len - at, delta,
-                        sh->max_lines, sh->ind_char);
+    size_t w = 0;
+    if (at_line_start && src_ind == at - src_ls) {
+      /* Both at the start of a line: indent as the place is, relative to
+       * the line above each; what the cursor's line lacks goes first. */
+      long src_prev = prev_indent(S, src_ls);
+      delta = cur_prev >= 0 && src_prev >= 0 ? cur_prev - src_prev : 0;
+      long need = (long)src_ind + delta - (long)cur_ind;
+      while (need-- > 0 && w < sh->max_bytes) buf[w++] = sh->ind_char;
+    }
+    size_t n = w + reindent(buf + w, sh->max_bytes + 2 * SIG_MAX - w, S + at, S_len - at, delta,
+                            sh->max_lines, sh->ind_char);
     /* Local text first on equal evidence, as the line n-gram reads the
      * prompt before its corpus. */
     finish(out, sh, buf, n, "prompt", 1.0 + p->score - (double)p->dist / 1e9);

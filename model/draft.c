@@ -10,6 +10,7 @@
  * pass, on both sides of it, and the leading run that passes is kept. */
 #include "infill_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,8 @@ sc_status sc_draft_run_init(sc_draft_run *dr, const sc_infill_params *p, int cap
   dr->n = p->n_drafts < SC_INFILL_MAX_DRAFTS ? p->n_drafts : SC_INFILL_MAX_DRAFTS;
   dr->pos = malloc((size_t)cap * sizeof *dr->pos);
   dr->p = malloc((size_t)cap * sizeof *dr->p);
-  if (!dr->pos || !dr->p) {
+  dr->h = malloc((size_t)cap * sizeof *dr->h);
+  if (!dr->pos || !dr->p || !dr->h) {
     sc_draft_run_free(dr);
     return sc_error_set(err, SC_ERR_NOMEM, "infill: out of memory");
   }
@@ -32,6 +34,7 @@ sc_status sc_draft_run_init(sc_draft_run *dr, const sc_infill_params *p, int cap
 void sc_draft_run_free(sc_draft_run *dr) {
   free(dr->pos);
   free(dr->p);
+  free(dr->h);
   memset(dr, 0, sizeof *dr);
   dr->cur = -1;
 }
@@ -80,8 +83,14 @@ int sc_draft_place(sc_draft_run *dr, int32_t *cv, int m, int32_t mask, int lo, i
 int sc_draft_accept(sc_draft_run *dr, int32_t *cv, int32_t mask, float thr,
                     int *first_rejected) {
   *first_rejected = -1;
+  /* Medusa's typical acceptance (Cai et al. 2024, arXiv:2401.10774,
+   * section 3.3.1: p > min(eps, delta exp(-H)), delta = sqrt(eps)): where
+   * the model is sure the draft needs thr, where it is unsure (high
+   * entropy) less, so that a weak model defers to the evidence the draft
+   * brings instead of rejecting every token it would not have written. */
+  const double eps = thr, delta = sqrt(eps);
   int k = 0;
-  while (k < dr->np && dr->p[k] >= (double)thr) k++;
+  while (k < dr->np && dr->p[k] >= fmin(eps, delta * exp(-dr->h[k]))) k++;
   if (k < dr->np) {
     /* What follows a rejected token was scored against it: none of it stays. */
     *first_rejected = dr->pos[k];

@@ -54,6 +54,7 @@ struct sc_engine {
   float *pprob;       /* [max_seq] their probabilities */
   int32_t *order;     /* [max_seq] scratch for sorting */
   double *pdraft;     /* [max_seq] p of the drafted token, for drafted rows */
+  double *hdraft;     /* [max_seq] and its row's entropy */
   /* What fctx's K/V cache holds (sessions, below): kv_ids[i] is the token
    * whose K/V position i holds, for kv_n positions, computed for session
    * kv_session (0: no session; nothing to reuse). */
@@ -154,13 +155,14 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
   e->pprob = malloc(S * sizeof *e->pprob);
   e->order = malloc(S * sizeof *e->order);
   e->pdraft = malloc(S * sizeof *e->pdraft);
+  e->hdraft = malloc(S * sizeof *e->hdraft);
   e->prow = malloc(S * sizeof *e->prow);
   e->rpick = malloc(S * sizeof *e->rpick);
   e->kv_ids = malloc(S * sizeof *e->kv_ids);
   e->cap_rows = e->max_seq;
   if (!e->logits || !e->rows || !e->positions || !e->z || !e->cand || !e->seq ||
       !e->conf || !e->score || !e->pick || !e->pprob || !e->order || !e->prow || !e->rpick ||
-      !e->kv_ids || !e->pdraft) {
+      !e->kv_ids || !e->pdraft || !e->hdraft) {
     sc_engine_free(e);
     return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory for %d positions x %d vocab",
                         e->max_seq, e->vocab);
@@ -189,6 +191,7 @@ void sc_engine_free(sc_engine *e) {
   free(e->pprob);
   free(e->order);
   free(e->pdraft);
+  free(e->hdraft);
   free(e->kv_ids);
   free(e);
 }
@@ -496,10 +499,11 @@ static sc_status run_take_picks(sc_engine *e, cand_run *run, const sc_infill_par
       const int32_t t = run->seq[i];
       if (e->pick[k] == t && picked) {
         e->pdraft[k] = e->rpick[k].p;
+        e->hdraft[k] = e->rpick[k].entropy;
       } else {
         const sc_pick_params pp = pick_params(e, e->banned, e->prow + k);
         e->pdraft[k] = sc_pick_prob(e->logits + (size_t)k * (size_t)e->vocab, e->vocab,
-                                    &e->prow[k], &pp, t);
+                                    &e->prow[k], &pp, t, &e->hdraft[k]);
       }
     }
   }
@@ -554,7 +558,10 @@ static int run_accept(sc_engine *e, cand_run *run, const sc_infill_params *p,
   if (run->dr.np == 0) return 0;
   int n = 0;
   for (int k = run->row0; k < run->row0 + run->nr; k++)
-    if (run->drafted[e->positions[k] - run->c0]) run->dr.p[n++] = e->pdraft[k];
+    if (run->drafted[e->positions[k] - run->c0]) {
+      run->dr.h[n] = e->hdraft[k];
+      run->dr.p[n++] = e->pdraft[k];
+    }
   int rej = -1;
   int acc = sc_draft_accept(&run->dr, run->seq + run->c0, e->info->mask_id, p->draft_threshold,
                             &rej);
@@ -669,12 +676,14 @@ static sc_status ensure_rows(sc_engine *e, int n, sc_error *err) {
   if (order) e->order = order;
   double *pdraft = realloc(e->pdraft, N * sizeof *pdraft);
   if (pdraft) e->pdraft = pdraft;
+  double *hdraft = realloc(e->hdraft, N * sizeof *hdraft);
+  if (hdraft) e->hdraft = hdraft;
   sc_pick_row_params *prow = realloc(e->prow, N * sizeof *prow);
   if (prow) e->prow = prow;
   sc_row_pick *rpick = realloc(e->rpick, N * sizeof *rpick);
   if (rpick) e->rpick = rpick;
-  SC_CHECK(logits && rows && positions && score && pick && pprob && order && pdraft && prow &&
-               rpick,
+  SC_CHECK(logits && rows && positions && score && pick && pprob && order && pdraft && hdraft &&
+               prow && rpick,
            err,
            SC_ERR_NOMEM, "engine: out of memory for %d rows", n);
   e->cap_rows = n;

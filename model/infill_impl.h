@@ -34,6 +34,7 @@ typedef struct sc_draft_run {
   int np;        /* positions placed this step ... */
   int32_t *pos;  /* ... [cap]: canvas positions, ascending (owned) */
   double *p;     /* [cap] the pass's p of each placed token, for the test (owned) */
+  double *h;     /* [cap] the entropy (nats) of the row that scored it (owned) */
   int cap;
   int drafted, accepted; /* over the run */
 } sc_draft_run;
@@ -48,10 +49,10 @@ void sc_draft_run_free(sc_draft_run *dr);
  * position die. */
 int sc_draft_place(sc_draft_run *dr, int32_t *cv, int m, int32_t mask, int lo, int hi);
 /* The acceptance test: the leading run of placed positions whose p[k]
- * (dr->p, for dr->pos[k]) is at least thr stays; the rest become masks
- * again in cv and the draft dies. Returns the run's length;
- * *first_rejected is the first position that fell short, -1 when all
- * passed. */
+ * (dr->p, for dr->pos[k]) is at least min(thr, sqrt(thr) exp(-h[k]))
+ * stays; the rest become masks again in cv and the draft dies. Returns
+ * the run's length; *first_rejected is the first position that fell
+ * short, -1 when all passed. */
 int sc_draft_accept(sc_draft_run *dr, int32_t *cv, int32_t mask, float thr,
                     int *first_rejected);
 /* After an acceptance: the canvas length the placed draft sets (its end)

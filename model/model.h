@@ -477,10 +477,11 @@ bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *ctx);
 void sc_pick_rows(const float *logits, int n_rows, int vocab, const sc_pick_params *pick,
                   double *z, sc_row_pick *out);
 /* p(token) in one row under the same rules (temperature, EOS penalty,
- * bans; no noise): what a draft's acceptance test compares with its
- * threshold. 0 for a banned token or a row with a non-finite logit. */
+ * bans; no noise), and the row's entropy in nats into *entropy (may be
+ * NULL): what a draft's acceptance test reads. 0 for a banned token or a
+ * row with a non-finite logit. */
 double sc_pick_prob(const float *logits, int vocab, const sc_pick_row_params *row,
-                    const sc_pick_params *pick, int32_t token);
+                    const sc_pick_params *pick, int32_t token, double *entropy);
 
 /* ======================= the diffusion infill engine ===================== */
 /* (model/engine.c) Fills a canvas of mask tokens between a prefix and a
@@ -600,9 +601,11 @@ typedef struct sc_family_profile {
  * the one forward pass the step runs anyway scores every drafted position
  * at once, each against the prefix, the suffix and the other drafted tokens
  * (its row is computed with the drafted tokens visible). The leading run of
- * drafted positions whose drafted token has p >= draft_threshold (p under
- * the step's picking rules: temperature, EOS penalty, bans; before top-k or
- * top-p) is committed together. At the first position that falls short the
+ * drafted positions whose drafted token has p >= min(draft_threshold,
+ * sqrt(draft_threshold) exp(-H)), H the row's entropy (Medusa's typical
+ * acceptance: an unsure row asks less of the draft; p under the step's
+ * picking rules: temperature, EOS penalty, bans; before top-k or top-p) is
+ * committed together. At the first position that falls short the
  * draft is rejected: it and the rest of the draft become masks again and
  * are decoded as usual. Rows that saw a rejected token commit nothing that
  * step, except the rejected position itself, which takes the model's own

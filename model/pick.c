@@ -87,10 +87,11 @@ static double adjusted(const float *l, int t, double inv_t, double pen, const sc
   return v;
 }
 
-/* The rules of pick_row, for one token's probability: two passes (the
- * maximum, then the normaliser), no scratch row. */
+/* The rules of pick_row, for one token's probability (and the row's
+ * entropy): two passes (the maximum, then the sums), no scratch row. */
 double sc_pick_prob(const float *l, int V, const sc_pick_row_params *rp, const sc_pick_params *pp,
-                    int32_t token) {
+                    int32_t token, double *entropy) {
+  if (entropy) *entropy = 0.0;
   if (token < 0 || token >= V || (pp->banned && pp->banned[token])) return 0.0;
   const double inv_t = rp->temperature > 0 ? 1.0 / (double)rp->temperature : 1.0;
   const double pen = (double)rp->eos_penalty * inv_t;
@@ -101,8 +102,14 @@ double sc_pick_prob(const float *l, int V, const sc_pick_row_params *rp, const s
     double v = adjusted(l, t, inv_t, pen, pp);
     if (v > m) m = v;
   }
-  double s = 0;
-  for (int t = 0; t < V; t++)
-    if (!(pp->banned && pp->banned[t])) s += exp(adjusted(l, t, inv_t, pen, pp) - m);
-  return s > 0 && isfinite(s) ? exp(adjusted(l, token, inv_t, pen, pp) - m) / s : 0.0;
+  double s = 0, s1 = 0;
+  for (int t = 0; t < V; t++) {
+    if (pp->banned && pp->banned[t]) continue;
+    double d = adjusted(l, t, inv_t, pen, pp) - m, e = exp(d);
+    s += e;
+    s1 += e * d;
+  }
+  if (!(s > 0) || !isfinite(s)) return 0.0;
+  if (entropy) *entropy = log(s) - s1 / s; /* as pick_row's */
+  return exp(adjusted(l, token, inv_t, pen, pp) - m) / s;
 }

@@ -8,6 +8,7 @@
  * with and without the dual cache, several lengths, a session, the
  * upstream loops, and the acceptance threshold itself. */
 #define _POSIX_C_SOURCE 200809L
+#include "infill_impl.h" /* the acceptance rule, tested alone */
 #include "model.h"
 #include "sc_test.h"
 #include "sc_test_models.h"
@@ -119,15 +120,18 @@ static void check_model(const char *name) {
           r.accepted);
   sc_infill_result_free(&r);
 
-  /* The threshold decides: at 1 nothing passes (p < 1 in floats), and the
-   * middle is the model's, one token a pass. */
-  d = (sc_draft){right, 5, 0, false};
+  /* The threshold decides: at 0 every drafted token passes, a wrong one
+   * too; the default rejects 40 where the model is sure of 51 (its row's
+   * entropy is near 0, so the test asks p >= the threshold itself). */
+  d = (sc_draft){bad, 3, 0, false};
   p.drafts = &d;
   p.n_drafts = 1;
-  p.draft_threshold = 1.0f;
+  p.draft_threshold = 0.0f;
   REQUIRE(run(e, &p, 16, &r) == SC_OK);
-  EXPECT(right_middle(&r) && r.accepted == 0 && r.steps == 10);
+  EXPECTF(r.n_ids >= 3 && r.ids[0] == 40 && r.ids[2] == 42 && r.accepted == 3,
+          "%s: threshold 0: %d accepted", name, r.accepted);
   sc_infill_result_free(&r);
+  d = (sc_draft){right, 5, 0, false};
   p.draft_threshold = SC_DRAFT_THRESHOLD_DEFAULT;
 
   /* Across blocks of 4, with the dual cache and without. */
@@ -238,7 +242,9 @@ static void test_pick_prob(void) {
   sc_row_pick out;
   rp.temperature = 0; /* greedy: the argmax */
   sc_pick_rows(l, 1, V, &pp, z, &out);
-  EXPECT(fabs(sc_pick_prob(l, V, &rp, &pp, out.token) - out.p) < 1e-12);
+  double h = -1;
+  EXPECT(fabs(sc_pick_prob(l, V, &rp, &pp, out.token, &h) - out.p) < 1e-12);
+  EXPECT(fabs(h - out.entropy) < 1e-12);
   rp.temperature = 0.7f;
   double s = 0, want = 0;
   for (int t = 0; t < V; t++) {
@@ -247,11 +253,40 @@ static void test_pick_prob(void) {
     s += exp(v);
     if (t == 3) want = exp(v);
   }
-  EXPECT(fabs(sc_pick_prob(l, V, &rp, &pp, 3) - want / s) < 1e-9);
-  EXPECT(sc_pick_prob(l, V, &rp, &pp, 4) == 0.0); /* banned */
-  EXPECT(sc_pick_prob(l, V, &rp, &pp, 99) == 0.0);
+  EXPECT(fabs(sc_pick_prob(l, V, &rp, &pp, 3, NULL) - want / s) < 1e-9);
+  EXPECT(sc_pick_prob(l, V, &rp, &pp, 4, NULL) == 0.0); /* banned */
+  EXPECT(sc_pick_prob(l, V, &rp, &pp, 99, NULL) == 0.0);
   l[2] = NAN;
-  EXPECT(sc_pick_prob(l, V, &rp, &pp, 3) == 0.0);
+  EXPECT(sc_pick_prob(l, V, &rp, &pp, 3, NULL) == 0.0);
+}
+
+/* The acceptance rule itself (model/draft.c): p >= min(thr, sqrt(thr)
+ * exp(-H)): a sure row (H near 0) asks thr, an unsure one less; the
+ * leading run that passes stays, the rest is masked again. */
+static void test_typical_acceptance(void) {
+  int32_t ids[3] = {7, 8, 9};
+  sc_draft d = {ids, 3, 0, false};
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  p.drafts = &d;
+  p.n_drafts = 1;
+  sc_draft_run dr;
+  REQUIRE(sc_draft_run_init(&dr, &p, 8, NULL) == SC_OK);
+  int32_t cv[8];
+  for (int i = 0; i < 8; i++) cv[i] = 99;
+  REQUIRE(sc_draft_place(&dr, cv, 8, 99, 0, 8) == 3 && cv[0] == 7 && cv[2] == 9);
+  /* thr 0.09 (delta 0.3): 0.05 passes on a row of entropy 2 (0.3 e^-2 =
+   * 0.041), 0.05 fails on a sure row (0.09), 0.002 passes at entropy 6. */
+  dr.p[0] = 0.05, dr.h[0] = 2.0;
+  dr.p[1] = 0.002, dr.h[1] = 6.0;
+  dr.p[2] = 0.05, dr.h[2] = 0.1;
+  int rej = -2;
+  EXPECT(sc_draft_accept(&dr, cv, 99, 0.09f, &rej) == 2);
+  EXPECT(rej == 2 && cv[2] == 99 && cv[0] == 7 && cv[1] == 8);
+  EXPECT(dr.dead[0] && dr.accepted == 2 && dr.drafted == 3);
+  /* A dead draft is not placed again. */
+  EXPECT(sc_draft_place(&dr, cv, 8, 99, 0, 8) == 0);
+  sc_draft_run_free(&dr);
 }
 
 int main(void) {
@@ -260,5 +295,6 @@ int main(void) {
   RUN(test_shifted);
   RUN(test_unshifted);
   RUN(test_pick_prob);
+  RUN(test_typical_acceptance);
   TEST_MAIN_END();
 }
