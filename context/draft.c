@@ -32,6 +32,7 @@
 #define MAX_SCAN (64u << 10) /* bytes of each side lexed: the windows a prompt has */
 #define MAX_LEX 16384       /* lexemes of each side */
 #define SIG_MAX 48          /* bytes of the suffix a draft must run into to end the middle */
+#define TOP_PLACES (4 * SC_DRAFTS_MAX) /* places of the prompt tried, best first */
 
 /* ---- lexemes ---------------------------------------------------------------------- */
 
@@ -242,16 +243,40 @@ static double weight(const char *s, const lexeme *l) {
 }
 #define MIN_EVIDENCE 1.5 /* with a word among it: "x =", or a partial word and "(" */
 
+/* The lexemes and places of one lookup, kept per thread between requests:
+ * a fresh 1.5 MB every request cost its page faults (a p99 of 1.8 ms on
+ * CPython against 0.8 ms for the lookup itself). MAX_LEX lexemes each side
+ * (512 KiB) a thread, freed with it. */
+typedef struct scratch {
+  lexeme lb[MAX_LEX], la[MAX_LEX];
+} scratch;
+
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+static void scratch_key_make(void) { pthread_key_create(&g_scratch_key, free); }
+
+static scratch *thread_scratch(void) {
+  pthread_once(&g_scratch_once, scratch_key_make);
+  scratch *s = pthread_getspecific(g_scratch_key);
+  if (!s && (s = malloc(sizeof *s)) && pthread_setspecific(g_scratch_key, s) != 0) {
+    free(s);
+    s = NULL;
+  }
+  return s;
+}
+
 static void from_prompt(const shaper *sh, sc_drafts *out) {
   const sc_draft_query *q = sh->q;
   size_t b0 = q->before_len > MAX_SCAN ? q->before_len - MAX_SCAN : 0;
   size_t a1 = q->after_len > MAX_SCAN ? MAX_SCAN : q->after_len;
   const char *B = q->before + b0, *A = q->after;
   size_t nb_text = q->before_len - b0;
-  lexeme *lb = malloc(MAX_LEX * sizeof *lb), *la = malloc(MAX_LEX * sizeof *la);
-  place *pl = malloc(2 * MAX_LEX * sizeof *pl);
+  scratch *sc = thread_scratch();
+  if (!sc) return;
+  lexeme *lb = sc->lb, *la = sc->la;
+  place pl[TOP_PLACES];
   char *buf = malloc(sh->max_bytes + 2 * SIG_MAX + 64);
-  if (!lb || !la || !pl || !buf) goto done;
+  if (!buf) goto done;
   /* The tail of before is what matters: lex a window that ends at the cursor. */
   size_t from = nb_text > MAX_LEX * 4 ? nb_text - MAX_LEX * 4 : 0;
   size_t nb = lex(B + from, nb_text - from, lb, MAX_LEX);
@@ -294,10 +319,19 @@ static void from_prompt(const shaper *sh, sc_drafts *out) {
       }
       if (score < MIN_EVIDENCE || !word || m < 1) continue;
       size_t dist = side ? L[qi].start : nb_text - L[qi].start;
-      pl[np++] = (place){side, (uint32_t)qi, score, dist};
+      /* Only the best TOP_PLACES are ever tried: keep them sorted as they
+       * come instead of sorting every place (a prompt of repeated lines
+       * has thousands). */
+      place np_ = {side, (uint32_t)qi, score, dist};
+      if (np == TOP_PLACES && cmp_place(&np_, &pl[np - 1]) >= 0) continue;
+      size_t at = np < TOP_PLACES ? np++ : np - 1;
+      while (at > 0 && cmp_place(&np_, &pl[at - 1]) < 0) {
+        pl[at] = pl[at - 1];
+        at--;
+      }
+      pl[at] = np_;
     }
   }
-  qsort(pl, np, sizeof *pl, cmp_place);
   /* The cursor's indentation, and each place's, for the lines after the
    * first. On a line with nothing but blanks before the cursor, the lines
    * above set it (the cursor's line has only what was typed so far). */
@@ -306,7 +340,7 @@ static void from_prompt(const shaper *sh, sc_drafts *out) {
   bool at_line_start = cur_ind == nb_text - cur_ls;
   long cur_prev = at_line_start ? prev_indent(B, cur_ls) : -1;
   int tried = 0;
-  for (size_t i = 0; i < np && tried < 4 * SC_DRAFTS_MAX && out->n < SC_DRAFTS_MAX; i++) {
+  for (size_t i = 0; i < np && tried < TOP_PLACES && out->n < SC_DRAFTS_MAX; i++) {
     const place *p = &pl[i];
     const lexeme *L = p->side ? la : lb;
     const char *S = p->side ? A : B;
@@ -334,9 +368,6 @@ static void from_prompt(const shaper *sh, sc_drafts *out) {
     finish(out, sh, buf, n, "prompt", 1.0 + p->score - (double)p->dist / 1e9);
   }
 done:
-  free(lb);
-  free(la);
-  free(pl);
   free(buf);
 }
 
