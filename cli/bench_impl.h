@@ -32,6 +32,22 @@ int sc_bench_step(sc_model *model, const char *model_dir, int context, int canva
 /* GB/s reading a 1 GiB buffer with threads threads (best of 5); 0 on OOM. */
 double sc_bench_read_bandwidth(int threads);
 
+/* `sculpt bench --synthetic SHAPE` (bench_synth.c): the CUDA step table,
+ * --profile (by kernel kind, switches, key splits) or --infill (the real
+ * engine, CPU or CUDA). */
+typedef struct sc_bench_synth_args {
+  const char *shape, *device;     /* device "cuda" or "cpu" */
+  const int *canvases, *contexts; /* the points: every context x canvas */
+  int n_canvas, n_context;
+  int per_step, repeat, block;    /* tokens committed a step, medians of, blocks */
+  bool profile, infill;
+  const char *variants;           /* --variants: the switches to time (profile) */
+  const char *chunks;             /* --chunks: key splits to time (profile) */
+  sc_weights_kind weights;        /* --infill on the CPU: what it computes in */
+  int threads;
+} sc_bench_synth_args;
+int sc_bench_synthetic(const sc_bench_synth_args *a);
+
 /* /proc/cpuinfo's model name, or "unknown cpu". */
 void sc_bench_cpu_name(char *out, size_t n);
 

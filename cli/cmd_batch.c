@@ -66,8 +66,10 @@ static int parse_args(int argc, char **argv, args *a) {
       a->batch_sites = o[2] == 'b';
       continue;
     }
-    if (strcmp(o, "--python-ellipsis") == 0 || strcmp(o, "--force") == 0) {
+    if (strcmp(o, "--python-ellipsis") == 0 || strcmp(o, "--force") == 0 ||
+        strcmp(o, "--warnings") == 0) {
       if (o[2] == 'p') a->run.holes.python_ellipsis = true;
+      else if (o[2] == 'w') a->run.warnings = true;
       else a->run.force = true;
       continue;
     }
@@ -127,7 +129,7 @@ static int parse_args(int argc, char **argv, args *a) {
     }
     else if (strcmp(o, "--family") == 0) a->family = v;
     else if (strcmp(o, "--weights") == 0) {
-      if (!sc_weights_kind_parse(v, &a->weights)) { sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8"); return 2; }
+      if (!sc_weights_kind_parse(v, &a->weights)) { sc_cli_fail(CMD, "--weights takes " SC_WEIGHTS_KINDS); return 2; }
     }
     else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
@@ -143,6 +145,7 @@ static int parse_args(int argc, char **argv, args *a) {
     sc_cli_fail(CMD, "%s goes with --holes", a->run.holes.marker ? "--marker" : "--python-ellipsis");
     return 2;
   }
+  if (a->run.warnings && *mode != SC_EDIT_DIAGNOSTIC) { sc_cli_fail(CMD, "--warnings goes with --diagnostics"); return 2; }
   if (a->n_paths == 0) { sc_cli_fail(CMD, "needs at least one PATH (a file or a directory)"); return 2; }
   if (sc_cli_backend_orphan(CMD, &a->remote)) return 2;
   /* With --check the default is several tries, else one (greedy). */

@@ -3,15 +3,12 @@
  * cache, under a stated schedule (fixed tokens per step), on random context
  * ids. A benchmark, not a test: it prints numbers and the machine.
  *
- * `sculpt bench --synthetic SHAPE` times one denoising step of the CUDA
- * backend instead, with random weights generated on the GPU at a real
- * model's shapes (nothing to download): ms per step for each canvas and
- * cached context, tokens/s at K tokens committed per step, peak memory, and
- * the step's HBM roofline (bytes of weights and K/V read / peak bandwidth). */
+ * `sculpt bench --synthetic SHAPE` times random weights at a real model's
+ * shapes instead (bench_synth.c): the CUDA step against its roofline, its
+ * profile by kernel kind, or whole infills through the engine. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_impl.h"
 #include "cli.h"
-#include "kernels.h"
 #include "model.h"
 
 #include <errno.h>
@@ -59,175 +56,6 @@ static bool parse_list(const char *s, int *out, int max, int *n) {
   return ok && *n > 0;
 }
 
-/* ---- --synthetic: one denoising step on the GPU ---------------------------- */
-
-/* Real shapes (config.json of each model; ../shared/notes/diffusion-models.md). */
-typedef struct synth_shape {
-  const char *name;
-  sc_kernels_dims d;
-  float theta;
-  bool bias, qk_norm, tied;
-} synth_shape;
-
-static const synth_shape SHAPES[] = {
-    /* Qwen2.5-Coder-0.5B: 24 layers, 14/2 heads, QKV bias, tied. */
-    {"open-dcoder-0.5b", {24, 896, 14, 2, 64, 4864, 151936}, 1e6f, true, false, true},
-    /* Qwen3-1.7B: 28 layers, 16/8 heads, hd 128, q/k-norm, own lm_head. */
-    {"coda-1.7b", {28, 2048, 16, 8, 128, 6144, 151936}, 1e6f, false, true, false},
-    /* Qwen2.5-7B: 28 layers, 28/4 heads, hd 128, QKV bias, untied. */
-    {"dream-7b", {28, 3584, 28, 4, 128, 18944, 152064}, 1e6f, true, false, false},
-};
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int bench_synthetic(const char *shape_name, const char *device, const int *canvases,
-                           int n_canvas, const int *contexts, int n_context, int per_step,
-                           int repeat) {
-  const synth_shape *sh = NULL;
-  for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
-    if (strcmp(SHAPES[i].name, shape_name) == 0) sh = &SHAPES[i];
-  if (!sh) {
-    sc_cli_fail(CMD, "--synthetic takes open-dcoder-0.5b, coda-1.7b or dream-7b, not '%s'",
-                shape_name);
-    return 2;
-  }
-  if (strcmp(device, "cuda") != 0 && strcmp(device, "gpu") != 0) {
-    sc_cli_fail(CMD, "--synthetic times the CUDA backend: use --device cuda, not '%s'", device);
-    return 2;
-  }
-  sc_error err = {0};
-  sc_kernels_device_info dev;
-  if (sc_kernels_probe(&dev, &err) != SC_OK) {
-    sc_cli_fail(CMD, "--synthetic needs a CUDA GPU, and there is none: %s", err.msg);
-    return 1;
-  }
-  int sms = 0;
-  double bw = 0;
-  if (sc_kernels_device_bandwidth(&sms, &bw, &err) != SC_OK) {
-    sc_cli_fail(CMD, "%s", err.msg);
-    return 1;
-  }
-  int max_canvas = 0, max_context = 0;
-  for (int i = 0; i < n_canvas; i++) max_canvas = canvases[i] > max_canvas ? canvases[i] : max_canvas;
-  for (int i = 0; i < n_context; i++)
-    max_context = contexts[i] > max_context ? contexts[i] : max_context;
-  const int S = max_context + max_canvas;
-
-  sc_kernels_model_desc desc;
-  memset(&desc, 0, sizeof desc);
-  desc.dims = sh->d;
-  desc.rope_theta = sh->theta;
-  desc.rms_eps = 1e-6f;
-  desc.synthetic = true;
-  desc.synthetic_bias = sh->bias;
-  desc.synthetic_qk_norm = sh->qk_norm;
-  desc.synthetic_tied = sh->tied;
-  desc.seed = 42;
-  sc_kernels_model *km = NULL;
-  sc_kernels_ctx *kc = NULL;
-  double t0 = sc_now_ms();
-  if (sc_kernels_model_new(&desc, &km, &err) != SC_OK ||
-      sc_kernels_ctx_new(km, S, &kc, &err) != SC_OK) {
-    sc_cli_fail(CMD, "%s", err.msg);
-    sc_kernels_model_free(km);
-    return 1;
-  }
-  double setup_ms = sc_now_ms() - t0;
-  const sc_kernels_dims *d = &sh->d;
-  const double H = d->hidden, V = d->vocab, KD = (double)d->n_kv_heads * d->head_dim;
-  /* Bytes a step must read: every weight once, except the embedding table,
-   * of which only the window's rows are gathered (unless it is the head). */
-  const double w_bytes = (double)sc_kernels_model_bytes(km) - (sh->tied ? 0.0 : V * H * 2.0);
-  printf("sculpt bench --synthetic %s: %d layers, hidden %d, heads %d/%d x %d, ffn %d, "
-         "vocab %d, bf16 weights %.2f GiB (random, generated on the GPU in %.0f ms)\n",
-         sh->name, d->n_layers, d->hidden, d->n_heads, d->n_kv_heads, d->head_dim,
-         d->intermediate, d->vocab, sc_kernels_model_bytes(km) / 1073741824.0, setup_ms);
-  printf("device: %s, %d SMs, peak HBM bandwidth %.0f GB/s (2 x memory clock x bus width), "
-         "driver %d, runtime %d\n",
-         dev.name, sms, bw / 1e9, dev.driver_version, dev.runtime_version);
-  printf("step: the canvas rows recomputed over the cached context K/V (window pass), "
-         "lm_head + softmax stats on the device for every canvas row; %d tokens committed per "
-         "step; median of %d steps\n\n",
-         per_step, repeat);
-  printf("%8s %7s | %9s %9s | %10s %8s | %9s\n", "context", "canvas", "ms/step", "mean ms",
-         "roofline", "ratio", "tok/s");
-
-  int status = 0;
-  const int vocab_ok = d->vocab - 1000; /* ordinary ids */
-  int32_t *ids = malloc((size_t)S * sizeof *ids);
-  double *times = malloc((size_t)repeat * sizeof *times);
-  sc_kernels_row_stats *st = malloc((size_t)max_canvas * sizeof *st);
-  sc_kernels_pick_row *pr = calloc((size_t)max_canvas, sizeof *pr); /* greedy, no penalty */
-  if (!ids || !times || !st || !pr) {
-    sc_cli_fail(CMD, "out of memory");
-    status = 1;
-  }
-  uint64_t x = 12345;
-  for (int i = 0; status == 0 && i < S; i++) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    ids[i] = (int32_t)((x >> 33) % (uint64_t)vocab_ok);
-  }
-  for (int ci = 0; status == 0 && ci < n_context; ci++) {
-    for (int mi = 0; status == 0 && mi < n_canvas; mi++) {
-      const int C = contexts[ci], m = canvases[mi], n = C + m, w0 = C / 2;
-      int32_t none = 0;
-      sc_kernels_pass full = {ids, n, 0, n, NULL, 0, &none, 0};
-      sc_kernels_pass step = {ids, n, w0, w0 + m, NULL, 0, NULL, m};
-      sc_kernels_sample smp = {pr, NULL, -1, -1, NULL};
-      if (sc_kernels_forward(kc, &full, NULL, &err) != SC_OK) {
-        status = 1;
-        break;
-      }
-      for (int r = -3; r < repeat; r++) { /* 3 warm-up steps: cuBLAS heuristics, graph capture */
-        double t = sc_now_ms();
-        if (sc_kernels_forward_stats(kc, &step, &smp, st, &err) != SC_OK) {
-          status = 1;
-          break;
-        }
-        t = sc_now_ms() - t;
-        if (r >= 0) times[r] = t;
-        /* Commit per_step tokens (the argmax), as a decoder would. */
-        for (int k = 0; k < per_step && k < m; k++) {
-          int j = (((r + 3) * per_step) + k) % m;
-          ids[w0 + j] = st[j].argmax;
-        }
-      }
-      if (status) break;
-      double mean = 0;
-      for (int r = 0; r < repeat; r++) mean += times[r];
-      mean /= repeat;
-      qsort(times, (size_t)repeat, sizeof *times, cmp_double);
-      const double med = times[repeat / 2];
-      const double kv_bytes = (double)d->n_layers * n * KD * 2.0 * 2.0;
-      const double roof = (w_bytes + kv_bytes) / bw * 1000.0;
-      const double tps = per_step / med * 1000.0;
-      printf("%8d %7d | %9.3f %9.3f | %8.3fms %7.2fx | %9.0f\n", C, m, med, mean, roof,
-             med / roof, tps);
-      printf("RESULT impl=sculpt model=%s context=%d canvas=%d ms=%.4f roofline_ms=%.4f "
-             "tok_s=%.1f\n",
-             sh->name, C, m, med, roof, tps);
-      fflush(stdout);
-    }
-  }
-  if (status) sc_cli_fail(CMD, "%s", err.msg);
-  uint64_t used = 0, total = 0;
-  if (status == 0 && sc_kernels_device_memory(&used, &total, &err) == SC_OK)
-    printf("\nmemory: weights %.2f GiB + context arena %.2f GiB (max_seq %d, planned up front, "
-           "so also the peak); device in use %.2f of %.2f GiB\n",
-           sc_kernels_model_bytes(km) / 1073741824.0, sc_kernels_ctx_bytes(kc) / 1073741824.0,
-           S, used / 1073741824.0, total / 1073741824.0);
-  free(ids);
-  free(times);
-  free(st);
-  free(pr);
-  sc_kernels_ctx_free(kc);
-  sc_kernels_model_free(km);
-  return status;
-}
-
 /* The folder --model names (sc_cli_model_dir), kept for the rest of the
  * process: a bench is one command. */
 static const char *bench_model_dir(const char *given, int *rc) {
@@ -247,6 +75,9 @@ int sc_cli_bench(int argc, char **argv) {
   int contexts[16] = {512, 4096}, n_context = 0;
   int context = 512, per_step = 4, repeat = 3, block = 32;
   bool repeat_set = false, context_set = false, canvas_set = false, step_only = false;
+  bool profile = false, infill = false;
+  const char *variants = "default,graphs=off,attn=simt,head=host,fuse=off";
+  const char *chunks = "auto,1,2,4,8,16,32";
   sc_bench_replay_args ra = {0};
   ra.type_chars = 400;
   ra.eos_penalty = NAN;
@@ -255,8 +86,11 @@ int sc_cli_bench(int argc, char **argv) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     /* Flags without a value (--replay's). */
     if (strcmp(o, "--compare") == 0 || strcmp(o, "--no-session") == 0 ||
-        strcmp(o, "--json") == 0 || strcmp(o, "--verbose") == 0 || strcmp(o, "--step") == 0) {
+        strcmp(o, "--json") == 0 || strcmp(o, "--verbose") == 0 || strcmp(o, "--step") == 0 ||
+        strcmp(o, "--profile") == 0 || strcmp(o, "--infill") == 0) {
       if (strcmp(o, "--step") == 0) step_only = true;
+      else if (strcmp(o, "--profile") == 0) profile = true;
+      else if (strcmp(o, "--infill") == 0) infill = true;
       else if (strcmp(o, "--compare") == 0) ra.compare = true;
       else if (strcmp(o, "--no-session") == 0) ra.no_session = true;
       else if (strcmp(o, "--json") == 0) ra.json = true;
@@ -274,6 +108,8 @@ int sc_cli_bench(int argc, char **argv) {
     if (strcmp(o, "--model") == 0) model_dir = v;
     else if (strcmp(o, "--synthetic") == 0) synthetic = v;
     else if (strcmp(o, "--replay") == 0) ra.target = v;
+    else if (strcmp(o, "--variants") == 0) variants = v;
+    else if (strcmp(o, "--chunks") == 0) chunks = v;
     else if (strcmp(o, "--type") == 0 && num && x >= 1 && x <= 100000) ra.type_chars = (int)x;
     else if (strcmp(o, "--threads") == 0 && num && x <= 1024) ra.threads = (int)x;
     else if (strcmp(o, "--max-reuses") == 0 && num && x <= 1000000) ra.session.max_reuses = (int)x;
@@ -292,7 +128,7 @@ int sc_cli_bench(int argc, char **argv) {
     else if (strcmp(o, "--device") == 0) device = v;
     else if (strcmp(o, "--weights") == 0) {
       if (!sc_weights_kind_parse(v, &weights)) {
-        sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8");
+        sc_cli_fail(CMD, "--weights takes " SC_WEIGHTS_KINDS);
         return 2;
       }
     }
@@ -345,9 +181,21 @@ int sc_cli_bench(int argc, char **argv) {
       sc_cli_fail(CMD, "--synthetic and --model exclude each other");
       return 2;
     }
+    if (profile && infill) {
+      sc_cli_fail(CMD, "--profile and --infill exclude each other");
+      return 2;
+    }
     if (n_context == 0) n_context = 2;
-    return bench_synthetic(synthetic, device ? device : "cuda", canvases, n_canvas, contexts,
-                           n_context, per_step, repeat_set ? repeat : 20);
+    /* --profile and --infill: one canvas (32) unless asked. */
+    if ((profile || infill) && !canvas_set) canvases[0] = 32, n_canvas = 1;
+    sc_bench_synth_args sa = {synthetic, device ? device : "cuda", canvases, contexts,
+                              n_canvas, n_context, per_step, repeat_set ? repeat : 20,
+                              block, profile, infill, variants, chunks, weights, ra.threads};
+    return sc_bench_synthetic(&sa);
+  }
+  if (profile || infill) {
+    sc_cli_fail(CMD, "--profile and --infill go with --synthetic");
+    return 2;
   }
   if (n_context > 1) {
     sc_cli_fail(CMD, "--context takes one size without --synthetic");

@@ -77,7 +77,7 @@ static int parse_args(int argc, char **argv, args *a) {
     else if (strcmp(o, "--family") == 0) a->family = v;
     else if (strcmp(o, "--weights") == 0) {
       if (!sc_weights_kind_parse(v, &a->weights)) {
-        sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8");
+        sc_cli_fail(CMD, "--weights takes " SC_WEIGHTS_KINDS);
         return 2;
       }
     }

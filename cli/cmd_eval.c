@@ -75,7 +75,7 @@ static int parse_args(int argc, char **argv, args *a) {
     } else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->o.device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
     } else if (strcmp(o, "--weights") == 0) {
-      if (!sc_weights_kind_parse(v, &a->o.weights)) { sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8"); return 2; }
+      if (!sc_weights_kind_parse(v, &a->o.weights)) { sc_cli_fail(CMD, "--weights takes " SC_WEIGHTS_KINDS); return 2; }
     } else if (strcmp(o, "--limit") == 0) {
       if (!sc_cli_parse_long(v, 1, 1L << 30, &n)) { sc_cli_fail(CMD, "--limit takes a positive number"); return 2; }
       a->o.data.limit = (size_t)n;

@@ -105,7 +105,7 @@ int sc_cli_logits(int argc, char **argv) {
     return 2;
   }
   if (weights_arg && !sc_weights_kind_parse(weights_arg, &opts.weights)) {
-    sc_cli_fail("logits", "--weights: '%s' is not auto, f32, bf16 or int8", weights_arg);
+    sc_cli_fail("logits", "--weights: '%s' is not " SC_WEIGHTS_KINDS, weights_arg);
     return 2;
   }
   if (threads < 0 || repeat < 0) {

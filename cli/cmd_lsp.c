@@ -47,7 +47,7 @@ int sc_cli_lsp(int argc, char **argv) {
     } else if (strcmp(a, "--weights") == 0 && val) {
       /* The weights setting's default (as --device is the device's). */
       if (!sc_weights_kind_parse(val, &opts.weights)) {
-        sc_cli_fail("lsp", "--weights takes auto, f32, bf16 or int8, not '%s'", val);
+        sc_cli_fail("lsp", "--weights takes " SC_WEIGHTS_KINDS ", not '%s'", val);
         return 2;
       }
       i++;

@@ -163,8 +163,9 @@ int sc_cli_model(int argc, char **argv) {
       return 2;
     }
   }
+  if (!dir) dir = sc_model_default_dir(); /* the model the other subcommands load */
   if (!dir) {
-    sc_cli_fail("model", "--model DIR is required");
+    sc_cli_fail("model", "no model: pass --model DIR or set SCULPT_MODEL");
     return 2;
   }
   sc_model_options opts = {.device = SC_DEVICE_CPU, .max_seq = max_seq};
@@ -173,7 +174,7 @@ int sc_cli_model(int argc, char **argv) {
     return 2;
   }
   if (weights_arg && !sc_weights_kind_parse(weights_arg, &opts.weights)) {
-    sc_cli_fail("model", "--weights: '%s' is not auto, f32, bf16 or int8", weights_arg);
+    sc_cli_fail("model", "--weights: '%s' is not " SC_WEIGHTS_KINDS, weights_arg);
     return 2;
   }
   if (max_seq < 0) {

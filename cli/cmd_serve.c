@@ -38,7 +38,7 @@ int sc_cli_serve(int argc, char **argv) {
     else if (strcmp(a, "--device") == 0) {
       if (!sc_device_kind_parse(v, &o.device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
     } else if (strcmp(a, "--weights") == 0) {
-      if (!sc_weights_kind_parse(v, &o.weights)) { sc_cli_fail(CMD, "--weights takes auto, f32, bf16 or int8"); return 2; }
+      if (!sc_weights_kind_parse(v, &o.weights)) { sc_cli_fail(CMD, "--weights takes " SC_WEIGHTS_KINDS); return 2; }
     } else if (strcmp(a, "--queue") == 0) {
       if (!sc_cli_parse_long(v, 0, 1 << 20, &n)) { sc_cli_fail(CMD, "--queue takes 0 to 1048576"); return 2; }
       o.queue = (int)n;

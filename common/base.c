@@ -127,6 +127,14 @@ void sc_log(sc_log_level level, const char *fmt, ...) {
 
 /* ---- helpers -------------------------------------------------------------- */
 
+char *sc_memdup(const void *p, size_t n) {
+  char *s = n < SIZE_MAX ? malloc(n + 1) : NULL;
+  if (!s) return NULL;
+  if (n) memcpy(s, p, n);
+  s[n] = '\0';
+  return s;
+}
+
 char *sc_format_bytes(uint64_t b, char *buf, size_t n) {
   if (b >= 1000000000ull) snprintf(buf, n, "%.1f GB", (double)b / 1e9);
   else if (b >= 1000000ull) snprintf(buf, n, "%.1f MB", (double)b / 1e6);

@@ -109,6 +109,11 @@ double sc_now_ms(void);
  * 1000) into buf (n bytes); returns buf. */
 char *sc_format_bytes(uint64_t b, char *buf, size_t n);
 
+/* The n bytes at p, NUL bytes included, plus a terminating NUL: owned by the
+ * caller (free), NULL when out of memory. Text from a document or the model
+ * may hold NUL bytes, where strndup would stop short of n. */
+char *sc_memdup(const void *p, size_t n);
+
 /* A file URI (RFC 8089: file:///a/b%20c) as a path ("/a/b c"), with
  * percent-escapes decoded; owned by the caller (free()). NULL for another
  * scheme or on OOM. */

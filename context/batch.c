@@ -24,10 +24,7 @@ void sc_statement_span(const sc_syntax_tree *tree, size_t offset, size_t *start,
   *start = ls;
   *end = le;
   TSNode *up;
-  size_t k = sc_syntax_ancestry(
-      ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)offset,
-                                        (uint32_t)offset),
-      &up);
+  size_t k = sc_syntax_ancestry_at(tree, offset, offset, &up);
   for (size_t u = 0; u < k; u++) {
     TSNode n = up[u];
     if (!is_statement(ts_node_type(n))) continue;

@@ -181,6 +181,9 @@ void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_sy
  * out of memory. */
 #define SC_SYNTAX_ANCESTRY_MAX 4096u
 size_t sc_syntax_ancestry(TSNode node, TSNode **out);
+/* The same from the node ts_node_descendant_for_byte_range finds for
+ * [a, b] in tree's text. */
+size_t sc_syntax_ancestry_at(const sc_syntax_tree *tree, size_t a, size_t b, TSNode **out);
 
 /* How many ERROR and MISSING nodes the tree has (each counted once, nested
  * ones too). 0 means the text parsed cleanly. */

@@ -310,7 +310,9 @@ sc_status sc_completion_plan_at(const sc_syntax_tree *tree, size_t c, sc_complet
   memset(out, 0, sizeof *out);
   line cur = line_at(t, len, c);
   out->line_start = cur.s;
-  out->line_end = cur.e > cur.s && t[cur.e - 1] == '\r' ? cur.e - 1 : cur.e;
+  /* A CRLF's CR is not the line's, unless the cursor is after it (a lone CR
+   * ends the text): the line holds the cursor. Found by fuzz_syntax. */
+  out->line_end = cur.e > cur.s && t[cur.e - 1] == '\r' && c < cur.e ? cur.e - 1 : cur.e;
 
   const char *lang = sc_syntax_tree_language(tree);
   if (strcmp(lang, "json") == 0) {

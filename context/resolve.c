@@ -316,10 +316,8 @@ static char *declared_before(const char *text, const sc_syntax_tree *tree, size_
 /* The class (or struct) enclosing offset, from the tree: for self and this. */
 static char *enclosing_class(const rv_scan *sc, size_t at) {
   if (!sc->tree) return NULL;
-  TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(sc->tree), (uint32_t)at,
-                                               (uint32_t)at);
   TSNode *up;
-  size_t k = sc_syntax_ancestry(n, &up);
+  size_t k = sc_syntax_ancestry_at(sc->tree, at, at, &up);
   char *name = NULL;
   for (size_t i = 0; i < k; i++) {
     const char *t = ts_node_type(up[i]);
@@ -1284,13 +1282,11 @@ size_t rv_candidates(rv_scan *scan, rv_cand *out, size_t cap) {
   size_t fs = 0, fe = len, name_a = 0, name_b = 0;
   local.decl_floor = cur > (32u << 10) ? cur - (32u << 10) : 0;
   if (sc->tree) {
-    TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(sc->tree), (uint32_t)cur,
-                                                 (uint32_t)cur);
     bool inner = false;
     TSNode *up;
-    size_t k = sc_syntax_ancestry(n, &up);
+    size_t k = sc_syntax_ancestry_at(sc->tree, cur, cur, &up);
     for (size_t i = 0; i < k; i++) {
-      n = up[i];
+      TSNode n = up[i];
       const char *ty = ts_node_type(n);
       if (!(strstr(ty, "function") || strstr(ty, "method") || strcmp(ty, "func_literal") == 0) ||
           strstr(ty, "call") ||

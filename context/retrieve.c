@@ -1383,8 +1383,8 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
     if (used >= suf_budget) break;
   }
   out->suffix_tokens = used;
-  out->prefix = strndup(text + a, cursor - a);
-  out->suffix = strndup(text + cursor, b - cursor);
+  out->prefix = sc_memdup(text + a, cursor - a);
+  out->suffix = sc_memdup(text + cursor, b - cursor);
   out->prefix_start = a;
   out->suffix_end = b;
   SC_CHECK(out->prefix && out->suffix, err, SC_ERR_NOMEM, "prompt: out of memory");
@@ -1406,13 +1406,11 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
    * functions and classes down to the cursor, outermost first, one header
    * line each. */
   if (tree) {
-    TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)cursor,
-                                                 (uint32_t)cursor);
     TSNode scopes[16], *up;
     int ns = 0;
-    size_t nup = sc_syntax_ancestry(n, &up);
+    size_t nup = sc_syntax_ancestry_at(tree, cursor, cursor, &up);
     for (size_t u = 0; u < nup && ns < 16; u++) {
-      n = up[u];
+      TSNode n = up[u];
       const char *t = ts_node_type(n);
       bool scope = strstr(t, "function") || strstr(t, "class") || strstr(t, "method") ||
                    strstr(t, "impl_item") || strstr(t, "struct_specifier");

@@ -8,7 +8,10 @@
 #include <string.h>
 
 /* An error in the new tree is "new" unless the old tree had one of the same
- * kind at the same place (shifted by the insertion when it lay after it).
+ * kind at the same place (shifted by the insertion when it lay after it),
+ * or it is an ERROR around the insertion where one was around it before:
+ * the file's own trouble, whose ends recovery may place elsewhere (jq's
+ * util.c: `#ifdef`s leave nearly the whole file in one ERROR).
  * [*lo, *hi) gets the union of the new errors' bytes (new coordinates);
  * *lo > *hi when there are none. */
 static size_t count_new_errors(const sc_syntax_error *old, size_t n_old,
@@ -23,7 +26,10 @@ static size_t count_new_errors(const sc_syntax_error *old, size_t n_old,
       size_t s = old[j].start_byte, e = old[j].end_byte;
       if (s >= offset) s += ins;
       if (e >= offset && !(e == offset && s < offset)) e += ins;
-      seen = old[j].missing == cur[i].missing && s == cur[i].start_byte && e == cur[i].end_byte;
+      seen = old[j].missing == cur[i].missing &&
+             ((s == cur[i].start_byte && e == cur[i].end_byte) ||
+              (!cur[i].missing && s < offset && e > offset + ins &&
+               cur[i].start_byte < offset && cur[i].end_byte > offset + ins));
     }
     if (seen) continue;
     fresh++;

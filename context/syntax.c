@@ -357,6 +357,11 @@ static void reverse_nodes(TSNode *v, size_t n) {
   }
 }
 
+size_t sc_syntax_ancestry_at(const sc_syntax_tree *t, size_t a, size_t b, TSNode **out) {
+  return sc_syntax_ancestry(
+      ts_node_descendant_for_byte_range(sc_syntax_tree_root(t), (uint32_t)a, (uint32_t)b), out);
+}
+
 size_t sc_syntax_ancestry(TSNode node, TSNode **out) {
   *out = NULL;
   if (ts_node_is_null(node)) return 0;

@@ -5,7 +5,8 @@
  * that a line turned into a preprocessor directive is not one; the compiler
  * does. An error after the edit that was not there before (outside the
  * site: the same message on the same line, shifted; inside it: more errors
- * than the site had) refuses the candidate. A hole is held to this only in
+ * than the site had) refuses the candidate, and so does a diagnostic's fix
+ * that leaves as many errors as there were. A hole is held to this only in
  * a file that compiled (no error at all) before. A file whose includes the
  * compiler cannot find stops at a fatal error and cannot be judged this
  * way: tree-sitter's checks stand alone then.
@@ -141,11 +142,10 @@ static char *dir_of(const sc_edit_doc *doc) {
   return slash == p ? strdup("/") : strndup(p, (size_t)(slash - p));
 }
 
-const char *sc_edit__cc_verdict(const sc_edit_doc *doc_c, const char *text, size_t tl,
-                                const sc_edit_site *site, const char *cand, size_t len) {
-  sc_edit_doc *doc = (sc_edit_doc *)doc_c; /* the errors of its text are a cache */
-  char *dir = dir_of(doc);
-  if (!dir) return NULL;
+/* The compiler's errors on the document's own text, once (a cache); dir
+ * is the document's folder. */
+static void know(const sc_edit_doc *doc_c, const char *dir, const char *text, size_t tl) {
+  sc_edit_doc *doc = (sc_edit_doc *)doc_c;
   if (!doc->cc_known) {
     bool fatal = false;
     errors_free(doc->cc_errors, doc->cc_n);
@@ -159,6 +159,26 @@ const char *sc_edit__cc_verdict(const sc_edit_doc *doc_c, const char *text, size
     doc->cc_n = n;
     doc->cc_known = true;
   }
+}
+
+bool sc_edit__cc_error_on(const sc_edit_doc *doc, const char *text, size_t tl, long l0,
+                          long l1) {
+  char *dir = dir_of(doc);
+  if (!dir) return false;
+  know(doc, dir, text, tl);
+  free(dir);
+  for (size_t i = 0; doc->cc_usable && i < doc->cc_n; i++)
+    if (!*doc->cc_errors[i].file && doc->cc_errors[i].line >= l0 && doc->cc_errors[i].line <= l1)
+      return true;
+  return false;
+}
+
+const char *sc_edit__cc_verdict(const sc_edit_doc *doc_c, const char *text, size_t tl,
+                                const sc_edit_site *site, const char *cand, size_t len) {
+  sc_edit_doc *doc = (sc_edit_doc *)doc_c; /* the errors of its text are a cache */
+  char *dir = dir_of(doc);
+  if (!dir) return NULL;
+  know(doc, dir, text, tl);
   const char *why = NULL;
   if (!doc->cc_usable) goto out; /* no compiler, or it cannot see the whole file */
   /* A hole in a file that does not compile (an inline marker is itself an
@@ -196,6 +216,10 @@ const char *sc_edit__cc_verdict(const sc_edit_doc *doc_c, const char *text, size
     if (!seen) why = "does not compile";
   }
   if (!why && in_site_after > in_site_before) why = "does not compile";
+  /* A diagnostic's fix leaves fewer errors: tree-sitter cannot always
+   * tell (check.c, broken_near), the compiler can. */
+  if (!why && site->kind == SC_EDIT_DIAGNOSTIC && doc->cc_n > 0 && n_after >= doc->cc_n)
+    why = "does not fix the error";
   errors_free(after, n_after);
 out:
   free(dir);

@@ -143,10 +143,15 @@ sc_status sc_edit_find_holes(const sc_edit_doc *doc, const sc_edit_hole_options 
  * that line's statement; one at the start of a line whose previous line
  * tree-sitter finds broken at its end (gcc reports a missing `;` at the
  * next token) belongs to the previous line. A message about indentation
- * takes the whole line, indentation included. site.anchor is the position
- * as attributed; site.expect the token the message says is expected, when
- * it names one and only one. SC_ERR_INVALID for an offset past the end of
- * the text. */
+ * takes the whole line, indentation included. A message that names the
+ * token expected "before" the next one (gcc's `expected ';' before 'old'`)
+ * puts it right after the token before (blanks and comments skipped), on
+ * the line before when gcc's position starts a line; Python's `'(' was
+ * never closed` takes from the opener to the end of its line (or of the
+ * deeper-indented lines after it), where the closer goes. site.anchor is
+ * the position as attributed; site.expect the token the message says is
+ * expected, when it names one and only one. SC_ERR_INVALID for an offset
+ * past the end of the text. */
 sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, const char *message,
                                       sc_edit_site *out, sc_error *err);
 
@@ -236,12 +241,19 @@ typedef struct sc_edit_verdict {
 
 /* Checks cand (len bytes, as it would replace the site) against doc, the
  * rule for a candidate to reach a file or be offered as a code action:
+ *   - a diagnostic's site holds an error some judge sees on its lines or
+ *     the next (tree-sitter, the C compiler, Python): a type checker's
+ *     error or a warning on code that parses and compiles is not fixed
+ *     ("no error to fix there");
  *   - the whole file then has no new syntax error and no more in all
  *     (tree-sitter, whole file); a diagnostic's fix has fewer when the file
- *     had any, and none at or right after its text ("does not parse");
+ *     had any on its lines or the next, and none at or right after its
+ *     text ("does not parse");
  *   - every token outside the site is still the same token (a candidate
  *     that comments out or strings over the code after it, or merges into
- *     a neighbour, fails: "changes code outside its site");
+ *     a neighbour, fails: "changes code outside its site"), except where
+ *     the parser's recovery had split it (an ERROR or MISSING inside: `-`
+ *     `>` becomes `->` again) or it is a string's text, still in a string;
  *   - brackets balanced within the site, unless the file's unmatched ones
  *     shrink ("unbalanced brackets");
  *   - no comment or directive where there was code, for a site that held
@@ -251,7 +263,8 @@ typedef struct sc_edit_verdict {
  *     statement rather than writing another ("drops the code it fixes");
  *   - a Python file compiles no worse ("does not compile"; "bad
  *     indentation" from our own check when no interpreter is at hand), a
- *     C/C++ file gets no new compiler error ("does not compile").
+ *     C/C++ file gets no new compiler error ("does not compile"), and a
+ *     diagnostic's fix leaves it fewer ("does not fix the error").
  * doc is not changed. An error (out of memory) leaves *out refused. */
 sc_status sc_edit_check(const sc_edit_doc *doc, const sc_edit_site *site, const char *cand,
                         size_t len, sc_edit_verdict *out, sc_error *err);
@@ -332,10 +345,10 @@ typedef struct sc_edit_fill_options {
 /* Asks for candidates in seed order and keeps the first that passes the
  * engine's checks (and accept). A diagnostic's site first tries inserting
  * its missing token, as seed -1 (sc_edit_source_name: "insertion"): the
- * tokens tree-sitter's recovery inserted in the site (a MISSING `;` or
- * `)`), else the one token the message says is expected (site.expect) at
- * site.anchor. *out is filled whatever happens (free it
- * with sc_edit_result_free); the return value is SC_OK unless something
+ * one token the message says is expected (site.expect) at site.anchor,
+ * else the tokens tree-sitter's recovery inserted in the site (a MISSING
+ * `;` or `)`). *out is filled whatever happens (free it with
+ * sc_edit_result_free); the return value is SC_OK unless something
  * outside the candidates failed (out of memory, a document that cannot be
  * parsed). doc is not changed: apply the edit with sc_edit_doc_apply. */
 sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
@@ -343,17 +356,50 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
 
 /* ---- diagnostics as input ------------------------------------------------------ */
 
+/* What a tool's columns count. */
+typedef enum sc_edit_col_unit {
+  SC_EDIT_COL_BYTES = 0, /* UTF-8 bytes: clang, go */
+  SC_EDIT_COL_CHARS,     /* code points: Python, flake8, ruff, mypy, rustc */
+  SC_EDIT_COL_UTF16,     /* UTF-16 code units: LSP, tsc, pyright */
+  SC_EDIT_COL_DISPLAY,   /* gcc (since 11): a tab to the next multiple of 8, a code point 1 */
+} sc_edit_col_unit;
+
+/* LSP's severities. */
+enum { SC_EDIT_ERROR = 1, SC_EDIT_WARNING, SC_EDIT_INFORMATION, SC_EDIT_HINT };
+
 typedef struct sc_edit_diagnostic {
   char *path, *message; /* owned */
-  long line, col;       /* 0-based line, 0-based byte column */
+  long line;            /* 0-based */
+  long col;             /* 0-based, in unit; -1: none given (mypy): the line's end */
+  sc_edit_col_unit unit;
+  bool col_in_content;  /* col counts from the line's first non-blank character (Python's
+                           traceback shows the line without its indentation) */
+  int severity;         /* SC_EDIT_ERROR .. SC_EDIT_HINT */
 } sc_edit_diagnostic;
 
-/* Parses gcc/clang lines `path:line:col: error|warning|fatal error: message`
- * (other lines are ignored, but one must be a diagnostic), or LSP JSON: a
- * Diagnostic, an array of them (each with "uri" or "file", or else all for
- * only_file), PublishDiagnosticsParams {uri, diagnostics}, or an array of
- * those. A file URI is percent-decoded. SC_ERR_FORMAT with the reason on
- * malformed input. *out owned by the caller: sc_edit_diagnostics_free. */
+/* Parses diagnostics as tools print them (other lines are ignored, but
+ * one must be a diagnostic):
+ *   - `path:line:col: SEVERITY: message`: gcc, clang, mypy
+ *     (--show-column-numbers), cargo's short form; `path:line: SEVERITY:`
+ *     (mypy: no column); SEVERITY is fatal error, error, warning, note,
+ *     remark, info, information, hint or help (notes, remarks and help
+ *     are not diagnostics of their own and are left out);
+ *   - `path:line:col: CODE message` (flake8, ruff, pycodestyle): E9xx
+ *     and a SyntaxError are errors, other codes warnings;
+ *   - `path:line:col: message` (go build, go vet, gofmt -e): errors;
+ *   - `path:line:col - SEVERITY: message` (pyright, tsc --pretty);
+ *     `path(line,col): SEVERITY TSnnnn: message` (tsc);
+ *   - rustc and cargo: `error[E0425]: message` or `warning: message` and
+ *     then ` --> path:line:col`;
+ *   - Python's traceback (py_compile, a crash): `File "path", line N`,
+ *     the line, a caret, `SyntaxError: message`;
+ * with ANSI colours removed; or LSP JSON: a Diagnostic, an array of them
+ * (each with "uri" or "file", or else all for only_file),
+ * PublishDiagnosticsParams {uri, diagnostics}, or an array of those (a
+ * file URI is percent-decoded, a missing severity is an error). gcc's
+ * columns are display columns unless clang's "N errors generated." shows
+ * the text is clang's. SC_ERR_FORMAT with the reason on malformed input.
+ * *out owned by the caller: sc_edit_diagnostics_free. */
 sc_status sc_edit_diagnostics_parse(const char *text, size_t len, const char *only_file,
                                     sc_edit_diagnostic **out, size_t *n, sc_error *err);
 void sc_edit_diagnostics_free(sc_edit_diagnostic *d, size_t n);
@@ -376,6 +422,8 @@ typedef struct sc_edit_run_options {
    * temp files a killed run left in the folders it visits. */
   bool write;
   bool force;                   /* write read-only files too */
+  bool warnings;                /* diagnostics of severity warning are sites too (else
+                                   errors only) */
   const _Atomic int *cancel;    /* may be NULL; non-zero stops between sites and candidates */
   /* One line for the user, without a prefix or line break: SC_LOG_INFO for
    * a skipped file, SC_LOG_ERROR for a failure (a refused write, a backend
@@ -397,8 +445,9 @@ void sc_edit_run_free(sc_edit_run *r);
  * the sites. SC_ERR_INVALID when the query compiles for none of the files. */
 sc_status sc_edit_run_collect(sc_edit_run *r, sc_error *err);
 
-/* Diagnostics mode: one site per diagnostic (an overlapping one is dropped).
- * SC_ERR_INVALID for a position outside its file. */
+/* Diagnostics mode: one site per error (per warning too with o->warnings;
+ * the rest are left out, and said), an overlapping one dropped.
+ * SC_ERR_INVALID for a line past the end of its file. */
 sc_status sc_edit_run_add_diagnostics(sc_edit_run *r, const sc_edit_diagnostic *d, size_t n,
                                       sc_error *err);
 
@@ -446,6 +495,8 @@ const sc_edit_run_site *sc_edit_run_get_site(const sc_edit_run *r, size_t k);
 size_t sc_edit_run_skipped_count(const sc_edit_run *r);
 void sc_edit_run_get_skipped(const sc_edit_run *r, size_t i, const char **path,
                              const char **reason);
+/* How many diagnostics were left out as not errors (sc_edit_run_add_diagnostics). */
+size_t sc_edit_run_left_out(const sc_edit_run *r);
 /* How many greedy candidates were decoded together, in how many passes. */
 void sc_edit_run_batched(const sc_edit_run *r, int *sites, int *passes);
 
@@ -453,6 +504,7 @@ typedef struct sc_edit_run_counts {
   size_t files, sites;
   size_t done, failed;          /* sites: done, and not done (failed or skipped) */
   size_t written, failed_writes; /* files */
+  size_t left_out;              /* diagnostics that were not sites (not errors) */
 } sc_edit_run_counts;
 
 void sc_edit_run_count(const sc_edit_run *r, sc_edit_run_counts *out);
@@ -460,8 +512,9 @@ void sc_edit_run_count(const sc_edit_run *r, sc_edit_run_counts *out);
 /* The run's report as JSON text (malloc'd, owned by the caller; NULL when
  * out of memory): "sites" (file, range, mode, status, candidates tried and
  * each candidate, check, ms, original, text, seed, confidence, reason,
- * message), "summary" (the counts, skipped_files, and interrupted, write and
- * ms as given, batched_sites and batched_passes, written_files: the paths
+ * message), "summary" (the counts, diagnostics_left_out, skipped_files, and
+ * interrupted, write and ms as given, batched_sites and batched_passes,
+ * written_files: the paths
  * written, write_failures: [{path, reason}]) and "diffs" (path -> the
  * unified diff of each changed file). */
 char *sc_edit_run_report_json(const sc_edit_run *r, bool interrupted, bool write, double ms);

@@ -50,6 +50,21 @@ static inline bool sc_edit__word_byte(char c) {
 /* 0-based line and byte column of off in text. */
 void sc_edit__line_col(const char *text, size_t off, uint32_t *line, uint32_t *col);
 
+/* Does a judge see an error on the lines of a diagnostic's site [a, b)
+ * or the line after: tree-sitter, the C compiler, Python (check.c)? A
+ * diagnostic no judge sees (a type checker's `"Command" is not defined`,
+ * a warning) is no syntax error: a fix for it could not be told from
+ * harm. */
+bool sc_edit__error_seen(const sc_edit_doc *doc, size_t a, size_t b);
+
+/* ---- diagnostics (edit/diag.c) ------------------------------------------------ */
+
+/* The byte offset in text of d's position, its column read in d's unit (a
+ * column past the line's end is its end; none: the line's end, blanks
+ * dropped). False when the line is past the end of text. */
+bool sc_edit__diag_offset(const char *text, size_t len, const sc_edit_diagnostic *d,
+                          size_t *off);
+
 /* ---- Python (edit/python.c) ------------------------------------------------- */
 
 /* NULL when the document with cand in place of the site compiles no worse
@@ -57,6 +72,11 @@ void sc_edit__line_col(const char *text, size_t off, uint32_t *line, uint32_t *c
  * our own check when no interpreter is at hand). */
 const char *sc_edit__python_verdict(const sc_edit_doc *doc, const char *text, size_t len,
                                     const sc_edit_site *site, const char *cand, size_t cand_len);
+
+/* Does Python (or our indentation check) find the document's own text's
+ * first error on a line in [l0, l1] (1-based)? */
+bool sc_edit__python_error_on(const sc_edit_doc *doc, const char *text, size_t len, long l0,
+                              long l1);
 
 /* Our indentation check of Python source: 0 when the block structure is
  * sound, else the 1-based line of the first error. */
@@ -69,6 +89,10 @@ long sc_edit__python_indent_error(const char *text, size_t len);
  * it; else "does not compile". */
 const char *sc_edit__cc_verdict(const sc_edit_doc *doc, const char *text, size_t len,
                                 const sc_edit_site *site, const char *cand, size_t cand_len);
+
+/* Does the compiler report an error in the document's own text on a line
+ * in [l0, l1] (1-based)? False when no compiler can judge it. */
+bool sc_edit__cc_error_on(const sc_edit_doc *doc, const char *text, size_t len, long l0, long l1);
 
 /* Drops the cached compiler errors (the text changed, or the doc goes). */
 void sc_edit__cc_forget(sc_edit_doc *doc);

@@ -55,22 +55,25 @@ static size_t put_token(char *out, size_t k, const char *tok, char next) {
 }
 
 /* The insertion that fixes a diagnostic's site, as a compiler's fix-it
- * does (clang's "insert ';'"): the tokens tree-sitter's error recovery
- * inserted in the site (MISSING `;`, `)`, `}`), each where it put them;
- * else, when the parser could not tell, the one token the diagnostic's
- * message says is expected (site.expect: gcc's missing `;`, Python's
- * missing `:`) at the diagnostic's position. It faces every check a
+ * does (clang's "insert ';'"): the one token the diagnostic's message says
+ * is expected (site.expect: gcc's missing `;`, Python's missing `:`) where
+ * the site puts it (site.anchor); else the tokens tree-sitter's error
+ * recovery inserted in the site (MISSING `;`, `)`, `}`), each where it put
+ * them. The compiler's word comes first: tree-sitter's guess may be the
+ * right token in the wrong place (jq's `close(fd)` without its `;`, then
+ * `return ...`: a MISSING `;` after `return`). It faces every check a
  * model's candidate does. NULL when there is none (a named token is
  * missing: an identifier or an expression cannot be guessed), or out of
  * memory; else owned by the caller, *len bytes. */
 static char *insertion_fix(const sc_edit_doc *doc, const sc_edit_site *s, size_t *len) {
   missing_walk w = {.a = s->start, .b = s->end};
-  sc_edit__visit(doc->tree, s->start, s->end, visit_missing, &w);
-  if (w.named) return NULL;
-  if (w.n == 0 && s->expect[0] && s->anchor >= s->start && s->anchor <= s->end) {
+  if (s->expect[0] && s->anchor >= s->start && s->anchor <= s->end) {
     w.at[0] = s->anchor;
     w.tok[0] = s->expect;
     w.n = 1;
+  } else {
+    sc_edit__visit(doc->tree, s->start, s->end, visit_missing, &w);
+    if (w.named) return NULL;
   }
   if (w.n == 0) return NULL;
   size_t tl, extra = 0;
@@ -124,6 +127,12 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
   size_t a = site->start, b = site->end;
   SC_CHECK(a <= b && b <= tl, err, SC_ERR_INVALID, "the site [%zu, %zu) is outside the text", a,
            b);
+  /* Nothing a judge could tell fixed: the model is not asked. */
+  if (site->kind == SC_EDIT_DIAGNOSTIC && !sc_edit__error_seen(doc, a, b)) {
+    out->reason = "no error to fix there";
+    out->ms = sc_now_ms() - t0;
+    return SC_OK;
+  }
   int n_cands = o->candidates > 0 ? o->candidates : 1;
   if (n_cands > SC_EDIT_MAX_CANDIDATES) n_cands = SC_EDIT_MAX_CANDIDATES;
   char *seen[SC_EDIT_MAX_CANDIDATES] = {0};

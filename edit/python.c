@@ -263,18 +263,29 @@ static int judge(const char *text, size_t len, bool ours, long *line) {
   return py_compile(text, len, line);
 }
 
+/* Python's verdict on the document's own text, once (a cache). */
+static void know(const sc_edit_doc *doc_c, const char *text, size_t tl) {
+  sc_edit_doc *doc = (sc_edit_doc *)doc_c;
+  if (doc->py_known) return;
+  doc->py_ours = false;
+  doc->py_before = judge(text, tl, false, &doc->py_line);
+  if (doc->py_before < 0) {
+    doc->py_ours = true;
+    doc->py_before = judge(text, tl, true, &doc->py_line);
+  }
+  doc->py_known = true;
+}
+
+bool sc_edit__python_error_on(const sc_edit_doc *doc, const char *text, size_t tl, long l0,
+                              long l1) {
+  know(doc, text, tl);
+  return doc->py_before == 0 && doc->py_line >= l0 && doc->py_line <= l1;
+}
+
 const char *sc_edit__python_verdict(const sc_edit_doc *doc_c, const char *text, size_t tl,
                                     const sc_edit_site *site, const char *cand, size_t len) {
   sc_edit_doc *doc = (sc_edit_doc *)doc_c; /* the verdict on its text is a cache */
-  if (!doc->py_known) {
-    doc->py_ours = false;
-    doc->py_before = judge(text, tl, false, &doc->py_line);
-    if (doc->py_before < 0) {
-      doc->py_ours = true;
-      doc->py_before = judge(text, tl, true, &doc->py_line);
-    }
-    doc->py_known = true;
-  }
+  know(doc, text, tl);
   size_t nl;
   char *next = sc_edit__splice(text, tl, site->start, site->end, cand, len, &nl);
   if (!next) return "parse check failed";

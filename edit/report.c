@@ -13,6 +13,7 @@ void sc_edit_run_count(const sc_edit_run *r, sc_edit_run_counts *out) {
   memset(out, 0, sizeof *out);
   out->files = sc_edit_run_file_count(r);
   out->sites = sc_edit_run_site_count(r);
+  out->left_out = sc_edit_run_left_out(r);
   for (size_t i = 0; i < out->files; i++) {
     sc_edit_run_file f;
     sc_edit_run_get_file(r, i, &f);
@@ -142,6 +143,7 @@ char *sc_edit_run_report_json(const sc_edit_run *run, bool interrupted, bool wri
   }
   json_t *summary = json_object_get(o, "summary");
   json_object_set_new(summary, "written_files", wrote);
+  json_object_set_new(summary, "diagnostics_left_out", json_integer((json_int_t)c.left_out));
   json_object_set_new(summary, "write_failures", failed);
   char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
   json_decref(o);

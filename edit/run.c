@@ -52,6 +52,7 @@ struct sc_edit_run {
   char **cleaned; /* folders already rid of stale temp files (owned) */
   size_t n_cleaned;
   int batched_sites, batched_passes;
+  size_t left_out; /* diagnostics that were not errors */
 };
 
 static void say(const sc_edit_run *r, sc_log_level level, const char *fmt, ...)
@@ -394,28 +395,30 @@ sc_status sc_edit_run_collect(sc_edit_run *r, sc_error *err) {
 
 sc_status sc_edit_run_add_diagnostics(sc_edit_run *r, const sc_edit_diagnostic *d, size_t n,
                                       sc_error *err) {
+  size_t left_out = 0;
   for (size_t i = 0; i < n; i++) {
+    /* Only errors are sites: a warning is about code that compiles. */
+    if (d[i].severity != SC_EDIT_ERROR &&
+        !(r->o.warnings && d[i].severity == SC_EDIT_WARNING)) {
+      left_out++;
+      continue;
+    }
     long fi = add_file(r, d[i].path, true);
     if (fi < 0) continue;
     run_file *f = &r->files[fi];
-    /* line/col -> byte offset; out of range is an input error. */
-    size_t pos = 0;
-    long l = 0;
-    for (; l < d[i].line && pos <= f->orig_len; l++) {
-      const char *nl = memchr(f->orig + pos, '\n', f->orig_len - pos);
-      if (!nl) break;
-      pos = (size_t)(nl - f->orig) + 1;
-    }
-    const char *nl = memchr(f->orig + pos, '\n', f->orig_len - pos);
-    size_t le = nl ? (size_t)(nl - f->orig) : f->orig_len;
-    SC_CHECK(l == d[i].line && (size_t)d[i].col <= le - pos, err, SC_ERR_INVALID,
+    size_t pos;
+    SC_CHECK(sc_edit__diag_offset(f->orig, f->orig_len, &d[i], &pos), err, SC_ERR_INVALID,
              "diagnostic %s:%ld:%ld is outside the file", d[i].path, d[i].line + 1,
              d[i].col + 1);
     sc_edit_site site;
-    if (sc_edit_site_for_diagnostic(f->doc, pos + (size_t)d[i].col, d[i].message, &site, NULL) ==
-        SC_OK)
+    if (sc_edit_site_for_diagnostic(f->doc, pos, d[i].message, &site, NULL) == SC_OK)
       add_site(r, (size_t)fi, &site, d[i].message);
   }
+  r->left_out += left_out;
+  if (left_out)
+    say(r, SC_LOG_INFO, "left out %zu diagnostic%s that %s not an error%s", left_out,
+        left_out == 1 ? "" : "s", left_out == 1 ? "is" : "are",
+        r->o.warnings ? "" : " (--warnings takes warnings too)");
   sort_sites(r);
   return SC_OK;
 }
@@ -631,6 +634,8 @@ void sc_edit_run_get_skipped(const sc_edit_run *r, size_t i, const char **path,
   *path = r->skip_path[i];
   *reason = r->skip_reason[i];
 }
+
+size_t sc_edit_run_left_out(const sc_edit_run *r) { return r->left_out; }
 
 void sc_edit_run_batched(const sc_edit_run *r, int *sites, int *passes) {
   *sites = r->batched_sites;

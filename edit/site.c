@@ -47,9 +47,7 @@ typedef enum region { REGION_CODE, REGION_COMMENT, REGION_STRING } region;
 
 static region region_of(const sc_syntax_tree *tree, size_t a, size_t b, TSNode *comment) {
   TSNode *up;
-  size_t k = sc_syntax_ancestry(
-      ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a, (uint32_t)b),
-      &up);
+  size_t k = sc_syntax_ancestry_at(tree, a, b, &up);
   region r = REGION_CODE;
   for (size_t i = 0; i < k; i++) {
     const char *type = ts_node_type(up[i]);
@@ -302,9 +300,7 @@ static bool is_statement(const char *type);
  * type name an ERROR. */
 static bool runs_on_into(const sc_syntax_tree *tree, size_t a, size_t b, size_t ls) {
   TSNode *up;
-  size_t k = sc_syntax_ancestry(
-      ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)a, (uint32_t)b),
-      &up);
+  size_t k = sc_syntax_ancestry_at(tree, a, b, &up);
   bool runs_on = false;
   for (size_t i = 0; i < k; i++) {
     const char *type = ts_node_type(up[i]);
@@ -375,31 +371,94 @@ static size_t quoted_token(const char *p, const char **tok, const char **end) {
   return n;
 }
 
+/* Where a message puts its expected token. */
+typedef enum expect_where {
+  EXPECT_AT,          /* at the diagnostic's position */
+  EXPECT_AFTER_PREV,  /* gcc's "expected ';' before 'old'": after the token before it */
+  EXPECT_UNCLOSED,    /* Python's "'(' was never closed": where the opener's line ends */
+} expect_where;
+
 /* The token msg says is expected, into out (8 bytes): `expected ';'`
  * (gcc in the C locale, clang, clangd's `Expected ';' after expression`,
  * Python's `expected ':'`, rustc's `expected `;``, pyright's `Expected
  * ":"`), gcc's `expected ‘;’` (UTF-8 quotes), TypeScript's `';'
- * expected.`. Nothing when the message offers a choice (`expected ‘,’ or
- * ‘;’`), names a kind of thing (`expected identifier`) or says the token
- * is unexpected: the fix is then the model's to find. */
-static void expected_token(const char *msg, char out[8]) {
+ * expected.`, the closer of Python's `'(' was never closed`. Nothing when
+ * the message offers a choice (`expected ‘,’ or ‘;’`), names a kind of
+ * thing (`expected identifier`) or says the token is unexpected: the fix
+ * is then the model's to find. Returns where the token goes. */
+static expect_where expected_token(const char *msg, char out[8]) {
   out[0] = '\0';
-  if (!msg) return;
+  if (!msg) return EXPECT_AT;
   const char *tok = NULL, *end = NULL;
   size_t n = 0;
+  expect_where where = EXPECT_AT;
   for (const char *p = msg; !n && (p = strcasestr(p, "expected ")) != NULL; p++) {
     if (p == msg || !sc_edit__word_byte(p[-1])) /* not "unexpected" */
       n = quoted_token(p + strlen("expected "), &tok, &end);
   }
+  /* Python's "'(' was never closed" (also after "SyntaxError: ", as flake8
+   * and ruff quote it), pyright's "\"(\" was not closed". */
+  for (const char *p = msg; !n && (p = strpbrk(p, "'\"`")) != NULL; p++) {
+    const char *t2, *e2;
+    if (quoted_token(p, &t2, &e2) == 1 && strchr("([{", *t2) && *t2 &&
+        (strncmp(e2, " was never closed", 17) == 0 || strncmp(e2, " was not closed", 15) == 0)) {
+      out[0] = *t2 == '(' ? ')' : *t2 == '[' ? ']' : '}';
+      out[1] = '\0';
+      return EXPECT_UNCLOSED;
+    }
+  }
   if (!n) {
-    n = quoted_token(msg, &tok, &end); /* TypeScript: "';' expected." */
-    if (n && strncasecmp(end, " expected", 9) != 0) n = 0;
+    n = quoted_token(msg, &tok, &end);
+    if (n && strncasecmp(end, " expected", 9) != 0) n = 0; /* TypeScript: "';' expected." */
   } else if (strncmp(end, " or ", 4) == 0) {
     n = 0;
+  } else if (strncmp(end, " before ", 8) == 0) {
+    where = EXPECT_AFTER_PREV;
   }
-  if (!n) return;
+  if (!n) return EXPECT_AT;
   memcpy(out, tok, n);
   out[n] = '\0';
+  return where;
+}
+
+/* The end of the last token before x: blank space and comments skipped.
+ * A compiler's fix-it puts a missing `;` there (clang's "insert ';'"
+ * goes right after the previous token), while gcc reports it at the next
+ * token, which may be on the next line: `lua_lock(L)` then `old = ...`. */
+static size_t token_end_before(const sc_edit_doc *doc, size_t x) {
+  size_t len;
+  const char *t = sc_edit_doc_text(doc, &len);
+  for (int guard = 0; guard < 64; guard++) {
+    while (x > 0 && strchr(" \t\r\n\f\v", t[x - 1])) x--;
+    if (x == 0) return x;
+    TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(doc->tree),
+                                                 (uint32_t)(x - 1), (uint32_t)(x - 1));
+    if (ts_node_is_null(n) || !has(ts_node_type(n), "comment") || ts_node_end_byte(n) != x)
+      return x;
+    x = ts_node_start_byte(n);
+  }
+  return x;
+}
+
+/* Where an unclosed bracket at x should be closed: after the last token
+ * of its line, or of the lines after it that are indented deeper (its
+ * continuation), at most 5 lines in all. */
+static size_t unclosed_end(const sc_edit_doc *doc, size_t x) {
+  size_t len, ls, le, cs, ce;
+  const char *t = sc_edit_doc_text(doc, &len);
+  line_around(t, len, x, &ls, &le, &cs, &ce);
+  size_t indent = cs - ls, end = ce;
+  for (int lines = 1; lines < 5 && le < len;) {
+    size_t nls, nle, ncs, nce;
+    line_around(t, len, le + 1, &nls, &nle, &ncs, &nce);
+    if (nce > ncs) {
+      if (ncs - nls <= indent) break;
+      end = nce;
+      lines++;
+    }
+    le = nle;
+  }
+  return token_end_before(doc, end);
 }
 
 /* The site of a diagnostic: the statement at its position (the line's,
@@ -415,7 +474,12 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
   SC_CHECK(offset <= len, err, SC_ERR_INVALID, "offset %zu is past the end (%zu bytes)", offset,
            len);
   bool indent = message && strcasestr(message, "indent") != NULL;
-  size_t x = indent ? offset : anchor_of(doc, offset), ls, le, cs, ce;
+  char expect[8];
+  expect_where where = expected_token(message, expect);
+  size_t x = indent                          ? offset
+             : where == EXPECT_AFTER_PREV    ? token_end_before(doc, offset)
+                                             : anchor_of(doc, offset),
+         ls, le, cs, ce;
   bool moved = x != offset; /* attributed to the end of the line before */
   line_around(t, len, x, &ls, &le, &cs, &ce);
   size_t s0 = x < cs ? x : cs, s1 = x > ce ? x : ce;
@@ -423,13 +487,19 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
     *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, ls, s1, offset, false, ""};
     return SC_OK;
   }
+  if (where == EXPECT_UNCLOSED) {
+    /* From the opener to where its closer goes, the site's anchor. */
+    size_t close = unclosed_end(doc, x);
+    if (close < x) close = x;
+    line_around(t, len, close, &ls, &le, &cs, &ce);
+    *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, x, ce > close ? ce : close, close, false, ""};
+    memcpy(out->expect, expect, sizeof expect);
+    return SC_OK;
+  }
   /* The node at x; at the end of the line, the line's last token. */
   size_t at = x >= ce && ce > cs ? ce - 1 : x;
   TSNode *up;
-  size_t k = sc_syntax_ancestry(
-      ts_node_descendant_for_byte_range(sc_syntax_tree_root(doc->tree), (uint32_t)at,
-                                        (uint32_t)at),
-      &up);
+  size_t k = sc_syntax_ancestry_at(doc->tree, at, at, &up);
   for (size_t u = 0; u < k; u++) {
     TSNode n = up[u];
     const char *type = ts_node_type(n);
@@ -453,7 +523,7 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
    * (the part most likely wrong), else the whole statement. */
   if (x > s0 && x < s1) s0 = x;
   *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, s0, s1, x, false, ""};
-  expected_token(message, out->expect);
+  memcpy(out->expect, expect, sizeof expect);
   return SC_OK;
 }
 

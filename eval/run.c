@@ -254,7 +254,7 @@ static sc_status repo_prompt(run *r, const model_sys *m, const sc_eval_task *t,
   *after_len = sc_prompt_suffix_fit(m->tok, *before, *before_len, text + cursor, win_after,
                                     (size_t)prompt_budget);
   *after_cut = s1 < len || *after_len < win_after;
-  *after = strndup(text + cursor, *after_len);
+  *after = sc_memdup(text + cursor, *after_len);
   /* Drafts while the index holds the buffer: the disk's copy of the task's
    * file holds the middle, which no draft may see. */
   if (*after && drafts) {
@@ -290,8 +290,8 @@ static sc_status model_complete(run *r, model_sys *m, size_t i, bool keep_prompt
     SC_TRY(repo_prompt(r, m, t, &fit, &before, &bl, &after, &al, &after_cut, &ds->snippets,
                        m->drafts ? &found : NULL, err));
   } else {
-    before = strndup(t->before, t->before_len);
-    after = strndup(t->after, t->after_len);
+    before = sc_memdup(t->before, t->before_len);
+    after = sc_memdup(t->after, t->after_len);
     bl = t->before_len;
     al = t->after_len;
     if (!before || !after) {
@@ -452,7 +452,7 @@ static sc_status sample_line(void *user, json_t *o, size_t line, sc_error *err) 
     if (strcmp(sc_eval_bench_task(l->r->b, i)->id, id) == 0) k = i;
   SC_CHECK(k < n, err, SC_ERR_FORMAT, "%s:%zu: task_id '%s' is not in %s", l->path, line, id,
            sc_eval_bench_name(l->r->b));
-  char *text = strndup(json_string_value(c), json_string_length(c));
+  char *text = sc_memdup(json_string_value(c), json_string_length(c));
   SC_CHECK(text, err, SC_ERR_NOMEM, "out of memory");
   return add_entry(l->s, k, text, json_string_length(c), err);
 }
@@ -466,7 +466,7 @@ static sc_status load_samples(run *r, const char *samples, sc_error *err) {
   if (canonical) {
     for (size_t i = 0; i < n; i++) {
       const sc_eval_task *t = sc_eval_bench_task(r->b, i);
-      char *text = strndup(t->middle, t->middle_len);
+      char *text = sc_memdup(t->middle, t->middle_len);
       SC_CHECK(text, err, SC_ERR_NOMEM, "out of memory");
       SC_TRY(add_entry(s, i, text, t->middle_len, err));
     }

@@ -87,6 +87,11 @@ typedef struct sc_kernels_model_desc {
   bool synthetic;
   bool synthetic_bias, synthetic_qk_norm, synthetic_tied;
   uint64_t seed;
+  /* The matrices (all but the embedding table) in FP8 e4m3 with one scale
+   * an output row, quantized on the device at upload (the rule below,
+   * sc_kernels_fp8_quantize_row); every product then goes through the
+   * narrow GEMM (sc_kernels_gemm_kind). */
+  bool fp8;
 } sc_kernels_model_desc;
 
 typedef struct sc_kernels_model sc_kernels_model;
@@ -101,6 +106,10 @@ sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc, sc_kernels_mod
                                sc_error *err);
 void sc_kernels_model_free(sc_kernels_model *m); /* NULL is fine */
 uint64_t sc_kernels_model_bytes(const sc_kernels_model *m); /* device bytes of weights */
+/* Bytes a step reads at least: every matrix once (the embedding table only
+ * when it is also the lm_head). */
+uint64_t sc_kernels_model_step_bytes(const sc_kernels_model *m);
+bool sc_kernels_model_fp8(const sc_kernels_model *m);
 
 /* Bytes of one context's device arena for max_seq positions (pure
  * arithmetic; no device needed; 0 in a CPU-only build). */
@@ -179,6 +188,22 @@ static inline SC_KERNELS_HD float sc_kernels_pick_uniform(uint64_t key, uint64_t
   return sc_kernels_u01(sc_kernels_mix64(key ^ sc_kernels_mix64(t ^ 0x632be59bd9b4e019ULL)));
 }
 
+/* ---- FP8 weights -------------------------------------------------------------
+ * e4m3 ("fn": no infinities, 0x7f/0xff NaN, largest finite 448), one f32
+ * scale per output row: scale = max|w| / 448 (1 for an all-zero row) and
+ * q = the e4m3 nearest to w / scale (ties to even), saturating at +-448;
+ * w ~ q * scale. The device quantizes at upload (kernels/narrow.cu); the
+ * host functions below (kernels/plan.c) are the reference it is tested
+ * against, and they against numpy (tests/unit/test_fp8.c). */
+static inline SC_KERNELS_HD float sc_kernels_fp8_scale(float amax) {
+  return amax > 0.0f ? amax / 448.0f : 1.0f;
+}
+/* x (already divided by its scale) to e4m3 bits; NaN -> 0x7f. */
+uint8_t sc_kernels_fp8_from_float(float x);
+float sc_kernels_fp8_to_float(uint8_t q); /* NaN for 0x7f, 0xff */
+/* One row of n weights: q[n] and its scale (the rule above). */
+void sc_kernels_fp8_quantize_row(const float *w, int n, uint8_t *q, float *scale);
+
 /* Per requested row. Layout shared with model.h's sc_pick_row_params. */
 typedef struct sc_kernels_pick_row {
   float temperature; /* <= 0: the argmax */
@@ -212,6 +237,171 @@ typedef struct sc_kernels_row_stats {
 sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernels_pass *p,
                                    const sc_kernels_sample *s, sc_kernels_row_stats *out,
                                    sc_error *err);
+
+
+/* ======================= planning a step (kernels/plan.c) ==================
+ * Pure host arithmetic, compiled in every build (CPU-only too), so that the
+ * CPU tests check what the device runs: how a pass is cut into attention
+ * tiles and key chunks, which shape class (graph key) it belongs to, and
+ * when a graph is captured. */
+
+/* One attention tile: query rows [q0, q0 + nq) attend to keys [k0, k1). */
+typedef struct sc_kernels_tile {
+  int32_t q0, nq, k0, k1;
+} sc_kernels_tile;
+
+/* What a pass asks for, besides its token ids (sc_kernels_pass). */
+typedef struct sc_kernels_step_in {
+  int n, w0, w1;          /* as sc_kernels_pass */
+  const int32_t *segs;    /* packed sequences, or NULL */
+  int n_segs;
+  int n_rows;             /* rows of the lm_head */
+  int tq;                 /* query rows per attention tile (the kernel's) */
+  int n_kv_heads;
+  int sm_count;           /* the device's SMs: the split aims at 2 blocks a SM */
+  int forced_chunks;      /* > 0: exactly this many key chunks (tests, sweeps) */
+  int part_blocks;        /* the partial buffer's room: tiles x kv heads x chunks */
+  int head_cap;           /* lm_head rows the graph may hold (the arena's) */
+  bool head_in_graph;     /* the lm_head (and picking) belong to the graph */
+  bool sample;            /* the picking epilogue runs after the lm_head */
+  bool banned;            /* a banned-id bitmap applies */
+} sc_kernels_step_in;
+
+typedef struct sc_kernels_step_plan {
+  int nw;         /* rows the transformer body computes: w1 - w0 */
+  int n_tiles;    /* attention tiles (the grid's y) */
+  int max_keys;   /* the longest key range of a tile */
+  int n_chunks;   /* key chunks per tile (the grid's x); each block derives
+                     its chunk's keys from its tile, so a chunk count serves
+                     every context length of a class */
+  int head_rows;  /* lm_head rows computed in the graph (>= n_rows; rows
+                     past n_rows are zeros); 0: the lm_head runs after it */
+  uint64_t key;   /* the shape class: passes with one key replay one graph */
+} sc_kernels_step_plan;
+
+/* Plans a pass; false when it cannot run (no rows to compute, a window
+ * outside 0..n, tiles past a grid's 65535). With tiles (room for
+ * sc_kernels_tile_count entries) also writes the tiles: window rows are
+ * local (0..nw), keys absolute. The key leaves out what travels in device
+ * buffers (the window's place w0, the context length n when it changes
+ * neither the tiles nor the chunks, the rows' indices and pick
+ * parameters), so a window moving block by block keeps its graph. */
+bool sc_kernels_plan_step(const sc_kernels_step_in *in, sc_kernels_tile *tiles,
+                          sc_kernels_step_plan *out);
+/* Tiles a pass needs (an upper bound for sc_kernels_plan_step's array). */
+int sc_kernels_tile_count(const sc_kernels_step_in *in);
+
+/* Which graph a pass runs on: the classes captured (at most
+ * SC_KERNELS_GRAPH_SLOTS, least recently used replaced) and the ones seen
+ * once. A class is captured on its second use: a one-off shape (a full
+ * pass at a length never seen again) runs eagerly, and an infill, whose
+ * passes repeat two classes (the full pass at each block's start, the
+ * window steps), captures each at most once. */
+#define SC_KERNELS_GRAPH_SLOTS 8
+#define SC_KERNELS_GRAPH_SEEN 16
+typedef struct sc_kernels_graph_cache {
+  uint64_t slot_key[SC_KERNELS_GRAPH_SLOTS];
+  uint64_t slot_used[SC_KERNELS_GRAPH_SLOTS]; /* last use (tick); 0 = empty */
+  uint64_t seen[SC_KERNELS_GRAPH_SEEN];       /* keys run once, a ring */
+  int seen_next;
+  uint64_t tick;
+} sc_kernels_graph_cache;
+
+typedef enum sc_kernels_graph_action {
+  SC_KERNELS_GRAPH_EAGER = 0, /* run the launches one by one */
+  SC_KERNELS_GRAPH_CAPTURE,   /* capture into *slot (replacing what it holds), then launch */
+  SC_KERNELS_GRAPH_REPLAY,    /* launch the graph in *slot */
+} sc_kernels_graph_action;
+
+void sc_kernels_graph_cache_init(sc_kernels_graph_cache *g);
+sc_kernels_graph_action sc_kernels_graph_cache_decide(sc_kernels_graph_cache *g, uint64_t key,
+                                                      int *slot);
+/* Forgets slot (its capture failed, or the caller destroyed its graph). */
+void sc_kernels_graph_cache_drop(sc_kernels_graph_cache *g, int slot);
+
+/* ---- run-time choices and counters ---------------------------------------
+ * Every newer path keeps its older one behind a switch, so that one GPU run
+ * can compare them and a path that fails its parity test is turned off. */
+typedef enum sc_kernels_attn_kind {
+  SC_KERNELS_ATTN_SIMT = 0, /* CUDA cores, a separate combine kernel */
+  SC_KERNELS_ATTN_MMA,      /* tensor cores (mma.sync bf16), merged in-kernel */
+} sc_kernels_attn_kind;
+
+typedef enum sc_kernels_gemm_kind {
+  SC_KERNELS_GEMM_CUBLAS = 0, /* cublasGemmEx for every product */
+  SC_KERNELS_GEMM_NARROW,     /* our own for a window's few rows (<= 64): the
+                                 weights streamed once on tensor cores, split
+                                 k across the SMs, epilogues fused; cuBLAS for
+                                 more rows (FP8 weights: ours always) */
+} sc_kernels_gemm_kind;
+
+typedef struct sc_kernels_options {
+  bool graphs;        /* CUDA graphs per shape class ($SCULPT_CUDA_GRAPH=0: off) */
+  sc_kernels_gemm_kind gemm; /* $SCULPT_CUDA_GEMM=cublas|narrow (default cublas) */
+  sc_kernels_attn_kind attn; /* $SCULPT_CUDA_ATTN=simt|mma (default mma; head
+                                sizes over 128 always take simt) */
+  int attn_chunks;    /* > 0: force the key split ($SCULPT_CUDA_ATTN_CHUNKS,
+                         read at each pass while this is 0) */
+  bool head_in_graph; /* lm_head + picking inside the graph, one copy back and
+                         one sync a step ($SCULPT_CUDA_HEAD=host: after it) */
+  bool fuse;          /* residual adds in the GEMMs' epilogue ($SCULPT_CUDA_FUSE=0: off) */
+} sc_kernels_options;
+
+/* The defaults, with the environment's overrides; false (with the
+ * variable named in err) when a variable holds something else. */
+bool sc_kernels_options_from_env(sc_kernels_options *o, sc_error *err);
+
+typedef struct sc_kernels_counters {
+  uint64_t passes;    /* forward passes run */
+  uint64_t captures;  /* graphs captured (and instantiated) */
+  uint64_t replays;   /* passes launched from a captured graph */
+  uint64_t eager;     /* passes launched kernel by kernel */
+  uint64_t syncs;     /* host waits on the stream */
+} sc_kernels_counters;
+
+void sc_kernels_ctx_counters(const sc_kernels_ctx *c, sc_kernels_counters *out);
+/* Replaces the context's choices; its graphs are dropped. */
+sc_status sc_kernels_ctx_set_options(sc_kernels_ctx *c, const sc_kernels_options *o,
+                                     sc_error *err);
+void sc_kernels_ctx_get_options(const sc_kernels_ctx *c, sc_kernels_options *out);
+
+/* ---- profiling one step ------------------------------------------------------
+ * The step's launches grouped by kind, each group's device time measured
+ * with CUDA events around it (summed over the layers), in a graph (event
+ * record nodes: what a replay spends, without launch gaps) or eagerly. */
+typedef enum sc_kernels_kind {
+  SC_KK_UPLOAD = 0, /* the step's inputs, host to device */
+  SC_KK_EMBED,
+  SC_KK_NORM,       /* residual add + RMSNorm (and the final norm) */
+  SC_KK_GEMM_QKV,
+  SC_KK_QKV_POST,   /* bias, q/k norm, RoPE, K/V store */
+  SC_KK_ATTN,
+  SC_KK_ATTN_COMBINE, /* the split keys' merge (simt attention only) */
+  SC_KK_GEMM_O,
+  SC_KK_GEMM_GATE_UP,
+  SC_KK_SWIGLU,
+  SC_KK_GEMM_DOWN,
+  SC_KK_HEAD_GATHER,
+  SC_KK_HEAD_GEMM,
+  SC_KK_HEAD_STATS,
+  SC_KK_DOWNLOAD,   /* the step's results, device to host */
+  SC_KK_COUNT
+} sc_kernels_kind;
+const char *sc_kernels_kind_name(sc_kernels_kind k); /* static string */
+
+typedef struct sc_kernels_profile {
+  double ms[SC_KK_COUNT];  /* device time per kind */
+  int groups[SC_KK_COUNT]; /* timed groups per kind (e.g. 28 layers' GEMMs) */
+  double total_ms;         /* first event to last */
+  bool graph;              /* measured inside a graph */
+} sc_kernels_profile;
+
+/* One step of sc_kernels_forward_stats (s may be NULL: logits only, none
+ * copied back), timed by kind. in_graph asks for the graph; a device that
+ * cannot time inside one is timed eagerly (out->graph says which). */
+sc_status sc_kernels_profile_step(sc_kernels_ctx *c, const sc_kernels_pass *p,
+                                  const sc_kernels_sample *s, sc_kernels_row_stats *stats,
+                                  bool in_graph, sc_kernels_profile *out, sc_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,10 @@
 // model.cu — the device model (weights in one device allocation) and forward
 // contexts (one device arena each, planned up front), the per-layer launch
-// sequence, and CUDA graphs for repeated shapes. model/cpu.c is the
-// reference for every step of the math.
+// sequence, and CUDA graphs per shape class. A step is one packed copy of
+// its small inputs to the device, the body and the lm_head with its picking
+// (a graph replay once the class was seen twice: kernels/plan.c), one copy
+// of the picks back and one wait. model/cpu.c is the reference for every
+// step of the math.
 #include "kernels_impl.h"
 
 #include <math.h>
@@ -19,12 +22,24 @@ static size_t align_up(size_t x) { return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1)
 #define ROW_CHUNK 128
 #define WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLAS's advice for Hopper */
 #define STAGING_BYTES ((size_t)64 << 20)
+// Rows a pass may have for the narrow GEMM to take it (bf16 weights; FP8
+// ones always go through it).
+#define NARROW_ROWS_MAX 64
+
+// A weight matrix on the device: bf16 [rows][cols], or FP8 (e4m3, the rule
+// of kernels.h) [rows][stride] with one f32 scale a row (narrow.cu reads it).
+struct dev_mat {
+  void *w;
+  float *s;  // [rows] for FP8, else NULL
+  int rows, cols, stride;
+};
 
 struct dev_layer {
-  sck_bf16 *wqkv;  // [QD + 2 KD][H]: q, k, v projections stacked (one GEMM)
-  sck_bf16 *wo;    // [H][QD]
-  sck_bf16 *wgu;   // [2 I][H]: gate then up (one GEMM)
-  sck_bf16 *wdown; // [H][I]
+  dev_mat qkv;   // [QD + 2 KD][H]: q, k, v projections stacked (one GEMM)
+  dev_mat o;     // [H][QD]
+  dev_mat gu;    // [2 I][H]: gate and up (one GEMM); with gu_il, by 8 rows:
+                 // gate 0..7, up 0..7, gate 8..15, ... (narrow.cu's SwiGLU epilogue)
+  dev_mat down;  // [H][I]
   float *bqkv;     // [QD + 2 KD] or NULL
   float *qn, *kn;  // [hd] or NULL
   float *attn_norm, *mlp_norm; // [H]
@@ -35,12 +50,15 @@ struct sc_kernels_model {
   float theta, eps;
   int QD, KD;
   bool bias, qk_norm, tied;
+  bool fp8;    // the matrices (not the embedding table) in FP8
+  bool gu_il;  // gate/up rows interleaved by 8 (intermediate % 8 == 0)
   char *arena;
   size_t bytes;
   dev_layer *layers;  // host array of device pointers
   sck_bf16 *embed;    // [V][H]
-  sck_bf16 *lm_head;  // [V][H] (== embed when tied)
+  dev_mat head;       // [V][H] (its w == embed when tied and bf16: one copy)
   float *final_norm;  // [H]
+  size_t tmp_elems;   // bf16 elements of the transient buffer an upload needs
   sck_attn_plan attn;
   int sm_count;
 };
@@ -55,33 +73,73 @@ static size_t plan_model(sc_kernels_model *m, char *base) {
     at += align_up(bytes);
     return p;
   };
+  auto mat = [&](dev_mat *dm, size_t rows, size_t cols) {
+    dm->rows = (int)rows;
+    dm->cols = (int)cols;
+    dm->stride = m->fp8 ? sck_narrow_stride((int)cols) : (int)cols;
+    dm->w = take(rows * (size_t)dm->stride * (m->fp8 ? 1 : sizeof(sck_bf16)));
+    dm->s = m->fp8 ? (float *)take(rows * sizeof(float)) : nullptr;
+  };
   const size_t H = (size_t)m->d.hidden, QD = (size_t)m->QD, KD = (size_t)m->KD,
                I = (size_t)m->d.intermediate, V = (size_t)m->d.vocab, hd = (size_t)m->d.head_dim;
-  const size_t b2 = sizeof(sck_bf16), f4 = sizeof(float);
+  const size_t f4 = sizeof(float);
   for (int l = 0; l < m->d.n_layers; l++) {
     dev_layer *y = &m->layers[l];
-    y->wqkv = (sck_bf16 *)take((QD + 2 * KD) * H * b2);
-    y->wo = (sck_bf16 *)take(H * QD * b2);
-    y->wgu = (sck_bf16 *)take(2 * I * H * b2);
-    y->wdown = (sck_bf16 *)take(H * I * b2);
+    mat(&y->qkv, QD + 2 * KD, H);
+    mat(&y->o, H, QD);
+    mat(&y->gu, 2 * I, H);
+    mat(&y->down, H, I);
     y->bqkv = m->bias ? (float *)take((QD + 2 * KD) * f4) : nullptr;
     y->qn = m->qk_norm ? (float *)take(hd * f4) : nullptr;
     y->kn = m->qk_norm ? (float *)take(hd * f4) : nullptr;
     y->attn_norm = (float *)take(H * f4);
     y->mlp_norm = (float *)take(H * f4);
   }
-  m->embed = (sck_bf16 *)take(V * H * b2);
-  m->lm_head = m->tied ? m->embed : (sck_bf16 *)take(V * H * b2);
+  m->embed = (sck_bf16 *)take(V * H * sizeof(sck_bf16));
+  if (m->tied && !m->fp8) m->head = dev_mat{m->embed, nullptr, (int)V, (int)H, (int)H};
+  else mat(&m->head, V, H);
   m->final_norm = (float *)take(H * f4);
+  // The transient bf16 an upload assembles a matrix in before it is
+  // quantized (FP8), and a gate or up half before it is interleaved.
+  size_t big = V * H > 3 * I * H ? V * H : 3 * I * H;
+  if (big < (QD + 2 * KD) * H) big = (QD + 2 * KD) * H;
+  m->tmp_elems = m->fp8 ? big : m->gu_il ? I * H : 0;
   return at;
 }
 
 struct ctx_plan {
-  size_t x, xn, qkv, att, tmp, gu, hmid, kc, vc, xr, cos_t, sin_t, logits, part;
-  size_t ids, pos, rows, prow, banned, tiles, stats, ws, total;
+  size_t x, xn, qkv, qkv32, att, tmp, gu, hmid, kc, vc, xr, cos_t, sin_t, logits, part;
+  size_t rows, prow, banned, stats, counters, in, ws, total;
+  size_t in_bytes;  // the packed per-pass inputs' room (step_io)
   int rc, tile_cap;
   sck_attn_plan attn;
 };
+
+// The packed per-pass inputs (one host-to-device copy a pass): where each
+// part lies in the region for a class's sizes. The offsets depend only on
+// the shape class (rows, tiles, lm_head rows), so a graph captured with
+// these pointers reads the right places at every replay.
+struct step_io {
+  size_t hdr, ids, pos, tiles, rows, prow, bytes;
+};
+
+static step_io io_layout(int nw, int n_tiles, int head_rows) {
+  step_io io;
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    size_t o = at;
+    at += (bytes + 15) & ~(size_t)15;
+    return o;
+  };
+  io.hdr = take(sizeof(sck_step_hdr));
+  io.ids = take((size_t)nw * sizeof(int32_t));
+  io.pos = take((size_t)nw * sizeof(int32_t));
+  io.tiles = take((size_t)n_tiles * sizeof(sck_tile));
+  io.rows = take((size_t)head_rows * sizeof(int32_t));
+  io.prow = take((size_t)head_rows * sizeof(sc_kernels_pick_row));
+  io.bytes = at;
+  return io;
+}
 
 static bool plan_ctx(const sc_kernels_dims *d, int S, ctx_plan *p) {
   if (!d || S < 1 || d->n_layers < 1 || d->hidden < 1 || d->n_heads < 1 || d->n_kv_heads < 1 ||
@@ -103,6 +161,7 @@ static bool plan_ctx(const sc_kernels_dims *d, int S, ctx_plan *p) {
   p->x = take(s * H * f4);                 // residual stream f32 [S][H]
   p->xn = take(s * H * b2);                // normed input [S][H]
   p->qkv = take(s * (QD + 2 * KD) * b2);   // [S][QD + 2 KD]
+  p->qkv32 = take(NARROW_ROWS_MAX * (QD + 2 * KD) * f4);  // the narrow GEMM's f32 sums
   p->att = take(s * QD * b2);              // attention output [S][QD]
   p->tmp = take(s * H * b2);               // o_proj / down output [S][H]
   p->gu = take(s * 2 * I * b2);            // gate|up [S][2I]
@@ -113,14 +172,15 @@ static bool plan_ctx(const sc_kernels_dims *d, int S, ctx_plan *p) {
   p->cos_t = take(s * (hd / 2) * f4);      // [S][hd/2]
   p->sin_t = take(s * (hd / 2) * f4);
   p->logits = take((size_t)p->rc * V * f4);  // [RC][V]
-  p->part = take((size_t)PART_BLOCKS * p->attn.qv * (hd + 2) * f4);
-  p->ids = take(s * sizeof(int32_t));
-  p->pos = take(s * sizeof(int32_t));
-  p->rows = take((size_t)p->rc * sizeof(int32_t));
+  // Partials of split attention, at the instance's head size (both kernels').
+  p->part = take((size_t)PART_BLOCKS * p->attn.qv * ((size_t)p->attn.hd_tmpl + 2) * f4);
+  p->rows = take((size_t)p->rc * sizeof(int32_t));  // the lm_head after the graph: rows,
   p->prow = take((size_t)p->rc * sizeof(sc_kernels_pick_row));  // per-row pick parameters
   p->banned = take(V);                                           // banned-token bitmap [V]
-  p->tiles = take((size_t)p->tile_cap * sizeof(sck_tile));
   p->stats = take((size_t)p->rc * sizeof(sc_kernels_row_stats));
+  p->counters = take((size_t)p->tile_cap * d->n_kv_heads * sizeof(int));  // in-kernel merges
+  p->in_bytes = io_layout(S, p->tile_cap, p->rc).bytes;  // the largest class's inputs
+  p->in = take(p->in_bytes);
   p->ws = take(WORKSPACE_BYTES);
   p->total = at;
   return true;
@@ -173,8 +233,31 @@ static sc_status upload_vec(float *dst, const float *src, size_t n, const char *
   return SC_OK;
 }
 
+// Interleaves the gate or up half (half 0 or 1) of a [2I][H] matrix by 8
+// rows: raw [I][H] -> rows 16q + 8 half + (0..7) of dst.
+static sc_status interleave_half(sck_bf16 *dst, const sck_bf16 *raw, int I, int H, int half,
+                                 sc_error *err) {
+  const size_t row = (size_t)H * sizeof(sck_bf16);
+  SCK_CUDA(cudaMemcpy2D(dst + (size_t)8 * half * H, 16 * row, raw, 8 * row, 8 * row,
+                        (size_t)I / 8, cudaMemcpyDeviceToDevice),
+           err);
+  return SC_OK;
+}
+
+// What a dev_mat is made from: bf16 assembled in `asm_` (the matrix itself
+// when bf16, the transient when FP8), then quantized into place.
+static sck_bf16 *assembly(const sc_kernels_model *m, const dev_mat *d, sck_bf16 *tmp) {
+  return m->fp8 ? tmp : (sck_bf16 *)d->w;
+}
+static sc_status finish(const sc_kernels_model *m, dev_mat *d, const sck_bf16 *asm_,
+                        sc_error *err) {
+  if (m->fp8)
+    SCK_CUDA(sck_quant_fp8(asm_, d->rows, d->cols, d->stride, (uint8_t *)d->w, d->s, 0), err);
+  return SC_OK;
+}
+
 static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc *desc,
-                                sc_error *err) {
+                                sck_bf16 *tmp, sc_error *err) {
   const int64_t H = m->d.hidden, QD = m->QD, KD = m->KD, I = m->d.intermediate,
                 V = m->d.vocab, hd = m->d.head_dim;
   void *staging = nullptr;
@@ -185,14 +268,31 @@ static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc
   for (int l = 0; st == SC_OK && l < m->d.n_layers; l++) {
     const sc_kernels_layer_desc *y = &desc->layers[l];
     dev_layer *g = &m->layers[l];
-    if (st == SC_OK) st = upload_matrix(&y->wq, QD, H, "wq", l, g->wqkv, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wk, KD, H, "wk", l, g->wqkv + QD * H, staging, err);
-    if (st == SC_OK)
-      st = upload_matrix(&y->wv, KD, H, "wv", l, g->wqkv + (QD + KD) * H, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wo, H, QD, "wo", l, g->wo, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wgate, I, H, "wgate", l, g->wgu, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wup, I, H, "wup", l, g->wgu + I * H, staging, err);
-    if (st == SC_OK) st = upload_matrix(&y->wdown, H, I, "wdown", l, g->wdown, staging, err);
+    sck_bf16 *a = assembly(m, &g->qkv, tmp);
+    if (st == SC_OK) st = upload_matrix(&y->wq, QD, H, "wq", l, a, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wk, KD, H, "wk", l, a + QD * H, staging, err);
+    if (st == SC_OK) st = upload_matrix(&y->wv, KD, H, "wv", l, a + (QD + KD) * H, staging, err);
+    if (st == SC_OK) st = finish(m, &g->qkv, a, err);
+    a = assembly(m, &g->o, tmp);
+    if (st == SC_OK) st = upload_matrix(&y->wo, H, QD, "wo", l, a, staging, err);
+    if (st == SC_OK) st = finish(m, &g->o, a, err);
+    // gate and up: one after the other, or interleaved by 8 rows through
+    // the transient's last I x H.
+    a = assembly(m, &g->gu, tmp);
+    if (!m->gu_il) {
+      if (st == SC_OK) st = upload_matrix(&y->wgate, I, H, "wgate", l, a, staging, err);
+      if (st == SC_OK) st = upload_matrix(&y->wup, I, H, "wup", l, a + I * H, staging, err);
+    } else {
+      sck_bf16 *raw = tmp + (m->fp8 ? 2 * I * H : 0);
+      if (st == SC_OK) st = upload_matrix(&y->wgate, I, H, "wgate", l, raw, staging, err);
+      if (st == SC_OK) st = interleave_half(a, raw, (int)I, (int)H, 0, err);
+      if (st == SC_OK) st = upload_matrix(&y->wup, I, H, "wup", l, raw, staging, err);
+      if (st == SC_OK) st = interleave_half(a, raw, (int)I, (int)H, 1, err);
+    }
+    if (st == SC_OK) st = finish(m, &g->gu, a, err);
+    a = assembly(m, &g->down, tmp);
+    if (st == SC_OK) st = upload_matrix(&y->wdown, H, I, "wdown", l, a, staging, err);
+    if (st == SC_OK) st = finish(m, &g->down, a, err);
     if (st == SC_OK && m->bias) {
       // Missing parts of the stacked bias are zero (e.g. only q has one).
       memset(bias, 0, (size_t)(QD + 2 * KD) * sizeof(float));
@@ -209,8 +309,12 @@ static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc
     if (st == SC_OK) st = upload_vec(g->mlp_norm, y->mlp_norm, (size_t)H, "mlp_norm", l, err);
   }
   if (st == SC_OK) st = upload_matrix(&desc->embed, V, H, "embed", -1, m->embed, staging, err);
-  if (st == SC_OK && !m->tied)
-    st = upload_matrix(&desc->lm_head, V, H, "lm_head", -1, m->lm_head, staging, err);
+  if (st == SC_OK && m->head.w != m->embed) {
+    // Its own matrix, or (FP8, tied) the embedding quantized.
+    sck_bf16 *a = assembly(m, &m->head, tmp);
+    if (!m->tied) st = upload_matrix(&desc->lm_head, V, H, "lm_head", -1, a, staging, err);
+    if (st == SC_OK) st = finish(m, &m->head, m->tied ? m->embed : a, err);
+  }
   if (st == SC_OK) st = upload_vec(m->final_norm, desc->final_norm, (size_t)H, "final_norm", -1, err);
   if (st == SC_OK) {
     cudaError_t e = cudaStreamSynchronize(0);
@@ -221,21 +325,26 @@ static sc_status upload_weights(sc_kernels_model *m, const sc_kernels_model_desc
   return st;
 }
 
-// Random weights at the real shapes, generated on the device (benchmarks).
-static sc_status synth_weights(sc_kernels_model *m, uint64_t seed, sc_error *err) {
+// Random weights at the real shapes, generated on the device (benchmarks);
+// FP8 ones generated in bf16 and quantized, as an upload would.
+static sc_status synth_weights(sc_kernels_model *m, uint64_t seed, sck_bf16 *tmp,
+                               sc_error *err) {
   const size_t H = (size_t)m->d.hidden, QD = (size_t)m->QD, KD = (size_t)m->KD,
-               I = (size_t)m->d.intermediate, V = (size_t)m->d.vocab, hd = (size_t)m->d.head_dim;
+               V = (size_t)m->d.vocab, hd = (size_t)m->d.head_dim;
   uint64_t k = seed;
   // Uniform(-a, a) with a = 1/sqrt(fan_in): activations stay O(1).
-  auto mat = [&](sck_bf16 *w, size_t rows, size_t cols) {
-    return sck_fill_uniform(w, rows * cols, 1.0f / sqrtf((float)cols), ++k, 0);
+  auto mat = [&](dev_mat *d) -> sc_status {
+    sck_bf16 *a = assembly(m, d, tmp);
+    SCK_CUDA(sck_fill_uniform(a, (size_t)d->rows * d->cols, 1.0f / sqrtf((float)d->cols), ++k, 0),
+             err);
+    return finish(m, d, a, err);
   };
   for (int l = 0; l < m->d.n_layers; l++) {
     dev_layer *g = &m->layers[l];
-    SCK_CUDA(mat(g->wqkv, QD + 2 * KD, H), err);
-    SCK_CUDA(mat(g->wo, H, QD), err);
-    SCK_CUDA(mat(g->wgu, 2 * I, H), err);
-    SCK_CUDA(mat(g->wdown, H, I), err);
+    SC_TRY(mat(&g->qkv));
+    SC_TRY(mat(&g->o));
+    SC_TRY(mat(&g->gu));
+    SC_TRY(mat(&g->down));
     if (g->bqkv) SCK_CUDA(sck_fill_f32(g->bqkv, QD + 2 * KD, 0.0f, 0.02f, ++k, 0), err);
     if (g->qn) SCK_CUDA(sck_fill_f32(g->qn, hd, 1.0f, 0.05f, ++k, 0), err);
     if (g->kn) SCK_CUDA(sck_fill_f32(g->kn, hd, 1.0f, 0.05f, ++k, 0), err);
@@ -243,7 +352,8 @@ static sc_status synth_weights(sc_kernels_model *m, uint64_t seed, sc_error *err
     SCK_CUDA(sck_fill_f32(g->mlp_norm, H, 1.0f, 0.05f, ++k, 0), err);
   }
   SCK_CUDA(sck_fill_uniform(m->embed, V * H, 1.0f, ++k, 0), err);
-  if (!m->tied) SCK_CUDA(mat(m->lm_head, V, H), err);
+  if (!m->tied) SC_TRY(mat(&m->head));
+  else if (m->head.w != m->embed) SC_TRY(finish(m, &m->head, m->embed, err));
   SCK_CUDA(sck_fill_f32(m->final_norm, H, 1.0f, 0.05f, ++k, 0), err);
   SCK_CUDA(cudaStreamSynchronize(0), err);
   return SC_OK;
@@ -288,6 +398,15 @@ extern "C" sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc,
   m->QD = d->n_heads * d->head_dim;
   m->KD = d->n_kv_heads * d->head_dim;
   m->attn = probe_plan.attn;
+  m->fp8 = desc->fp8;
+  m->gu_il = d->intermediate % 8 == 0;
+  if (m->fp8 && (d->hidden % 8 || (d->n_heads * d->head_dim) % 8 || d->intermediate % 8)) {
+    free(m);
+    return sc_error_set(err, SC_ERR_UNSUPPORTED,
+                        "FP8 weights need hidden (%d), heads x head_dim (%d) and intermediate "
+                        "(%d) sizes that are multiples of 8",
+                        d->hidden, d->n_heads * d->head_dim, d->intermediate);
+  }
   if (desc->synthetic) {
     m->bias = desc->synthetic_bias;
     m->qk_norm = desc->synthetic_qk_norm;
@@ -312,8 +431,14 @@ extern "C" sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc,
     cudaError_t e = cudaDeviceGetAttribute(&m->sm_count, cudaDevAttrMultiProcessorCount, 0);
     if (e != cudaSuccess) st = sck_cuda_fail(e, "SM count", __FILE__, __LINE__, err);
   }
+  // The transient an upload needs (FP8's assembly, gate/up's interleave).
+  sck_bf16 *tmp = nullptr;
+  if (st == SC_OK && m->tmp_elems)
+    st = dev_alloc((void **)&tmp, m->tmp_elems * sizeof(sck_bf16), "the upload's transient", err);
   if (st == SC_OK)
-    st = desc->synthetic ? synth_weights(m, desc->seed, err) : upload_weights(m, desc, err);
+    st = desc->synthetic ? synth_weights(m, desc->seed, tmp, err)
+                         : upload_weights(m, desc, tmp, err);
+  if (tmp) cudaFree(tmp);
   if (st != SC_OK) {
     sc_kernels_model_free(m);
     return st;
@@ -333,17 +458,30 @@ extern "C" uint64_t sc_kernels_model_bytes(const sc_kernels_model *m) {
   return m ? (uint64_t)m->bytes : 0;
 }
 
+extern "C" uint64_t sc_kernels_model_step_bytes(const sc_kernels_model *m) {
+  if (!m) return 0;
+  // Everything but the embedding table, unless it is the head too.
+  const uint64_t table = (uint64_t)m->d.vocab * m->d.hidden * sizeof(sck_bf16);
+  return (uint64_t)m->bytes - (m->head.w == m->embed ? 0 : table);
+}
+
+extern "C" bool sc_kernels_model_fp8(const sc_kernels_model *m) { return m && m->fp8; }
+
 // ---- contexts ------------------------------------------------------------------------
+
+#define MAX_PROF_EVENTS 1024
 
 struct sc_kernels_ctx {
   sc_kernels_model *m;
   int S;
   ctx_plan plan;
   char *arena;
-  float *x;
+  float *x, *qkv32;
   sck_bf16 *xn, *qkv, *att, *tmp, *gu, *hmid, *kc, *vc, *xr;
   float *cos_t, *sin_t, *logits, *part;
-  int32_t *d_ids, *d_pos, *d_rows;
+  int *counters;  // [tile_cap * nkv] the tensor-core attention's merges (left zero)
+  char *d_in;     // the packed per-pass inputs (step_io)
+  int32_t *d_rows;  // the lm_head after the graph: its rows and pick parameters
   sc_kernels_pick_row *d_prow;
   uint8_t *d_banned;
   // [V] what d_banned holds, to compare the caller's bitmap against: a
@@ -351,30 +489,45 @@ struct sc_kernels_ctx {
   // reused. banned_valid: false until the first upload.
   uint8_t *h_banned;
   bool banned_valid;
-  sck_tile *d_tiles;
   sc_kernels_row_stats *d_stats;
-  // Pinned host staging for the small per-pass uploads and the stats.
+  // Pinned host staging: the packed inputs, and the lm_head's after the graph.
   char *host;
-  int32_t *h_ids, *h_pos, *h_rows;
+  char *h_in;
+  int32_t *h_rows;
   sc_kernels_pick_row *h_prow;
-  sck_tile *h_tiles;
   sc_kernels_row_stats *h_stats;
   cudaStream_t stream;
   cublasHandle_t blas;
-  // The shape whose positions and tiles are on the device.
-  bool shape_valid;
-  uint64_t shape_key;
-  int n_tiles, n_chunks, chunk_keys;
-  // CUDA graph of the transformer body for the last repeated shape.
-  bool graphs;
-  cudaGraphExec_t graph;
-  uint64_t graph_key, last_key;
-  bool have_last;
+  sc_kernels_options opt;
+  sc_kernels_counters cnt;
+  // Graphs per shape class (kernels/plan.c decides; exec[i] is slot i's).
+  sc_kernels_graph_cache gcache;
+  cudaGraphExec_t exec[SC_KERNELS_GRAPH_SLOTS];
+  // Profiling: events recorded before each group of launches, and its kind.
+  bool profiling, prof_capture;
+  bool prof_no_graph;  // this device could not time a graph's events: eager only
+  cudaEvent_t *prof_ev;
+  int prof_kind[MAX_PROF_EVENTS];
+  int prof_n;
 };
+
+static void drop_graphs(sc_kernels_ctx *c) {
+  for (int i = 0; i < SC_KERNELS_GRAPH_SLOTS; i++)
+    if (c->exec[i]) {
+      cudaGraphExecDestroy(c->exec[i]);
+      c->exec[i] = nullptr;
+    }
+  sc_kernels_graph_cache_init(&c->gcache);
+}
 
 extern "C" void sc_kernels_ctx_free(sc_kernels_ctx *c) {
   if (!c) return;
-  if (c->graph) cudaGraphExecDestroy(c->graph);
+  drop_graphs(c);
+  if (c->prof_ev) {
+    for (int i = 0; i < MAX_PROF_EVENTS; i++)
+      if (c->prof_ev[i]) cudaEventDestroy(c->prof_ev[i]);
+    free(c->prof_ev);
+  }
   if (c->blas) sck_blas(NULL)->destroy(c->blas);  // a handle means cuBLAS is loaded
   if (c->stream) cudaStreamDestroy(c->stream);
   if (c->host) cudaFreeHost(c->host);
@@ -387,14 +540,38 @@ extern "C" uint64_t sc_kernels_ctx_bytes(const sc_kernels_ctx *c) {
   return c ? (uint64_t)c->plan.total : 0;
 }
 
+extern "C" void sc_kernels_ctx_counters(const sc_kernels_ctx *c, sc_kernels_counters *out) {
+  if (c) *out = c->cnt;
+  else memset(out, 0, sizeof *out);
+}
+
+extern "C" void sc_kernels_ctx_get_options(const sc_kernels_ctx *c, sc_kernels_options *out) {
+  *out = c->opt;
+}
+
+extern "C" sc_status sc_kernels_ctx_set_options(sc_kernels_ctx *c, const sc_kernels_options *o,
+                                                sc_error *err) {
+  SC_CHECK(c && o, err, SC_ERR_INVALID, "no context or options");
+  SC_CHECK(o->attn_chunks >= 0 && o->attn_chunks <= PART_BLOCKS, err, SC_ERR_INVALID,
+           "attention chunks %d: 0 (planned) to %d", o->attn_chunks, PART_BLOCKS);
+  c->opt = *o;
+  // Head sizes the tensor-core kernel has no instance for keep the simt one.
+  if (!c->m->attn.mma) c->opt.attn = SC_KERNELS_ATTN_SIMT;
+  drop_graphs(c);
+  return SC_OK;
+}
+
 static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   const sc_kernels_model *m = c->m;
   ctx_plan *p = &c->plan;
+  if (!sc_kernels_options_from_env(&c->opt, err)) return SC_ERR_INVALID;
+  if (!m->attn.mma) c->opt.attn = SC_KERNELS_ATTN_SIMT;
   SC_TRY(dev_alloc((void **)&c->arena, p->total, "a forward context's arena", err));
   char *a = c->arena;
   c->x = (float *)(a + p->x);
   c->xn = (sck_bf16 *)(a + p->xn);
   c->qkv = (sck_bf16 *)(a + p->qkv);
+  c->qkv32 = (float *)(a + p->qkv32);
   c->att = (sck_bf16 *)(a + p->att);
   c->tmp = (sck_bf16 *)(a + p->tmp);
   c->gu = (sck_bf16 *)(a + p->gu);
@@ -406,39 +583,37 @@ static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   c->sin_t = (float *)(a + p->sin_t);
   c->logits = (float *)(a + p->logits);
   c->part = (float *)(a + p->part);
-  c->d_ids = (int32_t *)(a + p->ids);
-  c->d_pos = (int32_t *)(a + p->pos);
   c->d_rows = (int32_t *)(a + p->rows);
   c->d_prow = (sc_kernels_pick_row *)(a + p->prow);
   c->d_banned = (uint8_t *)(a + p->banned);
-  c->d_tiles = (sck_tile *)(a + p->tiles);
   c->d_stats = (sc_kernels_row_stats *)(a + p->stats);
+  c->counters = (int *)(a + p->counters);
+  c->d_in = a + p->in;
   // The cache starts as zeros so a window run on a fresh context reads
   // defined values (model/ rejects that case anyway).
   SCK_CUDA(cudaMemset(a + p->kc, 0, p->cos_t - p->kc), err);
+  SCK_CUDA(cudaMemset(c->counters, 0, (size_t)p->tile_cap * m->d.n_kv_heads * sizeof(int)), err);
 
-  const size_t S = (size_t)c->S, rc = (size_t)p->rc;
-  const size_t hb = align_up(2 * S * sizeof(int32_t)) + align_up(rc * sizeof(int32_t)) +
+  const size_t rc = (size_t)p->rc;
+  const size_t hb = align_up(p->in_bytes) + align_up(rc * sizeof(int32_t)) +
                     align_up(rc * sizeof(sc_kernels_pick_row)) +
-                    align_up((size_t)p->tile_cap * sizeof(sck_tile)) +
                     align_up(rc * sizeof(sc_kernels_row_stats));
   SCK_CUDA(cudaMallocHost((void **)&c->host, hb), err);
   char *h = c->host;
-  c->h_ids = (int32_t *)h;
-  c->h_pos = c->h_ids + S;
-  h += align_up(2 * S * sizeof(int32_t));
+  c->h_in = h;
+  h += align_up(p->in_bytes);
   c->h_rows = (int32_t *)h;
   h += align_up(rc * sizeof(int32_t));
   c->h_prow = (sc_kernels_pick_row *)h;
   h += align_up(rc * sizeof(sc_kernels_pick_row));
-  c->h_tiles = (sck_tile *)h;
-  h += align_up((size_t)p->tile_cap * sizeof(sck_tile));
   c->h_stats = (sc_kernels_row_stats *)h;
+  sc_kernels_graph_cache_init(&c->gcache);
 
   // RoPE tables as the CPU reference builds them: inv_freq_i =
   // theta^(-2i/hd), angle = pos * inv_freq_i, in double (HF
   // _compute_default_rope_parameters).
   const int half = m->d.head_dim / 2;
+  const size_t S = (size_t)c->S;
   float *tab = (float *)malloc(2 * S * (size_t)half * sizeof(float));
   SC_CHECK(tab, err, SC_ERR_NOMEM, "out of memory for the RoPE tables");
   for (size_t ps = 0; ps < S; ps++)
@@ -464,8 +639,6 @@ static sc_status ctx_setup(sc_kernels_ctx *c, sc_error *err) {
   // A fixed workspace keeps cuBLAS from allocating, which graph capture needs.
   SCK_CUBLAS(blas->set_workspace(c->blas, a + p->ws, WORKSPACE_BYTES), err);
   SCK_CUDA(sck_attn_prepare(&m->attn), err);
-  const char *g = getenv("SCULPT_CUDA_GRAPH");
-  c->graphs = !(g && strcmp(g, "0") == 0);
   return SC_OK;
 }
 
@@ -521,130 +694,262 @@ static sc_status check_pass(const sc_kernels_ctx *c, const sc_kernels_pass *p, s
   return SC_OK;
 }
 
-static uint64_t pass_key(const sc_kernels_pass *p) {
-  int32_t h[4] = {p->n, p->w0, p->w1, p->segs ? p->n_segs : 0};
-  uint64_t k = sc_hash64(h, sizeof h, 0x5c0ffee);
-  if (p->segs) k = sc_hash64(p->segs, (size_t)(p->n_segs + 1) * sizeof(int32_t), k);
-  return k;
+// One pass's inputs on the device (pointers into d_in) and its plan.
+struct pass_dev {
+  sc_kernels_step_plan pl;
+  const sck_step_hdr *hdr;
+  const int32_t *ids, *pos, *rows;
+  const sck_tile *tiles;
+  const sc_kernels_pick_row *prow;
+  bool sample;
+  const uint8_t *banned;  // device bitmap or NULL
+};
+
+// A group of launches of one kind begins here (profiling only): an event
+// on the stream, a graph node when capturing.
+static void prof_mark(sc_kernels_ctx *c, int kind, bool capturing) {
+  if (!c->profiling || c->prof_n >= MAX_PROF_EVENTS) return;
+  cudaEvent_t ev = c->prof_ev[c->prof_n];
+  if (capturing) cudaEventRecordWithFlags(ev, c->stream, cudaEventRecordExternal);
+  else cudaEventRecord(ev, c->stream);
+  c->prof_kind[c->prof_n++] = kind;
 }
 
-// Positions and attention tiles for the pass's shape, uploaded only when
-// the shape changes (a diffusion step repeats it).
-static sc_status set_shape(sc_kernels_ctx *c, const sc_kernels_pass *p, uint64_t key,
-                           sc_error *err) {
-  if (c->shape_valid && c->shape_key == key) return SC_OK;
-  const int nw = p->w1 - p->w0, tq = c->m->attn.tq;
-  int nt = 0, max_keys = 0;
-  if (!p->segs) {
-    for (int i = 0; i < nw; i++) c->h_pos[i] = p->w0 + i;
-    for (int r0 = 0; r0 < nw; r0 += tq)
-      c->h_tiles[nt++] = sck_tile{r0, nw - r0 < tq ? nw - r0 : tq, 0, p->n};
-    max_keys = p->n;
-  } else {
-    for (int s = 0; s < p->n_segs; s++) {
-      const int a = p->segs[s], b = p->segs[s + 1];
-      for (int i = a; i < b; i++) c->h_pos[i] = i - a;
-      for (int r0 = a; r0 < b; r0 += tq)
-        c->h_tiles[nt++] = sck_tile{r0, b - r0 < tq ? b - r0 : tq, a, b};
-      if (b - a > max_keys) max_keys = b - a;
-    }
+// One product Y = X W^T with its epilogue: the narrow GEMM when the weights
+// are FP8, or when it is asked for and the pass has few rows (and it takes
+// the shape); cuBLAS otherwise (SwiGLU is then the caller's kernel).
+static bool narrow_for(const sc_kernels_ctx *c, const dev_mat *w, int M, sck_epilogue epi) {
+  if (c->m->fp8) return true;
+  const sck_narrow_w nw = {w->w, w->s, false, w->rows, w->cols, w->stride};
+  return c->opt.gemm == SC_KERNELS_GEMM_NARROW && M <= NARROW_ROWS_MAX &&
+         sck_narrow_fits(&nw, epi) && (epi != SCK_EPI_SWIGLU || c->m->gu_il);
+}
+
+static sc_status linear(sc_kernels_ctx *c, const dev_mat *w, const sck_bf16 *X, int ldx, int M,
+                        sck_epilogue epi, void *Y, int ldy, sc_error *err) {
+  if (narrow_for(c, w, M, epi)) {
+    const sck_narrow_w nw = {w->w, w->s, c->m->fp8, w->rows, w->cols, w->stride};
+    SCK_CUDA(sck_gemm_narrow(&nw, X, ldx, M, epi, Y, ldy, c->m->sm_count, c->stream), err);
+    return SC_OK;
   }
-  SC_CHECK(nt <= c->plan.tile_cap, err, SC_ERR_INTERNAL, "%d attention tiles > %d planned", nt,
-           c->plan.tile_cap);
-  // Tiles are the attention grid's y dimension (sck_attention).
-  SC_CHECK(nt <= 65535, err, SC_ERR_UNSUPPORTED,
-           "%d attention tiles: more than a grid's y dimension holds (65535)", nt);
-  // Split the keys when tiles x kv heads alone leave SMs idle (a small
-  // canvas over a long context), up to the planned partial buffer.
-  const int nkv = c->m->d.n_kv_heads, base = nt * nkv;
-  const int max_chunks = (max_keys + 31) / 32;
-  int chunks = 1;
-  const char *force = getenv("SCULPT_CUDA_ATTN_CHUNKS");  // tests: force the split path
-  if (force && atoi(force) > 0) chunks = atoi(force);
-  else if (base < 2 * c->m->sm_count) chunks = (2 * c->m->sm_count + base - 1) / base;
-  if (chunks > max_chunks) chunks = max_chunks;
-  if (chunks > PART_BLOCKS / base) chunks = PART_BLOCKS / base;
-  if (chunks < 1) chunks = 1;
-  int ck = (max_keys + chunks - 1) / chunks;
-  ck = (ck + 31) / 32 * 32;
-  c->chunk_keys = ck;
-  c->n_chunks = (max_keys + ck - 1) / ck;
-  c->n_tiles = nt;
-  SCK_CUDA(cudaMemcpyAsync(c->d_pos, c->h_pos, (size_t)nw * sizeof(int32_t),
-                           cudaMemcpyHostToDevice, c->stream),
-           err);
-  SCK_CUDA(cudaMemcpyAsync(c->d_tiles, c->h_tiles, (size_t)nt * sizeof(sck_tile),
-                           cudaMemcpyHostToDevice, c->stream),
-           err);
-  c->shape_valid = true;
-  c->shape_key = key;
-  return SC_OK;
+  const sck_bf16 *W = (const sck_bf16 *)w->w;
+  switch (epi) {
+  case SCK_EPI_F32_ADD: return sck_gemm(c->blas, W, w->rows, w->cols, X, M, ldx, Y, true, ldy, 1.0f, err);
+  case SCK_EPI_F32: return sck_gemm(c->blas, W, w->rows, w->cols, X, M, ldx, Y, true, ldy, 0.0f, err);
+  case SCK_EPI_BF16: return sck_gemm(c->blas, W, w->rows, w->cols, X, M, ldx, Y, false, ldy, 0.0f, err);
+  case SCK_EPI_SWIGLU: break;
+  }
+  return sc_error_set(err, SC_ERR_INTERNAL, "cuBLAS has no SwiGLU epilogue");
 }
 
-// The transformer over the window's rows, ending with the final norm in xn:
-// only device buffers and the shape, so it can be captured as a graph.
-static sc_status run_body(sc_kernels_ctx *c, int nw, int w0, sc_error *err) {
+// The transformer over the window's rows, ending with the final norm in xn,
+// then (head_rows > 0) the lm_head and the picking: only device buffers and
+// the shape class, so it can be captured as a graph.
+static sc_status run_body(sc_kernels_ctx *c, const pass_dev *pd, bool cap, sc_error *err) {
   const sc_kernels_model *m = c->m;
-  const int H = m->d.hidden, QD = m->QD, KD = m->KD, I = m->d.intermediate;
+  const int H = m->d.hidden, QD = m->QD, KD = m->KD, I = m->d.intermediate, V = m->d.vocab;
   const int nh = m->d.n_heads, nkv = m->d.n_kv_heads, hd = m->d.head_dim;
+  const int nw = pd->pl.nw, nt = pd->pl.n_tiles, chunks = pd->pl.n_chunks;
+  const bool fuse = c->opt.fuse;
   const size_t cache_layer = (size_t)c->S * KD;
   cudaStream_t s = c->stream;
-  SCK_CUDA(sck_embed(c->d_ids, nw, m->embed, H, c->x, s), err);
+  prof_mark(c, SC_KK_EMBED, cap);
+  SCK_CUDA(sck_embed(pd->ids, nw, m->embed, H, c->x, s), err);
   for (int l = 0; l < m->d.n_layers; l++) {
     const dev_layer *y = &m->layers[l];
     sck_bf16 *kc = c->kc + l * cache_layer, *vc = c->vc + l * cache_layer;
-    // x += previous layer's MLP output; xn = rms(x) * attn_norm
-    SCK_CUDA(sck_add_rmsnorm(c->x, l ? c->tmp : nullptr, y->attn_norm, m->eps, H, nw, c->xn, s),
+    // x += previous layer's MLP output (unless its GEMM added it); xn = rms(x) * attn_norm
+    prof_mark(c, SC_KK_NORM, cap);
+    SCK_CUDA(sck_add_rmsnorm(c->x, l && !fuse ? c->tmp : nullptr, y->attn_norm, m->eps, H, nw,
+                             c->xn, s),
              err);
-    SC_TRY(sck_gemm(c->blas, y->wqkv, QD + 2 * KD, H, c->xn, nw, H, c->qkv, false, QD + 2 * KD,
-                    0.0f, err));
+    // QKV: the narrow GEMM's k-split sums meet in f32 (zeroed first); the
+    // post-processing reads them from there.
+    prof_mark(c, SC_KK_GEMM_QKV, cap);
+    const bool q32 = nw <= NARROW_ROWS_MAX && narrow_for(c, &y->qkv, nw, SCK_EPI_F32_ADD);
+    if (q32) {
+      SCK_CUDA(cudaMemsetAsync(c->qkv32, 0, (size_t)nw * (QD + 2 * KD) * sizeof(float), s), err);
+      SC_TRY(linear(c, &y->qkv, c->xn, H, nw, SCK_EPI_F32_ADD, c->qkv32, QD + 2 * KD, err));
+    } else {
+      SC_TRY(linear(c, &y->qkv, c->xn, H, nw, SCK_EPI_BF16, c->qkv, QD + 2 * KD, err));
+    }
+    prof_mark(c, SC_KK_QKV_POST, cap);
     SCK_CUDA(sck_qkv_post(c->qkv, nw, nh, nkv, hd, y->bqkv, y->qn, y->kn, m->eps, c->cos_t,
-                          c->sin_t, c->d_pos, kc, vc, w0, s),
+                          c->sin_t, pd->pos, kc, vc, 0, pd->hdr, q32 ? c->qkv32 : nullptr, s),
              err);
-    SCK_CUDA(sck_attention(&m->attn, c->qkv, QD + 2 * KD, kc, vc, c->att, c->d_tiles, c->n_tiles,
-                           nh, nkv, hd, c->n_chunks, c->chunk_keys, c->part, s),
+    prof_mark(c, SC_KK_ATTN, cap);
+    SCK_CUDA(sck_attention(&m->attn, c->opt.attn, c->qkv, QD + 2 * KD, kc, vc, c->att, pd->tiles,
+                           nt, nh, nkv, hd, chunks, c->part, c->counters, s),
              err);
-    SC_TRY(sck_gemm(c->blas, y->wo, H, QD, c->att, nw, QD, c->tmp, false, H, 0.0f, err));
-    SCK_CUDA(sck_add_rmsnorm(c->x, c->tmp, y->mlp_norm, m->eps, H, nw, c->xn, s), err);
-    SC_TRY(sck_gemm(c->blas, y->wgu, 2 * I, H, c->xn, nw, H, c->gu, false, 2 * I, 0.0f, err));
-    SCK_CUDA(sck_swiglu(c->gu, nw, I, c->hmid, s), err);
-    SC_TRY(sck_gemm(c->blas, y->wdown, H, I, c->hmid, nw, I, c->tmp, false, H, 0.0f, err));
+    if (c->opt.attn == SC_KERNELS_ATTN_SIMT && chunks > 1) {
+      prof_mark(c, SC_KK_ATTN_COMBINE, cap);
+      SCK_CUDA(sck_attention_combine(&m->attn, c->part, pd->tiles, nt, nh, nkv, hd, chunks,
+                                     c->att, s),
+               err);
+    }
+    // Fused: the residual add is the GEMM's epilogue (into x, f32).
+    prof_mark(c, SC_KK_GEMM_O, cap);
+    if (fuse) SC_TRY(linear(c, &y->o, c->att, QD, nw, SCK_EPI_F32_ADD, c->x, H, err));
+    else SC_TRY(linear(c, &y->o, c->att, QD, nw, SCK_EPI_BF16, c->tmp, H, err));
+    prof_mark(c, SC_KK_NORM, cap);
+    SCK_CUDA(sck_add_rmsnorm(c->x, fuse ? nullptr : c->tmp, y->mlp_norm, m->eps, H, nw, c->xn, s),
+             err);
+    prof_mark(c, SC_KK_GEMM_GATE_UP, cap);
+    if (narrow_for(c, &y->gu, nw, SCK_EPI_SWIGLU)) {
+      SC_TRY(linear(c, &y->gu, c->xn, H, nw, SCK_EPI_SWIGLU, c->hmid, I, err));
+    } else {
+      SC_TRY(linear(c, &y->gu, c->xn, H, nw, SCK_EPI_BF16, c->gu, 2 * I, err));
+      prof_mark(c, SC_KK_SWIGLU, cap);
+      SCK_CUDA(sck_swiglu(c->gu, nw, I, m->gu_il, c->hmid, s), err);
+    }
+    prof_mark(c, SC_KK_GEMM_DOWN, cap);
+    if (fuse) SC_TRY(linear(c, &y->down, c->hmid, I, nw, SCK_EPI_F32_ADD, c->x, H, err));
+    else SC_TRY(linear(c, &y->down, c->hmid, I, nw, SCK_EPI_BF16, c->tmp, H, err));
   }
-  SCK_CUDA(sck_add_rmsnorm(c->x, c->tmp, m->final_norm, m->eps, H, nw, c->xn, s), err);
+  prof_mark(c, SC_KK_NORM, cap);
+  SCK_CUDA(sck_add_rmsnorm(c->x, fuse ? nullptr : c->tmp, m->final_norm, m->eps, H, nw, c->xn, s),
+           err);
+  const int hr = pd->pl.head_rows;
+  if (hr > 0) {
+    prof_mark(c, SC_KK_HEAD_GATHER, cap);
+    SCK_CUDA(sck_gather_rows(c->xn, H, pd->rows, hr, c->xr, pd->hdr, s), err);
+    prof_mark(c, SC_KK_HEAD_GEMM, cap);
+    SC_TRY(linear(c, &m->head, c->xr, H, hr, SCK_EPI_F32, c->logits, V, err));
+    if (pd->sample) {
+      prof_mark(c, SC_KK_HEAD_STATS, cap);
+      SCK_CUDA(sck_lm_stats(c->logits, hr, V, pd->prow, pd->banned, -1, -1, c->d_stats, pd->hdr,
+                            s),
+               err);
+    }
+  }
   return SC_OK;
 }
 
-// Runs the body: from the graph when this shape ran before, capturing it on
-// its second consecutive use; eagerly otherwise or when capture fails.
-static sc_status launch_body(sc_kernels_ctx *c, uint64_t key, int nw, int w0, sc_error *err) {
-  const bool repeat = c->have_last && c->last_key == key;
-  c->last_key = key;
-  c->have_last = true;
-  if (c->graphs && c->graph && c->graph_key == key) {
-    SCK_CUDA(cudaGraphLaunch(c->graph, c->stream), err);
-    return SC_OK;
-  }
-  if (!c->graphs || !repeat) return run_body(c, nw, w0, err);
+// Captures the body into a graph; NULL (the reason in err) when it fails.
+static cudaGraphExec_t capture(sc_kernels_ctx *c, const pass_dev *pd, sc_error *err) {
   cudaGraph_t g = nullptr;
-  SCK_CUDA(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), err);
+  cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) {
+    sck_cuda_fail(e, "cudaStreamBeginCapture", __FILE__, __LINE__, err);
+    return nullptr;
+  }
   sc_error cap_err = {};
-  sc_status st = run_body(c, nw, w0, &cap_err);
-  cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+  sc_status st = run_body(c, pd, true, &cap_err);
+  e = cudaStreamEndCapture(c->stream, &g);
   cudaGraphExec_t exec = nullptr;
   if (st == SC_OK && e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
   if (g) cudaGraphDestroy(g);
   if (st != SC_OK || e != cudaSuccess) {
-    // Not fatal: note it once, stop trying on this context, run eagerly.
-    cudaGetLastError();
-    SC_LOG_WARN("cuda: graph capture failed (%s); running without graphs",
-                 st != SC_OK ? cap_err.msg : cudaGetErrorString(e));
-    c->graphs = false;
-    return run_body(c, nw, w0, err);
+    cudaGetLastError();  // not sticky: the context goes on eagerly
+    if (st != SC_OK) *err = cap_err;
+    else sck_cuda_fail(e, "graph capture", __FILE__, __LINE__, err);
+    return nullptr;
   }
-  if (c->graph) cudaGraphExecDestroy(c->graph);
-  c->graph = exec;
-  c->graph_key = key;
-  SCK_CUDA(cudaGraphLaunch(c->graph, c->stream), err);
+  return exec;
+}
+
+// Runs the body: from its class's graph when captured, capturing it on the
+// class's second use (plan.c), eagerly otherwise or when capture fails.
+static sc_status launch_body(sc_kernels_ctx *c, const pass_dev *pd, sc_error *err) {
+  if (c->profiling) {
+    // One graph for this step alone (its event nodes are this step's), or eager.
+    if (c->prof_capture) {
+      const int n0 = c->prof_n;
+      sc_error why = {};
+      cudaGraphExec_t exec = capture(c, pd, &why);
+      if (exec) {
+        cudaError_t e = cudaGraphLaunch(exec, c->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+        cudaGraphExecDestroy(exec);
+        SCK_CUDA(e, err);
+        return SC_OK;
+      }
+      SC_LOG_WARN("cuda: profiling inside a graph failed (%s); timing eagerly", why.msg);
+      c->prof_n = n0;
+      c->prof_capture = false;
+    }
+    c->cnt.eager++;
+    return run_body(c, pd, false, err);
+  }
+  int slot = -1;
+  sc_kernels_graph_action a =
+      c->opt.graphs ? sc_kernels_graph_cache_decide(&c->gcache, pd->pl.key, &slot)
+                    : SC_KERNELS_GRAPH_EAGER;
+  if (a == SC_KERNELS_GRAPH_CAPTURE) {
+    sc_error why = {};
+    cudaGraphExec_t exec = capture(c, pd, &why);
+    if (!exec) {
+      // Not fatal: note it once, stop trying on this context, run eagerly.
+      SC_LOG_WARN("cuda: graph capture failed (%s); running without graphs", why.msg);
+      sc_kernels_graph_cache_drop(&c->gcache, slot);
+      c->opt.graphs = false;
+      a = SC_KERNELS_GRAPH_EAGER;
+    } else {
+      if (c->exec[slot]) cudaGraphExecDestroy(c->exec[slot]);
+      c->exec[slot] = exec;
+      c->cnt.captures++;
+      a = SC_KERNELS_GRAPH_REPLAY;
+    }
+  }
+  if (a == SC_KERNELS_GRAPH_REPLAY) {
+    SCK_CUDA(cudaGraphLaunch(c->exec[slot], c->stream), err);
+    c->cnt.replays++;
+    return SC_OK;
+  }
+  c->cnt.eager++;
+  return run_body(c, pd, false, err);
+}
+
+// The lm_head after the body when its rows do not fit the graph's (more
+// than a chunk), or when asked ($SCULPT_CUDA_HEAD=host): a chunk at a time,
+// each with its own uploads, copies back and wait.
+static sc_status head_after(sc_kernels_ctx *c, const sc_kernels_pass *p, float *logits_host,
+                            const sc_kernels_sample *smp, sc_kernels_row_stats *stats,
+                            const uint8_t *banned, sc_error *err) {
+  const sc_kernels_model *m = c->m;
+  const int H = m->d.hidden, V = m->d.vocab, rc = c->plan.rc;
+  for (int j0 = 0; j0 < p->n_rows; j0 += rc) {
+    const int cnt = p->n_rows - j0 < rc ? p->n_rows - j0 : rc;
+    for (int j = 0; j < cnt; j++) {
+      const int r = p->rows ? p->rows[j0 + j] : p->w0 + j0 + j;
+      c->h_rows[j] = r - p->w0;  // local row in the window
+    }
+    prof_mark(c, SC_KK_UPLOAD, false);
+    SCK_CUDA(cudaMemcpyAsync(c->d_rows, c->h_rows, (size_t)cnt * sizeof(int32_t),
+                             cudaMemcpyHostToDevice, c->stream),
+             err);
+    prof_mark(c, SC_KK_HEAD_GATHER, false);
+    SCK_CUDA(sck_gather_rows(c->xn, H, c->d_rows, cnt, c->xr, nullptr, c->stream), err);
+    prof_mark(c, SC_KK_HEAD_GEMM, false);
+    SC_TRY(linear(c, &m->head, c->xr, H, cnt, SCK_EPI_F32, c->logits, V, err));
+    if (logits_host) {
+      prof_mark(c, SC_KK_DOWNLOAD, false);
+      SCK_CUDA(cudaMemcpyAsync(logits_host + (size_t)j0 * V, c->logits,
+                               (size_t)cnt * V * sizeof(float), cudaMemcpyDeviceToHost,
+                               c->stream),
+               err);
+    }
+    if (smp) {
+      memcpy(c->h_prow, smp->rows + j0, (size_t)cnt * sizeof *c->h_prow);
+      prof_mark(c, SC_KK_UPLOAD, false);
+      SCK_CUDA(cudaMemcpyAsync(c->d_prow, c->h_prow, (size_t)cnt * sizeof *c->h_prow,
+                               cudaMemcpyHostToDevice, c->stream),
+               err);
+      prof_mark(c, SC_KK_HEAD_STATS, false);
+      SCK_CUDA(sck_lm_stats(c->logits, cnt, V, c->d_prow, banned, smp->eos_id, smp->pad_id,
+                            c->d_stats, nullptr, c->stream),
+               err);
+      prof_mark(c, SC_KK_DOWNLOAD, false);
+      SCK_CUDA(cudaMemcpyAsync(c->h_stats, c->d_stats, (size_t)cnt * sizeof *stats,
+                               cudaMemcpyDeviceToHost, c->stream),
+               err);
+    }
+    // The staging buffers are reused by the next chunk.
+    prof_mark(c, SC_KK_COUNT, false);
+    SCK_CUDA(cudaStreamSynchronize(c->stream), err);
+    c->cnt.syncs++;
+    if (smp) memcpy(stats + j0, c->h_stats, (size_t)cnt * sizeof *stats);
+  }
   return SC_OK;
 }
 
@@ -653,14 +958,63 @@ static sc_status forward_pass(sc_kernels_ctx *c, const sc_kernels_pass *p, float
                               sc_error *err) {
   SC_TRY(check_pass(c, p, err));
   const sc_kernels_model *m = c->m;
-  const int nw = p->w1 - p->w0, H = m->d.hidden, V = m->d.vocab;
+  const int V = m->d.vocab;
   SC_CHECK(p->n_rows == 0 || logits_host || stats, err, SC_ERR_INVALID, "no output buffer");
-  const uint64_t key = pass_key(p);
-  SC_TRY(set_shape(c, p, key, err));
-  memcpy(c->h_ids, p->ids + p->w0, (size_t)nw * sizeof(int32_t));
-  SCK_CUDA(cudaMemcpyAsync(c->d_ids, c->h_ids, (size_t)nw * sizeof(int32_t),
-                           cudaMemcpyHostToDevice, c->stream),
-           err);
+  // The plan (kernels/plan.c) and where the pass's inputs go.
+  sc_kernels_step_in in;
+  memset(&in, 0, sizeof in);
+  in.n = p->n, in.w0 = p->w0, in.w1 = p->w1, in.segs = p->segs, in.n_segs = p->n_segs;
+  in.n_rows = p->n_rows;
+  in.tq = m->attn.tq;
+  in.n_kv_heads = m->d.n_kv_heads;
+  in.sm_count = m->sm_count;
+  in.forced_chunks = c->opt.attn_chunks;
+  if (!in.forced_chunks) {
+    const char *force = getenv("SCULPT_CUDA_ATTN_CHUNKS");  // tests: force the split path
+    if (force && atoi(force) > 0) in.forced_chunks = atoi(force);
+  }
+  in.part_blocks = PART_BLOCKS;
+  in.head_cap = c->plan.rc;
+  in.head_in_graph = c->opt.head_in_graph;
+  in.sample = smp != nullptr;
+  in.banned = smp && smp->banned;
+  const int nt_need = sc_kernels_tile_count(&in);
+  SC_CHECK(nt_need <= c->plan.tile_cap, err, SC_ERR_INTERNAL, "%d attention tiles > %d planned",
+           nt_need, c->plan.tile_cap);
+  pass_dev pd;
+  SC_CHECK(sc_kernels_plan_step(&in, nullptr, &pd.pl), err, SC_ERR_UNSUPPORTED,
+           "the pass cannot be planned (%d attention tiles: a grid holds 65535)", nt_need);
+  const step_io io = io_layout(pd.pl.nw, pd.pl.n_tiles, pd.pl.head_rows);
+  char *h = c->h_in;
+  sc_kernels_plan_step(&in, (sck_tile *)(h + io.tiles), &pd.pl);
+  // The packed inputs: header, ids, positions, tiles, lm_head rows and
+  // their pick parameters (padding rows zero), then one copy.
+  const int nw = pd.pl.nw, hr = pd.pl.head_rows;
+  sck_step_hdr *hdr = (sck_step_hdr *)(h + io.hdr);
+  memset(hdr, 0, sizeof *hdr);
+  hdr->w0 = p->w0;
+  hdr->n = p->n;
+  hdr->n_rows = p->n_rows;
+  hdr->eos_id = smp ? smp->eos_id : -1;
+  hdr->pad_id = smp ? smp->pad_id : -1;
+  memcpy(h + io.ids, p->ids + p->w0, (size_t)nw * sizeof(int32_t));
+  int32_t *pos = (int32_t *)(h + io.pos);
+  if (!p->segs) {
+    for (int i = 0; i < nw; i++) pos[i] = p->w0 + i;
+  } else {
+    for (int s = 0; s < p->n_segs; s++)
+      for (int i = p->segs[s]; i < p->segs[s + 1]; i++) pos[i] = i - p->segs[s];
+  }
+  if (hr > 0) {
+    int32_t *rows = (int32_t *)(h + io.rows);
+    sc_kernels_pick_row *prow = (sc_kernels_pick_row *)(h + io.prow);
+    for (int j = 0; j < hr; j++) {
+      rows[j] = j < p->n_rows ? (p->rows ? p->rows[j] : p->w0 + j) - p->w0 : 0;
+      if (smp) prow[j] = j < p->n_rows ? smp->rows[j] : sc_kernels_pick_row{};
+    }
+  }
+  prof_mark(c, SC_KK_UPLOAD, false);
+  SCK_CUDA(cudaMemcpyAsync(c->d_in, h, io.bytes, cudaMemcpyHostToDevice, c->stream), err);
   if (smp && smp->banned &&
       (!c->banned_valid || memcmp(c->h_banned, smp->banned, (size_t)V) != 0)) {
     // Uploaded only when the contents change: a V-byte compare per pass
@@ -678,44 +1032,36 @@ static sc_status forward_pass(sc_kernels_ctx *c, const sc_kernels_pass *p, float
     c->banned_valid = true;
   }
   const uint8_t *banned = smp && smp->banned ? c->d_banned : nullptr;
-  SC_TRY(launch_body(c, key, nw, p->w0, err));
+  pd.hdr = (const sck_step_hdr *)(c->d_in + io.hdr);
+  pd.ids = (const int32_t *)(c->d_in + io.ids);
+  pd.pos = (const int32_t *)(c->d_in + io.pos);
+  pd.tiles = (const sck_tile *)(c->d_in + io.tiles);
+  pd.rows = (const int32_t *)(c->d_in + io.rows);
+  pd.prow = (const sc_kernels_pick_row *)(c->d_in + io.prow);
+  pd.sample = smp != nullptr;
+  pd.banned = banned;
+  SC_TRY(launch_body(c, &pd, err));
+  c->cnt.passes++;
 
-  // lm_head over the requested rows only, a chunk at a time.
-  const int rc = c->plan.rc;
-  for (int j0 = 0; j0 < p->n_rows; j0 += rc) {
-    const int cnt = p->n_rows - j0 < rc ? p->n_rows - j0 : rc;
-    for (int j = 0; j < cnt; j++) {
-      const int r = p->rows ? p->rows[j0 + j] : p->w0 + j0 + j;
-      c->h_rows[j] = r - p->w0;  // local row in the window
-    }
-    SCK_CUDA(cudaMemcpyAsync(c->d_rows, c->h_rows, (size_t)cnt * sizeof(int32_t),
-                             cudaMemcpyHostToDevice, c->stream),
-             err);
-    SCK_CUDA(sck_gather_rows(c->xn, H, c->d_rows, cnt, c->xr, c->stream), err);
-    SC_TRY(sck_gemm(c->blas, m->lm_head, V, H, c->xr, cnt, H, c->logits, true, V, 0.0f, err));
-    if (logits_host) {
-      SCK_CUDA(cudaMemcpyAsync(logits_host + (size_t)j0 * V, c->logits,
-                               (size_t)cnt * V * sizeof(float), cudaMemcpyDeviceToHost,
-                               c->stream),
-               err);
-    }
-    if (smp) {
-      memcpy(c->h_prow, smp->rows + j0, (size_t)cnt * sizeof *c->h_prow);
-      SCK_CUDA(cudaMemcpyAsync(c->d_prow, c->h_prow, (size_t)cnt * sizeof *c->h_prow,
-                               cudaMemcpyHostToDevice, c->stream),
-               err);
-      SCK_CUDA(sck_lm_stats(c->logits, cnt, V, c->d_prow, banned, smp->eos_id, smp->pad_id,
-                            c->d_stats, c->stream),
-               err);
-      SCK_CUDA(cudaMemcpyAsync(c->h_stats, c->d_stats, (size_t)cnt * sizeof *stats,
+  if (hr == 0 && p->n_rows > 0) {
+    SC_TRY(head_after(c, p, logits_host, smp, stats, banned, err));
+  } else if (p->n_rows > 0) {
+    // One copy of the picks back (and the logits when asked), one wait.
+    prof_mark(c, SC_KK_DOWNLOAD, false);
+    if (smp)
+      SCK_CUDA(cudaMemcpyAsync(c->h_stats, c->d_stats, (size_t)p->n_rows * sizeof *stats,
                                cudaMemcpyDeviceToHost, c->stream),
                err);
-    }
-    // The staging buffers are reused by the next chunk.
-    SCK_CUDA(cudaStreamSynchronize(c->stream), err);
-    if (smp) memcpy(stats + j0, c->h_stats, (size_t)cnt * sizeof *stats);
+    if (logits_host)
+      SCK_CUDA(cudaMemcpyAsync(logits_host, c->logits, (size_t)p->n_rows * V * sizeof(float),
+                               cudaMemcpyDeviceToHost, c->stream),
+               err);
   }
+  prof_mark(c, SC_KK_COUNT, false);  // the end
   SCK_CUDA(cudaStreamSynchronize(c->stream), err);
+  c->cnt.syncs++;
+  if (smp && hr > 0 && p->n_rows > 0)
+    memcpy(stats, c->h_stats, (size_t)p->n_rows * sizeof *stats);
   SCK_CUDA(cudaGetLastError(), err);
   return SC_OK;
 }
@@ -745,4 +1091,56 @@ extern "C" sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernel
            SC_ERR_INVALID, "no sample parameters or output");
   sc_kernels_row_stats dummy;
   return forward_impl(c, p, s->logits_host, s, out ? out : &dummy, err);
+}
+
+extern "C" sc_status sc_kernels_profile_step(sc_kernels_ctx *c, const sc_kernels_pass *p,
+                                             const sc_kernels_sample *s,
+                                             sc_kernels_row_stats *stats, bool in_graph,
+                                             sc_kernels_profile *out, sc_error *err) {
+  SC_CHECK(c && out, err, SC_ERR_INVALID, "no context or output");
+  memset(out, 0, sizeof *out);
+  if (!c->prof_ev) {
+    c->prof_ev = (cudaEvent_t *)calloc(MAX_PROF_EVENTS, sizeof *c->prof_ev);
+    SC_CHECK(c->prof_ev, err, SC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < MAX_PROF_EVENTS; i++) SCK_CUDA(cudaEventCreate(&c->prof_ev[i]), err);
+  }
+  for (int attempt = 0; attempt < 2; attempt++) {
+    c->profiling = true;
+    c->prof_capture = in_graph && attempt == 0 && !c->prof_no_graph;
+    c->prof_n = 0;
+    sc_status st = s ? forward_impl(c, p, s->logits_host, s, stats, err)
+                     : forward_impl(c, p, nullptr, nullptr, nullptr, err);
+    const bool graph = c->prof_capture;
+    c->profiling = false;
+    SC_TRY(st);
+    SC_CHECK(c->prof_n < MAX_PROF_EVENTS, err, SC_ERR_INTERNAL,
+             "more than %d timed groups in one step", MAX_PROF_EVENTS);
+    memset(out, 0, sizeof *out);
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; e == cudaSuccess && i + 1 < c->prof_n; i++) {
+      float ms = 0.0f;
+      e = cudaEventElapsedTime(&ms, c->prof_ev[i], c->prof_ev[i + 1]);
+      const int k = c->prof_kind[i];
+      if (e == cudaSuccess && k >= 0 && k < SC_KK_COUNT) {
+        out->ms[k] += ms;
+        out->groups[k]++;
+      }
+    }
+    float total = 0.0f;
+    if (e == cudaSuccess && c->prof_n > 1)
+      e = cudaEventElapsedTime(&total, c->prof_ev[0], c->prof_ev[c->prof_n - 1]);
+    if (e != cudaSuccess && graph) {
+      // A driver that cannot time a graph's event nodes: eagerly instead.
+      cudaGetLastError();
+      SC_LOG_WARN("cuda: timing a graph's events failed (%s); profiling eagerly",
+                  cudaGetErrorString(e));
+      c->prof_no_graph = true;
+      continue;
+    }
+    SCK_CUDA(e, err);
+    out->total_ms = total;
+    out->graph = graph;
+    return SC_OK;
+  }
+  return sc_error_set(err, SC_ERR_INTERNAL, "profiling failed");
 }

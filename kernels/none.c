@@ -34,6 +34,8 @@ sc_status sc_kernels_model_new(const sc_kernels_model_desc *desc, sc_kernels_mod
 
 void sc_kernels_model_free(sc_kernels_model *m) { (void)m; }
 uint64_t sc_kernels_model_bytes(const sc_kernels_model *m) { (void)m; return 0; }
+uint64_t sc_kernels_model_step_bytes(const sc_kernels_model *m) { (void)m; return 0; }
+bool sc_kernels_model_fp8(const sc_kernels_model *m) { (void)m; return false; }
 
 uint64_t sc_kernels_ctx_plan_bytes(const sc_kernels_dims *dims, int max_seq) {
   (void)dims, (void)max_seq;
@@ -60,5 +62,29 @@ sc_status sc_kernels_forward_stats(sc_kernels_ctx *c, const sc_kernels_pass *p,
                                    const sc_kernels_sample *s, sc_kernels_row_stats *out,
                                    sc_error *err) {
   (void)c, (void)p, (void)s, (void)out;
+  return NO_CUDA(err);
+}
+
+void sc_kernels_ctx_counters(const sc_kernels_ctx *c, sc_kernels_counters *out) {
+  (void)c;
+  memset(out, 0, sizeof *out);
+}
+
+sc_status sc_kernels_ctx_set_options(sc_kernels_ctx *c, const sc_kernels_options *o,
+                                     sc_error *err) {
+  (void)c, (void)o;
+  return NO_CUDA(err);
+}
+
+void sc_kernels_ctx_get_options(const sc_kernels_ctx *c, sc_kernels_options *out) {
+  (void)c;
+  memset(out, 0, sizeof *out);
+}
+
+sc_status sc_kernels_profile_step(sc_kernels_ctx *c, const sc_kernels_pass *p,
+                                  const sc_kernels_sample *s, sc_kernels_row_stats *stats,
+                                  bool in_graph, sc_kernels_profile *out, sc_error *err) {
+  (void)c, (void)p, (void)s, (void)stats, (void)in_graph;
+  if (out) memset(out, 0, sizeof *out);
   return NO_CUDA(err);
 }

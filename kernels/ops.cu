@@ -90,20 +90,25 @@ cudaError_t sck_add_rmsnorm(float *x, const sck_bf16 *delta, const float *w, flo
 __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const float *bias,
                            const float *qn, const float *kn, float eps, const float *cos_t,
                            const float *sin_t, const int32_t *pos, sck_bf16 *kc, sck_bf16 *vc,
-                           int cache_row0) {
+                           int cache_row0, const sck_step_hdr *hdr, const float *src32) {
   const int slots = nh + 2 * nkv;
+  if (hdr) cache_row0 += hdr->w0;
   const long gw = (long)blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
   if (gw >= (long)n * slots) return;  // whole warps exit together
   const int lane = threadIdx.x % WARP;
   const int i = (int)(gw / slots), s = (int)(gw % slots);
   const int QD = nh * hd, KD = nkv * hd, half = hd / 2;
   sck_bf16 *src = qkv + (size_t)i * (QD + 2 * KD) + (size_t)s * hd;  // slot s at column s*hd
+  // The GEMM's output: bf16 in qkv, or f32 in src32 (the narrow GEMM's
+  // split-k sums); q goes back to qkv either way.
+  const float *s32 = src32 ? src32 + (size_t)i * (QD + 2 * KD) + (size_t)s * hd : nullptr;
+  auto in = [&](int j) { return s32 ? s32[j] : __bfloat162float(src[j]); };
   const float *b = bias ? bias + (size_t)s * hd : nullptr;
   const size_t crow = (size_t)(cache_row0 + i) * KD;
   if (s >= nh + nkv) {  // v head: bias only
     sck_bf16 *dst = vc + crow + (size_t)(s - nh - nkv) * hd;
     for (int j = lane; j < hd; j += WARP) {
-      float v = __bfloat162float(src[j]);
+      float v = in(j);
       if (b) v += b[j];
       dst[j] = __float2bfloat16(v);
     }
@@ -116,7 +121,7 @@ __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const 
   if (nw) {
     float ss = 0.0f;
     for (int j = lane; j < hd; j += WARP) {
-      float v = __bfloat162float(src[j]) + (b ? b[j] : 0.0f);
+      float v = in(j) + (b ? b[j] : 0.0f);
       ss += v * v;
     }
     ss = warp_sum(ss);
@@ -124,8 +129,8 @@ __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const 
   }
   const size_t p = (size_t)pos[i] * half;
   for (int j = lane; j < half; j += WARP) {
-    float a = __bfloat162float(src[j]) + (b ? b[j] : 0.0f);
-    float c = __bfloat162float(src[j + half]) + (b ? b[j + half] : 0.0f);
+    float a = in(j) + (b ? b[j] : 0.0f);
+    float c = in(j + half) + (b ? b[j + half] : 0.0f);
     if (nw) {
       a = a * r * nw[j];
       c = c * r * nw[j + half];
@@ -139,12 +144,13 @@ __global__ void k_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const 
 cudaError_t sck_qkv_post(sck_bf16 *qkv, int n, int nh, int nkv, int hd, const float *bias,
                          const float *qn, const float *kn, float eps, const float *cos_t,
                          const float *sin_t, const int32_t *pos, sck_bf16 *kc, sck_bf16 *vc,
-                         int cache_row0, cudaStream_t stream) {
+                         int cache_row0, const sck_step_hdr *hdr, const float *src32,
+                         cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const size_t warps = (size_t)n * (size_t)(nh + 2 * nkv);
   const unsigned blocks = (unsigned)((warps + 7) / 8);
   k_qkv_post<<<blocks, 256, 0, stream>>>(qkv, n, nh, nkv, hd, bias, qn, kn, eps, cos_t, sin_t,
-                                         pos, kc, vc, cache_row0);
+                                         pos, kc, vc, cache_row0, hdr, src32);
   return cudaGetLastError();
 }
 
@@ -169,7 +175,7 @@ template <int HD, int QV>
 __global__ void __launch_bounds__(ATT_THREADS)
     k_attn(const sck_bf16 *__restrict__ q, int ldq, const sck_bf16 *__restrict__ k,
            const sck_bf16 *__restrict__ v, sck_bf16 *__restrict__ out, const sck_tile *tiles,
-           int nh, int nkv, int hd, int tq, int n_chunks, int chunk_keys, float scale_log2,
+           int nh, int nkv, int hd, int tq, int n_chunks, float scale_log2,
            float *__restrict__ part) {
   constexpr int NI = QV / ATT_WARPS;   // vectors per warp
   constexpr int NJ = (HD + WARP - 1) / WARP;  // output dims per lane
@@ -185,6 +191,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
   const int chunk = blockIdx.x, g = blockIdx.z, group = nh / nkv;
   const int KD = nkv * hd;
   const int lane = threadIdx.x % WARP, w = threadIdx.x / WARP;
+  // This block's chunk of the tile's keys (sck_attention: rounded to the key tile).
+  const int chunk_keys = ((t.k1 - t.k0 + n_chunks - 1) / n_chunks + ATT_KT - 1) / ATT_KT * ATT_KT;
   const int kbeg = t.k0 + chunk * chunk_keys;
   const int kend = min(t.k1, kbeg + chunk_keys);
 
@@ -330,6 +338,242 @@ __global__ void k_attn_combine(const float *__restrict__ part, const sck_tile *t
   }
 }
 
+// ---- attention on tensor cores --------------------------------------------------
+// FlashAttention-2's forward (Dao 2023, arXiv:2307.08691) for a non-causal
+// GQA block, on mma.sync.m16n8k16 (bf16 operands, f32 accumulators; PTX
+// ISA, "Matrix Fragments for mma.m16n8k16": for lane l, g = l/4 and
+// t = l%4; A's four registers hold rows g, g+8 at columns 2t..2t+1 and
+// 2t+8..2t+9; B's two hold rows (k) 2t..2t+1 and 2t+8..2t+9 at column
+// (n) g; C's four hold rows g, g+8 at columns 2t..2t+1; in each register
+// the lower index is the lower half).
+// Grid as k_attn: x = key chunk, y = tile, z = kv head g. Block: 4 warps,
+// 64 query vectors of kv head g (vector v = row * group + head-in-group:
+// the group's heads share each K/V element loaded), warp w rows 16w..16w+15
+// as the mma's M. Keys through shared memory 64 at a time (K and V rows
+// padded by 8 elements: a warp's 32-bit fragment loads hit 32 banks).
+// Q stays in registers as A fragments; S = Q K^T per warp is 16 x 64 f32
+// (8 n-tiles), scaled by log2(e)/sqrt(hd) after the product, masked past
+// the chunk's last key, then the online softmax per row (the 4 lanes of a
+// row reduce with two shuffles), P rounded to bf16 becomes A fragments in
+// place (a C tile's layout is half an A tile's), and O += P V with V's
+// B fragments read as two 16-bit loads each. Head sizes below the
+// instance's HD are zero-padded (Q and K columns past hd are 0).
+// Split keys: each block writes its unnormalised O, m and l to part, and
+// the last block of its (tile, kv head) to arrive (an atomic counter,
+// after a fence: the CUDA guide's "last block" reduction) merges all
+// chunks and resets the counter for the next launch or graph replay.
+#define MMA_KT 64
+
+static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // .x = lo (lower half)
+  return *reinterpret_cast<uint32_t *>(&h);
+}
+
+static __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0,
+                                                uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int HD>
+__global__ void __launch_bounds__(128)
+    k_attn_mma(const sck_bf16 *__restrict__ q, int ldq, const sck_bf16 *__restrict__ k,
+               const sck_bf16 *__restrict__ v, sck_bf16 *__restrict__ out,
+               const sck_tile *tiles, int nh, int nkv, int hd, int tq, int n_chunks,
+               float scale_log2, float *__restrict__ part, int *__restrict__ counters) {
+  constexpr int ST = HD + 8;  // shared row stride (elements)
+  constexpr int NT = MMA_KT / 8, NKS = HD / 16, NDT = HD / 8;
+  __shared__ __align__(16) sck_bf16 Ks[MMA_KT * ST];
+  __shared__ __align__(16) sck_bf16 Vs[MMA_KT * ST];
+  __shared__ int s_last;
+
+  const sck_tile t = tiles[blockIdx.y];
+  const int chunk = blockIdx.x, g = blockIdx.z, group = nh / nkv, KD = nkv * hd;
+  const int lane = threadIdx.x % WARP, w = threadIdx.x / WARP, gr = lane / 4, tg = lane % 4;
+  const int chunk_keys =
+      ((t.k1 - t.k0 + n_chunks - 1) / n_chunks + MMA_KT - 1) / MMA_KT * MMA_KT;
+  const int kbeg = t.k0 + chunk * chunk_keys, kend = min(t.k1, kbeg + chunk_keys);
+
+  // The two query vectors (rows of the mma) this lane's fragments touch.
+  int vrow[2];
+  bool vok[2];
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int vv = 16 * w + gr + 8 * h, r = vv / group;
+    vrow[h] = vv;
+    vok[h] = r < tq && r < t.nq;
+  }
+  auto qptr = [&](int h) {
+    const int vv = vrow[h], r = vv / group, hh = vv % group;
+    return q + (size_t)(t.q0 + r) * ldq + (size_t)(g * group + hh) * hd;
+  };
+  uint32_t qf[NKS][4];
+#pragma unroll
+  for (int ks = 0; ks < NKS; ks++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int h = j & 1, col = ks * 16 + 2 * tg + (j & 2 ? 8 : 0);
+      qf[ks][j] = vok[h] && col < hd ? *reinterpret_cast<const uint32_t *>(qptr(h) + col) : 0u;
+    }
+
+  float o[NDT][4];
+#pragma unroll
+  for (int j = 0; j < NDT; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  for (int k0 = kbeg; k0 < kend; k0 += MMA_KT) {
+    const int nk = min(MMA_KT, kend - k0);
+    __syncthreads();  // the previous tile's K/V are done with
+    // K and V rows, 32 bits at a time (hd is even); zeros past hd and nk.
+    for (int e = threadIdx.x; e < MMA_KT * (HD / 2); e += blockDim.x) {
+      const int kk = e / (HD / 2), d = 2 * (e % (HD / 2));
+      uint32_t kv = 0u, vv = 0u;
+      if (kk < nk && d < hd) {
+        const size_t at = (size_t)(k0 + kk) * KD + (size_t)g * hd + d;
+        kv = *reinterpret_cast<const uint32_t *>(k + at);
+        vv = *reinterpret_cast<const uint32_t *>(v + at);
+      }
+      *reinterpret_cast<uint32_t *>(Ks + kk * ST + d) = kv;
+      *reinterpret_cast<uint32_t *>(Vs + kk * ST + d) = vv;
+    }
+    __syncthreads();
+
+    float s[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < NKS; ks++)
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++) {
+        const sck_bf16 *kr = Ks + (nt * 8 + gr) * ST + ks * 16 + 2 * tg;
+        mma_bf16(s[nt], qf[ks], *reinterpret_cast<const uint32_t *>(kr),
+                 *reinterpret_cast<const uint32_t *>(kr + 8));
+      }
+    // Scale, mask, and the rows' new maxima (rows gr and gr + 8).
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const int key = nt * 8 + 2 * tg + (j & 1);
+        s[nt][j] = key < nk ? s[nt][j] * scale_log2 : -INFINITY;
+        mx[j >> 1] = fmaxf(mx[j >> 1], s[nt][j]);
+      }
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      const float mn = fmaxf(m[h], mx[h]);  // finite: nk >= 1
+      alpha[h] = exp2f(m[h] - mn);          // 0 on the first tile
+      m[h] = mn;
+      l[h] *= alpha[h];
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        s[nt][j] = exp2f(s[nt][j] - m[j >> 1]);
+        l[j >> 1] += s[nt][j];  // this lane's columns; the quad sums at the end
+      }
+#pragma unroll
+    for (int j = 0; j < NDT; j++) {
+      o[j][0] *= alpha[0], o[j][1] *= alpha[0];
+      o[j][2] *= alpha[1], o[j][3] *= alpha[1];
+    }
+    // O += P V, 16 keys per k-step: P's A fragment from two S tiles.
+#pragma unroll
+    for (int kt = 0; kt < MMA_KT / 16; kt++) {
+      const uint32_t pa[4] = {pack_bf16(s[2 * kt][0], s[2 * kt][1]),
+                              pack_bf16(s[2 * kt][2], s[2 * kt][3]),
+                              pack_bf16(s[2 * kt + 1][0], s[2 * kt + 1][1]),
+                              pack_bf16(s[2 * kt + 1][2], s[2 * kt + 1][3])};
+      const sck_bf16 *vr = Vs + (kt * 16 + 2 * tg) * ST + gr;
+#pragma unroll
+      for (int dt = 0; dt < NDT; dt++) {
+        const sck_bf16 *c = vr + dt * 8;
+        __nv_bfloat162 b0, b1;
+        b0.x = c[0], b0.y = c[ST], b1.x = c[8 * ST], b1.y = c[9 * ST];
+        mma_bf16(o[dt], pa, *reinterpret_cast<uint32_t *>(&b0),
+                 *reinterpret_cast<uint32_t *>(&b1));
+      }
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+  }
+
+  const int stride = HD + 2;
+  if (n_chunks == 1) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      if (!vok[h]) continue;
+      const int vv = vrow[h], r = vv / group, hh = vv % group;
+      sck_bf16 *o_row = out + (size_t)(t.q0 + r) * (nh * hd) + (size_t)(g * group + hh) * hd;
+      const float inv = l[h] > 0.0f ? 1.0f / l[h] : 0.0f;
+#pragma unroll
+      for (int dt = 0; dt < NDT; dt++) {
+        const int d = dt * 8 + 2 * tg;
+        if (d < hd)
+          *reinterpret_cast<__nv_bfloat162 *>(o_row + d) =
+              __floats2bfloat162_rn(o[dt][2 * h] * inv, o[dt][2 * h + 1] * inv);
+      }
+    }
+    return;
+  }
+  // Split keys: the partial, then the last block of (tile, g) merges.
+  const size_t tg_index = (size_t)blockIdx.y * nkv + g;
+  float *mine = part + (tg_index * n_chunks + chunk) * 64 * stride;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    float *pp = mine + (size_t)vrow[h] * stride;
+#pragma unroll
+    for (int dt = 0; dt < NDT; dt++) {
+      pp[dt * 8 + 2 * tg] = o[dt][2 * h];
+      pp[dt * 8 + 2 * tg + 1] = o[dt][2 * h + 1];
+    }
+    if (tg == 0) {
+      pp[HD] = m[h];
+      pp[HD + 1] = l[h];
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(&counters[tg_index], 1) == n_chunks - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  const float *base = part + tg_index * n_chunks * 64 * stride;
+  for (int vv = w; vv < 64; vv += 4) {
+    const int r = vv / group, hh = vv % group;
+    if (r >= tq || r >= t.nq) continue;
+    float M = -INFINITY, L = 0.0f;
+    for (int c = 0; c < n_chunks; c++) M = fmaxf(M, __ldcg(base + ((size_t)c * 64 + vv) * stride + HD));
+    for (int c = 0; c < n_chunks; c++) {
+      const float *pp = base + ((size_t)c * 64 + vv) * stride;
+      const float lc = __ldcg(pp + HD + 1);
+      if (lc > 0.0f) L += lc * exp2f(__ldcg(pp + HD) - M);
+    }
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    sck_bf16 *o_row = out + (size_t)(t.q0 + r) * (nh * hd) + (size_t)(g * group + hh) * hd;
+    for (int d = lane; d < hd; d += WARP) {
+      float a = 0.0f;
+      for (int c = 0; c < n_chunks; c++) {
+        const float *pp = base + ((size_t)c * 64 + vv) * stride;
+        const float lc = __ldcg(pp + HD + 1);
+        if (lc > 0.0f) a += __ldcg(pp + d) * exp2f(__ldcg(pp + HD) - M);
+      }
+      o_row[d] = __float2bfloat16(a * inv);
+    }
+  }
+  if (threadIdx.x == 0) counters[tg_index] = 0;
+}
+
 bool sck_attn_plan_for(int head_dim, int group, sck_attn_plan *out) {
   if (head_dim < 2 || head_dim % 2 || head_dim > 256 || group < 1) return false;
   sck_attn_plan p;
@@ -340,6 +584,9 @@ bool sck_attn_plan_for(int head_dim, int group, sck_attn_plan *out) {
   const size_t stride = (size_t)head_dim + 2;
   p.smem = (size_t)p.qv * stride * sizeof(float) + 2 * ATT_KT * stride * sizeof(sck_bf16) +
            (size_t)p.qv * ATT_KT * sizeof(float);
+  // The tensor-core kernel: 64 vectors a block, as simt's for these sizes,
+  // so both cut a pass into the same tiles.
+  p.mma = p.hd_tmpl <= 128;
   *out = p;
   return true;
 }
@@ -362,62 +609,95 @@ cudaError_t sck_attn_prepare(const sck_attn_plan *p) {
   return cudaErrorInvalidValue;
 }
 
-cudaError_t sck_attention(const sck_attn_plan *p, const sck_bf16 *q, int ldq, const sck_bf16 *k,
-                          const sck_bf16 *v, sck_bf16 *out, const sck_tile *tiles, int n_tiles,
-                          int nh, int nkv, int hd, int n_chunks, int chunk_keys, float *part,
-                          cudaStream_t stream) {
+cudaError_t sck_attention(const sck_attn_plan *p, sc_kernels_attn_kind kind, const sck_bf16 *q,
+                          int ldq, const sck_bf16 *k, const sck_bf16 *v, sck_bf16 *out,
+                          const sck_tile *tiles, int n_tiles, int nh, int nkv, int hd,
+                          int n_chunks, float *part, int *counters, cudaStream_t stream) {
   if (n_tiles <= 0) return cudaSuccess;
   const float scale_log2 = 1.4426950408889634f / sqrtf((float)hd);
   dim3 grid((unsigned)n_chunks, (unsigned)n_tiles, (unsigned)nkv);
+  if (kind == SC_KERNELS_ATTN_MMA) {
+    if (!p->mma || p->qv != 64) return cudaErrorInvalidValue;
+    switch (p->hd_tmpl) {
+    case 32:
+      k_attn_mma<32><<<grid, 128, 0, stream>>>(q, ldq, k, v, out, tiles, nh, nkv, hd, p->tq,
+                                               n_chunks, scale_log2, part, counters);
+      break;
+    case 64:
+      k_attn_mma<64><<<grid, 128, 0, stream>>>(q, ldq, k, v, out, tiles, nh, nkv, hd, p->tq,
+                                               n_chunks, scale_log2, part, counters);
+      break;
+    case 128:
+      k_attn_mma<128><<<grid, 128, 0, stream>>>(q, ldq, k, v, out, tiles, nh, nkv, hd, p->tq,
+                                                n_chunks, scale_log2, part, counters);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+  }
   bool launched = false;
 #define LAUNCH(H, Q)                                                                   \
   if (p->hd_tmpl == H) {                                                               \
     k_attn<H, Q><<<grid, ATT_THREADS, p->smem, stream>>>(q, ldq, k, v, out, tiles, nh, nkv, \
-                                                         hd, p->tq, n_chunks, chunk_keys, \
-                                                         scale_log2, part);           \
+                                                         hd, p->tq, n_chunks, scale_log2, \
+                                                         part);                        \
     launched = true;                                                                   \
   }
   ATT_INSTANCES(LAUNCH)
 #undef LAUNCH
   if (!launched) return cudaErrorInvalidValue;
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess || n_chunks == 1) return e;
+  return cudaGetLastError();
+}
+
+cudaError_t sck_attention_combine(const sck_attn_plan *p, const float *part,
+                                  const sck_tile *tiles, int n_tiles, int nh, int nkv, int hd,
+                                  int n_chunks, sck_bf16 *out, cudaStream_t stream) {
+  if (n_tiles <= 0 || n_chunks <= 1) return cudaSuccess;
   k_attn_combine<<<(unsigned)(n_tiles * nkv), 128, 0, stream>>>(part, tiles, nh, nkv, hd, p->tq,
                                                                 p->qv, n_chunks, out);
   return cudaGetLastError();
 }
 
 // ---- SwiGLU ---------------------------------------------------------------------
-// Grid-stride over n*I elements, one per thread. gu bf16 [n][2I], h bf16 [n][I].
-__global__ void k_swiglu(const sck_bf16 *gu, int n, int I, sck_bf16 *h) {
+// Grid-stride over n*I elements, one per thread. gu bf16 [n][2I] (gate then
+// up, or interleaved by 8: gate j at 16(j/8) + j%8, up 8 after), h bf16 [n][I].
+__global__ void k_swiglu(const sck_bf16 *gu, int n, int I, bool il, sck_bf16 *h) {
   const size_t total = (size_t)n * I;
   for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
        e += (size_t)gridDim.x * blockDim.x) {
     const size_t i = e / I, j = e % I;
-    const float g = __bfloat162float(gu[i * 2 * I + j]);
-    const float u = __bfloat162float(gu[i * 2 * I + I + j]);
+    const size_t gc = il ? 16 * (j / 8) + j % 8 : j, uc = il ? gc + 8 : I + j;
+    const float g = __bfloat162float(gu[i * 2 * I + gc]);
+    const float u = __bfloat162float(gu[i * 2 * I + uc]);
     h[e] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
   }
 }
 
-cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, sck_bf16 *h, cudaStream_t stream) {
+cudaError_t sck_swiglu(const sck_bf16 *gu, int n, int I, bool interleaved, sck_bf16 *h,
+                       cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  k_swiglu<<<blocks_for((size_t)n * I, 256), 256, 0, stream>>>(gu, n, I, h);
+  k_swiglu<<<blocks_for((size_t)n * I, 256), 256, 0, stream>>>(gu, n, I, interleaved, h);
   return cudaGetLastError();
 }
 
 // ---- row gather -----------------------------------------------------------------
 // Grid: one block per output row j; threads stride over H.
-__global__ void k_gather_rows(const sck_bf16 *x, int H, const int32_t *rows, sck_bf16 *out) {
-  const sck_bf16 *src = x + (size_t)rows[blockIdx.x] * H;
+__global__ void k_gather_rows(const sck_bf16 *x, int H, const int32_t *rows, sck_bf16 *out,
+                              const sck_step_hdr *hdr) {
   sck_bf16 *dst = out + (size_t)blockIdx.x * H;
+  if (hdr && (int)blockIdx.x >= hdr->n_rows) {  // padding rows of a graph's lm_head
+    for (int j = threadIdx.x; j < H; j += blockDim.x) dst[j] = __float2bfloat16(0.0f);
+    return;
+  }
+  const sck_bf16 *src = x + (size_t)rows[blockIdx.x] * H;
   for (int j = threadIdx.x; j < H; j += blockDim.x) dst[j] = src[j];
 }
 
 cudaError_t sck_gather_rows(const sck_bf16 *x, int H, const int32_t *rows, int n_rows,
-                            sck_bf16 *out, cudaStream_t stream) {
+                            sck_bf16 *out, const sck_step_hdr *hdr, cudaStream_t stream) {
   if (n_rows <= 0) return cudaSuccess;
-  k_gather_rows<<<n_rows, 256, 0, stream>>>(x, H, rows, out);
+  k_gather_rows<<<n_rows, 256, 0, stream>>>(x, H, rows, out, hdr);
   return cudaGetLastError();
 }
 
@@ -463,7 +743,12 @@ static __device__ __forceinline__ float pick_z(const float *row, int t, float in
 __global__ void __launch_bounds__(1024)
     k_lm_stats(const float *logits, int V, const sc_kernels_pick_row *rows,
                const uint8_t *banned, int32_t eos_id, int32_t pad_id,
-               sc_kernels_row_stats *out) {
+               sc_kernels_row_stats *out, const sck_step_hdr *hdr) {
+  if (hdr) {
+    if ((int)blockIdx.x >= hdr->n_rows) return;  // a graph's padding row
+    eos_id = hdr->eos_id;
+    pad_id = hdr->pad_id;
+  }
   __shared__ top2 red[WARP];
   __shared__ float redf[WARP];
   __shared__ top2 best;
@@ -552,9 +837,10 @@ __global__ void __launch_bounds__(1024)
 
 cudaError_t sck_lm_stats(const float *logits, int n, int V, const sc_kernels_pick_row *rows,
                          const uint8_t *banned, int32_t eos_id, int32_t pad_id,
-                         sc_kernels_row_stats *out, cudaStream_t stream) {
+                         sc_kernels_row_stats *out, const sck_step_hdr *hdr,
+                         cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  k_lm_stats<<<n, 1024, 0, stream>>>(logits, V, rows, banned, eos_id, pad_id, out);
+  k_lm_stats<<<n, 1024, 0, stream>>>(logits, V, rows, banned, eos_id, pad_id, out, hdr);
   return cudaGetLastError();
 }
 

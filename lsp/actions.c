@@ -1,7 +1,7 @@
 /* actions.c — code actions: textDocument/codeAction and codeAction/resolve,
  * the editor's front door to the edit engine (edit/), the one `sculpt
- * batch` uses. The engine finds the sites: a quick fix for each diagnostic
- * in the request (the statement that holds its position), "Fill hole" on
+ * batch` uses. The engine finds the sites: a quick fix for each error
+ * among the request's diagnostics (the statement that holds its position), "Fill hole" on
  * the holes of the range's lines (the holeMarker setting; a Python body
  * that is only `...`, never where the engine says it is meant: an
  * @overload, an abstract method, a Protocol, a stub), "Complete block" on
@@ -147,10 +147,14 @@ static sc_status find_targets(action_arg *a, const sc_edit_doc *doc, const sc_li
                               sc_error *err) {
   size_t len;
   const char *text = sc_edit_doc_text(doc, &len);
-  /* Each diagnostic: the statement that holds its position. */
+  /* Each error: the statement that holds its position. A warning, an
+   * information or a hint is about code that compiles: no fix is offered
+   * (a missing severity is an error, as batch reads it). */
   size_t i;
   json_t *dg;
   json_array_foreach(a->diags, i, dg) {
+    json_t *sev = json_object_get(dg, "severity");
+    if (json_is_integer(sev) && json_integer_value(sev) > 1) continue;
     json_t *dr = json_object_get(dg, "range");
     uint32_t dl, dc;
     if (!sc_lsp__get_position(json_object_get(dr, "start"), &dl, &dc)) continue;

@@ -131,6 +131,11 @@ struct sc_completer {
   char model_name[256], device_name[192], error[512];
   const char *weights_name; /* what the loaded model computes in (static), or NULL */
   double last_latency_ms; /* also set by inline.c and remote.c when they answer */
+  /* The last completion the model answered and this session's counts
+   * (sc_cpl__note_outcome), for sculpt/status: a user sees why a request
+   * showed nothing. last_outcome is static text, or NULL before any. */
+  const char *last_outcome;
+  long n_answered, n_offered, n_dropped;
   int model_context;      /* the loaded model's context in tokens (0: none loaded) */
   sc_infill_frame model_frame; /* its family's frame (sc_infill_frame_for) */
   /* The (budget, context) pair last warned about: contextBudget larger
@@ -237,6 +242,10 @@ void sc_cpl__sessions_free(sc_completer *c);
 /* Sends sculpt/status: the model's state, device, last latency, and the
  * backend's and the index's state. */
 void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c);
+/* Records what a completion the model answered came to (result: the
+ * answer's {items, data}): "offered", "dropped: would not parse",
+ * "dropped: cut off at maxTokens" or "nothing to offer", and counts it. */
+void sc_cpl__note_outcome(sc_completer *c, const json_t *result);
 /* "idle", "loading", "ready" or "error". */
 const char *sc_cpl__state_name(model_state st);
 

@@ -111,7 +111,7 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   if (st != SC_OK) return st;
   f->repair_ms += res.ms_total;
   f->repair_steps += res.steps;
-  *out = res.text ? strndup(res.text, res.text_len) : strdup("");
+  *out = res.text ? sc_memdup(res.text, res.text_len) : strdup("");
   *out_len = res.text ? res.text_len : 0;
   sc_infill_result_free(&res);
   return *out ? SC_OK : sc_error_set(err, SC_ERR_NOMEM, "out of memory");
@@ -356,6 +356,7 @@ static void complete_done(sc_lsp_server *s, sc_job *job) {
     sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash,
                       a->middle, a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
+  sc_cpl__note_outcome(c, job->result);
   sc_cpl__send_status(s, c);
 }
 
@@ -452,7 +453,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   cache_entry *hit = sc_cpl__cache_find(c, uri_hash, suffix_hash, d->text, off, &typed, &diverged);
   char *rest = NULL; /* what remained of a suggestion the typing left */
   if (hit && diverged) {
-    rest = strndup(hit->middle + typed, hit->middle_len - typed);
+    rest = sc_memdup(hit->middle + typed, hit->middle_len - typed);
     hit = NULL;
   }
   if (hit) {

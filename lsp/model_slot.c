@@ -29,6 +29,23 @@ const char *sc_cpl__state_name(model_state st) {
   return "?";
 }
 
+void sc_cpl__note_outcome(sc_completer *c, const json_t *result) {
+  const json_t *data = json_object_get(result, "data");
+  const char *discarded = json_string_value(json_object_get(data, "discarded"));
+  c->n_answered++;
+  if (json_array_size(json_object_get(result, "items")) > 0) {
+    c->last_outcome = "offered";
+    c->n_offered++;
+  } else if (discarded) {
+    /* shape.c's and remote.c's reasons, said the user's way */
+    c->last_outcome = strncmp(discarded, "cut off", 7) == 0 ? "dropped: cut off at maxTokens"
+                                                             : "dropped: would not parse";
+    c->n_dropped++;
+  } else {
+    c->last_outcome = "nothing to offer";
+  }
+}
+
 void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c) {
   json_t *p = json_pack("{s:s, s:s, s:s, s:i}", "state", sc_cpl__state_name(c->state), "model",
                         c->model_name, "device", c->device_name, "progress",
@@ -36,6 +53,13 @@ void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c) {
   if (c->last_latency_ms > 0)
     json_object_set_new(p, "lastLatencyMs", json_real(c->last_latency_ms));
   if (c->state == MS_ERROR) json_object_set_new(p, "message", json_string(c->error));
+  if (c->last_outcome) {
+    json_object_set_new(p, "lastOutcome", json_string(c->last_outcome));
+    json_object_set_new(p, "completions",
+                        json_pack("{s:I, s:I, s:I}", "answered", (json_int_t)c->n_answered,
+                                  "offered", (json_int_t)c->n_offered, "dropped",
+                                  (json_int_t)c->n_dropped));
+  }
   /* What the local model computes in (the weights setting, resolved). */
   if (c->state == MS_READY && c->weights_name)
     json_object_set_new(p, "weights", json_string(c->weights_name));

@@ -54,7 +54,7 @@ prompt_extras *sc_cpl__gather_extras(sc_lsp_server *s, sc_completer *c, sc_docum
       while (len > 0 && o->text[len - 1] != '\n') len--;
     }
     char *p = extras_keep(x, sc_cpl__rel_path_of(c, o->uri));
-    char *t = extras_keep(x, strndup(o->text, len));
+    char *t = extras_keep(x, sc_memdup(o->text, len));
     if (p && t) x->docs[x->in.n_docs++] = (sc_open_document){p, o->lang, t, len};
   }
   size_t ne = 0;
@@ -416,7 +416,7 @@ void sc_cpl__handle_test_prompt(sc_lsp_req *r) {
   json_int_t budget = jb ? json_integer_value(jb) : c->set.context_budget;
   const sc_line_index *idx = sc_document_lines(d);
   tprompt_arg *a = calloc(1, sizeof *a);
-  if (!idx || !a || !(a->text = strndup(d->text, d->len))) {
+  if (!idx || !a || !(a->text = sc_memdup(d->text, d->len))) {
     if (a) free(a->text);
     free(a);
     sc_lsp__send_error(s, r->id, SC_RPC_INTERNAL_ERROR, "out of memory");

@@ -262,6 +262,7 @@ static void remote_answer(sc_lsp_server *s, sc_completer *c, sc_job *req, json_t
     sc_cpl__cache_put(c, a->uri_hash, a->prefix_hash, a->doc_prefix_len, a->suffix_hash,
                       a->middle, a->middle_len);
   c->last_latency_ms = sc_now_ms() - a->t_request;
+  sc_cpl__note_outcome(c, result);
   if (backend_ok) {
     c->backend = BS_UNKNOWN; /* set_backend sends the status with the latency */
     set_backend(s, c, BS_OK, NULL);

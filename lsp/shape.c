@@ -77,7 +77,7 @@ size_t sc_cpl__shape_middle(complete_arg *a, const char *raw, size_t len, const 
     sc_error cerr = {0};
     if (sc_completion_check_insert(a->tree, a->cursor, raw, len, &chk, &cerr) == SC_OK &&
         !chk.ok) {
-      if (keep_failed && (a->r_cand = strndup(raw, len))) {
+      if (keep_failed && (a->r_cand = sc_memdup(raw, len))) {
         a->r_cand_len = len;
         a->r_chk = chk;
       }

@@ -91,7 +91,15 @@ void sc_server__handle_did_change(sc_lsp_req *r) {
   }
   if (json_is_integer(version)) {
     json_int_t v = json_integer_value(version);
-    if (v <= d->version)
+    /* Neovim 0.7 sends a change that changes nothing under the version it
+     * last sent (an empty range, no text): harmless, so not a warning. */
+    bool nothing = true;
+    for (size_t i = 0; i < n && nothing; i++)
+      nothing = !cs[i].full && cs[i].len == 0 && cs[i].sl == cs[i].el && cs[i].sc == cs[i].ec;
+    if (v == d->version && nothing)
+      SC_LOG_DEBUG("didChange: %s: an empty change under the same version %lld", uri,
+                   (long long)v);
+    else if (v <= d->version)
       SC_LOG_WARN("didChange: %s version %lld does not follow %lld", uri, (long long)v,
                   (long long)d->version);
     d->version = v;

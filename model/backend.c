@@ -4,6 +4,7 @@
 #include "model_impl.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct sc_forward_ctx {
   sc_model *model;
@@ -13,6 +14,7 @@ struct sc_forward_ctx {
   uint64_t bytes;
   int cached_n; /* length of the last run whose K/V the context holds; 0 = none */
   double *pick_z; /* [vocab] the host picker's scratch, made on first use (owned) */
+  uint64_t passes; /* forward passes run (sc_forward_ctx_counters) */
 };
 
 const sc_backend_ops *sc_backend_for(sc_device_kind kind) {
@@ -99,6 +101,7 @@ sc_status sc_forward_ctx_run(sc_forward_ctx *c, const int32_t *ids, int n,
                              const int32_t *rows, int n_rows, float *logits, sc_error *err) {
   SC_TRY(check_run(c, ids, n, 0, n, rows, n_rows, logits, err));
   c->cached_n = 0;
+  c->passes++;
   SC_TRY(c->ops->forward(c->state, ids, n, 0, n, rows, n_rows, logits, err));
   c->cached_n = n;
   return SC_OK;
@@ -111,6 +114,7 @@ sc_status sc_forward_ctx_run_window(sc_forward_ctx *c, const int32_t *ids, int n
   SC_CHECK(c->cached_n == n, err, SC_ERR_INVALID,
            "a window run needs the K/V of a previous %d-token run (the context holds %d)", n,
            c->cached_n);
+  c->passes++;
   return c->ops->forward(c->state, ids, n, w0, w1, rows, n_rows, logits, err);
 }
 
@@ -142,6 +146,7 @@ sc_status sc_forward_ctx_run_packed(sc_forward_ctx *c, const int32_t *ids,
   int n = offsets[n_seqs];
   SC_TRY(check_run(c, ids, n, 0, n, rows, n_rows, logits, err));
   c->cached_n = 0; /* packed K/V are no cache for a window run */
+  c->passes++;
   return c->ops->forward_packed(c->state, ids, offsets, n_seqs, rows, n_rows, logits, err);
 }
 
@@ -153,6 +158,13 @@ static sc_status check_finite(const sc_forward_ctx *c, const sc_row_pick *out, i
   for (int k = 0; k < n_rows; k++)
     if (out[k].nonfinite) return sc_model_nonfinite_error(c->model, err);
   return SC_OK;
+}
+
+void sc_forward_ctx_counters(const sc_forward_ctx *c, sc_forward_counters *out) {
+  memset(out, 0, sizeof *out);
+  if (!c) return;
+  if (c->ops->counters) c->ops->counters(c->state, out);
+  out->passes = c->passes;
 }
 
 bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *c) {
@@ -180,6 +192,7 @@ sc_status sc_forward_ctx_pick(sc_forward_ctx *c, const int32_t *ids, int n, int 
   if (sc_forward_ctx_picks_on_device(c)) {
     if (!window) c->cached_n = 0;
     SC_CHECK(!keep_logits || logits || n_rows == 0, err, SC_ERR_INVALID, "no logits buffer");
+    c->passes++;
     SC_TRY(c->ops->pick(c->state, ids, n, w0, w1, offsets, n_seqs, rows, n_rows, pick,
                         keep_logits ? logits : NULL, out, err));
     if (!window) c->cached_n = offsets ? 0 : n;

@@ -565,11 +565,17 @@ static sc_status prepare_weights(sc_model *m, const sc_model_options *o, const c
   const char *env = getenv("SCULPT_WEIGHTS");
   if (kind == SC_WEIGHTS_AUTO && env && *env)
     SC_CHECK(sc_weights_kind_parse(env, &kind), err, SC_ERR_INVALID,
-             "SCULPT_WEIGHTS=%.40s: expected auto, f32, bf16 or int8", env);
+             "SCULPT_WEIGHTS=%.40s: expected " SC_WEIGHTS_KINDS, env);
   /* Only the CPU backend computes with the converted copies: the CUDA one
-   * reads the mapping, and gets no copy. */
+   * reads the mapping (and makes FP8 on the device), and gets no copy. */
   const bool cpu = m->backend == &sc_cpu_backend;
-  if (!cpu) kind = SC_WEIGHTS_F32;
+  SC_CHECK(!cpu || kind != SC_WEIGHTS_FP8, err, SC_ERR_UNSUPPORTED,
+           "%s: fp8 weights run on a GPU (--device cuda), and this model runs on the CPU", dir);
+  if (!cpu) kind = kind == SC_WEIGHTS_FP8 ? SC_WEIGHTS_FP8 : SC_WEIGHTS_F32;
+  if (kind == SC_WEIGHTS_FP8) {
+    i->weights = kind;
+    return SC_OK;
+  }
   if (kind == SC_WEIGHTS_AUTO) kind = auto_kind(m, dir);
   i->weights = kind;
   if (kind == SC_WEIGHTS_F32 && (!cpu || !f32_copy_fits(m, dir))) return SC_OK;

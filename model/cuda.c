@@ -63,8 +63,27 @@ static sc_kernels_dims dims_of(const sc_model *m) {
   return d;
 }
 
+/* A synthetic model's weights, generated on the device (model.h,
+ * sc_model_new_synthetic). */
+static sc_status synthesize(const sc_model *m, sc_kernels_model **out, sc_error *err) {
+  const sc_synthetic_shape *sh = m->synth_shape;
+  sc_kernels_model_desc d;
+  memset(&d, 0, sizeof d);
+  d.dims = dims_of(m);
+  d.rope_theta = sh->rope_theta;
+  d.rms_eps = (float)m->cfg.rms_eps;
+  d.synthetic = true;
+  d.synthetic_bias = sh->qkv_bias;
+  d.synthetic_qk_norm = sh->qk_norm;
+  d.synthetic_tied = sh->tied;
+  d.seed = m->synth_seed;
+  d.fp8 = m->info.weights == SC_WEIGHTS_FP8;
+  return sc_kernels_model_new(&d, out, err);
+}
+
 /* Uploads the model's weights (caller holds g_lock). */
 static sc_status upload(const sc_model *m, sc_kernels_model **out, sc_error *err) {
+  if (m->synth_shape && !m->layers) return synthesize(m, out, err);
   const sc_config *c = &m->cfg;
   sc_kernels_layer_desc *ls = calloc((size_t)c->n_layers, sizeof *ls);
   SC_CHECK(ls, err, SC_ERR_NOMEM, "out of memory");
@@ -86,12 +105,14 @@ static sc_status upload(const sc_model *m, sc_kernels_model **out, sc_error *err
   d.embed = kmat(&m->embed);
   d.lm_head = kmat(&m->lm_head); /* same data pointer when tied: one copy */
   d.final_norm = m->final_norm;
+  d.fp8 = m->info.weights == SC_WEIGHTS_FP8;
   double t0 = sc_now_ms();
   sc_status st = sc_kernels_model_new(&d, out, err);
   free(ls);
   if (st == SC_OK)
-    SC_LOG_INFO("model: %.2f GiB of weights on the GPU in %.0f ms",
-                (double)sc_kernels_model_bytes(*out) / 1073741824.0, sc_now_ms() - t0);
+    SC_LOG_INFO("model: %.2f GiB of %s weights on the GPU in %.0f ms",
+                (double)sc_kernels_model_bytes(*out) / 1073741824.0,
+                d.fp8 ? "fp8 (e4m3)" : "bf16", sc_now_ms() - t0);
   return st;
 }
 
@@ -160,6 +181,12 @@ static sc_status cuda_ctx_init(const sc_model *m, int max_seq, void **out, sc_er
   if (log_it) e->logged = true;
   pthread_mutex_unlock(&g_lock);
 
+  if (!s->kc && !m->layers) {
+    /* A synthetic model's weights are on the device only: no CPU to fall to. */
+    cuda_ctx_free(s);
+    return sc_error_set(err, SC_ERR_DEVICE, "the GPU cannot run synthetic %s: %s",
+                        m->synth_shape ? m->synth_shape->name : "weights", why.msg);
+  }
   if (!s->kc) {
     if (log_it)
       SC_LOG_INFO("model: CUDA cannot run this model (%s); falling back to the CPU", why.msg);
@@ -220,6 +247,16 @@ static sc_status cuda_pick(void *p, const int32_t *ids, int n, int w0, int w1,
 
 static bool cuda_picks_on_device(const void *p) { return ((const cuda_state *)p)->kc != NULL; }
 
+static void cuda_counters(const void *p, sc_forward_counters *out) {
+  const cuda_state *s = p;
+  sc_kernels_counters k;
+  sc_kernels_ctx_counters(s->kc, &k); /* zeros for a CPU fallback */
+  out->graph_captures = k.captures;
+  out->graph_replays = k.replays;
+  out->eager_passes = k.eager;
+  out->host_syncs = k.syncs;
+}
+
 static const sc_backend_ops sc_cuda_backend = {
     .name = "cuda",
     .ctx_bytes = cuda_ctx_bytes,
@@ -229,6 +266,7 @@ static const sc_backend_ops sc_cuda_backend = {
     .forward_packed = cuda_forward_packed,
     .pick = cuda_pick,
     .picks_on_device = cuda_picks_on_device,
+    .counters = cuda_counters,
 };
 
 /* The CUDA backend when device 0 answers, else NULL with the reason in err

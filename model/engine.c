@@ -1127,6 +1127,17 @@ static sc_status decode_candidate_loop(sc_engine *e, const int32_t *prefix, int 
 
 int sc_engine_context(const sc_engine *e) { return e->max_seq; }
 
+void sc_engine_counters(const sc_engine *e, sc_forward_counters *out) {
+  sc_forward_ctx_counters(e->fctx, out);
+  sc_forward_counters b;
+  sc_forward_ctx_counters(e->bctx, &b); /* zeros when no batch ran */
+  out->passes += b.passes;
+  out->graph_captures += b.graph_captures;
+  out->graph_replays += b.graph_replays;
+  out->eager_passes += b.eager_passes;
+  out->host_syncs += b.host_syncs;
+}
+
 void sc_engine_device(const sc_engine *e, const sc_device_choice *chosen,
                       sc_device_choice *out) {
   /* The CUDA backend picks on the device exactly when its kernels run. */

@@ -247,8 +247,14 @@ typedef enum sc_weights_kind {
                           parts, 7-bit where oneDNN's int8 product saturates:
                           CPUs without VNNI), int32 accumulation; the lm_head
                           bf16, f32 where oneDNN has no bf16 matmul (AVX2) */
+  SC_WEIGHTS_FP8,      /* a GPU only (CUDA): every matrix but the embedding
+                          table FP8 e4m3 with one scale an output row, made on
+                          the device at load (kernels.h); activations bf16.
+                          A model on the CPU refuses it */
 } sc_weights_kind;
-/* "auto", "f32", "bf16", "int8" -> kind (case-insensitive). False on anything else. */
+/* What --weights and the settings take, for messages. */
+#define SC_WEIGHTS_KINDS "auto, f32, bf16, int8 or fp8"
+/* "auto", "f32", "bf16", "int8", "fp8" -> kind (case-insensitive). False on anything else. */
 bool sc_weights_kind_parse(const char *s, sc_weights_kind *out);
 const char *sc_weights_kind_name(sc_weights_kind kind); /* static string */
 /* AUTO converts (bf16 or int8) from this many parameters up, f32 below. */
@@ -340,6 +346,34 @@ void sc_model_free(sc_model *model); /* NULL is fine; free contexts first */
 
 /* Borrowed; lives as long as the model. */
 const sc_model_info *sc_model_get_info(const sc_model *model);
+
+/* ---- synthetic models (benchmarks) ----------------------------------------
+ * Random weights at a real model's shape, nothing to download: on a GPU
+ * generated there in bf16 (no host copy), on the CPU in f32 on the host.
+ * The last id is the mask; there is no tokenizer and no end token, so a
+ * fixed-k schedule commits exactly k tokens a step (random weights cannot
+ * decide when to stop). "tiny" is small enough for the CPU tests. */
+typedef struct sc_synthetic_shape {
+  const char *name;
+  int n_layers, hidden, n_heads, n_kv_heads, head_dim, intermediate, vocab;
+  float rope_theta;
+  bool qkv_bias, qk_norm, tied;
+} sc_synthetic_shape;
+
+/* The shape called name, or NULL; sc_synthetic_shapes lists them all
+ * (*n of them; static storage). */
+const sc_synthetic_shape *sc_synthetic_shape_find(const char *name);
+const sc_synthetic_shape *sc_synthetic_shapes(int *n);
+/* Their names, ", "-separated, into buf (for messages). */
+void sc_synthetic_shape_names(char *buf, size_t n);
+
+/* A model of shape `name` on opts->device (CPU or CUDA; opts may be NULL:
+ * the CPU), weights from seed. A CUDA model keeps no host weights: when the
+ * device cannot take it, this fails (SC_ERR_DEVICE) instead of falling back.
+ * A CPU model whose f32 weights would not fit in the memory available is
+ * refused (SC_ERR_UNSUPPORTED). *out owned by the caller: sc_model_free. */
+sc_status sc_model_new_synthetic(const char *name, const sc_model_options *opts, uint64_t seed,
+                                 sc_model **out, sc_error *err);
 
 /* Writes out_dir (created if missing) as a copy of the checkpoint in dir
  * whose matrices are int8 with one f32 scale per row (the same rule as
@@ -472,6 +506,14 @@ sc_status sc_forward_ctx_pick(sc_forward_ctx *ctx, const int32_t *ids, int n, in
 /* True when ctx picks on a GPU (no logits reach the host). The engine
  * picks rows with top-k or top-p on the host, from their logits. */
 bool sc_forward_ctx_picks_on_device(const sc_forward_ctx *ctx);
+
+/* What a context's passes cost: every forward pass, and on a GPU the
+ * graphs captured and replayed, the passes launched kernel by kernel and
+ * the host's waits on the device (0 on the CPU). */
+typedef struct sc_forward_counters {
+  uint64_t passes, graph_captures, graph_replays, eager_passes, host_syncs;
+} sc_forward_counters;
+void sc_forward_ctx_counters(const sc_forward_ctx *ctx, sc_forward_counters *out);
 /* The picking rules over logits already on the host: logits [n_rows][vocab]
  * (row-major, as sc_forward_ctx_run writes them), z scratch [vocab]. */
 void sc_pick_rows(const float *logits, int n_rows, int vocab, const sc_pick_params *pick,
@@ -881,6 +923,8 @@ void sc_engine_free(sc_engine *e);
 
 /* The positions a sequence may have in this engine (its max_seq). */
 int sc_engine_context(const sc_engine *e);
+/* Its forward contexts' counters summed (its own and its batches'). */
+void sc_engine_counters(const sc_engine *e, sc_forward_counters *out);
 
 /* The device the engine's passes run on, for a caller to report: *chosen
  * (what sc_device_select() gave the model), or the CPU's choice where CUDA

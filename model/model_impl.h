@@ -161,6 +161,10 @@ struct sc_model {
   sc_packed **packs; /* owned: the converted matrices (oneDNN's layout) */
   size_t n_packs;
   int n_threads;     /* opts.n_threads: oneDNN's OpenMP team size, 0 = default */
+  /* sc_model_new_synthetic: the weights are random from synth_seed at
+   * synth_shape; on a GPU they exist only there (layers NULL here). */
+  const sc_synthetic_shape *synth_shape;
+  uint64_t synth_seed;
 };
 
 /* Hands p to the model (freed with it); on failure frees p and says so. */
@@ -296,6 +300,8 @@ struct sc_backend_ops {
                     sc_row_pick *out, sc_error *err);
   /* Optional: true when this state's pick runs on its device. */
   bool (*picks_on_device)(const void *state);
+  /* Optional: the device's counters (graphs, waits) into out. */
+  void (*counters)(const void *state, sc_forward_counters *out);
   /* Optional (NULL: sc_forward_ctx_shift answers SC_ERR_UNSUPPORTED): as
    * sc_forward_ctx_shift, arguments checked. */
   sc_status (*shift)(void *state, int src0, int src1, int dst0, sc_error *err);

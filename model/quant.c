@@ -44,7 +44,8 @@ bool sc_weights_kind_parse(const char *s, sc_weights_kind *out) {
   } names[] = {{"auto", SC_WEIGHTS_AUTO},
                {"f32", SC_WEIGHTS_F32},
                {"bf16", SC_WEIGHTS_BF16},
-               {"int8", SC_WEIGHTS_INT8}};
+               {"int8", SC_WEIGHTS_INT8},
+               {"fp8", SC_WEIGHTS_FP8}};
   if (!s) return false;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcasecmp(s, names[i].name) == 0) {
@@ -60,6 +61,7 @@ const char *sc_weights_kind_name(sc_weights_kind kind) {
   case SC_WEIGHTS_F32: return "f32";
   case SC_WEIGHTS_BF16: return "bf16";
   case SC_WEIGHTS_INT8: return "int8";
+  case SC_WEIGHTS_FP8: return "fp8";
   }
   return "?";
 }

@@ -39,47 +39,20 @@ BASE=$R/base
 ROOT=$R/root
 T0=$(date +%s)
 say() { echo "[rehearse $(( $(date +%s) - T0 ))s] $*"; }
-FAILS=0
-check() { # CONDITION-STATUS WHAT
-  if [ "$1" -eq 0 ]; then echo "ok   $2"; else echo "FAIL $2"; FAILS=$((FAILS + 1)); fi
-}
-[ "$(id -u)" -eq 0 ] || { echo "gpu_rehearse: needs root (debootstrap, chroot, unshare)" >&2; exit 2; }
-for t in debootstrap unshare chroot; do
-  command -v $t >/dev/null || { echo "gpu_rehearse: needs $t (tools/bootstrap.sh gpu-prep)" >&2; exit 2; }
-done
+. "$SRC/tools/rehearse/chroot.sh"
+rehearse_need gpu_rehearse
 [ -f "$CARRY/bin.tar.xz" ] || { echo "gpu_rehearse: no $CARRY/bin.tar.xz: run tools/gpu_session.sh --prepare first" >&2; exit 2; }
 
-# ---- the base system, once -------------------------------------------------
-if [ ! -f "$BASE/.sculpt-base" ]; then
-  MIRROR=${MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
-                     grep -v security | head -1)}
-  MIRROR=${MIRROR:-$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null)}
-  say "debootstrap --variant=minbase bookworm from ${MIRROR:?no Debian mirror configured} (once)"
-  mkdir -p "$R"
-  rm -rf "$BASE"
-  nice -n 10 debootstrap --variant=minbase --include=python3,python3-numpy bookworm "$BASE" "$MIRROR" \
-    > "$R/debootstrap.log" 2>&1 || { tail -20 "$R/debootstrap.log"; exit 1; }
-  rm -rf "$BASE"/var/cache/apt/archives/*.deb
-  touch "$BASE/.sculpt-base"
-fi
-
-# ---- a fresh root, the tree the device tool sends, and a toy carry -----------
-say "fresh root from the cached base"
-# Never delete through a mount (a /dev left bound in a stale root).
-if grep -q " $ROOT/" /proc/mounts; then
-  echo "gpu_rehearse: something is mounted under $ROOT; unmount it first" >&2; exit 1
-fi
-rm -rf --one-file-system "$ROOT"
-cp -a "$BASE" "$ROOT"
+# ---- the base system, once; a fresh root with the tree the device tool sends ----
+rehearse_base "$BASE" "$R" || exit 1
+rehearse_root "$BASE" "$ROOT" || exit 1
 REPO=$ROOT/repo
-mkdir -p "$REPO"
-(cd "$SRC" && git ls-files -z -co --exclude-standard | xargs -0 cp -P --parents -t "$REPO")
 TOY=$R/toy-input
 rm -rf "$TOY" "$R/toy-carry"
 mkdir -p "$TOY/corpus"
 # The toy corpus: the real repositories' sources (a few MB), the real
 # tokenizer when prepared (else the shipped model's).
-TOKSRC=$SRC/build-train/gpu-input3/tokenizer.json
+TOKSRC=$SRC/build-train/gpu-input4/tokenizer.json
 [ -f "$TOKSRC" ] || TOKSRC=$SRC/model/default/tokenizer.json
 cp "$TOKSRC" "$TOY/tokenizer.json"
 /usr/bin/python3 - "$SRC/tests/data/real" "$TOY/corpus" <<'EOF'
@@ -98,6 +71,14 @@ with open(os.path.join(out, "train.jsonl"), "w") as ft, open(os.path.join(out, "
     for i, r in enumerate(recs):
         line = json.dumps(r, ensure_ascii=False) + "\n"
         (fh if i % 20 == 0 else ft).write(line)
+        d.update(line.encode())
+# A few repository records (corpus.py's repo split: snippets, then a window).
+with open(os.path.join(out, "repo.jsonl"), "w") as fr:
+    for r in recs[:5]:
+        head = "# a.py:1\ndef f():\n    pass\n"
+        line = json.dumps(dict(r, text=head + r["text"].lstrip("\n"), prompt_chars=len(head)),
+                          ensure_ascii=False) + "\n"
+        fr.write(line)
         d.update(line.encode())
 json.dump({"description": "gpu_rehearse toy corpus", "corpus_sha256": d.hexdigest(),
            "files": [[r["path"], "", ""] for r in recs]}, open(os.path.join(out, "manifest.json"), "w"))
@@ -168,10 +149,15 @@ rm -rf "$LOGS"; mkdir -p "$LOGS"
 tar -xzf "$ROOT/out/logs.tar.gz" -C "$LOGS" 2>/dev/null
 SL=$LOGS/logs/session.log
 grep -q "sculpt tokenize: .* tokens" "$SL" 2>/dev/null; check $? "the corpus was tokenized by sculpt tokenize --jsonl"
-grep -q "^\[carry .*\] train: .*(as packed)" "$SL" && grep -q "^\[carry .*\] heldout: .*(as packed)" "$SL"
-check $? "both splits' streams equal the ones made here"
+grep -q "^\[carry .*\] train: .*(as packed)" "$SL" && grep -q "^\[carry .*\] heldout: .*(as packed)" "$SL" &&
+  grep -q "^\[carry .*\] repo: .*(as packed)" "$SL"
+check $? "the three splits' streams (train, heldout, repo) equal the ones made here"
 grep -q "tokens from the cache" "$LOGS/logs/train.log" 2>/dev/null && ! grep -q "CACHE MISS" "$LOGS/logs/train.log"
 check $? "the trainer found train.py's cache (no Python BPE pass)"
+grep -q "## Training (model/train/train.py" "$RES" && grep -q "MFU" "$RES"
+check $? "the results file has the training's section (MFU line)"
+grep -q "## Machine inventory" "$RES" && grep -q "weight files over 10 MB" "$RES"
+check $? "the results file has the machine's inventory"
 grep -qE "Skipped|skipping" "$LOGS/logs/gpu-logs/ctest-gpu.log" 2>/dev/null
 check $? "the GPU tests were replayed and skipped for want of a device"
 grep -E "^[0-9]+/[0-9]+ Test" "$LOGS/logs/gpu-logs/ctest-gpu.log" 2>/dev/null | sed 's/^/       /'

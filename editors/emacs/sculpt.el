@@ -313,13 +313,45 @@ AUTOMATIC non-nil: triggerKind Automatic (the server debounces)."
     (sculpt--clear)))
 
 (defun sculpt-mode-line ()
-  "A short mode-line text from `sculpt-status'."
+  "A short mode-line text from `sculpt-status': the last latency, and
+\"dropped\" when the last completion was dropped (see `sculpt-show-status')."
   (let ((st (plist-get sculpt-status :state)))
     (cond ((null st) " sculpt")
           ((equal st "ready")
-           (let ((ms (plist-get sculpt-status :lastLatencyMs)))
-             (if (numberp ms) (format " sculpt[%.0fms]" ms) " sculpt")))
+           (let ((ms (plist-get sculpt-status :lastLatencyMs))
+                 (dropped (string-prefix-p "dropped"
+                                           (or (plist-get sculpt-status :lastOutcome) ""))))
+             (cond ((and (numberp ms) dropped) (format " sculpt[%.0fms dropped]" ms))
+                   ((numberp ms) (format " sculpt[%.0fms]" ms))
+                   (t " sculpt"))))
           (t (format " sculpt[%s]" st)))))
+
+(defun sculpt-status-text ()
+  "The server's state, model, device, last latency, and what the last
+completion came to (\"offered\", \"dropped: would not parse\", ...) with
+this session's counts."
+  (let ((s sculpt-status))
+    (if (null s)
+        "sculpt: no status yet"
+      (let* ((ms (plist-get s :lastLatencyMs))
+             (outcome (plist-get s :lastOutcome))
+             (n (plist-get s :completions))
+             (text (format "sculpt: %s, model %s on %s%s" (plist-get s :state)
+                           (file-name-nondirectory (or (plist-get s :model) "?"))
+                           (or (plist-get s :device) "?")
+                           (if (numberp ms) (format ", last %.0f ms" ms) ""))))
+        (when outcome
+          (setq text (format "%s; last completion: %s (this session: %d answered, %d offered, %d dropped)"
+                             text outcome (or (plist-get n :answered) 0)
+                             (or (plist-get n :offered) 0) (or (plist-get n :dropped) 0))))
+        (when (and (equal (plist-get s :state) "error") (plist-get s :message))
+          (setq text (concat text ": " (plist-get s :message))))
+        text))))
+
+(defun sculpt-show-status ()
+  "Show `sculpt-status-text' in the echo area."
+  (interactive)
+  (message "%s" (sculpt-status-text)))
 
 ;;;###autoload
 (define-minor-mode sculpt-mode

@@ -11,7 +11,8 @@ not here by a Python pass that would cost device time to undo:
         INPUT: corpus/ (corpus.py: train.jsonl, heldout.jsonl, manifest.json)
                and tokenizer.json (bpe.py)
         CARRY: corpus/train-NN.jsonl.xz (contiguous slices of train.jsonl,
-               in order), corpus/heldout.jsonl.xz, corpus/manifest.json
+               in order), corpus/heldout.jsonl.xz, corpus/repo.jsonl.xz (when
+               the corpus has repository records), corpus/manifest.json
                (without its per-file list: train.py needs only the hash; the
                full manifest, the license record, stays here),
                tokenizer.json.xz, carry.json (what is here, and with --sculpt
@@ -24,7 +25,8 @@ not here by a Python pass that would cost device time to undo:
         (default 64 MiB, the device tool's)
 
     carry.py unpack CARRY DEST [--sculpt BIN] [--threads N]
-        DEST: corpus/manifest.json, corpus/heldout.jsonl, tokenizer.json and
+        DEST: corpus/manifest.json, corpus/heldout.jsonl (and repo.jsonl),
+              tokenizer.json and
               cache/<train.py's cache names>.npy, i.e. run_gpu.sh's INPUT.
               The shards are decompressed in parallel and tokenized by BIN;
               if BIN is missing or fails, by bpe.py in a process pool (slower,
@@ -48,6 +50,12 @@ sys.path.insert(0, HERE)
 import tokcache  # noqa: E402
 
 SPLITS = ("train", "heldout")
+
+
+def splits_of(corpus_dir):
+    """train and heldout, and repo when the corpus has repository records."""
+    extra = ("repo",) if os.path.exists(os.path.join(corpus_dir, "repo.jsonl")) else ()
+    return SPLITS + extra
 
 
 def log(msg):
@@ -147,6 +155,10 @@ def pack(a):
     held = os.path.join(cin, "heldout.jsonl")
     jobs.append((held, 0, os.path.getsize(held), os.path.join(out, "corpus", "heldout.jsonl.xz"),
                  a.level))
+    repo = os.path.join(cin, "repo.jsonl")  # optional: corpus.py --repo-records
+    if os.path.exists(repo):
+        jobs.append((repo, 0, os.path.getsize(repo), os.path.join(out, "corpus", "repo.jsonl.xz"),
+                     a.level))
     t0 = time.time()
     same_dir = a.reuse and os.path.realpath(a.reuse) == os.path.realpath(out)
     old = (reusable(a.reuse, man["corpus_sha256"], len(jobs), a.level)
@@ -177,7 +189,7 @@ def pack(a):
         info["expect"] = {}
         tmp = os.path.join(out, ".check")
         os.makedirs(tmp, exist_ok=True)
-        for split in SPLITS:
+        for split in splits_of(cin):
             npy = os.path.join(tmp, split + ".npy")
             ok, err = tokcache.sculpt(a.sculpt, tok, [os.path.join(cin, f"{split}.jsonl")], npy,
                                       log=log)
@@ -249,20 +261,25 @@ def unpack(a):
     if sha256_file(tok) != info["tokenizer_sha256"]:
         sys.exit("carry.py unpack: tokenizer.json is not the one packed")
     shards = sorted(f for f in os.listdir(src) if f.startswith("train-") and f.endswith(".xz"))
-    if len(shards) != len(info["shards"]) - 1:
+    has_repo = any(sh["file"].endswith("repo.jsonl.xz") for sh in info["shards"])
+    if len(shards) != len(info["shards"]) - 1 - has_repo:
         sys.exit(f"carry.py unpack: {len(shards)} train shards, carry.json lists "
-                 f"{len(info['shards']) - 1}")
+                 f"{len(info['shards']) - 1 - has_repo}")
     jobs = [(os.path.join(src, f), os.path.join(work, f[:-3])) for f in shards]
-    jobs.append((os.path.join(src, "heldout.jsonl.xz"), os.path.join(dest_c, "heldout.jsonl")))
+    # The held-out and repo splits stay as JSON Lines beside the manifest
+    # (evaluate.py reads the first, train.py the second's prompt lengths).
+    extra = [(os.path.join(src, f"{k}.jsonl.xz"), os.path.join(dest_c, f"{k}.jsonl"))
+             for k in (("heldout", "repo") if has_repo else ("heldout",))]
     # lzma releases the GIL while it decompresses: threads run in parallel.
-    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as ex:
-        list(ex.map(_unxz, jobs))
-    log(f"decompressed {len(jobs)} files in {time.time() - t0:.1f}s")
-    parts = {"train": [j[1] for j in jobs[:-1]], "heldout": [jobs[-1][1]]}
+    with ThreadPoolExecutor(max_workers=min(len(jobs) + len(extra), os.cpu_count() or 1)) as ex:
+        list(ex.map(_unxz, jobs + extra))
+    log(f"decompressed {len(jobs) + len(extra)} files in {time.time() - t0:.1f}s")
+    parts = {"train": [j[1] for j in jobs]}
+    parts.update({os.path.basename(d)[:-6]: [d] for _, d in extra})
     cache = os.path.join(a.dest, "cache")
     os.makedirs(cache, exist_ok=True)
     status = 0
-    for split in SPLITS:
+    for split in SPLITS + (("repo",) if has_repo else ()):
         npy = os.path.join(cache, tokcache.cache_name(dest_c, split, tok))
         t1 = time.time()
         ok = False

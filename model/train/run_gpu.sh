@@ -21,6 +21,10 @@
 #              evaluate.py on the checkpoint that comes back)
 #   PY         Python interpreter (default python3)
 #   SCULPT_BIN optional: also measure sculpt's CPU latency on the result
+#   DEADLINE   optional Unix time by which the checkpoint must be written
+#              (train.py --deadline: compiling and loading come out of the
+#              training budget, not after it)
+#   TRAIN_ARGS optional extra train.py flags (e.g. "--mix plain=1,infill=3")
 #
 # Prepare INPUT on a Debian box (kept under an ignored build folder):
 #   python3 model/train/corpus.py build-train/gpu-input/corpus
@@ -72,6 +76,9 @@ fi
 EXTRA=()
 [ "$THREADS" != 0 ] && EXTRA+=(--threads "$THREADS")
 [ "$SMOKE" = 1 ] && EXTRA+=(--eval-every 2)
+[ -n "${DEADLINE:-}" ] && EXTRA+=(--deadline "$DEADLINE")
+# shellcheck disable=SC2206
+[ -n "${TRAIN_ARGS:-}" ] && EXTRA+=($TRAIN_ARGS)
 CACHE="$OUT/cache"
 [ -n "${INPUT:-}" ] && [ -d "$INPUT/cache" ] && CACHE="$INPUT/cache"
 "$PY" "$HERE/train.py" --corpus "$CORPUS" --tokenizer "$TOK" --out "$OUT/checkpoint" \

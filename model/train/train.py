@@ -1,25 +1,29 @@
 #!/usr/bin/env python3
 """Train the bidirectional Qwen2-family diffusion LM on the corpus, then export.
 
-Objective (LLaDA / MDLM masked diffusion; Dream/Open-dCoder shift): per
-sequence draw t ~ U(t_min, 1), mask each maskable token with probability t,
-cross-entropy on the masked tokens weighted by 1/t; the logits row i-1
-predicts token i. Two kinds of sequences, all of length --seq:
-  * plain:  [BOS] window of the token stream (files joined by EOS); every
-    token but BOS may be masked.
-  * infill: [BOS] prefix  span EOS..EOS  suffix [EOS] — exactly the canvas
-    sculpt builds for `complete` ([BOS] prefix [MASK]*m suffix [EOS]), with
-    the middle padded by EOS to the canvas length m, so the model learns
-    where a middle ends. Only canvas positions are masked. Spans are whole
-    lines (1..8), the rest of a line, or random token runs.
-The learning rate follows the wall clock (warmup, then cosine to 10%), so a
-fixed time budget gives a complete schedule on any hardware.
+Objective (LLaDA / MDLM masked diffusion; Dream/Open-dCoder shift): mask
+tokens with probability t ~ U(t_min, 1), cross-entropy on the masked tokens
+weighted by 1/t; the logits row i-1 predicts token i. Each step has fixed
+counts of four kinds of sequence (batches.py, built on the device):
+plain windows masked at one rate, multi-hole infill (4-16 holes: whole
+lines, 1-3 lines or the rest of a line, each padded with EOS to its canvas
+as sculpt lays it out and masked at its own rate), the same on records of
+repository snippets in the LSP's prompt format followed by a window of the
+file (holes in the window only), and causal next-token sequences on the
+same weights. The loss is static-shape (K target rows per bidirectional
+sequence, gathered; the logits made chunk by chunk: model.rows_loss).
+Optimizers: Muon for the hidden matrices, AdamW for embeddings, norms and
+biases (recipe.py). The learning rate follows the wall clock
+(warmup-stable-decay), so a fixed time budget gives a complete schedule on
+any hardware. On a GPU: bf16 activations, regional torch.compile and the
+preflight checks before the budget starts; MFU in the log and in
+training.json.
 
     train.py --corpus DIR --tokenizer tokenizer.json --out CKPT_DIR \
              --preset cpu --time-budget 900
 """
 import argparse
-import math
+import json
 import os
 import sys
 import time
@@ -30,10 +34,12 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import batches  # noqa: E402
 import bpe  # noqa: E402
 import export  # noqa: E402
+import recipe  # noqa: E402
 import tokcache  # noqa: E402
-from model import DiffusionLM, default_config, diffusion_loss  # noqa: E402
+from model import DiffusionLM, default_config  # noqa: E402
 
 from presets import PRESETS  # noqa: E402
 
@@ -46,113 +52,54 @@ def tokenize_corpus(corpus_dir, split, tok, cache_dir, log=print):
     return tokcache.stream_python(corpus_dir, split, tok, cache_dir, log)
 
 
-class Batcher:
-    def __init__(self, stream, tok, seq, seed, infill_frac=0.5, max_canvas=64):
-        if len(stream) < 4 * seq + 4:  # a tiny held-out split: repeat it
-            stream = np.tile(stream, (4 * seq + 4) // max(1, len(stream)) + 1)
-        self.s = stream
-        self.seq = seq
-        self.rng = np.random.default_rng(seed)
-        self.bos = tok.id_of("<|beginoftext|>")
-        self.eos = tok.id_of("<|endoftext|>")
-        self.mask = tok.id_of("<|mask|>")
-        self.infill_frac = infill_frac
-        self.max_canvas = max_canvas
-        nl = np.zeros(tok.n_vocab, dtype=bool)
-        for i in range(tok.n_vocab):
-            nl[i] = tok.token_bytes(i).endswith(b"\n")
-        nl[self.eos] = True
-        # Starts of lines: the token after one that ends with a newline.
-        self.line_starts = np.nonzero(nl[stream])[0] + 1
-        self.line_starts = self.line_starts[self.line_starts < len(stream)]
-
-    def _span(self):
-        """(A, s): absolute start and length of the middle."""
-        r, n, M = self.rng, len(self.s), self.max_canvas
-        mode = r.random()
-        ls = self.line_starts
-        if mode < 0.55 and len(ls) > 10:  # whole lines: 1 (half the time) .. 8
-            k = 1 if r.random() < 0.5 else int(r.integers(2, 9))
-            j = int(r.integers(0, len(ls) - k - 1))
-            A, E = ls[j], ls[j + k]
-            if 0 < E - A <= M:
-                return int(A), int(E - A)
-        if mode < 0.8 and len(ls) > 10:  # from inside a line to its end
-            j = int(r.integers(1, len(ls) - 1))
-            E = ls[j]
-            A = int(r.integers(ls[j - 1], E)) if E > ls[j - 1] else E - 1
-            if 0 < E - A <= M:
-                return int(A), int(E - A)
-        s = int(r.integers(1, 33))
-        return int(r.integers(1, n - s - 1)), s
-
-    def example(self):
-        T, r = self.seq, self.rng
-        x = np.empty(T, dtype=np.int64)
-        maskable = np.zeros(T, dtype=bool)
-        if r.random() >= self.infill_frac:
-            o = int(r.integers(0, len(self.s) - T))
-            x[0] = self.bos
-            x[1:] = self.s[o:o + T - 1]
-            maskable[1:] = True
-            return x, maskable
-        while True:
-            A, s = self._span()
-            m = max(s, int(r.choice([s + int(r.integers(0, 9)), 16, 32, 32, 48, 64])))
-            m = min(m, self.max_canvas)
-            if m < s:
-                continue
-            C = T - 2 - (m - s)  # prefix + span + suffix tokens
-            room = C - s
-            sfx = room // 4 if r.random() < 0.4 else int(r.integers(0, room + 1))
-            pre = room - sfx
-            if A - pre < 0 or A + s + sfx > len(self.s):
-                continue
-            x[0] = self.bos
-            x[1:1 + pre] = self.s[A - pre:A]
-            c0 = 1 + pre
-            x[c0:c0 + s] = self.s[A:A + s]
-            x[c0 + s:c0 + m] = self.eos
-            x[c0 + m:c0 + m + sfx] = self.s[A + s:A + s + sfx]
-            x[T - 1] = self.eos
-            maskable[c0:c0 + m] = True
-            return x, maskable
-
-    def batch(self, B, t_min=0.02):
-        xs, ms = zip(*(self.example() for _ in range(B)))
-        x = torch.from_numpy(np.stack(xs))
-        maskable = torch.from_numpy(np.stack(ms))
-        t = torch.from_numpy(self.rng.uniform(t_min, 1.0, size=B).astype(np.float32))
-        u = torch.from_numpy(self.rng.random(x.shape).astype(np.float32))
-        masked = (u < t[:, None]) & maskable
-        # At least one masked position per sequence: the first maskable one.
-        none = ~masked.any(1)
-        if none.any():
-            first = maskable.float().argmax(1)
-            masked[none, first[none]] = True
-        inp = torch.where(masked, torch.full_like(x, self.mask), x)
-        return inp, x, masked, maskable, t
+def repo_split(corpus_dir, tok, cache_dir, log=print):
+    """The repo split's stream and its records' (start, length, prompt
+    tokens), or None when the corpus has none (corpus.py --repo-records 0,
+    or an older corpus)."""
+    path = os.path.join(corpus_dir, "repo.jsonl")
+    if not os.path.exists(path):
+        return None
+    pb = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                pb.append(len(r["text"][:r["prompt_chars"]].encode()))
+    s = tokcache.stream_python(corpus_dir, "repo", tok, cache_dir, log)
+    tl = np.array([len(tok.token_bytes(i)) for i in range(tok.n_vocab)], dtype=np.int64)
+    rec = batches.record_bounds(s, tok.id_of("<|endoftext|>"), pb, tl)
+    log(f"repo split: {len(rec[0])} of {len(pb)} records usable, {len(s)} tokens")
+    return s, rec
 
 
-def lr_at(frac, base, warm=0.03):
-    if frac < warm:
-        return base * frac / warm
-    p = min(1.0, (frac - warm) / (1 - warm))
-    return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
+def parse_mix(text, B):
+    """'plain=24,infill=56,repo=24,causal=24' (counts, or shares scaled to B)."""
+    kv = {}
+    for part in text.split(","):
+        k, _, v = part.partition("=")
+        if k.strip() not in ("plain", "infill", "repo", "causal"):
+            raise SystemExit(f"--mix: unknown kind {k!r}")
+        kv[k.strip()] = float(v)
+    tot = sum(kv.values())
+    out = {k: int(round(v * B / tot)) for k, v in kv.items()}
+    out[max(out, key=out.get)] += B - sum(out.values())
+    return out
 
 
-@torch.no_grad()
-def eval_loss(model, batcher, device, n_batches, B, amp):
+def eval_loss(model, hb, seed, n_batches, amp):
+    """Held-out (masked CE per masked token, causal CE per token), the same
+    batches every time (the generator reseeded)."""
     model.eval()
-    tot = tot_tok = 0.0
-    for _ in range(n_batches):
-        inp, x, masked, maskable, t = (v.to(device) for v in batcher.batch(B))
-        with amp():
-            _, per_tok = diffusion_loss(model, inp, x, masked, t, maskable)
-        tot += float(per_tok)
-        tot_tok += 1
+    hb.g.manual_seed(seed)
+    ce = n = cce = cn = 0.0
+    with torch.no_grad():
+        for _ in range(n_batches):
+            b = hb.batch()
+            with amp():
+                _, c1, n1, c2, n2 = batches.step_loss(model, b)
+            ce, n, cce, cn = ce + float(c1), n + float(n1), cce + float(c2), cn + float(n2)
     model.train()
-    return tot / max(1, tot_tok)
+    return ce / max(n, 1), (cce / cn if cn else None)
 
 
 def main(argv=None):
@@ -163,10 +110,21 @@ def main(argv=None):
     ap.add_argument("--cache", default=None, help="folder for tokenized streams")
     ap.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
     ap.add_argument("--time-budget", type=float, default=900, help="seconds of training")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="a Unix time by which the checkpoint must be written: the budget "
+                         "shrinks to fit what compiling and loading took")
     ap.add_argument("--max-steps", type=int, default=0)
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--seq", type=int, default=0)
     ap.add_argument("--lr", type=float, default=0)
+    ap.add_argument("--mix", default=None,
+                    help="sequences a step by kind, e.g. plain=24,infill=56,repo=24,causal=24")
+    ap.add_argument("--rows", type=int, default=0,
+                    help="loss rows per bidirectional sequence (K; default seq/4)")
+    ap.add_argument("--no-muon", action="store_true", help="AdamW for every parameter")
+    ap.add_argument("--muon-lr-mult", type=float, default=1.0)
+    ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
+                    help="regional torch.compile (auto: on a GPU)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1234)
@@ -177,15 +135,23 @@ def main(argv=None):
     a = ap.parse_args(argv)
 
     log = tokcache.make_log(a.log)
-
+    t_start = time.time()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     dev = a.device if a.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(dev)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     p = dict(PRESETS[a.preset])
     seq, B, lr = a.seq or p.pop("seq"), a.batch or p.pop("batch"), a.lr or p.pop("lr")
-    p.pop("seq", None), p.pop("batch", None), p.pop("lr", None)
+    mix_default = p.pop("mix", "plain=20,infill=45,repo=15,causal=20")
+    for k in ("seq", "batch", "lr"):
+        p.pop(k, None)
+    K = a.rows or max(1, seq // 4)
+    mix = parse_mix(a.mix or mix_default, B)
     tok = bpe.Tokenizer(a.tokenizer)
     tok.path = a.tokenizer
     cfg = default_config(vocab_size=tok.n_vocab, max_position_embeddings=seq, **p)
@@ -194,72 +160,151 @@ def main(argv=None):
     if len(held_s) < 2 * seq:
         log("held-out split too small; evaluating on the tail of the training stream")
         held_s = train_s[-max(4 * seq, len(train_s) // 20):]
+    repo = repo_split(a.corpus, tok, a.cache, log)
     model = DiffusionLM(cfg, seed=a.seed)
     if a.init_from:
         prev, _ = export.load(a.init_from)
         model.load_state_dict(prev.state_dict())
         log(f"initialized from {a.init_from}")
     model = model.to(device)
-    log(f"model {model.n_params() / 1e6:.2f}M params, config {cfg}, device {dev}, "
-        f"seq {seq} batch {B} lr {lr}; train {len(train_s)} tokens, heldout {len(held_s)}")
-    decay = [q for n, q in model.named_parameters() if q.dim() >= 2]
-    no_decay = [q for n, q in model.named_parameters() if q.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=(0.9, 0.98), eps=1e-8)
-    use_amp = dev == "cuda"
+    if cuda:
+        model.act_dtype = torch.bfloat16
 
     def amp():
-        if use_amp:
+        if cuda:
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return torch.autocast("cpu", enabled=False)
 
-    tb = Batcher(train_s, tok, seq, a.seed)
-    hb_seed = a.seed + 1
+    nl = batches.newline_table(tok)
+    minlen = 4 * seq + 4 + batches.MAX_LINES * 4
+    train_S = batches.Streams(train_s, nl, device, minlen)
+    held_S = batches.Streams(held_s, nl, device, minlen)
+    repo_S = batches.Streams(repo[0], nl, device, 0, records=repo[1]) if repo else None
+    tb = batches.DeviceBatches(train_S, tok, seq, device, a.seed, mix, K, repo=repo_S)
+    hmix = dict(tb.mix)
+    hmix["infill"] += hmix.pop("repo", 0)
+    hb = batches.DeviceBatches(held_S, tok, seq, device, a.seed + 1, hmix, K)
+    opts, muon_kind = recipe.make_optimizers(model, lr, muon=not a.no_muon,
+                                             muon_lr=lr * a.muon_lr_mult, log=log)
+    n_bidir = tb.mix["plain"] + tb.mix["infill"] + tb.mix["repo"]
+    flops_step = recipe.step_flops(cfg, seq, n_bidir, tb.mix["causal"], K)
+    dname = torch.cuda.get_device_name(0) if cuda else f"cpu x{torch.get_num_threads()} threads"
+    peak, peak_src = recipe.peak_flops(dname if cuda else "")
+    log(f"model {model.n_params() / 1e6:.2f}M params, config {cfg}, device {dname}, "
+        f"seq {seq} batch {B} {tb.mix} rows {K} lr {lr}; optimizers AdamW + Muon ({muon_kind}); "
+        f"attention {batches.M.ATTENTION}; train {len(train_s)} tokens, heldout {len(held_s)}; "
+        f"{flops_step / 1e12:.3f} TFLOP a step")
+
+    # Before the clock: compile (and check it against eager), preflight.
+    preflight = {}
+    compiled = "eager"
+    if a.compile == "on" or (a.compile == "auto" and cuda):
+        b0 = tb.batch()
+        probe = b0["inp"] if b0["inp"] is not None else b0["cx"]
+        with torch.no_grad(), amp():
+            ref = model.hidden(probe[:2]).float()
+        compiled = recipe.compile_layers(model, log)
+        tc = time.time()
+        try:
+            with amp():  # both graphs: bidirectional and causal, forward and backward
+                loss = batches.step_loss(model, b0)[0]
+            loss.backward()
+            for o in opts:
+                o.zero_grad(set_to_none=True)
+            with torch.no_grad(), amp():
+                got = model.hidden(probe[:2]).float()
+                preflight["compiled_vs_eager_rel"] = recipe._rel(got, ref)
+            log(f"{compiled}: compiled in {time.time() - tc:.1f}s (before the budget); "
+                f"hidden states vs eager rel {preflight['compiled_vs_eager_rel']:.2e}")
+        except Exception as e:  # noqa: BLE001 - eager is the safe way on
+            recipe.uncompile_layers(model)
+            for o in opts:
+                o.zero_grad(set_to_none=True)
+            compiled = f"eager (compile failed: {type(e).__name__}: {str(e)[:200]})"
+            log(compiled)
+    if cuda or os.environ.get("SCULPT_PREFLIGHT") == "1":
+        try:
+            preflight.update(recipe.preflight(model, tb, device, amp, log))
+        except Exception as e:  # noqa: BLE001 - reported; training goes on
+            preflight["error"] = f"{type(e).__name__}: {e}"
+            log(f"preflight failed: {preflight['error']}")
     history = []
-    t0 = time.time()
+    t0 = recipe.timer()
+    budget = a.time_budget
+    if a.deadline:
+        # Left for the final evaluation and the export.
+        budget = max(10.0, min(budget, a.deadline - t0 - 20))
+        if budget < a.time_budget:
+            log(f"budget {a.time_budget:.0f}s cut to {budget:.0f}s by the deadline")
+    log(f"setup took {t0 - t_start:.1f}s; training for {budget:.0f}s")
     last_eval = t0
     step = 0
-    tokens = 0
     ema = None
+    acc = torch.zeros(4, device=device)  # masked CE sum, rows, causal CE sum, rows
     while True:
         el = time.time() - t0
-        frac = el / a.time_budget
-        if frac >= 1 or (a.max_steps and step >= a.max_steps):
+        frac = max(el / budget, step / a.max_steps if a.max_steps else 0)
+        if frac >= 1 or (a.deadline and time.time() > a.deadline - 20):
             break
-        for g in opt.param_groups:
-            g["lr"] = lr_at(max(frac, step / a.max_steps if a.max_steps else 0), lr)
-        inp, x, masked, maskable, t = (v.to(device, non_blocking=True) for v in tb.batch(B))
+        recipe.set_lr(opts, recipe.wsd(frac))
+        b = tb.batch()
         with amp():
-            loss, per_tok = diffusion_loss(model, inp, x, masked, t, maskable)
-        opt.zero_grad(set_to_none=True)
+            loss, ce, n, cce, cn = batches.step_loss(model, b)
+        for o in opts:
+            o.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        for o in opts:
+            o.step()
         step += 1
-        tokens += B * seq
-        # Kept on the device: a float() here would make the host wait for every
-        # step, and the next batch is built on the host while the GPU works.
-        pt = per_tok.detach().float()
+        # Kept on the device: a float() here would make the host wait.
+        acc += torch.stack([ce.float(), n.float(), cce.float(), cn.float()])
+        pt = loss.detach().float()
         ema = pt if ema is None else 0.98 * ema + 0.02 * pt
         if time.time() - last_eval >= a.eval_every:
-            ema = float(ema)
-            hl = eval_loss(model, Batcher(held_s, tok, seq, hb_seed), device, 4, B, amp)
-            last_eval = time.time()
-            history.append(dict(step=step, seconds=round(last_eval - t0, 1),
-                                train_masked_ce=round(ema, 4), heldout_masked_ce=round(hl, 4)))
-            log(f"step {step} {el:.0f}s lr {opt.param_groups[0]['lr']:.2e} "
-                f"train ce {ema:.3f} heldout ce {hl:.3f} ({tokens / max(el, 1e-9):.0f} tok/s)")
-    el = time.time() - t0
-    hl = eval_loss(model, Batcher(held_s, tok, seq, hb_seed), device, 8, B, amp)
-    log(f"done: {step} steps, {el:.0f}s, {tokens} tokens, heldout masked ce {hl:.3f}")
-    meta = dict(preset=a.preset, init_from=a.init_from, config=cfg, params=model.n_params(), steps=step,
-                seconds=round(el, 1), tokens=tokens, batch=B, seq=seq, lr=lr, device=dev,
-                device_name=(torch.cuda.get_device_name(0) if dev == "cuda" else
-                             f"cpu x{torch.get_num_threads()} threads"),
-                torch=torch.__version__, heldout_masked_ce=round(hl, 4), history=history,
-                train_tokens_available=int(len(train_s)), seed=a.seed)
+            s = acc.tolist()
+            acc.zero_()
+            hl, hc = eval_loss(model, hb, a.seed + 1, 4, amp)
+            now = recipe.timer()
+            el = now - t0
+            tps = step * B * seq / max(el, 1e-9)
+            mfu = step * flops_step / el / peak if peak else None
+            history.append(dict(step=step, seconds=round(el, 1), train_loss=round(float(ema), 4),
+                                train_masked_ce=round(s[0] / max(s[1], 1), 4),
+                                train_causal_ce=round(s[2] / s[3], 4) if s[3] else None,
+                                heldout_masked_ce=round(hl, 4),
+                                heldout_causal_ce=round(hc, 4) if hc else None,
+                                tokens_per_s=round(tps), mfu=round(mfu, 4) if mfu else None))
+            log(f"step {step} {el:.0f}s lr x{recipe.wsd(frac):.2f} loss {float(ema):.3f} "
+                f"masked ce {s[0] / max(s[1], 1):.3f} heldout {hl:.3f}"
+                + (f" causal {hc:.3f}" if hc else "")
+                + f" ({tps:.0f} tok/s" + (f", MFU {100 * mfu:.1f}%)" if mfu else ")"))
+            last_eval = recipe.timer()
+            t0 += last_eval - now  # the evaluation is not training time
+    el = recipe.timer() - t0
+    tokens = step * B * seq
+    hl, hc = eval_loss(model, hb, a.seed + 1, 8, amp)
+    mfu = step * flops_step / el / peak if peak and el > 0 else None
+    log(f"done: {step} steps, {el:.0f}s, {tokens} tokens ({tokens / max(el, 1e-9):.0f} tok/s"
+        + (f", MFU {100 * mfu:.1f}% of {peak / 1e12:.0f} TFLOP/s {peak_src}" if mfu else "")
+        + f"), heldout masked ce {hl:.3f}" + (f", causal ce {hc:.3f}" if hc else ""))
+    meta = dict(preset=a.preset, init_from=a.init_from, config=cfg, params=model.n_params(),
+                steps=step, seconds=round(el, 1), tokens=tokens, batch=B, seq=seq, lr=lr,
+                mix=tb.mix, loss_rows=K, optimizers=f"AdamW + Muon ({muon_kind})"
+                if muon_kind != "none" else "AdamW",
+                muon_lr_mult=a.muon_lr_mult, schedule="warmup-stable-decay on the wall clock "
+                "(3% warmup, 25% linear decay to 0)",
+                compile=compiled, attention=batches.M.ATTENTION,
+                activations="bf16" if cuda else "float32",
+                device=dev, device_name=dname, torch=torch.__version__,
+                flops_per_step=flops_step, tokens_per_s=round(tokens / max(el, 1e-9)),
+                mfu=round(mfu, 4) if mfu else None, peak_flops=peak, peak_source=peak_src,
+                preflight=preflight, setup_seconds=round(t0 - t_start, 1),
+                heldout_masked_ce=round(hl, 4), heldout_causal_ce=round(hc, 4) if hc else None,
+                history=history, train_tokens_available=int(len(train_s)),
+                repo_records=int(len(repo[1][0])) if repo else 0, seed=a.seed)
     model = model.float().cpu()
+    model.act_dtype = torch.float32
     files = export.export(model, a.tokenizer, a.out, extra_meta=meta)
     log(f"exported {files} -> {a.out}")
     return meta

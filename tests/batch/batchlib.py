@@ -68,7 +68,7 @@ FILLED = {rel: (text if rel.endswith((".md", "strings.py")) else
 ERRORS = {
     "py/broken.py": "x = abc$\nprint(x)\n",
     "c/broken.c": "int abc;\nint f(void) {\n  return abc$;\n}\n",
-    "js/broken.js": "let v = abc$;\nconsole.log(v);\n",
+    "js/broken.js": "let v = abc@;\nconsole.log(v);\n",
 }
 
 
@@ -94,6 +94,17 @@ def snapshot(root):
                 out[os.path.relpath(p, root)] = (hashlib.sha256(f.read()).hexdigest(),
                                                  os.stat(p).st_mode)
     return out
+
+
+def text(path):
+    """A file's text as it is (no newline translation)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def put(path, t):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(t)
 
 
 def read(root, rel):

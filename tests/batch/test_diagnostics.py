@@ -1,6 +1,6 @@
 """`sculpt batch --diagnostics FILE|-`: gcc/clang lines and LSP Diagnostic
 JSON re-infill the statement around each diagnostic; planted errors
-(`abc$`) are fixed by the planted model's fill; a C error the model cannot
+(`abc$`, `abc@` in JavaScript) are fixed by the planted model's fill; a C error the model cannot
 fix (it never writes `;`) is reported and left unchanged; bad diagnostics
 input is a clear error with exit 2 and touches nothing."""
 import json
@@ -19,7 +19,7 @@ GCC = ("py/broken.py:1:8: error: invalid syntax\n"
        "    3 |   return abc$;\n"
        "      |             ^\n"
        "c/broken.c:1:5: note: declared here\n"
-       "js/broken.js:1:12: error: Unexpected token\n")
+       "js/broken.js:1:12: error: Invalid character\n")
 
 # gcc/clang form on stdin, dry run.
 rc, out, err = batch("--diagnostics", "-", "--json", "--model", M, ".", cwd=root, stdin=GCC)

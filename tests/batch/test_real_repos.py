@@ -34,7 +34,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from batchlib import SRC, batch, check, finish, report, snapshot  # noqa: E402
+from batchlib import SRC, batch, check, finish, put, report, snapshot, text  # noqa: E402
 
 REAL = os.path.join(SRC, "tests", "data", "real")
 MODEL = os.path.join(SRC, "model", "default")
@@ -65,16 +65,6 @@ for name in ("jq", "click", "cobra", "ky"):
     shutil.copytree(os.path.join(REAL, name), os.path.join(tmp, name), symlinks=True)
 JQ = os.path.join(tmp, "jq", "src")
 CLICK = os.path.join(tmp, "click", "src", "click")
-
-
-def text(path):
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
-
-
-def put(path, t):
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(t)
 
 
 def gcc_errors(path):

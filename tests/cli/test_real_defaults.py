@@ -5,7 +5,7 @@ its middle and its very end they succeed, and what they put before the
 model fits its context (a suffix cut to fit goes without its EOS).
 `sculpt context` shows by default the prompt an editor would get with the
 default settings (the budget fitted to the model); an explicit --budget is
-shown as asked."""
+shown as asked. `sculpt model info` describes that same model by default."""
 import json
 import os
 import shutil
@@ -79,6 +79,17 @@ try:
                        "--json")
     check(rc == 0 and json.loads(out)["canvas"] <= (CONTEXT - 2) // 2,
           f"--lengths 8,500 is cut to the model: {rc} {err.strip()}")
+    # `model info` with no --model describes the model the other subcommands
+    # load (issue 43: it demanded --model), and $SCULPT_MODEL when set.
+    rc, out, err = run("model", "info", "--json")
+    check(rc == 0 and json.loads(out).get("max_seq") == CONTEXT,
+          f"model info: the shipped model by default: {rc} {err.strip()}")
+    rc2, out2, err2 = run("model", "info", "--json", "--model", os.path.join(SRC, "model", "default"))
+    check(rc2 == 0 and out2 == out, "the same as --model model/default")
+    env = dict(os.environ, SCULPT_MODEL=os.path.join(tmp, "nowhere"))
+    p = subprocess.run([BIN, "model", "info"], capture_output=True, timeout=60, env=env)
+    check(p.returncode != 0 and b"nowhere" in p.stderr, f"$SCULPT_MODEL is the one asked for: "
+          f"{p.returncode} {p.stderr.decode().strip()}")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

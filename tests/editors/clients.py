@@ -137,7 +137,30 @@ def real(editor):
     told = editor.told(result)
     if told:
         fails.append("the user was told of errors: %s" % told)
+    fails += status_shown(result)
     finish(fails, tmp)
+
+
+def status_shown(result):
+    """The status command (:SculptStatus, sculpt-show-status) says what the
+    last completion came to and this session's counts, as sculpt/status
+    has them; Emacs's mode line says "dropped" when it was dropped."""
+    st, text = result.get("status") or {}, result.get("status_text") or ""
+    print("status command: %s" % text)
+    if "mode_line" in result:
+        print("mode line: %r" % result["mode_line"])
+    outcome, n = st.get("lastOutcome"), st.get("completions") or {}
+    if not outcome:
+        return ["sculpt/status has no lastOutcome after the completions: %s" % st]
+    fails = []
+    want = "last completion: %s (this session: %d answered, %d offered, %d dropped)" % (
+        outcome, n.get("answered", -1), n.get("offered", -1), n.get("dropped", -1))
+    if want not in text:
+        fails.append("the status command does not say %r: %r" % (want, text))
+    if "mode_line" in result and outcome.startswith("dropped") and "dropped" not in result["mode_line"]:
+        fails.append("the mode line does not say the last completion was dropped: %r"
+                     % result["mode_line"])
+    return fails
 
 
 def errors(editor, requests=3):

@@ -107,7 +107,11 @@ Returns non-nil when sculpt-mode is on with a model that loaded or failed."
                 (sculpt-test-note "%s:%d:%d -> %S" (plist-get p :file) (1+ (plist-get p :line))
                                   (1+ (plist-get p :col)) shown)
                 (sculpt--clear))))
-          (setq sculpt-test-out (list :positions (vconcat (nreverse results))))))
+          (sculpt-test-wait (lambda () nil) 0.3)
+          (setq sculpt-test-out (list :positions (vconcat (nreverse results))
+                                      :status sculpt-status
+                                      :status_text (sculpt-status-text)
+                                      :mode_line (sculpt-mode-line)))))
        ((equal mode "errors")
         (when (sculpt-test-open (plist-get sculpt-test-spec :path))
           (setq sculpt-test-out (list :status sculpt-status))

@@ -101,6 +101,10 @@ local ok, err = pcall(function()
       log(string.format('%s:%d:%d -> %s', p.file, p.line + 1, p.col + 1, vim.inspect(shown)))
       sculpt.dismiss()
     end
+    -- What :SculptStatus prints after them, and the status it read.
+    vim.wait(300, function() return false end, 20)
+    out.status = sculpt.status
+    out.status_text = vim.trim(vim.fn.execute('SculptStatus'))
   elseif spec.mode == 'errors' then
     local buf = open(spec.path)
     if not buf then return end

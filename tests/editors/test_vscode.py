@@ -2,11 +2,12 @@
 extension and runs its client-side logic with node's test runner, including
 the real server driven with vscode-jsonrpc over stdio (initialize -> didOpen
 -> inlineCompletion -> accept -> shutdown) with the planted model; then
-`npm run package` must produce a .vsix holding the compiled extension and
-its runtime dependencies."""
+`npm run package` must produce a small .vsix holding the extension bundled
+by esbuild with its runtime dependencies (vsce warns of nothing)."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -36,18 +37,40 @@ if rc != 0:
     sys.exit(1)
 
 vsix = os.path.join(tmp, "sculpt.vsix")
-rc = run([npm, "run", "package", "--", "-o", vsix], env, timeout=300, cwd=ext)
-if rc != 0 or not os.path.isfile(vsix):
-    print("FAIL: npm run package did not make a .vsix (exit %d)" % rc)
+log = os.path.join(tmp, "package.log")
+with open(log, "w") as f:
+    p = subprocess.run([npm, "run", "package", "--", "-o", vsix], env=env, cwd=ext,
+                       stdout=f, stderr=subprocess.STDOUT, timeout=300)
+with open(log) as f:
+    packaged = f.read()
+if p.returncode != 0 or not os.path.isfile(vsix):
+    print(packaged[-3000:])
+    print("FAIL: npm run package did not make a .vsix (exit %d)" % p.returncode)
+    sys.exit(1)
+# Bundled (esbuild, issue 43): one script holding the client and its
+# dependencies; vsce's "you should bundle your extension" (360 files) is
+# gone.
+if "you should bundle" in packaged or "WARNING" in packaged:
+    print(packaged[-3000:])
+    print("FAIL: vsce warns while packaging")
     sys.exit(1)
 with zipfile.ZipFile(vsix) as z:
     names = set(z.namelist())
     manifest = json.loads(z.read("extension/package.json"))
-need = ["extension/out/src/extension.js", "extension/out/src/logic.js",
-        "extension/node_modules/vscode-languageclient/package.json", "extension.vsixmanifest"]
+    bundle = z.read("extension/out/src/extension.js").decode("utf-8", "replace")
+need = ["extension/out/src/extension.js", "extension.vsixmanifest"]
 missing = [n for n in need if n not in names]
 if missing:
     print("FAIL: the .vsix lacks", missing)
+    sys.exit(1)
+size = os.path.getsize(vsix)
+print("the .vsix: %d files, %d KB" % (len(names), size // 1024))
+if any("node_modules/" in n for n in names) or len(names) > 12 or size > 400 * 1024:
+    print("FAIL: the .vsix is not one small bundle:", sorted(names)[:20])
+    sys.exit(1)
+# The language client is in the bundle, `vscode` is left to the host.
+if "textDocument/inlineCompletion" not in bundle or 'require("vscode")' not in bundle:
+    print("FAIL: the bundle lacks the language client, or bundles `vscode`")
     sys.exit(1)
 if manifest["engines"]["vscode"] != "^1.91.0" or manifest["main"] != "./out/src/extension.js":
     print("FAIL: unexpected manifest", manifest["engines"], manifest["main"])

@@ -22,6 +22,10 @@ browser window each:
 4. Then a `sculpt.modelPath` that does not exist: the item turns to an
    error naming the path, and the output channel has it once. Screenshot
    vscode-error-model.png.
+5. No settings: the extension sends contextBudget null (not its
+   contributed 1024) and the server warns about none; the status bar
+   tooltip says what the last completion came to, with the session's
+   counts (cobra).
 (The root from a parent folder: test_vscode_root.py.)
 """
 import json
@@ -75,7 +79,10 @@ windows = [
         {"kind": "settings", "settings": {"sculpt.modelPath": missing_model}},
         dict(broken_at, kind="status", name="model", shot=shot("vscode-error-model.png")),
         {"kind": "settings", "settings": {}}]},
-    {"folder": os.path.join(ws, "cobra"), "steps": [asks("cobra")]},
+    {"folder": os.path.join(ws, "cobra"), "steps": [
+        asks("cobra"),
+        {"kind": "status", "name": "outcome", "file": "command.go", "line": 324, "col": 0,
+         "lineText": "", "text": "\tc."}]},
     {"folder": os.path.join(ws, "ky"), "steps": [asks("ky")]},
 ]
 rc, results = session.run(windows)
@@ -167,6 +174,35 @@ if not shown:
 for r in by_kind.get("positions", []):
     if "status" in r and (warning_item(r["status"]) or error_item(r["status"])):
         fails.append("the status bar item shows a problem: %s" % r["status"]["label"])
+
+# No settings: the extension sends no contextBudget of its own (null: the
+# server fits its default to the model), so the server has nothing to warn
+# about (issue 43: "contextBudget 1024 is more than the model's 256-token
+# context" with no settings at all).
+inits = [rec["msg"]["params"] for rec in records if rec["dir"] == "c2s"
+         and rec["msg"].get("method") == "initialize"]
+sent = [(p.get("initializationOptions") or {}).get("contextBudget", "absent") for p in inits]
+print("contextBudget sent at initialize: %s" % sent)
+if not inits or any(v is not None for v in sent):
+    fails.append("the extension sent a contextBudget nobody set: %s" % sent)
+budget_warnings = [rec["msg"]["params"]["message"] for rec in records if rec["dir"] == "s2c"
+                   and rec["msg"].get("method") == "window/logMessage"
+                   and rec["msg"]["params"]["type"] <= 2 and "contextBudget" in rec["msg"]["params"]["message"]]
+if budget_warnings:
+    fails.append("the server warned about a contextBudget nobody set: %s" % budget_warnings[:1])
+
+# The status bar item's tooltip says what the last completion came to.
+r = by_name.get("outcome")
+if not r:
+    fails.append("the outcome step did not run")
+elif "failed" not in r:
+    st = r.get("serverStatus") or {}
+    print("outcome: its tooltip: %r" % r["tooltip"])
+    if "last completion: " not in r["tooltip"] or "this session: " not in r["tooltip"]:
+        fails.append("the tooltip does not say the last completion's outcome: %r" % r["tooltip"])
+    elif st.get("lastOutcome") and "last completion: " + st["lastOutcome"] not in r["tooltip"]:
+        fails.append("the tooltip's outcome is not the server's %r: %r"
+                     % (st["lastOutcome"], r["tooltip"]))
 
 # 3, 4. Errors the user sees.
 for name in ("backend", "model"):

@@ -1,16 +1,27 @@
 #!/usr/bin/env python3
 """The PyTorch side of `sculpt bench --synthetic`: the same denoising step
 (the canvas rows recomputed over cached context K/V, lm_head and softmax
-statistics for every canvas row) in eager PyTorch, bf16, with SDPA
+statistics for every canvas row) in PyTorch, bf16, with SDPA
 (bidirectional, GQA through enable_gqa), at the same shapes, on random
 weights generated on the GPU. Prints one RESULT line per (context, canvas)
 in the format sculpt bench prints, so tests/gpu/run.sh can put them side by
 side. Exits 77 when torch or a CUDA device is missing.
 
     python3 tests/gpu/bench_torch.py --model dream-7b [--context 512,4096]
-            [--canvas 16,32,64,128] [--repeat 20]
+            [--canvas 16,32,64,128] [--repeat 20] [--mode eager,compile]
+
+--mode compile is the strongest peer PyTorch has for this step:
+torch.compile(mode="max-autotune") (Inductor's autotuned GEMM templates and
+fused kernels, and CUDA graphs), one compilation per shape (dynamic=False).
+A compiled step cannot write the window's K/V into the cache in place
+without losing its CUDA graph (a mutated input), so it attends over the
+cache's rows before and after the window joined to the window's own K/V
+(torch.cat; what it reads is the same). impl=torch is eager, impl=torch_compile
+the compiled step. $BENCH_TORCH_COMPILE_S bounds the compilations (default
+240 s): the shapes not reached are skipped with a line.
 """
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -50,7 +61,11 @@ def main():
     ap.add_argument("--context", default="512,4096")
     ap.add_argument("--canvas", default="16,32,64,128")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--mode", default="eager", help="eager, compile or both (eager,compile)")
     a = ap.parse_args()
+    modes = [m for m in a.mode.replace("both", "eager,compile").split(",") if m]
+    if any(m not in ("eager", "compile") for m in modes):
+        ap.error("--mode takes eager, compile or both")
     if not torch.cuda.is_available():
         print("no CUDA device visible to PyTorch")
         sys.exit(77)
@@ -96,8 +111,7 @@ def main():
         h = x.shape[-1] // 2
         return torch.cat([-x[..., h:], x[..., :h]], dim=-1)
 
-    @torch.no_grad()
-    def step(ids, w0, n):
+    def step(ids, w0, n, functional=False):
         m = ids.shape[0]
         c, sn = cos_t[w0:w0 + m][None, None], sin_t[w0:w0 + m][None, None]
         h = embed[ids][None]
@@ -110,9 +124,14 @@ def main():
                 q, k = rms(q, y["qn"]), rms(k, y["kn"])
             q = q * c + rot(q) * sn
             k = k * c + rot(k) * sn
-            kc[l][:, :, w0:w0 + m] = k
-            vc[l][:, :, w0:w0 + m] = v
-            o = sdpa_gqa(q, kc[l][:, :, :n], vc[l][:, :, :n])
+            if functional:
+                kk = torch.cat([kc[l][:, :, :w0], k, kc[l][:, :, w0 + m:n]], dim=2)
+                vv = torch.cat([vc[l][:, :, :w0], v, vc[l][:, :, w0 + m:n]], dim=2)
+                o = sdpa_gqa(q, kk, vv)
+            else:
+                kc[l][:, :, w0:w0 + m] = k
+                vc[l][:, :, w0:w0 + m] = v
+                o = sdpa_gqa(q, kc[l][:, :, :n], vc[l][:, :, :n])
             h = h + F.linear(o.transpose(1, 2).reshape(1, m, QD), y["wo"])
             r = rms(h, y["mn"])
             h = h + F.linear(F.silu(F.linear(r, y["wg"])) * F.linear(r, y["wu"]), y["wd"])
@@ -123,24 +142,44 @@ def main():
         return top.indices[:, 0], top.values[:, 0] - top.values[:, 1], ent
 
     print(f"bench_torch {a.model}: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
-          f"eager bf16, SDPA backend chosen by PyTorch")
-    for C in contexts:
-        for m in canvases:
-            n, w0 = C + m, C // 2
-            ids = torch.randint(0, V - 1000, (m,), device=dev)
-            times = []
-            for r in range(a.repeat + 3):
-                torch.cuda.synchronize()
-                t = time.perf_counter()
-                am, _, _ = step(ids, w0, n)
-                am_host = am.cpu()  # the per-row results cross to the host, as in sculpt
-                t = (time.perf_counter() - t) * 1000
-                if r >= 3:
-                    times.append(t)
-                ids[(r * 4) % m] = int(am_host[0])
-            med = statistics.median(times)
-            print(f"RESULT impl=torch model={a.model} context={C} canvas={m} ms={med:.4f}",
-                  flush=True)
+          f"bf16, SDPA backend chosen by PyTorch; modes {','.join(modes)}")
+    budget = time.perf_counter() + float(os.environ.get("BENCH_TORCH_COMPILE_S", "240"))
+    for mode in modes:
+        for C in contexts:
+            for m in canvases:
+                n, w0 = C + m, C // 2
+                if mode == "compile":
+                    if time.perf_counter() > budget:
+                        print(f"compile: out of time before context {C} canvas {m}; skipped",
+                              flush=True)
+                        continue
+                    torch._dynamo.reset()
+                    fn = torch.compile(lambda i: step(i, w0, n, functional=True),
+                                       mode="max-autotune", dynamic=False)
+                    warm = 5  # the compilation, then CUDA graph recording
+                else:
+                    fn, warm = (lambda i: step(i, w0, n)), 3
+                ids = torch.randint(0, V - 1000, (m,), device=dev)
+                times = []
+                t_first = time.perf_counter()
+                with torch.no_grad():
+                    for r in range(a.repeat + warm):
+                        torch.cuda.synchronize()
+                        t = time.perf_counter()
+                        am, _, _ = fn(ids)
+                        am_host = am.cpu()  # the per-row results cross to the host, as in sculpt
+                        t = (time.perf_counter() - t) * 1000
+                        if r >= warm:
+                            times.append(t)
+                        elif r == warm - 1 and mode == "compile":
+                            print(f"compile: context {C} canvas {m} ready in "
+                                  f"{time.perf_counter() - t_first:.0f} s", flush=True)
+                        ids = ids.clone()  # a fresh input each step, as a decoder's
+                        ids[(r * 4) % m] = int(am_host[0])
+                med = statistics.median(times)
+                impl = "torch" if mode == "eager" else "torch_compile"
+                print(f"RESULT impl={impl} model={a.model} context={C} canvas={m} ms={med:.4f}",
+                      flush=True)
     print(f"torch peak memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
 
 

@@ -4,7 +4,9 @@
  * pass, a window pass reusing cached K/V after tokens in the window changed,
  * a packed pass of three sequences, and a second identical window pass (the
  * CUDA-graph replay), plus device-side picking under a banned-id bitmap
- * edited in place between calls. Relative error max|cuda - cpu| / max|cpu| over the
+ * edited in place between calls; on the default paths and again on the
+ * older ones (SCULPT_CUDA_ATTN=simt, _HEAD=host, _FUSE=0); then the
+ * engine's graphs per shape class (check_engine_graphs). Relative error max|cuda - cpu| / max|cpu| over the
  * logits must be <= 5e-2: bf16 weights (f32 checkpoints are rounded on
  * upload) and bf16 activations over 1-2 layers, against f32 throughout.
  * The test also checks that the CUDA backend really ran (no fallback line)
@@ -170,6 +172,85 @@ done:
   sc_model_free(gpu);
 }
 
+/* The engine's infill on the GPU (a synthetic tiny model: no end token, so
+ * the pass count is the schedule's): two classes, each captured once on
+ * its second use; the same shape again captures nothing and replays every
+ * pass; one wait on the device a pass; and the graphs change nothing: the
+ * same prompt without them decodes the same canvas. */
+static void check_engine_graphs(void) {
+  sc_error err = {0};
+  sc_model_options o = {0};
+  o.device = SC_DEVICE_CUDA;
+  sc_model *m = NULL;
+  REQUIRE(sc_model_new_synthetic("tiny", &o, 7, &m, &err) == SC_OK);
+  const sc_model_info *info = sc_model_get_info(m);
+  sc_engine *e = NULL, *plain = NULL;
+  const char *was = getenv("SCULPT_CUDA_GRAPH");
+  char saved[16] = "";
+  if (was) snprintf(saved, sizeof saved, "%s", was);
+  setenv("SCULPT_CUDA_GRAPH", "1", 1); /* this engine's contexts: graphs on */
+  if (sc_engine_new(m, NULL, 160, &e, &err) != SC_OK) {
+    EXPECTF(0, "engine: %s", err.msg);
+    sc_model_free(m);
+    return;
+  }
+  int32_t ids[96];
+  for (int i = 0; i < 96; i++) ids[i] = (i * 37 + 11) % (info->vocab - 1);
+  sc_infill_params p;
+  sc_infill_params_default(&p);
+  p.schedule = SC_SCHEDULE_FIXED_K;
+  p.block_len = 32;
+  p.steps = 16; /* 64 tokens, 4 a step */
+  p.eos_penalty = 0;
+  sc_infill_plan plan = {1, {64}};
+  sc_forward_counters c0, c1, c2;
+  sc_infill_result r1, r2, r3;
+  sc_engine_counters(e, &c0);
+  REQUIRE(sc_engine_infill(e, ids, 72, ids + 72, 24, &plan, &p, NULL, NULL, NULL, &r1, &err) ==
+          SC_OK);
+  sc_engine_counters(e, &c1);
+  EXPECTF(r1.committed == 64 && c1.passes - c0.passes == 16, "committed %d in %llu passes",
+          r1.committed, (unsigned long long)(c1.passes - c0.passes));
+  EXPECTF(c1.graph_captures - c0.graph_captures == 2 && c1.eager_passes - c0.eager_passes == 2 &&
+              c1.graph_replays - c0.graph_replays == 12,
+          "first infill: %llu captures, %llu eager, %llu replays",
+          (unsigned long long)(c1.graph_captures - c0.graph_captures),
+          (unsigned long long)(c1.eager_passes - c0.eager_passes),
+          (unsigned long long)(c1.graph_replays - c0.graph_replays));
+  EXPECTF(c1.host_syncs - c0.host_syncs == 16, "%llu waits for 16 passes",
+          (unsigned long long)(c1.host_syncs - c0.host_syncs));
+  REQUIRE(sc_engine_infill(e, ids, 72, ids + 72, 24, &plan, &p, NULL, NULL, NULL, &r2, &err) ==
+          SC_OK);
+  sc_engine_counters(e, &c2);
+  EXPECTF(c2.graph_captures == c1.graph_captures && c2.graph_replays - c1.graph_replays == 16,
+          "second infill: %llu captures, %llu replays",
+          (unsigned long long)(c2.graph_captures - c1.graph_captures),
+          (unsigned long long)(c2.graph_replays - c1.graph_replays));
+  EXPECT(r2.canvas_len == r1.canvas_len &&
+         memcmp(r1.canvas_ids, r2.canvas_ids, (size_t)r1.canvas_len * sizeof(int32_t)) == 0);
+  setenv("SCULPT_CUDA_GRAPH", "0", 1);
+  if (sc_engine_new(m, NULL, 160, &plain, &err) == SC_OK &&
+      sc_engine_infill(plain, ids, 72, ids + 72, 24, &plan, &p, NULL, NULL, NULL, &r3, &err) ==
+          SC_OK) {
+    EXPECTF(r3.canvas_len == r1.canvas_len &&
+                memcmp(r1.canvas_ids, r3.canvas_ids, (size_t)r1.canvas_len * sizeof(int32_t)) == 0,
+            "graphs on and off decode different canvases");
+    sc_forward_counters c3;
+    sc_engine_counters(plain, &c3);
+    EXPECT(c3.graph_captures == 0 && c3.eager_passes == 16);
+    sc_infill_result_free(&r3);
+  } else {
+    EXPECTF(0, "an engine without graphs: %s", err.msg);
+  }
+  if (saved[0]) setenv("SCULPT_CUDA_GRAPH", saved, 1);
+  else unsetenv("SCULPT_CUDA_GRAPH");
+  sc_infill_result_free(&r1);
+  sc_infill_result_free(&r2);
+  sc_engine_free(plain);
+  sc_engine_free(e);
+  sc_model_free(m);
+}
+
 int main(void) {
   sc_kernels_device_info info;
   sc_error err = {0};
@@ -195,11 +276,34 @@ int main(void) {
     return 1;
   }
   sc_log_set_sink(sink, NULL);
-  for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/%s", tmp, NAMES[i]);
-    check_model(dir, NAMES[i]);
+  /* The default paths, then the older ones behind their switches (simt
+   * attention, the lm_head after the graph, unfused residuals): each
+   * against the CPU. A run that prints FAIL only under one of them tells
+   * tools/gpu_engine.sh which switch to turn off. */
+  /* SCULPT_TEST_PATHS=env: the paths the environment chose, alone
+   * (tools/gpu_engine.sh runs one set per call to tell which fails). */
+  const char *only = getenv("SCULPT_TEST_PATHS");
+  const bool env_paths = only && strcmp(only, "env") == 0;
+  for (int variant = 0; variant < (env_paths ? 1 : 2); variant++) {
+    if (variant) {
+      setenv("SCULPT_CUDA_ATTN", "simt", 1);
+      setenv("SCULPT_CUDA_HEAD", "host", 1);
+      setenv("SCULPT_CUDA_FUSE", "0", 1);
+    }
+    fprintf(stderr, "paths: %s\n", variant ? "simt attention, lm_head after the graph, unfused"
+                                           : env_paths ? "as the environment says" : "defaults");
+    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
+      char dir[512];
+      snprintf(dir, sizeof dir, "%s/%s", tmp, NAMES[i]);
+      check_model(dir, NAMES[i]);
+    }
   }
+  if (!env_paths) {
+    unsetenv("SCULPT_CUDA_ATTN");
+    unsetenv("SCULPT_CUDA_HEAD");
+    unsetenv("SCULPT_CUDA_FUSE");
+  }
+  RUN(check_engine_graphs);
   sc_log_set_sink(NULL, NULL);
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);

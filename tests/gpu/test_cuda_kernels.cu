@@ -8,7 +8,8 @@
 //     relative half-ulp is 2^-9 = 2e-3, plus f32 reduction order)
 //   GEMM: f32 output 1e-3 (fp32 accumulation order), bf16 output 1e-2
 //   q/k-norm + RoPE, SwiGLU (bf16 out, f32 math): 1e-2
-//   attention (bf16 in/out, f32 online softmax): 2e-2
+//   attention (bf16 in/out, f32 online softmax; simt and tensor cores,
+//     contexts 16 to 8,192, split keys merged): 2e-2, every row written
 //   lm_head epilogue (f32 logits in): stats 1e-4, argmax/pick exact, the
 //     non-finite flag exact
 // Without a usable device it prints why and exits 77 (skip).
@@ -153,6 +154,102 @@ static void test_gemm(void) {
   blas->destroy(h);
 }
 
+// The narrow GEMM (narrow.cu) against a double reference: bf16 and FP8
+// weights (quantized here by the host reference, so the reference is the
+// dequantized matrix), each epilogue, a partial last block of weight rows,
+// more than 64 rows of X (chunks), a k split that adds through atomics onto
+// what Y held, and FP8 rows padded to their stride. Outputs poisoned first.
+static void narrow_case(int M, int N, int K, bool fp8, sck_epilogue epi) {
+  const int stride = fp8 ? sck_narrow_stride(K) : K;
+  vecf W = rand_bf((size_t)N * K, 1.0f), X = rand_bf((size_t)M * K, 1.0f);
+  std::vector<uint8_t> q((size_t)N * stride, 0);
+  vecf scale(N, 1.0f), Wd(W);
+  if (fp8)
+    for (int n = 0; n < N; n++) {
+      sc_kernels_fp8_quantize_row(&W[(size_t)n * K], K, &q[(size_t)n * stride], &scale[n]);
+      for (int k = 0; k < K; k++)
+        Wd[(size_t)n * K + k] = sc_kernels_fp8_to_float(q[(size_t)n * stride + k]) * scale[n];
+    }
+  std::vector<double> acc((size_t)M * N);
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double a = 0;
+      for (int k = 0; k < K; k++) a += (double)X[(size_t)m * K + k] * Wd[(size_t)n * K + k];
+      acc[(size_t)m * N + n] = a;
+    }
+  const int ny = epi == SCK_EPI_SWIGLU ? N / 2 : N;
+  vecf Y0((size_t)M * ny), ref((size_t)M * ny);
+  for (auto &y : Y0) y = epi == SCK_EPI_F32_ADD ? frand() : NAN;
+  for (int m = 0; m < M; m++)
+    for (int j = 0; j < ny; j++) {
+      double v;
+      if (epi == SCK_EPI_SWIGLU) {
+        const double g = acc[(size_t)m * N + 16 * (j / 8) + j % 8],
+                     u = acc[(size_t)m * N + 16 * (j / 8) + j % 8 + 8];
+        v = g / (1.0 + exp(-g)) * u;
+      } else {
+        v = acc[(size_t)m * N + j] + (epi == SCK_EPI_F32_ADD ? Y0[(size_t)m * ny + j] : 0.0);
+      }
+      ref[(size_t)m * ny + j] = (float)v;
+    }
+  dbuf<sck_bf16> dW(to_bf(W)), dX(to_bf(X));
+  dbuf<uint8_t> dq(q);
+  dbuf<float> ds(scale), dYf(Y0);
+  dbuf<sck_bf16> dYb(to_bf(Y0));
+  const bool f32 = epi == SCK_EPI_F32_ADD || epi == SCK_EPI_F32;
+  sck_narrow_w w = {fp8 ? (const void *)dq.p : (const void *)dW.p, fp8 ? ds.p : nullptr, fp8, N,
+                    K, stride};
+  REQUIRE(sck_narrow_fits(&w, epi));
+  REQUIRE(ok(sck_gemm_narrow(&w, dX.p, K, M, epi, f32 ? (void *)dYf.p : (void *)dYb.p, ny, 132,
+                             0)));
+  vecf got = f32 ? dYf.get() : from_bf(dYb.get());
+  bool finite = true;
+  for (float x : got) finite &= isfinite(x);
+  const double e = rel_err(got, ref), tol = f32 ? 1e-3 : 1e-2;
+  EXPECTF(finite && e <= tol, "narrow M %d N %d K %d %s epi %d: err %g%s", M, N, K,
+          fp8 ? "fp8" : "bf16", (int)epi, e, finite ? "" : " (an output not written)");
+}
+
+static void test_gemm_narrow(void) {
+  for (int fp8 = 0; fp8 < 2; fp8++) {
+    narrow_case(33, 300, 256, fp8, SCK_EPI_F32);        // a window; 2.3 blocks of rows
+    narrow_case(1, 130, 128, fp8, SCK_EPI_BF16);        // one row
+    narrow_case(17, 130, 2048, fp8, SCK_EPI_F32_ADD);   // split k, added onto Y
+    narrow_case(64, 256, 384, fp8, SCK_EPI_F32_ADD);
+    narrow_case(70, 200, 256, fp8, SCK_EPI_F32);        // two chunks of X rows
+    narrow_case(33, 96, 512, fp8, SCK_EPI_SWIGLU);      // gate/up by 8
+  }
+  narrow_case(9, 100, 200, true, SCK_EPI_F32);          // FP8 rows padded to 256
+  narrow_case(5, 64, 8, true, SCK_EPI_BF16);            // ... from 8
+  sck_narrow_w bad = {nullptr, nullptr, false, 10, 200, 200};
+  EXPECT(!sck_narrow_fits(&bad, SCK_EPI_F32));          // bf16 needs a stride of 128s
+}
+
+// The device's FP8 quantizer (upload) gives the host reference's bytes and
+// scales exactly, with the padding to the stride zero; an all-zero row has
+// scale 1.
+static void test_quant_fp8(void) {
+  const int rows = 7, cols = 300, stride = sck_narrow_stride(cols);
+  vecf w = rand_bf((size_t)rows * cols, 3.0f);
+  for (int j = 0; j < cols; j++) w[(size_t)2 * cols + j] = 0.0f;
+  w[5] = bfr(1e-4f), w[6] = bfr(-600.0f);  // a subnormal after scaling; the row's max
+  std::vector<uint8_t> qref((size_t)rows * stride, 0);
+  vecf sref(rows);
+  for (int r = 0; r < rows; r++)
+    sc_kernels_fp8_quantize_row(&w[(size_t)r * cols], cols, &qref[(size_t)r * stride], &sref[r]);
+  dbuf<sck_bf16> dw(to_bf(w));
+  dbuf<uint8_t> dq(std::vector<uint8_t>((size_t)rows * stride, 0xAA));
+  dbuf<float> ds(rows);
+  REQUIRE(ok(sck_quant_fp8(dw.p, rows, cols, stride, dq.p, ds.p, 0)));
+  std::vector<uint8_t> q = dq.get();
+  vecf sc = ds.get();
+  int diff = 0;
+  for (size_t i = 0; i < q.size(); i++) diff += q[i] != qref[i];
+  EXPECTF(diff == 0, "%d FP8 bytes differ from the host reference", diff);
+  for (int r = 0; r < rows; r++) EXPECTF(sc[r] == sref[r], "row %d scale %g vs %g", r, sc[r], sref[r]);
+  EXPECT(sc[2] == 1.0f);
+}
+
 static void test_qkv_post(void) {
   const int n = 6, nh = 4, nkv = 2, hd = 24, half = hd / 2, QD = nh * hd, KD = nkv * hd;
   const int ld = QD + 2 * KD, row0 = 3, S = 40;
@@ -170,20 +267,36 @@ static void test_qkv_post(void) {
       cs[(size_t)p * half + i] = (float)cos(p * inv);
       sn[(size_t)p * half + i] = (float)sin(p * inv);
     }
-  for (int variant = 0; variant < 2; variant++) {  // 0: bias + q/k-norm, 1: neither
+  // 0: bias + q/k-norm; 1: neither; 2: as 0, from the narrow GEMM's f32 sums
+  for (int variant = 0; variant < 3; variant++) {
     dbuf<sck_bf16> dq(to_bf(qkv)), dk((size_t)S * KD), dv((size_t)S * KD);
     dbuf<float> db(bias), dqn(qn), dkn(kn), dcs(cs), dsn(sn);
     dbuf<int32_t> dp(pos);
-    REQUIRE(ok(sck_qkv_post(dq.p, n, nh, nkv, hd, variant ? nullptr : db.p,
-                            variant ? nullptr : dqn.p, variant ? nullptr : dkn.p, eps, dcs.p,
-                            dsn.p, dp.p, dk.p, dv.p, row0, 0)));
-    vecf gq = from_bf(dq.get()), gk = from_bf(dk.get()), gv = from_bf(dv.get());
+    // Variant 1 takes its cache row from a step header on the device, as a
+    // graph's replay does: row0 - 2 in the argument plus w0 = 2.
+    sck_step_hdr hh = {};
+    hh.w0 = 2;
+    dbuf<sck_step_hdr> dh(std::vector<sck_step_hdr>{hh});
+    const bool plain = variant == 1;
+    // Variant 2: the input in f32 (bf16 poisoned: it must not be read).
+    std::vector<sck_bf16> qb = to_bf(qkv);
+    if (variant == 2)
+      for (size_t e = 0; e < qb.size(); e++) qb[e] = __float2bfloat16(NAN);
+    dbuf<sck_bf16> dq2(qb);
+    dbuf<float> d32(qkv);
+    sck_bf16 *qbuf = variant == 2 ? dq2.p : dq.p;
+    REQUIRE(ok(sck_qkv_post(qbuf, n, nh, nkv, hd, plain ? nullptr : db.p,
+                            plain ? nullptr : dqn.p, plain ? nullptr : dkn.p, eps, dcs.p,
+                            dsn.p, dp.p, dk.p, dv.p, plain ? row0 - 2 : row0,
+                            plain ? dh.p : nullptr, variant == 2 ? d32.p : nullptr, 0)));
+    vecf gq = from_bf(variant == 2 ? dq2.get() : dq.get()), gk = from_bf(dk.get()),
+         gv = from_bf(dv.get());
     vecf rq, gq_only, rk, gk_only, rv, gv_only;
     for (int i = 0; i < n; i++)
       for (int s = 0; s < nh + 2 * nkv; s++) {
         double v[256];
         for (int j = 0; j < hd; j++)
-          v[j] = qkv[(size_t)i * ld + s * hd + j] + (variant ? 0.0 : bias[s * hd + j]);
+          v[j] = qkv[(size_t)i * ld + s * hd + j] + (plain ? 0.0 : bias[s * hd + j]);
         if (s >= nh + nkv) {
           for (int j = 0; j < hd; j++) {
             rv.push_back((float)v[j]);
@@ -191,7 +304,7 @@ static void test_qkv_post(void) {
           }
           continue;
         }
-        if (!variant) {
+        if (!plain) {
           double ss = 0;
           for (int j = 0; j < hd; j++) ss += v[j] * v[j];
           double r = 1.0 / sqrt(ss / hd + eps);
@@ -249,17 +362,20 @@ static vecf attn_ref(const vecf &q, int ldq, const vecf &k, const vecf &v, int n
   return out;
 }
 
-static void attn_case(int nh, int nkv, int hd, int n_keys, bool packed, int n_chunks) {
+// One attention shape through one kernel: a window of nq query rows over
+// n_keys keys (or, packed, three sequences attending inside themselves),
+// its keys split into n_chunks. Returns the relative error (-1: the launch
+// failed). Twice when split, so the in-kernel merge's counters are seen to
+// return to zero (a stale counter would merge early on the second launch).
+static double attn_run(sc_kernels_attn_kind kind, int nh, int nkv, int hd, int n_keys, int nq,
+                       bool packed, int n_chunks) {
   sck_attn_plan plan;
-  REQUIRE(sck_attn_plan_for(hd, nh / nkv, &plan));
-  REQUIRE(ok(sck_attn_prepare(&plan)));
+  if (!sck_attn_plan_for(hd, nh / nkv, &plan) || !ok(sck_attn_prepare(&plan))) return -1;
   const int QD = nh * hd, KD = nkv * hd, ldq = QD + 2 * KD;  // q inside a qkv buffer
-  // Window: the last 9 of n_keys positions are the queries (local rows
-  // 0..8), attending to all keys. Packed: 3 sequences, queries = keys.
   std::vector<sck_tile> tiles;
   int n_rows;
   if (!packed) {
-    n_rows = 9;
+    n_rows = nq;
     for (int r0 = 0; r0 < n_rows; r0 += plan.tq)
       tiles.push_back({r0, n_rows - r0 < plan.tq ? n_rows - r0 : plan.tq, 0, n_keys});
   } else {
@@ -270,34 +386,74 @@ static void attn_case(int nh, int nkv, int hd, int n_keys, bool packed, int n_ch
         tiles.push_back({r0, segs[s + 1] - r0 < plan.tq ? segs[s + 1] - r0 : plan.tq, segs[s],
                          segs[s + 1]});
   }
-  int max_keys = 0;
-  for (auto &t : tiles) max_keys = t.k1 - t.k0 > max_keys ? t.k1 - t.k0 : max_keys;
-  int ck = (max_keys + n_chunks - 1) / n_chunks;
-  ck = (ck + 31) / 32 * 32;
-  const int chunks = (max_keys + ck - 1) / ck;
   vecf q = rand_bf((size_t)n_rows * ldq, 2.0f), k = rand_bf((size_t)n_keys * KD, 2.0f),
        v = rand_bf((size_t)n_keys * KD, 1.0f);
-  dbuf<sck_bf16> dq(to_bf(q)), dk(to_bf(k)), dv(to_bf(v)), dout((size_t)n_rows * QD);
+  dbuf<sck_bf16> dq(to_bf(q)), dk(to_bf(k)), dv(to_bf(v));
   dbuf<sck_tile> dt(tiles);
-  dbuf<float> part((size_t)tiles.size() * nkv * chunks * plan.qv * (hd + 2));
-  REQUIRE(ok(sck_attention(&plan, dq.p, ldq, dk.p, dv.p, dout.p, dt.p, (int)tiles.size(), nh,
-                           nkv, hd, chunks, ck, part.p, 0)));
+  dbuf<float> part((size_t)tiles.size() * nkv * n_chunks * plan.qv * (plan.hd_tmpl + 2));
+  dbuf<int> counters(std::vector<int>(tiles.size() * nkv, 0));
   vecf ref = attn_ref(q, ldq, k, v, nh, nkv, hd, tiles, n_rows);
-  double e = rel_err(from_bf(dout.get()), ref);
-  EXPECTF(e <= 2e-2, "attention nh %d nkv %d hd %d keys %d packed %d chunks %d: err %g", nh, nkv,
-          hd, n_keys, packed, chunks, e);
+  double worst = 0;
+  for (int rep = 0; rep < (n_chunks > 1 ? 2 : 1); rep++) {
+    // Poisoned output: a row the kernel forgets to write fails the check.
+    std::vector<sck_bf16> poison((size_t)n_rows * QD, __float2bfloat16(NAN));
+    dbuf<sck_bf16> dout(poison);
+    cudaError_t e = sck_attention(&plan, kind, dq.p, ldq, dk.p, dv.p, dout.p, dt.p,
+                                  (int)tiles.size(), nh, nkv, hd, n_chunks, part.p, counters.p, 0);
+    if (e == cudaSuccess && kind == SC_KERNELS_ATTN_SIMT)
+      e = sck_attention_combine(&plan, part.p, dt.p, (int)tiles.size(), nh, nkv, hd, n_chunks,
+                                dout.p, 0);
+    if (!ok(e)) return -1;
+    vecf got = from_bf(dout.get());
+    for (float x : got)
+      if (!isfinite(x)) return 1e9;
+    double err = rel_err(got, ref);
+    worst = err > worst ? err : worst;
+  }
+  std::vector<int> left = counters.get();
+  for (int x : left)
+    if (x != 0) return 2e9;  // a merge left its counter set
+  return worst;
 }
 
-static void test_attention(void) {
-  attn_case(4, 2, 24, 70, false, 1);   // tiny-checkpoint shape, odd head size
-  attn_case(4, 2, 24, 70, false, 2);   // split keys + combine
-  attn_case(4, 2, 24, 70, true, 1);    // packed sequences
-  attn_case(4, 4, 12, 45, true, 2);    // MHA, hd 12, packed and split
-  attn_case(14, 2, 64, 300, false, 3); // Open-dCoder: group 7 (tq 9)
-  attn_case(28, 4, 128, 600, false, 5);// Dream 7B heads
-  attn_case(16, 8, 128, 200, true, 1); // CoDA heads, packed
-  attn_case(8, 2, 256, 100, false, 2); // the hd 256 instance
+static void attn_case(sc_kernels_attn_kind kind, int nh, int nkv, int hd, int n_keys, int nq,
+                      bool packed, int n_chunks) {
+  double e = attn_run(kind, nh, nkv, hd, n_keys, nq, packed, n_chunks);
+  EXPECTF(e >= 0 && e <= 2e-2,
+          "attention %s nh %d nkv %d hd %d keys %d rows %d packed %d chunks %d: err %g",
+          kind == SC_KERNELS_ATTN_MMA ? "mma" : "simt", nh, nkv, hd, n_keys, nq, packed,
+          n_chunks, e);
 }
+
+static void attn_cases(sc_kernels_attn_kind kind) {
+  attn_case(kind, 4, 2, 24, 70, 9, false, 1);    // tiny-checkpoint shape, odd head size
+  attn_case(kind, 4, 2, 24, 70, 9, false, 2);    // split keys + merge
+  attn_case(kind, 4, 2, 24, 70, 9, true, 1);     // packed sequences
+  attn_case(kind, 4, 4, 12, 45, 9, true, 2);     // MHA, hd 12, packed and split
+  attn_case(kind, 14, 2, 64, 300, 9, false, 3);  // Open-dCoder: group 7 (tq 9)
+  attn_case(kind, 28, 4, 128, 600, 9, false, 5); // Dream 7B heads
+  attn_case(kind, 16, 8, 128, 200, 9, true, 1);  // CoDA heads, packed
+  attn_case(kind, 4, 2, 24, 80, 9, false, 3);    // chunks of 64 keys: the third is empty
+  if (kind == SC_KERNELS_ATTN_SIMT) attn_case(kind, 8, 2, 256, 100, 9, false, 2); // hd 256
+  // Contexts 16 to 8,192 at the real models' heads: a 33-row window (a
+  // block of 32 and the row before it) over the whole context, split as
+  // the planner would split it on a 132-SM GPU, and a long full pass.
+  const int ctxs[] = {16, 64, 512, 2048, 8192};
+  for (int n : ctxs) {
+    sc_kernels_step_in in = {};
+    in.n = n, in.w0 = 0, in.w1 = n < 33 ? n : 33, in.n_rows = in.w1, in.tq = 9;
+    in.n_kv_heads = 4, in.sm_count = 132, in.part_blocks = 1024, in.head_cap = 128;
+    sc_kernels_step_plan pl;
+    REQUIRE(sc_kernels_plan_step(&in, nullptr, &pl));
+    attn_case(kind, 28, 4, 128, n, in.w1, false, pl.n_chunks);
+    attn_case(kind, 14, 2, 64, n, in.w1, false, pl.n_chunks > 1 ? pl.n_chunks : 1);
+  }
+  attn_case(kind, 28, 4, 128, 512, 512, false, 1);    // a full pass: 57 tiles
+  attn_case(kind, 16, 8, 128, 2048, 256, false, 4);   // CoDA, split
+}
+
+static void test_attention_simt(void) { attn_cases(SC_KERNELS_ATTN_SIMT); }
+static void test_attention_mma(void) { attn_cases(SC_KERNELS_ATTN_MMA); }
 
 static void test_swiglu(void) {
   const int n = 7, I = 333;
@@ -308,9 +464,23 @@ static void test_swiglu(void) {
       ref[(size_t)i * I + j] = (float)(g / (1.0 + exp(-g)) * u);
     }
   dbuf<sck_bf16> dgu(to_bf(gu)), dh((size_t)n * I);
-  REQUIRE(ok(sck_swiglu(dgu.p, n, I, dh.p, 0)));
+  REQUIRE(ok(sck_swiglu(dgu.p, n, I, false, dh.p, 0)));
   double e = rel_err(from_bf(dh.get()), ref);
   EXPECTF(e <= 1e-2, "swiglu err %g", e);
+  // Interleaved by 8 (the narrow GEMM's layout): the same values moved.
+  const int I2 = 336;
+  vecf il((size_t)n * 2 * I2), ref2((size_t)n * I2);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < I2; j++) {
+      const float g = bfr(frand() * 4.0f), u = bfr(frand() * 4.0f);
+      il[(size_t)i * 2 * I2 + 16 * (j / 8) + j % 8] = g;
+      il[(size_t)i * 2 * I2 + 16 * (j / 8) + j % 8 + 8] = u;
+      ref2[(size_t)i * I2 + j] = (float)(g / (1.0 + exp(-(double)g)) * u);
+    }
+  dbuf<sck_bf16> dil(to_bf(il)), dh2((size_t)n * I2);
+  REQUIRE(ok(sck_swiglu(dil.p, n, I2, true, dh2.p, 0)));
+  e = rel_err(from_bf(dh2.get()), ref2);
+  EXPECTF(e <= 1e-2, "interleaved swiglu err %g", e);
 }
 
 static void test_gather(void) {
@@ -319,9 +489,17 @@ static void test_gather(void) {
   std::vector<int32_t> rows = {9, 0, 4, 4};
   dbuf<sck_bf16> dx(to_bf(x)), dout(rows.size() * H);
   dbuf<int32_t> dr(rows);
-  REQUIRE(ok(sck_gather_rows(dx.p, H, dr.p, (int)rows.size(), dout.p, 0)));
+  REQUIRE(ok(sck_gather_rows(dx.p, H, dr.p, (int)rows.size(), dout.p, nullptr, 0)));
   vecf got = from_bf(dout.get()), ref;
   for (int r : rows) ref.insert(ref.end(), x.begin() + (size_t)r * H, x.begin() + (size_t)(r + 1) * H);
+  EXPECT(rel_err(got, ref) == 0.0);
+  // A graph's padding rows (past the header's count) are zeros.
+  sck_step_hdr hh = {};
+  hh.n_rows = 3;
+  dbuf<sck_step_hdr> dh(std::vector<sck_step_hdr>{hh});
+  REQUIRE(ok(sck_gather_rows(dx.p, H, dr.p, (int)rows.size(), dout.p, dh.p, 0)));
+  got = from_bf(dout.get());
+  for (int j = 0; j < H; j++) ref[(size_t)3 * H + j] = 0.0f;
   EXPECT(rel_err(got, ref) == 0.0);
 }
 
@@ -377,11 +555,20 @@ static void test_lm_stats(void) {
       dbuf<float> dl(lg);
       dbuf<sc_kernels_pick_row> dp(pr);
       dbuf<uint8_t> db(banned);
-      dbuf<sc_kernels_row_stats> ds(n);
-      REQUIRE(ok(sck_lm_stats(dl.p, n, V, dp.p, cf.use_banned ? db.p : nullptr, eos, pad, ds.p,
-                              0)));
+      // pass 0: the ids as arguments; pass 1: from a step header (a graph's
+      // way), whose row count leaves the last row's record untouched.
+      sck_step_hdr hh = {};
+      hh.n_rows = n - 1, hh.eos_id = eos, hh.pad_id = pad;
+      dbuf<sck_step_hdr> dh(std::vector<sck_step_hdr>{hh});
+      sc_kernels_row_stats mark = {};
+      mark.argmax = -7;
+      dbuf<sc_kernels_row_stats> ds(std::vector<sc_kernels_row_stats>(n, mark));
+      REQUIRE(ok(sck_lm_stats(dl.p, n, V, dp.p, cf.use_banned ? db.p : nullptr,
+                              pass ? 12345 : eos, pass ? 54321 : pad, ds.p,
+                              pass ? dh.p : nullptr, 0)));
       std::vector<sc_kernels_row_stats> got = ds.get();
-      for (int i = 0; i < n; i++) {
+      if (pass) EXPECTF(got[n - 1].argmax == -7, "a padding row's record was written");
+      for (int i = 0; i < (pass ? n - 1 : n); i++) {
         const float *r = &lg[(size_t)i * V];
         const bool sample = pr[i].temperature > 0;
         const float inv_t = sample ? 1.0f / pr[i].temperature : 1.0f;
@@ -446,7 +633,7 @@ static void test_lm_stats(void) {
   dbuf<sc_kernels_pick_row> dp(pr);
   dbuf<uint8_t> db(all);
   dbuf<sc_kernels_row_stats> ds(1);
-  REQUIRE(ok(sck_lm_stats(dl.p, 1, V, dp.p, db.p, -1, -1, ds.p, 0)));
+  REQUIRE(ok(sck_lm_stats(dl.p, 1, V, dp.p, db.p, -1, -1, ds.p, nullptr, 0)));
   sc_kernels_row_stats r = ds.get()[0];
   EXPECTF(r.sample == 0 && r.argmax == 0 && r.max_prob == 0.0f && r.sample_prob == 0.0f &&
               r.entropy == 0.0f && r.nonfinite == 0,
@@ -478,7 +665,7 @@ static void test_lm_stats_nonfinite(void) {
   dbuf<sc_kernels_pick_row> dp(pr);
   dbuf<uint8_t> db(banned);
   dbuf<sc_kernels_row_stats> ds(n);
-  REQUIRE(ok(sck_lm_stats(dl.p, n, V, dp.p, db.p, -1, -1, ds.p, 0)));
+  REQUIRE(ok(sck_lm_stats(dl.p, n, V, dp.p, db.p, -1, -1, ds.p, nullptr, 0)));
   std::vector<sc_kernels_row_stats> got = ds.get();
   for (int i = 0; i < n; i++) {
     bool want = false;
@@ -504,8 +691,11 @@ int main(void) {
   RUN(test_embed);
   RUN(test_add_rmsnorm);
   RUN(test_gemm);
+  RUN(test_gemm_narrow);
+  RUN(test_quant_fp8);
   RUN(test_qkv_post);
-  RUN(test_attention);
+  RUN(test_attention_simt);
+  RUN(test_attention_mma);
   RUN(test_swiglu);
   RUN(test_gather);
   RUN(test_convert);

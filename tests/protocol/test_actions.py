@@ -133,9 +133,10 @@ def test_planted_same_edit_as_batch():
           "the hole was filled", acts)
     eq(apply_edit(text, the_edit(acts[0], hole)),
        "def f():\n    return abc" + ALPHABET + "\n\n\nprint(f())\n", "the planted fill")
-    # A diagnostic at a stray `$`: the site runs from it to its statement's end.
+    # A diagnostic at a stray `@` (an error in JavaScript; `$` is a letter of
+    # its names): the site runs from it to its statement's end.
     fix = os.path.join(TMP, "planted", "fix.js")
-    write(fix, "let v = abc$;\nconsole.log(v);\n")
+    write(fix, "let v = abc@;\nconsole.log(v);\n")
     text = open_file(s, fix, "javascript")
     diag = {"range": {"start": {"line": 0, "character": 11}, "end": {"line": 0, "character": 12}},
             "severity": 1, "message": "Invalid character"}
@@ -190,6 +191,38 @@ def test_default_model_same_edit_on_real_files():
     if same_edit(s, c, site, acts, "fix") and shutil.which("gcc"):
         fixed = apply_edit(text, the_edit(acts[0], c))
         check(gcc_errors(fixed, os.path.dirname(c)) < gcc_errors(text, os.path.dirname(c)), "the fix lowers gcc's errors")
+    s.shutdown_and_exit()
+
+
+def test_quick_fix_for_errors_only():
+    """A warning (severity 2), an information or a hint gets no quick fix
+    (issue 43); the error gets one: click's `def close(self) -> None`
+    without its `:`, the right line (which recovery once made the engine
+    refuse as "changes code outside its site")."""
+    s = start(settings={"maxTokens": 16})
+    py = copy_real("click", "src/click/testing.py", "click-errors")
+    with open(py) as f:
+        orig = f.read()
+    lines = orig.split("\n")
+    check(lines[183] == "    def close(self) -> None:", "testing.py:184 as vendored", lines[183])
+    lines[183] = lines[183][:-1]
+    write(py, "\n".join(lines))
+    text = open_file(s, py, "python")
+    calls = stats(s)["engineCalls"]
+    for sev in (2, 3, 4):
+        diag = {"range": {"start": {"line": 183, "character": 27},
+                          "end": {"line": 183, "character": 28}},
+                "severity": sev, "message": "expected ':'"}
+        titles = [a["title"] for a in actions(s, py, 183, 27, diagnostics=[diag])]
+        eq(titles, [], "severity %d: no quick fix" % sev)
+    eq(stats(s)["engineCalls"], calls, "and no engine call for them")
+    diag = {"range": {"start": {"line": 183, "character": 27}, "end": {"line": 183, "character": 28}},
+            "severity": 1, "message": "expected ':'"}
+    acts = [a for a in actions(s, py, 183, 27, diagnostics=[diag])
+            if a["title"].startswith("sculpt: fix:")]
+    check(len(acts) == 1, "the error gets its fix", acts)
+    if acts:
+        eq(apply_edit(text, the_edit(acts[0], py)), orig, "the fix restores the file")
     s.shutdown_and_exit()
 
 
@@ -252,6 +285,6 @@ def test_no_fill_hole_for_a_meant_ellipsis():
 if __name__ == "__main__":
     try:
         run_tests([test_planted_same_edit_as_batch, test_default_model_same_edit_on_real_files,
-                   test_no_fill_hole_for_a_meant_ellipsis])
+                   test_no_fill_hole_for_a_meant_ellipsis, test_quick_fix_for_errors_only])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

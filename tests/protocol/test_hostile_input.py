@@ -8,7 +8,10 @@
   - a document of 70,000 unclosed brackets (on one line, or one a line),
     where tree-sitter 0.20.7 corrupted its heap freeing the tree: a
     completion, an edit and another completion are answered, and the
-    server still answers after."""
+    server still answers after;
+  - NUL bytes (\u0000) in documents and in the model's own middles: every
+    copy keeps the bytes after one (a strndup stopped at it, and the repair
+    read past the shorter copy)."""
 
 import json
 import os
@@ -128,5 +131,39 @@ def test_deep_brackets():
     eq(s.shutdown_and_exit(), 0, "a clean exit")
 
 
+def test_nul_bytes():
+    s = start()
+    texts = {"file:///w/nul_a.py": "import os\x00\x00\ndef f(a):\n    s = 'x\x00y'\n    return (\n",
+             "file:///w/nul_b.py": "\x00" * 300 + "\nclass B:\n    def g(self):\n        pass\n",
+             "file:///w/nul_c.c": "int f() {\n  char s[] = \"\x00\";\n  return {{\n"}
+    for uri, text in texts.items():
+        s.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "c" if uri.endswith(".c") else "python", "version": 1,
+            "text": text}})
+    for uri, text in texts.items():
+        doc = s.result("sculpt/test/document", {"textDocument": {"uri": uri}})
+        eq(doc.get("text"), text, f"{uri}: the document keeps its NUL bytes")
+        lines = text.split("\n")
+        for line in range(len(lines)):
+            for character in sorted({0, len(lines[line])}):
+                r = inline(s, uri, line, character)
+                check("result" in r, f"{uri} {line}:{character}: a completion is answered",
+                      str(r)[:200])
+                p = s.request("sculpt/test/prompt", {"textDocument": {"uri": uri},
+                                                     "position": {"line": line,
+                                                                  "character": character}})
+                check("result" in p, f"{uri} {line}:{character}: the prompt is answered",
+                      str(p)[:200])
+        s.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                                          "end": {"line": 0, "character": 0}},
+                                "text": "\x00\n"}]})
+        r = inline(s, uri, 1, 0)
+        check("result" in r, f"{uri}: after an edit with a NUL, a completion", str(r)[:200])
+    eq(s.shutdown_and_exit(), 0, "a clean exit")
+
+
 if __name__ == "__main__":
-    run_tests([test_lone_surrogate, test_missing_model_path_keeps_the_model, test_deep_brackets])
+    run_tests([test_lone_surrogate, test_missing_model_path_keeps_the_model, test_deep_brackets,
+               test_nul_bytes])

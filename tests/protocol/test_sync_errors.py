@@ -140,6 +140,35 @@ def test_batch_stops_at_the_bad_change():
     s.shutdown_and_exit()
 
 
+def warnings(s, what):
+    """window/logMessage warnings (type 2) so far that say `what`."""
+    s.sync()
+    s.sync()
+    with s.cv:
+        return [m["params"]["message"] for m in s.messages
+                if m.get("method") == "window/logMessage" and m["params"]["type"] == 2 and
+                what in m["params"]["message"]]
+
+
+def test_repeated_version_of_an_empty_change():
+    """Neovim 0.7 sends a change that changes nothing under the version it
+    sent last (issue 43: `:LspLog` filled with "version 18 does not follow
+    18"). The change is what its runtime's vim.lsp.sync.compute_diff makes
+    of unchanged lines: an empty range, rangeLength 0, no text. It is not
+    a warning; a stale version that changes text still is."""
+    s = start()
+    change(s, 2, {"range": rng(0, 6, 0, 6), "text": " "})
+    change(s, 2, {"range": rng(0, 6, 0, 6), "rangeLength": 0, "text": ""})
+    change(s, 2, {"range": rng(1, 6, 1, 6), "rangeLength": 0, "text": ""},
+           {"range": rng(0, 7, 0, 7), "rangeLength": 0, "text": ""})
+    eq(warnings(s, "does not follow"), [], "an empty change under the same version")
+    eq(doc(s)["text"], "int a; \nint b;\nint abc;\n", "nothing changed by it")
+    change(s, 2, {"range": rng(0, 0, 0, 0), "text": "x"})
+    change(s, 1, {"range": rng(0, 6, 0, 6), "text": ""})
+    eq(len(warnings(s, "does not follow")), 2, "a stale version with text, an older version")
+    s.shutdown_and_exit()
+
+
 if __name__ == "__main__":
     run_tests([test_reversed_range_unsyncs_until_full_text, test_past_the_end,
-               test_batch_stops_at_the_bad_change])
+               test_batch_stops_at_the_bad_change, test_repeated_version_of_an_empty_change])

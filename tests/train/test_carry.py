@@ -50,6 +50,10 @@ with open(os.path.join(inp, "corpus", "train.jsonl"), "w", encoding="utf-8") as 
 with open(os.path.join(inp, "corpus", "heldout.jsonl"), "w", encoding="utf-8") as f:
     for r in recs[-5:]:
         f.write(json.dumps(r, ensure_ascii=False) + "\n")
+with open(os.path.join(inp, "corpus", "repo.jsonl"), "w", encoding="utf-8") as f:
+    for r in recs[:3]:  # repository records (corpus.py --repo-records): a third split
+        f.write(json.dumps(dict(r, text="# a.py:1\nx = 1\n" + r["text"], prompt_chars=15),
+                           ensure_ascii=False) + "\n")
 json.dump({"corpus_sha256": "ab" * 32, "files": [[r["path"], "x", "train"] for r in recs]},
           open(os.path.join(inp, "corpus", "manifest.json"), "w"))
 with open(TOK, "rb") as a, open(os.path.join(inp, "tokenizer.json"), "wb") as b:
@@ -59,10 +63,11 @@ cdir = os.path.join(t, "carry")
 p = carry("pack", inp, cdir, "--shards", "3", "--level", "1", "--jobs", "2", "--sculpt", BIN)
 check(p.returncode == 0, "pack exits 0")
 shards = sorted(os.listdir(os.path.join(cdir, "corpus")))
-check(shards == ["heldout.jsonl.xz", "manifest.json", "train-00.jsonl.xz", "train-01.jsonl.xz",
-                 "train-02.jsonl.xz"], f"three train shards, the held-out split, the manifest: {shards}")
+check(shards == ["heldout.jsonl.xz", "manifest.json", "repo.jsonl.xz", "train-00.jsonl.xz",
+                 "train-01.jsonl.xz", "train-02.jsonl.xz"],
+      f"three train shards, the held-out and repo splits, the manifest: {shards}")
 info = json.load(open(os.path.join(cdir, "carry.json")))
-check(set(info.get("expect", {})) == {"train", "heldout"}, "the streams made here are recorded")
+check(set(info.get("expect", {})) == {"train", "heldout", "repo"}, "the streams made here are recorded")
 slim = json.load(open(os.path.join(cdir, "corpus", "manifest.json")))
 check("files" not in slim and slim["files_omitted"] == len(recs) and
       slim["corpus_sha256"] == "ab" * 32, "the carried manifest keeps the hash, not the file list")
@@ -79,11 +84,12 @@ check(p.returncode == 0 and "reused" not in p.stdout and "compressed" in p.stdou
 
 tok = bpe.Tokenizer(os.path.join(inp, "tokenizer.json"))
 tok.path = os.path.join(inp, "tokenizer.json")
-want = {s: tokcache.stream_python(os.path.join(inp, "corpus"), s, tok, None) for s in ("train", "heldout")}
+want = {s: tokcache.stream_python(os.path.join(inp, "corpus"), s, tok, None)
+        for s in ("train", "heldout", "repo")}
 
 
 def check_dest(dest, how):
-    for split in ("train", "heldout"):
+    for split in ("train", "heldout", "repo"):
         name = tokcache.cache_name(os.path.join(dest, "corpus"), split,
                                    os.path.join(dest, "tokenizer.json"))
         path = os.path.join(dest, "cache", name)
@@ -91,7 +97,9 @@ def check_dest(dest, how):
         check(got is not None and got.dtype == np.uint16 and np.array_equal(got, want[split]),
               f"{how}: {split} cache under train.py's name equals bpe.py's stream")
     check(not os.path.exists(os.path.join(dest, "jsonl")), f"{how}: the decompressed shards are removed")
-    check(os.path.exists(os.path.join(dest, "corpus", "heldout.jsonl")), f"{how}: heldout.jsonl is there")
+    check(os.path.exists(os.path.join(dest, "corpus", "heldout.jsonl")) and
+          os.path.exists(os.path.join(dest, "corpus", "repo.jsonl")),
+          f"{how}: heldout.jsonl and repo.jsonl are there")
 
 
 p = carry("unpack", cdir, os.path.join(t, "d1"), "--sculpt", BIN, "--threads", "2")

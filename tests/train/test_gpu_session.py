@@ -2,8 +2,9 @@
 scale on the CPU. A lent GPU session has no time for a second try, so CI
 checks what can fail without a GPU: the training runs beside the GPU steps
 (which report "no GPU" here), and what comes back obeys the device tool's
-limits (at most 8 flat files, each under 16 MiB); --unpack rebuilds a
-checkpoint sculpt loads. Needs torch; skips without it."""
+limits (at most 8 flat files, each under 16 MiB), the results file has
+the training's section (MFU) and the machine's inventory; --unpack
+rebuilds a checkpoint sculpt loads. Needs torch; skips without it."""
 import os
 import subprocess
 import sys
@@ -18,7 +19,13 @@ need_torch()
 
 tmp = tempfile.mkdtemp(prefix="sculpt-session-")
 out = os.path.join(tmp, "out")
-env = dict(os.environ, OUT=out, PY=sys.executable, TMPDIR=tmp,
+# Issue 40's hook: a stand-in that follows the contract gpu_session.sh states.
+hook = os.path.join(tmp, "hook.sh")
+with open(hook, "w") as f:
+    f.write('#!/bin/sh\necho "engine stand-in: deadline $SCULPT_GPU_DEADLINE" >> "$HOOK_MD"\n'
+            'echo measured > "$HOOK_DIR/raw.txt"\n')
+os.chmod(hook, 0o755)
+env = dict(os.environ, OUT=out, PY=sys.executable, TMPDIR=tmp, GPU_ENGINE_HOOK=hook,
            RESULT_DIR=os.path.join(tmp, "result"), GPU_RESULTS_DIR=os.path.join(tmp, "results"))
 script = os.path.join(SRC, "tools", "gpu_session.sh")
 p = subprocess.run(["bash", script, "--smoke"], env=env, capture_output=True, timeout=600)
@@ -31,7 +38,17 @@ check(all(os.path.getsize(os.path.join(out, f)) < 16 * 1024 * 1024 for f in file
 for want in ("gpu-results.md", "metrics.json", "checkpoint-meta.tar.gz", "logs.tar.gz"):
     check(want in files, f"{want} comes back")
 check(any(f.endswith(".safetensors") for f in files), "the weights come back")
-check("no GPU" in open(os.path.join(out, "gpu-results.md")).read(), "the results file says there was no GPU")
+res = open(os.path.join(out, "gpu-results.md")).read() if "gpu-results.md" in files else ""
+check("no GPU" in res, "the results file says there was no GPU")
+check("## Training (model/train/train.py" in res and "MFU" in res and "steps in" in res,
+      "the results file has the training's section, MFU line included")
+check("## GPU engine (issue 40, its hook)" in res and "engine stand-in: deadline " in res,
+      "issue 40's hook ran and its Markdown is in the results file")
+import tarfile  # noqa: E402
+names = tarfile.open(os.path.join(out, "logs.tar.gz")).getnames() if "logs.tar.gz" in files else []
+check("logs/issue40/raw.txt" in names, "the hook's folder comes back in logs.tar.gz")
+check("## Machine inventory" in res and "weight files over 10 MB" in res and "pip list" in res,
+      "the results file has the machine's inventory (weights, pip list)")
 check(not [d for d in os.listdir(tmp) if d.startswith("sculpt-session.")], "its work folder is removed")
 
 p = subprocess.run(["bash", script, "--unpack", out], env=env, capture_output=True, timeout=60)

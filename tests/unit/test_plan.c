@@ -129,8 +129,31 @@ static void test_bad_cursor_and_engine_plan(void) {
   sc_syntax_tree_free(t);
 }
 
+/* The cursor's line holds the cursor: a CRLF's CR is left out of it, but a
+ * cursor after a CR that ends the text stays inside (fuzz_syntax found
+ * line_end 0 for the cursor 1 in "\r"). */
+static void test_line_holds_cursor_at_cr(void) {
+  static const struct {
+    const char *text;
+    size_t cursor, start, end;
+  } k[] = {{"\r", 1, 0, 1}, {"x\r", 1, 0, 1}, {"x\r\ny", 1, 0, 1}, {"a;\r\nb\r", 6, 4, 6},
+           {"a;\r\n", 0, 0, 2}};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    sc_syntax_tree *t = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_syntax_tree_new("cpp", k[i].text, strlen(k[i].text), &t, &err) == SC_OK);
+    sc_completion_plan p;
+    EXPECT(sc_completion_plan_at(t, k[i].cursor, &p, &err) == SC_OK);
+    EXPECTF(p.line_start == k[i].start && p.line_end == k[i].end,
+            "case %zu: line [%zu, %zu), want [%zu, %zu)", i, p.line_start, p.line_end, k[i].start,
+            k[i].end);
+    sc_syntax_tree_free(t);
+  }
+}
+
 int main(void) {
   RUN(test_cases_file);
   RUN(test_bad_cursor_and_engine_plan);
+  RUN(test_line_holds_cursor_at_cr);
   TEST_MAIN_END();
 }

@@ -9,10 +9,12 @@ would leave behind, so everything around the training is rehearsed:
     the name train.py looks up (tokcache.stream_python, the very function
     train.py calls): a cache miss fails, since on the GPU machine it would
     mean a Python BPE pass on device time;
-  * the checkpoint at the preset's real size (presets.py: for "gpu", 13.8M
+  * the checkpoint at the preset's real size (presets.py: for "gpu", 14.9M
     parameters in bf16, two shards), written by export.write_checkpoint,
     the writer train.py uses, with a training.json saying it is a stand-in;
-  * the time budget, slept, so the session's timing is rehearsed.
+  * the time budget (cut by --deadline as train.py cuts it), slept, so the
+    session's timing is rehearsed; the repo split's cache when the corpus
+    has one.
 
 Same command line as train.py (the flags run_gpu.sh passes).
 """
@@ -45,17 +47,22 @@ def main():
         ap.add_argument(f, required=True)
     for f in ("--cache", "--preset", "--device", "--log", "--init-from"):
         ap.add_argument(f)
-    for f in ("--time-budget", "--eval-every", "--lr"):
+    for f in ("--time-budget", "--eval-every", "--lr", "--deadline", "--muon-lr-mult"):
         ap.add_argument(f, type=float, default=0)
-    for f in ("--max-steps", "--batch", "--seq", "--threads", "--seed"):
+    for f in ("--max-steps", "--batch", "--seq", "--threads", "--seed", "--rows"):
         ap.add_argument(f, type=int, default=0)
+    ap.add_argument("--mix")
+    ap.add_argument("--compile")
+    ap.add_argument("--no-muon", action="store_true")
     a = ap.parse_args()
     log = tokcache.make_log(a.log, "[stand-in] ")
 
     tok = bpe.Tokenizer(a.tokenizer)
     tok.path = a.tokenizer
     streams = {}
-    for split in ("train", "heldout"):
+    splits = ("train", "heldout") + (("repo",) if os.path.exists(os.path.join(a.corpus, "repo.jsonl"))
+                                     else ())
+    for split in splits:
         def miss(m, split=split):
             log(f"CACHE MISS for {split} ({m}): train.py would tokenize in Python on device time")
             sys.exit(1)
@@ -68,7 +75,10 @@ def main():
         sys.exit(1)
     log(f"preset {a.preset}: {presets.n_params(cfg) / 1e6:.2f}M params, context "
         f"{cfg['max_position_embeddings']}; sleeping the {a.time_budget:.0f}s budget")
-    time.sleep(max(0.0, a.time_budget))
+    budget = a.time_budget
+    if a.deadline:  # as train.py: the checkpoint written by the deadline
+        budget = max(0.0, min(budget, a.deadline - time.time() - 20))
+    time.sleep(budget)
     rng = np.random.default_rng(a.seed or 1234)
     items = [(n, s, bf16(rng.standard_normal(s).astype(np.float32) * 0.02))
              for n, s in presets.tensor_shapes(cfg)]

@@ -14,6 +14,7 @@ import {
 } from 'vscode-languageclient/node';
 import {
   isQuietError, serverCommand, serverEnv, serverSettings, shouldAsk, statusBar, SculptStatus, ShownErrors,
+  userSet,
 } from './logic';
 
 let client: LanguageClient | undefined;
@@ -33,7 +34,7 @@ function automatic(): boolean {
 
 function settings(): Record<string, unknown> {
   const c = config();
-  return serverSettings((k) => c.get(k));
+  return serverSettings((k) => c.get(k), (k) => userSet(c.inspect(k)));
 }
 
 function showStatus(): void {

@@ -26,19 +26,46 @@ export function serverEnv(env: Record<string, string | undefined>): Record<strin
 }
 
 /**
- * The "sculpt" settings object sent to the server, from a getter over the
- * VS Code configuration. Unset values (undefined) are left out, so the server
- * keeps its own; an empty modelPath is sent as null, which the server reads
- * as "the default model".
+ * Settings whose server default is not a value the client can send: the
+ * server fits contextBudget to the model's context by itself, silently,
+ * while an explicit 1024 is the user's choice, and warns when the model's
+ * context is smaller (256 for the shipped model). Unless the user set one,
+ * it is sent as null ("the server's default").
  */
-export function serverSettings(get: (key: string) => unknown): Record<string, unknown> {
+export const NULL_UNLESS_SET: readonly string[] = ['contextBudget'];
+
+/**
+ * The "sculpt" settings object sent to the server, from a getter over the
+ * VS Code configuration (which answers defaults too) and whether the user
+ * set a key anywhere (user, workspace, folder or language settings).
+ * Unset values (undefined) are left out, so the server keeps its own; an
+ * empty modelPath is sent as null, which the server reads as "the default
+ * model"; a NULL_UNLESS_SET key the user did not set is sent as null.
+ */
+export function serverSettings(get: (key: string) => unknown,
+                               userSet: (key: string) => boolean = () => true): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of SERVER_SETTINGS) {
     const v = get(key);
     if (v === undefined) continue;
-    out[key] = key === 'modelPath' && (v === '' || v === null) ? null : v;
+    if (NULL_UNLESS_SET.includes(key) && !userSet(key)) out[key] = null;
+    else out[key] = key === 'modelPath' && (v === '' || v === null) ? null : v;
   }
   return out;
+}
+
+/** What WorkspaceConfiguration.inspect answers, as far as userSet reads it. */
+export interface Inspected {
+  globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown;
+  globalLanguageValue?: unknown; workspaceLanguageValue?: unknown; workspaceFolderLanguageValue?: unknown;
+}
+
+/** Did the user set the key anywhere? (Its default alone: no.) */
+export function userSet(inspected: Inspected | undefined): boolean {
+  if (!inspected) return false;
+  return [inspected.globalValue, inspected.workspaceValue, inspected.workspaceFolderValue,
+    inspected.globalLanguageValue, inspected.workspaceLanguageValue,
+    inspected.workspaceFolderLanguageValue].some((v) => v !== undefined);
 }
 
 /** The params of the sculpt/status notification. */
@@ -49,6 +76,18 @@ export interface SculptStatus {
   progress?: number;
   lastLatencyMs?: number;
   message?: string;
+  /** What the last completion came to: "offered", "dropped: would not parse", ... */
+  lastOutcome?: string;
+  /** This session's completions the model answered. */
+  completions?: { answered: number; offered: number; dropped: number };
+}
+
+/** The last completion's outcome and the session's counts, for the tooltip. */
+export function outcomeText(s: SculptStatus | undefined): string {
+  if (!s?.lastOutcome) return '';
+  const n = s.completions ?? { answered: 0, offered: 0, dropped: 0 };
+  return `\nlast completion: ${s.lastOutcome} (this session: ${n.answered} answered, ` +
+    `${n.offered} offered, ${n.dropped} dropped)`;
 }
 
 /** What the status bar item shows: text, tooltip, and its colour (error:
@@ -89,7 +128,7 @@ function statusBarState(s: SculptStatus | undefined, automatic: boolean): Status
         text: `$(sparkle) sculpt${ms}${off}`,
         tooltip: `sculpt: ${model} on ${device}` +
           (typeof s.lastLatencyMs === 'number' ? `, last completion ${s.lastLatencyMs.toFixed(1)} ms` : '') +
-          (automatic ? '' : '; automatic completion is off'),
+          (automatic ? '' : '; automatic completion is off') + outcomeText(s),
         error: false,
         warning: false,
       };

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
   errorKey, isQuietError, SERVER_SETTINGS, serverCommand, serverEnv, serverSettings, shouldAsk, ShownErrors, statusBar,
+  userSet,
 } from '../src/logic';
 import * as pkg from '../package.json';
 
@@ -29,6 +30,23 @@ test('serverSettings: only server keys; empty modelPath means the default model'
   assert.deepEqual(serverSettings((k) => conf[k]), { modelPath: null, maxTokens: 5, enabledLanguages: null });
 });
 
+test('serverSettings: a contextBudget the user never set is null, the server fits its own', () => {
+  // VS Code's get() answers the contributed default (1024) for a key nobody
+  // set; sent as is, the server took it as the user's choice and warned that
+  // the shipped model's context is 256 tokens (issue 43).
+  const defaults: Record<string, unknown> = { contextBudget: 1024, maxTokens: 64 };
+  const none = serverSettings((k) => defaults[k], () => false);
+  assert.equal(none.contextBudget, null);
+  assert.equal(none.maxTokens, 64);
+  const set = serverSettings((k) => defaults[k], (k) => k === 'contextBudget');
+  assert.equal(set.contextBudget, 1024);
+  // inspect(): a default alone is not the user's; any scope's value is.
+  assert.equal(userSet({ globalValue: undefined, workspaceValue: undefined }), false);
+  assert.equal(userSet(undefined), false);
+  assert.equal(userSet({ workspaceFolderValue: 512 }), true);
+  assert.equal(userSet({ globalLanguageValue: 2048 }), true);
+});
+
 test('statusBar: loading, ready with latency, error', () => {
   assert.match(statusBar({ state: 'loading', model: 'm', device: 'cpu', progress: 40 }, true).text, /40%/);
   const r = statusBar({ state: 'ready', model: 'm', device: 'cpu', lastLatencyMs: 12.4 }, true);
@@ -38,6 +56,16 @@ test('statusBar: loading, ready with latency, error', () => {
   const e = statusBar({ state: 'error', message: 'no model' }, true);
   assert.equal(e.error, true);
   assert.match(e.tooltip, /no model/);
+});
+
+test('statusBar: the tooltip says what the last completion came to, and the counts', () => {
+  const s = {
+    state: 'ready', model: 'm', device: 'cpu', lastLatencyMs: 3, lastOutcome: 'dropped: would not parse',
+    completions: { answered: 10, offered: 6, dropped: 4 },
+  };
+  assert.match(statusBar(s, true).tooltip,
+    /last completion: dropped: would not parse \(this session: 10 answered, 6 offered, 4 dropped\)/);
+  assert.doesNotMatch(statusBar({ state: 'ready', model: 'm', device: 'cpu' }, true).tooltip, /last completion:/);
 });
 
 test('shouldAsk: explicit requests always, automatic ones when enabled', () => {

@@ -315,6 +315,25 @@ local function valid_here()
   return row == sug.row and col == sug.col
 end
 
+-- What :SculptStatus prints: the server's state, model, device, last
+-- latency, and what the last completion came to ("offered", "dropped:
+-- would not parse", ...) with this session's counts.
+function M.status_text()
+  local s = M.status
+  if not s then return 'sculpt: no status yet' end
+  local text = string.format('sculpt: %s, model %s on %s%s', s.state,
+                             vim.fn.fnamemodify(s.model or '?', ':t'), s.device or '?',
+                             s.lastLatencyMs and string.format(', last %.0f ms', s.lastLatencyMs) or '')
+  if s.lastOutcome then
+    local n = s.completions or {}
+    text = text .. string.format('; last completion: %s (this session: %d answered, %d offered, '
+                                 .. '%d dropped)', s.lastOutcome, n.answered or 0, n.offered or 0,
+                                 n.dropped or 0)
+  end
+  if s.state == 'error' and s.message then text = text .. ': ' .. s.message end
+  return text
+end
+
 -- Accepts the whole suggestion / a word / a line. Each returns true when
 -- there was one to accept.
 function M.accept()
@@ -486,16 +505,7 @@ function M.setup(opts)
     M.stop()
     vim.defer_fn(function() M.attach(0) end, 200)
   end, {})
-  api.nvim_create_user_command('SculptStatus', function()
-    local s = M.status
-    if not s then
-      print('sculpt: no status yet')
-    else
-      print(string.format('sculpt: %s, model %s on %s%s', s.state,
-                          vim.fn.fnamemodify(s.model or '?', ':t'), s.device or '?',
-                          s.lastLatencyMs and string.format(', last %.0f ms', s.lastLatencyMs) or ''))
-    end
-  end, {})
+  api.nvim_create_user_command('SculptStatus', function() print(M.status_text()) end, {})
   -- Buffers already open when setup runs.
   for _, b in ipairs(api.nvim_list_bufs()) do
     if api.nvim_buf_is_loaded(b) and vim.tbl_contains(M.config.filetypes, vim.bo[b].filetype) then
