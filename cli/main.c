@@ -158,7 +158,7 @@ const sc_cli_command sc_cli_commands[] = {
      "  --no-cache          recompute the whole sequence every step\n"
      "  --drafts on|off     drafts from the file's own text, verified in the passes the\n"
      "                      model runs anyway (default on; off with --preset upstream)\n"
-     "  --draft-threshold P p a drafted token needs to be kept (default 0.3)\n"
+     "  --draft-threshold P p a drafted token needs to be kept (default 0.01)\n"
      "  --device auto|cpu|cuda, --family NAME\n"
      "  --weights KIND      int8, bf16, f32 or auto: what the CPU computes in\n"
      "                      (see sculpt help lsp)\n"
