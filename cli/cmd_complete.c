@@ -30,6 +30,7 @@ enum {
   SET_BLOCK = 1u << 7,
   SET_EOS_PENALTY = 1u << 8,
   SET_NO_CACHE = 1u << 9,
+  SET_DRAFT_THRESHOLD = 1u << 10,
 };
 
 typedef struct args {
@@ -42,6 +43,7 @@ typedef struct args {
   sc_infill_params params; /* the flags' values (see set) */
   unsigned set;            /* SET_*: which flags were given */
   sc_preset preset;        /* --preset; AUTO: the family's default */
+  int drafts;              /* --drafts: 1 on, 0 off, -1 the preset's (on for fast) */
   bool json;
   /* the remote backend */
   sc_fim_client_options remote; /* --backend and its options; url NULL: local */
@@ -53,6 +55,7 @@ static int parse_args(int argc, char **argv, args *a) {
   a->plan.n_lengths = 1;
   a->plan.lengths[0] = 32;
   a->device = SC_DEVICE_AUTO;
+  a->drafts = -1;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long n;
@@ -140,6 +143,13 @@ static int parse_args(int argc, char **argv, args *a) {
       if (!sc_cli_parse_long(v, 0, 4096, &n)) { sc_cli_fail(CMD, "--block-len takes 0 to 4096"); return 2; }
       a->params.block_len = (int)n;
       a->set |= SET_BLOCK;
+    } else if (strcmp(o, "--drafts") == 0) {
+      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) { sc_cli_fail(CMD, "--drafts takes on or off"); return 2; }
+      a->drafts = strcmp(v, "on") == 0;
+    } else if (strcmp(o, "--draft-threshold") == 0) {
+      if (!sc_cli_parse_double(v, 0, 1, &d)) { sc_cli_fail(CMD, "--draft-threshold takes a number in [0, 1]"); return 2; }
+      a->params.draft_threshold = (float)d;
+      a->set |= SET_DRAFT_THRESHOLD;
     } else if (strcmp(o, "--eos-penalty") == 0) {
       if (!sc_cli_parse_double(v, -SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX, &d)) {
         sc_cli_fail(CMD, "--eos-penalty takes -%g to %g", SC_EOS_PENALTY_MAX, SC_EOS_PENALTY_MAX);
@@ -172,6 +182,7 @@ static sc_infill_params decoding_params(const args *a, const sc_model *model) {
   if (a->set & SET_BLOCK) p.block_len = u->block_len;
   if (a->set & SET_EOS_PENALTY) p.eos_penalty = u->eos_penalty;
   if (a->set & SET_NO_CACHE) p.use_cache = false;
+  if (a->set & SET_DRAFT_THRESHOLD) p.draft_threshold = u->draft_threshold;
   return p;
 }
 
@@ -437,6 +448,8 @@ int sc_cli_complete(int argc, char **argv) {
   sc_engine *engine = NULL;
   sc_infill_prepared prep = {0};
   sc_infill_result res = {0};
+  sc_drafts found = {0};
+  sc_draft_runs runs = {0};
   int exit_code = 1;
   if (sc_model_load(model_dir, &mo, &model, &err) != SC_OK ||
       sc_tokenizer_load_dir(model_dir, &tok, &err) != SC_OK) {
@@ -456,6 +469,20 @@ int sc_cli_complete(int argc, char **argv) {
                         false, &a.plan, &params, &prep, &err) != SC_OK) {
     exit_code = fail_err(&err);
     goto done;
+  }
+  /* Drafts from the file's own text (context.h, sc_drafts_find): on with
+   * the fast preset, on request with upstream (the authors' loop as it is). */
+  bool drafting = a.drafts >= 0 ? a.drafts == 1 : params.preset != SC_PRESET_UPSTREAM;
+  if (drafting) {
+    sc_draft_query dq = {.before = text, .before_len = offset, .after = text + offset,
+                         .after_len = len - offset};
+    int longest = 0;
+    for (int i = 0; i < prep.plan.n_lengths; i++)
+      if (prep.plan.lengths[i] > longest) longest = prep.plan.lengths[i];
+    if (sc_drafts_attach(&dq, tok, longest, &found, &runs, &prep.params, &err) != SC_OK) {
+      exit_code = fail_err(&err);
+      goto done;
+    }
   }
   double t_tok = sc_now_ms();
   params = prep.params;
@@ -492,6 +519,21 @@ int sc_cli_complete(int argc, char **argv) {
         t_load - t0, "tokenize_ms", t_tok - t_load, "model_ms", res.ms_total, "forward_ms",
         res.ms_forward, "sample_ms", res.ms_sample, "weights",
         sc_weights_kind_name(info->weights));
+    if (o) {
+      /* What drafting did (model.h, sc_draft): offered is the drafts found
+       * (their sources in rank order), the rest are tokens. */
+      json_t *src = json_array();
+      for (size_t i = 0; i < found.n; i++)
+        json_array_append_new(src, json_string(found.d[i].source));
+      json_object_set_new(o, "drafts",
+                          json_pack("{s:b, s:i, s:o, s:i, s:i, s:i, s:f, s:f}", "on", drafting,
+                                    "offered", runs.n, "sources", src, "drafted", res.drafted,
+                                    "accepted", res.accepted, "rejected", res.rejected,
+                                    "threshold", (double)params.draft_threshold, "ms",
+                                    found.ms));
+      json_object_set_new(o, "tokens_per_pass",
+                          json_real(res.steps ? (double)res.committed / res.steps : 0.0));
+    }
     char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     if (!s) {
       sc_cli_fail(CMD, "cannot format the result");
@@ -510,6 +552,8 @@ done:
   sc_infill_result_free(&res);
   sc_engine_free(engine);
   sc_infill_prepared_free(&prep);
+  sc_draft_runs_free(&runs);
+  sc_drafts_free(&found);
   sc_tokenizer_free(tok);
   sc_model_free(model);
   free(model_dir);

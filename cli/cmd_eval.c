@@ -36,6 +36,8 @@ static int parse_args(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
   a->o.baselines = true;
   a->o.device = SC_DEVICE_AUTO;
+  a->o.drafts = -1;
+  a->o.draft_threshold = -1;
   const char *pos[3] = {0};
   int n_pos = 0;
   for (int i = 1; i < argc; i++) {
@@ -65,6 +67,11 @@ static int parse_args(int argc, char **argv, args *a) {
     else if (strcmp(o, "--ngram-corpus") == 0) a->o.ngram_corpus = v;
     else if (strcmp(o, "--preset") == 0) {
       if (!sc_preset_parse(v, &a->o.preset)) { sc_cli_fail(CMD, "--preset takes fast, upstream or auto"); return 2; }
+    } else if (strcmp(o, "--drafts") == 0) {
+      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) { sc_cli_fail(CMD, "--drafts takes on or off"); return 2; }
+      a->o.drafts = strcmp(v, "on") == 0;
+    } else if (strcmp(o, "--draft-threshold") == 0) {
+      if (!sc_cli_parse_double(v, 0, 1, &a->o.draft_threshold)) { sc_cli_fail(CMD, "--draft-threshold takes a number in [0, 1]"); return 2; }
     } else if (strcmp(o, "--device") == 0) {
       if (!sc_device_kind_parse(v, &a->o.device)) { sc_cli_fail(CMD, "--device takes auto, cpu or cuda"); return 2; }
     } else if (strcmp(o, "--weights") == 0) {
@@ -204,6 +211,15 @@ static void print_summary(const json_t *sum) {
              json_string_value(json_object_get(s, "family")),
              json_string_value(json_object_get(s, "preset")),
              json_string_value(json_object_get(s, "device")));
+    json_t *dt = json_object_get(s, "draft_tokens");
+    if (dt)
+      printf("%s: %.2f tokens a pass; drafts %s (threshold %g): %lld drafted, %lld accepted, "
+             "in %lld tasks\n",
+             json_string_value(json_object_get(s, "name")), num(s, "tokens_per_pass"),
+             json_is_true(json_object_get(s, "drafts")) ? "on" : "off", num(s, "draft_threshold"),
+             (long long)json_integer_value(json_object_get(dt, "drafted")),
+             (long long)json_integer_value(json_object_get(dt, "accepted")),
+             (long long)json_integer_value(json_object_get(dt, "tasks")));
     const char *c = json_string_value(json_object_get(s, "corpus"));
     if (c)
       printf("%s: trained on %lld files of %s\n", json_string_value(json_object_get(s, "name")),

@@ -345,7 +345,11 @@ typedef struct sc_workspace_options {
    * (else ~/.cache/sculpt/index); "" keeps none. The folder is bounded (64
    * work trees, 512 MiB; the least recently used go first). */
   const char *cache_dir;
+  /* The line tables drafts read (which line follows which, with the files'
+   * text): 0 is SC_WS_MAX_LINE_BYTES; past it later files get none. */
+  size_t max_line_bytes;
 } sc_workspace_options;
+#define SC_WS_MAX_LINE_BYTES ((size_t)96 << 20)
 
 typedef struct sc_workspace_stats {
   size_t files, definitions, lines, chunks;
@@ -354,6 +358,8 @@ typedef struct sc_workspace_stats {
   size_t cached;  /* files taken unchanged from the index kept on disk */
   bool partial;   /* a bound (max_files, max_chunks) left files or chunks out */
   double ms;
+  size_t line_bytes; /* the line tables' memory (drafts), at most max_line_bytes */
+  bool line_partial; /* that bound left a file's lines out */
 } sc_workspace_stats;
 
 /* Indexes root (a git work tree), starting from the index kept on disk
@@ -519,6 +525,68 @@ char *sc_prompt_text(const sc_prompt *p, size_t *len);
  * As the LSP gives the local engine its prompt. */
 size_t sc_prompt_suffix_fit(const sc_tokenizer *tok, const char *before, size_t before_len,
                             const char *suf, size_t len, size_t budget);
+
+/* ---- drafts (context/draft.c) ------------------------------------------------
+ * Text that may come next at a cursor, found where code repeats itself, for
+ * the engine to verify in the passes it runs anyway (model.h, sc_draft):
+ * the rest of a suggestion the typing left (the caller's), the prompt's own
+ * text (the places where the lexemes before the cursor occur, longest
+ * match first, then nearest), and the workspace index's line table (the
+ * lines that follow the previous non-blank line elsewhere in the
+ * repository, most frequent first, that begin with what the cursor's line
+ * holds). A draft that runs into the text after the cursor is cut there
+ * and ends the middle. Bounded work: about a millisecond on a CPython-sized
+ * workspace (README, "Drafts"). */
+#define SC_DRAFTS_MAX SC_INFILL_MAX_DRAFTS
+
+typedef struct sc_text_draft {
+  char *text;         /* what would follow the cursor (owned) */
+  size_t len;
+  bool ends_middle;   /* the text after the cursor follows it */
+  const char *source; /* static: "previous", "prompt" or "workspace" */
+  double score;       /* the rank, larger first */
+} sc_text_draft;
+
+typedef struct sc_drafts {
+  sc_text_draft d[SC_DRAFTS_MAX]; /* best first */
+  size_t n;
+  double ms; /* the time finding them took */
+} sc_drafts;
+
+typedef struct sc_draft_query {
+  const char *before; /* the prompt's text before the cursor: snippets, then the window */
+  size_t before_len;
+  const char *after;  /* the text after the cursor */
+  size_t after_len;
+  const sc_workspace *ws; /* its line table; NULL: none */
+  const char *previous;   /* the rest of a suggestion the typing left; NULL: none */
+  size_t previous_len;
+  bool single_line;       /* drafts end at the line's end */
+  size_t max_bytes;       /* the longest draft; 0: 240 */
+  int max_lines;          /* lines a draft may hold; 0: 4 (1 with single_line) */
+} sc_draft_query;
+
+/* *out owned by the caller (sc_drafts_free); never fails (memory that
+ * runs out means fewer drafts). */
+void sc_drafts_find(const sc_draft_query *q, sc_drafts *out);
+void sc_drafts_free(sc_drafts *d);
+
+/* The drafts as the engine takes them: each tokenized with tok, in rank
+ * order, at most max_tokens each (a cut draft no longer ends the middle).
+ * Put out->d and out->n in sc_infill_params.drafts and n_drafts. */
+typedef struct sc_draft_runs {
+  sc_draft d[SC_INFILL_MAX_DRAFTS]; /* ids owned */
+  int n;
+} sc_draft_runs;
+sc_status sc_drafts_encode(const sc_drafts *d, const sc_tokenizer *tok, int max_tokens,
+                           sc_draft_runs *out, sc_error *err);
+void sc_draft_runs_free(sc_draft_runs *r);
+/* sc_drafts_find, then sc_drafts_encode into runs, and params's drafts set
+ * to them: what every caller does before sc_engine_infill. found and runs
+ * must outlive the infill; free both. */
+sc_status sc_drafts_attach(const sc_draft_query *q, const sc_tokenizer *tok, int max_tokens,
+                           sc_drafts *found, sc_draft_runs *runs, sc_infill_params *params,
+                           sc_error *err);
 
 #ifdef __cplusplus
 }

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define STORE_MAGIC "sculptIX"
-#define STORE_VERSION 2u
+#define STORE_VERSION 3u /* 3: the line tables (lines.c) */
 #define STORE_BOM 0x01020304u
 #define STORE_MAX_BYTES (256u << 20)
 #define STORE_DIR_MAX_FILES 64
@@ -173,21 +173,27 @@ static ws_file *get_file(reader *r) {
   f->lines = get_u32(r);
   uint32_t n_defs = get_u32(r), n_imports = get_u32(r), n_chunks = get_u32(r);
   uint32_t n_uses = get_u32(r), pool_len = get_u32(r);
+  uint32_t ltext_len = get_u32(r), n_ltab = get_u32(r);
   /* Counts are checked against the bytes left before anything is allocated. */
   uint64_t need = (uint64_t)pool_len + (uint64_t)n_defs * sizeof(ws_def) +
                   (uint64_t)n_imports * 4 + (uint64_t)n_chunks * sizeof(ws_chunk) +
-                  (uint64_t)n_uses * sizeof(struct ws_use);
+                  (uint64_t)n_uses * sizeof(struct ws_use) + (uint64_t)ltext_len +
+                  (uint64_t)n_ltab * 4;
   if (r->bad || !f->path || n_defs > UINT16_MAX || need > r->left ||
       (pool_len > 0 && r->p[pool_len - 1] != '\0') ||
-      (pool_len == 0 && (n_defs || n_imports || n_uses)))
+      (pool_len == 0 && (n_defs || n_imports || n_uses)) ||
+      (ltext_len && r->p[need - (uint64_t)n_ltab * 4 - 1] != '\0'))
     goto bad;
   f->pool = pool_len ? malloc(pool_len) : NULL;
   f->defs = n_defs ? malloc(n_defs * sizeof *f->defs) : NULL;
   f->imports = n_imports ? malloc(n_imports * sizeof *f->imports) : NULL;
   f->chunks = n_chunks ? malloc(n_chunks * sizeof *f->chunks) : NULL;
   f->uses = n_uses ? malloc(n_uses * sizeof *f->uses) : NULL;
+  f->ltext = ltext_len ? malloc(ltext_len) : NULL;
+  f->ltab = n_ltab ? malloc(n_ltab * sizeof *f->ltab) : NULL;
   if ((pool_len && !f->pool) || (n_defs && !f->defs) || (n_imports && !f->imports) ||
-      (n_chunks && !f->chunks) || (n_uses && !f->uses))
+      (n_chunks && !f->chunks) || (n_uses && !f->uses) || (ltext_len && !f->ltext) ||
+      (n_ltab && !f->ltab))
     goto bad;
   get(r, f->pool, pool_len);
   f->pool_len = f->pool_cap = pool_len;
@@ -199,7 +205,14 @@ static ws_file *get_file(reader *r) {
   f->n_chunks = n_chunks;
   get(r, f->uses, n_uses * sizeof *f->uses);
   f->n_uses = n_uses;
+  get(r, f->ltext, ltext_len);
+  f->ltext_len = ltext_len;
+  get(r, f->ltab, n_ltab * sizeof *f->ltab);
+  f->n_ltab = n_ltab;
   if (r->bad) goto bad;
+  /* Each line starts inside the text, which ends in a NUL: strlen stays in it. */
+  for (uint32_t i = 0; i < n_ltab; i++)
+    if (f->ltab[i] != WS_NONE && f->ltab[i] >= ltext_len) goto bad;
   for (uint32_t i = 0; i < n_defs; i++) {
     const ws_def *d = &f->defs[i];
     if (!off_ok(d->name, pool_len, false) || !off_ok(d->scope, pool_len, true) ||
@@ -542,11 +555,15 @@ sc_status ws_store_save(const sc_workspace *ws, const ws_store *s, const char *p
     put_u32(&b, (uint32_t)f->n_chunks);
     put_u32(&b, (uint32_t)f->n_uses);
     put_u32(&b, (uint32_t)f->pool_len);
+    put_u32(&b, f->ltext_len);
+    put_u32(&b, f->n_ltab);
     put(&b, f->pool, f->pool_len);
     put(&b, f->defs, f->n_defs * sizeof *f->defs);
     put(&b, f->imports, f->n_imports * sizeof *f->imports);
     put(&b, f->chunks, f->n_chunks * sizeof *f->chunks);
     put(&b, f->uses, f->n_uses * sizeof *f->uses);
+    put(&b, f->ltext, f->ltext_len);
+    put(&b, f->ltab, (size_t)f->n_ltab * sizeof *f->ltab);
   }
   for (size_t i = 0; s && i < s->n; i++) {
     const store_entry *e = &s->e[i];

@@ -304,6 +304,8 @@ void ws_file_clear(ws_file *f) {
   free(f->pool);
   free(f->chunks);
   free(f->path);
+  free(f->ltext);
+  free(f->ltab);
   memset(f, 0, sizeof *f);
 }
 
@@ -319,13 +321,21 @@ typedef enum skip_kind { SK_NONE, SK_LANG, SK_OUTSIDE, SK_UNREADABLE, SK_HUGE, S
  * since (mtime and size, else its hash: text, may be NULL until read). */
 static ws_file *from_store(const sc_workspace *ws, const char *rel, const char *lang,
                            int64_t mtime, uint64_t size, const char *text, size_t len,
-                           size_t room, bool *need_text) {
+                           size_t room, size_t line_room, bool *need_text) {
   *need_text = false;
   if (!ws->store) return NULL;
   ws_file *c = ws_store_take(ws->store, rel, mtime, size, text, len, need_text);
   if (c && c->n_chunks > room) { /* the chunk budget shrank meanwhile */
     ws_file_free(c);
     c = NULL;
+  }
+  if (c && ws_lines_file_bytes(c) > line_room) { /* the line tables' bound was reached */
+    free(c->ltext);
+    free(c->ltab);
+    c->ltext = NULL;
+    c->ltab = NULL;
+    c->ltext_len = c->n_ltab = 0;
+    c->lines_cut = true;
   }
   if (c) {
     c->lang = lang;
@@ -339,7 +349,8 @@ static ws_file *from_store(const sc_workspace *ws, const char *rel, const char *
  * sc_workspace_index only, the on-disk index it takes entries from). *out
  * NULL when the file is skipped (*why says why). room: chunks it may sketch. */
 static sc_status build_file(const sc_workspace *ws, const char *rel, const char *given,
-                            size_t given_len, size_t room, ws_file **out, skip_kind *why) {
+                            size_t given_len, size_t room, size_t line_room, ws_file **out,
+                            skip_kind *why) {
   *out = NULL;
   *why = SK_NONE;
   const char *lang = sc_context_language_for(NULL, rel);
@@ -383,7 +394,8 @@ static sc_status build_file(const sc_workspace *ws, const char *rel, const char 
       }
     }
     bool need_text = false;
-    *out = from_store(ws, rel, lang, mtime, (uint64_t)sb.st_size, NULL, 0, room, &need_text);
+    *out = from_store(ws, rel, lang, mtime, (uint64_t)sb.st_size, NULL, 0, room, line_room,
+                      &need_text);
     if (*out) return SC_OK;
     bool too_big = false;
     owned = ws_read_all(full, ws->max_bytes, &len, &too_big);
@@ -393,7 +405,7 @@ static sc_status build_file(const sc_workspace *ws, const char *rel, const char 
     }
     text = owned;
     if (need_text) {
-      *out = from_store(ws, rel, lang, mtime, len, text, len, room, &need_text);
+      *out = from_store(ws, rel, lang, mtime, len, text, len, room, line_room, &need_text);
       if (*out) {
         free(owned);
         return SC_OK;
@@ -427,6 +439,7 @@ static sc_status build_file(const sc_workspace *ws, const char *rel, const char 
     sc_syntax_tree_free(tree);
   }
   index_chunks(f, text, len, room);
+  f->lines_cut = !ws_lines_build(f, text, len, line_room);
   free(owned);
   *out = f;
   return SC_OK;
@@ -448,6 +461,7 @@ static void drop_file(sc_workspace *ws, uint32_t id) {
   for (size_t k = 0; k < f->n_uses; k++)
     map_bump(&ws->uses, ws_str(f, f->uses[k].name), -(int64_t)f->uses[k].count);
   map_remove_id(&ws->by_path, f->path, id);
+  ws_lines_remove(&ws->lines, id, f);
   ws->stats.definitions -= f->n_defs;
   ws->stats.lines -= f->lines;
   ws->n_chunks -= f->n_chunks;
@@ -501,12 +515,21 @@ static bool insert_file(sc_workspace *ws, ws_file *f) {
   }
   for (size_t k = 0; k < f->n_uses; k++)
     map_bump(&ws->uses, ws_str(f, f->uses[k].name), (int64_t)f->uses[k].count);
+  ws_lines_insert(&ws->lines, id, f);
+  if (f->lines_cut) ws->line_partial = true;
   ws->files[id] = f;
   ws->n_live++;
   ws->stats.definitions += f->n_defs;
   ws->stats.lines += f->lines;
   ws->n_chunks += f->n_chunks;
   return true;
+}
+
+/* Under a lock: what the line tables' bound leaves for a file (its old
+ * entry's table counts as free: it is replaced). */
+static size_t line_room_for(const sc_workspace *ws, const ws_file *old) {
+  size_t used = ws->lines.bytes - (old ? ws_lines_file_bytes(old) : 0);
+  return used < ws->max_line_bytes ? ws->max_line_bytes - used : 0;
 }
 
 static void count_skip(sc_workspace_stats *st, skip_kind why) {
@@ -538,10 +561,11 @@ static sc_status index_listed(sc_workspace *ws, const char *folder, const _Atomi
     bool known = find_id(ws, name, &id);
     bool full = !known && ws->n_live >= ws->max_files;
     size_t room = ws->max_chunks - ws->n_chunks + (known ? ws->files[id]->n_chunks : 0);
+    size_t line_room = line_room_for(ws, known ? ws->files[id] : NULL);
     pthread_rwlock_unlock(&ws->lock);
     ws_file *f = NULL;
     skip_kind why = SK_NONE;
-    if (!full && build_file(ws, name, NULL, 0, room, &f, &why) != SC_OK) {
+    if (!full && build_file(ws, name, NULL, 0, room, line_room, &f, &why) != SC_OK) {
       st = sc_error_set(err, SC_ERR_NOMEM, "workspace %s: out of memory", ws->root);
       break;
     }
@@ -597,6 +621,8 @@ sc_status sc_workspace_index(const char *root, const sc_workspace_options *opts,
   ws->max_files = opts && opts->max_files ? opts->max_files : 100000;
   ws->max_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : (1u << 20);
   ws->max_chunks = opts && opts->max_chunks ? opts->max_chunks : 2000000;
+  ws->max_line_bytes = opts && opts->max_line_bytes ? opts->max_line_bytes : SC_WS_MAX_LINE_BYTES;
+  ws->lines.max_bytes = ws->max_line_bytes;
   pthread_rwlock_init(&ws->lock, NULL);
   ws->root = strdup(real);
   if (!ws->root) {
@@ -663,6 +689,7 @@ sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const
   uint32_t id;
   bool known = find_id(ws, rel_path, &id);
   size_t room = ws->max_chunks - ws->n_chunks + (known ? ws->files[id]->n_chunks : 0);
+  size_t line_room = line_room_for(ws, known ? ws->files[id] : NULL);
   bool full = !known && ws->n_live >= ws->max_files;
   pthread_rwlock_unlock(&ws->lock);
   if (full || (!known && ws_git_ignores(ws->root, rel_path))) {
@@ -675,7 +702,7 @@ sc_status sc_workspace_update_file(sc_workspace *ws, const char *rel_path, const
   }
   ws_file *f = NULL;
   skip_kind why;
-  sc_status st = build_file(ws, rel_path, text, len, room, &f, &why);
+  sc_status st = build_file(ws, rel_path, text, len, room, line_room, &f, &why);
   SC_CHECK(st == SC_OK, err, st, "workspace update %s: out of memory", rel_path);
   pthread_rwlock_wrlock(&ws->lock);
   bool ok = true;
@@ -742,6 +769,7 @@ void sc_workspace_free(sc_workspace *ws) {
   map_free(&ws->by_name);
   map_free(&ws->by_scope);
   map_free(&ws->uses);
+  ws_lines_free(&ws->lines);
   ws_store_free(ws->store);
   free(ws->cache_path);
   pthread_rwlock_destroy(&ws->lock);
@@ -755,6 +783,8 @@ sc_workspace_stats sc_workspace_get_stats(const sc_workspace *ws) {
   sc_workspace_stats st = ws->stats;
   /* Some files or chunks are missing when a bound was reached. */
   st.partial = st.skipped_limit > 0 || ws->n_chunks >= ws->max_chunks;
+  st.line_bytes = ws->lines.bytes;
+  st.line_partial = ws->line_partial;
   pthread_rwlock_unlock(lock);
   return st;
 }

@@ -82,6 +82,15 @@ typedef struct ws_file {
   int64_t mtime_ns;
   uint64_t size, hash;
   bool from_buffer;
+  /* The line table (lines.c): the file's non-blank lines in order, each
+   * NUL-terminated in ltext with its indentation (no line break), at
+   * ltab[i]. Lines past WS_LINE_MAX bytes are WS_NONE (they end a run). Empty
+   * when the workspace's bound on line tables was reached. */
+  char *ltext;
+  uint32_t ltext_len;
+  uint32_t *ltab;
+  uint32_t n_ltab;
+  bool lines_cut; /* the bound left its table out (not kept on disk) */
 } ws_file;
 
 static inline const char *ws_str(const ws_file *f, uint32_t off) {
@@ -105,6 +114,46 @@ typedef struct ws_map {
 
 typedef struct ws_store ws_store;
 
+/* ---- the line table (lines.c) ---------------------------------------------------
+ * Which lines follow which across the workspace, for drafts (draft.c): the
+ * stripped text of a non-blank line, hashed, maps to the places (file id,
+ * line-table index) of the lines that follow it. Each key keeps its first
+ * WS_LINE_PER_KEY places (a generated file repeating one line a million
+ * times costs one short list), and the tables' memory, the files' texts
+ * included, is bounded by max_line_bytes: past it files get no table and
+ * the index says it is partial for drafts (line_partial). */
+#define WS_LINE_MAX 400     /* longer lines (minified, generated) are not kept */
+#define WS_LINE_PER_KEY 64  /* places kept per previous line */
+
+typedef struct ws_lkey {
+  uint64_t key;    /* 0: free slot */
+  uint64_t *vals;  /* file id << 32 | line-table index of the following line */
+  uint32_t n, cap;
+} ws_lkey;
+
+typedef struct ws_lines {
+  ws_lkey *slots;
+  size_t cap, used; /* cap a power of two */
+  size_t bytes;     /* the tables' memory: slots, places and the files' line tables */
+  size_t max_bytes; /* the bound: past it no slot or place is added */
+} ws_lines;
+
+/* The key of a line: the hash of its text without leading and trailing
+ * blanks; 0 for a blank line (never a key). */
+uint64_t ws_line_key(const char *s, size_t n);
+/* Builds f's line table from text when it fits in room bytes; false when
+ * it did not (or memory ran out): the table is then empty. */
+bool ws_lines_build(ws_file *f, const char *text, size_t len, size_t room);
+/* A file's line-table bytes (what the bound counts for it). */
+size_t ws_lines_file_bytes(const ws_file *f);
+/* Under the write lock: adds (removes) file id's lines to (from) the table. */
+void ws_lines_insert(ws_lines *t, uint32_t id, const ws_file *f);
+void ws_lines_remove(ws_lines *t, uint32_t id, const ws_file *f);
+/* Under a read lock: the places of the lines that follow a line whose key
+ * is key; NULL (and *n 0) for none. Borrowed until the next write. */
+const uint64_t *ws_lines_next(const ws_lines *t, uint64_t key, uint32_t *n);
+void ws_lines_free(ws_lines *t);
+
 struct sc_workspace {
   char *root; /* absolute, resolved */
   size_t max_files, max_bytes, max_chunks;
@@ -116,6 +165,9 @@ struct sc_workspace {
   ws_map by_name;  /* definition name -> (file id << 32 | definition index) */
   ws_map by_scope; /* container name -> its members, same values */
   ws_map uses;     /* member name -> {uses across the workspace} (one value) */
+  ws_lines lines;  /* previous line -> the lines after it (drafts) */
+  size_t max_line_bytes; /* the bound on lines.bytes */
+  bool line_partial;     /* a file got no line table: the bound was reached */
   size_t n_chunks; /* over all files, against max_chunks */
   sc_workspace_stats stats;
   /* The on-disk index, while sc_workspace_index runs (NULL otherwise): the

@@ -186,6 +186,11 @@ typedef struct sc_eval_options {
   bool oracle_length;     /* the canvas is the canonical middle's length in tokens */
   int context_budget;     /* repository prompts' tokens (the LSP's contextBudget); 0: 1024 */
   bool baselines;         /* the line n-gram and the shipped model, on the same tasks */
+  /* Drafts (model.h, sc_draft; context.h, sc_drafts_find) from the prompt's
+   * text and, on repository tasks, the package's line table: 1 on, 0 off,
+   * -1 the preset's (on for fast, off for upstream), as sculpt complete. */
+  int drafts;
+  double draft_threshold; /* < 0: the default (SC_DRAFT_THRESHOLD_DEFAULT) */
   const char *ngram_corpus; /* NULL: the model's corpus_manifest.json, else the shipped one's */
   sc_eval_exec_options exec;
   /* Progress: phase ("model", "line-ngram", "tests", ...), done, total. */

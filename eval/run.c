@@ -36,6 +36,7 @@ typedef struct entry {
   size_t raw_len;
   bool passed, exact, empty;
   char result[200];
+  int steps, committed, drafted, accepted; /* a model's: passes, tokens, drafts */
   double sim;
   int compiles; /* 1, 0; -1 not judged (not Python, or no interpreter) */
 } entry;
@@ -80,7 +81,8 @@ static sc_status add_entry(sysres *s, size_t task, char *text, size_t len, sc_er
     s->e = g;
     s->cap = cap;
   }
-  s->e[s->n++] = (entry){.task = task, .text = text, .len = len, .compiles = -1, .snippets = -1};
+  s->e[s->n++] = (entry){.task = task, .text = text, .len = len, .compiles = -1, .snippets = -1,
+                         .steps = -1};
   return SC_OK;
 }
 
@@ -161,7 +163,13 @@ typedef struct model_sys {
   sc_engine *engine;
   sc_infill_params params;
   sc_device_choice dev;
+  bool drafts; /* the run drafts (sc_eval_options.drafts, resolved for the preset) */
 } model_sys;
+
+/* One completion's counters, for its entry. */
+typedef struct decode_stats {
+  int snippets, steps, committed, drafted, accepted;
+} decode_stats;
 
 static void model_close(model_sys *m) {
   sc_engine_free(m->engine);
@@ -186,6 +194,8 @@ static sc_status model_open(const char *dir, const sc_eval_options *o, model_sys
     return st;
   }
   sc_infill_params_for(m->model, o->preset, &m->params);
+  m->drafts = o->drafts >= 0 ? o->drafts == 1 : m->params.preset != SC_PRESET_UPSTREAM;
+  if (o->draft_threshold >= 0) m->params.draft_threshold = (float)o->draft_threshold;
   sc_device_choice ran;
   sc_engine_device(m->engine, &m->dev, &ran);
   m->dev = ran;
@@ -208,7 +218,7 @@ static int canvas_for(const run *r, const model_sys *m, const sc_eval_task *t) {
 static sc_status repo_prompt(run *r, const model_sys *m, const sc_eval_task *t,
                              const sc_infill_budget *fit, char **before, size_t *before_len,
                              char **after, size_t *after_len, bool *after_cut, int *snippets,
-                             sc_error *err) {
+                             sc_drafts *drafts, sc_error *err) {
   size_t len = t->before_len + t->after_len, cursor = t->before_len;
   char *text = malloc(len + 1);
   SC_CHECK(text, err, SC_ERR_NOMEM, "out of memory");
@@ -228,8 +238,8 @@ static sc_status repo_prompt(run *r, const model_sys *m, const sc_eval_task *t,
   sc_prompt pr;
   sc_status st = sc_prompt_build(ws, t->path, t->lang, text + p0, s1 - p0, cursor - p0, m->tok,
                                  (size_t)(prompt_budget >= 16 ? prompt_budget : 16), &pr, err);
-  if (ws) sc_workspace_update_file(ws, t->path, NULL, 0, NULL, NULL); /* back to the disk's */
   if (st != SC_OK) {
+    if (ws) sc_workspace_update_file(ws, t->path, NULL, 0, NULL, NULL); /* back to the disk's */
     free(text);
     return st;
   }
@@ -245,6 +255,14 @@ static sc_status repo_prompt(run *r, const model_sys *m, const sc_eval_task *t,
                                     (size_t)prompt_budget);
   *after_cut = s1 < len || *after_len < win_after;
   *after = sc_memdup(text + cursor, *after_len);
+  /* Drafts while the index holds the buffer: the disk's copy of the task's
+   * file holds the middle, which no draft may see. */
+  if (*after && drafts) {
+    sc_draft_query q = {.before = *before, .before_len = *before_len, .after = *after,
+                        .after_len = *after_len, .ws = ws};
+    sc_drafts_find(&q, drafts);
+  }
+  if (ws) sc_workspace_update_file(ws, t->path, NULL, 0, NULL, NULL); /* back to the disk's */
   free(text);
   SC_CHECK(*after, err, SC_ERR_NOMEM, "out of memory");
   return SC_OK;
@@ -253,7 +271,7 @@ static sc_status repo_prompt(run *r, const model_sys *m, const sc_eval_task *t,
 /* One completion from the model for task i. keep_prompt: the prompt is
  * kept for the n-gram (the first model's). */
 static sc_status model_complete(run *r, model_sys *m, size_t i, bool keep_prompt, char **text,
-                                size_t *len, int *snippets, sc_error *err) {
+                                size_t *len, decode_stats *ds, sc_error *err) {
   const sc_eval_task *t = sc_eval_bench_task(r->b, i);
   sc_infill_plan plan = {1, {canvas_for(r, m, t)}};
   int ctx = sc_engine_context(m->engine);
@@ -261,13 +279,16 @@ static sc_status model_complete(run *r, model_sys *m, size_t i, bool keep_prompt
   size_t bl = 0, al = 0;
   bool after_cut = false;
   int budget = 0;
+  sc_drafts found = {0};
+  sc_draft_runs runs = {0};
   if (sc_eval_bench_scoring(r->b) == SC_EVAL_MATCH) {
     budget = r->o->context_budget > 0 ? r->o->context_budget : DEFAULT_CONTEXT_BUDGET;
     sc_infill_budget fit;
     sc_infill_plan p2 = plan;
     sc_infill_params q = m->params;
     SC_TRY(sc_infill_fit_plan(m->model, ctx, budget, &p2, &q, &fit, err));
-    SC_TRY(repo_prompt(r, m, t, &fit, &before, &bl, &after, &al, &after_cut, snippets, err));
+    SC_TRY(repo_prompt(r, m, t, &fit, &before, &bl, &after, &al, &after_cut, &ds->snippets,
+                       m->drafts ? &found : NULL, err));
   } else {
     before = sc_memdup(t->before, t->before_len);
     after = sc_memdup(t->after, t->after_len);
@@ -278,15 +299,30 @@ static sc_status model_complete(run *r, model_sys *m, size_t i, bool keep_prompt
       free(after);
       return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
     }
+    if (m->drafts) {
+      sc_draft_query q = {.before = before, .before_len = bl, .after = after, .after_len = al};
+      sc_drafts_find(&q, &found);
+    }
   }
   sc_infill_prepared prep;
   sc_infill_result res = {0};
   sc_status st = sc_infill_prepare(m->model, m->tok, ctx, budget, before, bl, after, al,
                                    after_cut, &plan, &m->params, &prep, err);
+  if (st == SC_OK && found.n) {
+    st = sc_drafts_encode(&found, m->tok, prep.plan.lengths[0], &runs, err);
+    prep.params.drafts = runs.d;
+    prep.params.n_drafts = runs.n;
+  }
   if (st == SC_OK) {
     st = sc_engine_infill_prepared(m->engine, &prep, r->o->cancel, NULL, NULL, &res, err);
     sc_infill_prepared_free(&prep);
   }
+  sc_draft_runs_free(&runs);
+  sc_drafts_free(&found);
+  ds->steps = res.steps;
+  ds->committed = res.committed;
+  ds->drafted = res.drafted;
+  ds->accepted = res.accepted;
   if (st == SC_OK) {
     *len = res.text_len;
     *text = res.text ? res.text : strdup("");
@@ -323,6 +359,8 @@ static sc_status run_model(run *r, const char *name, const char *dir, bool keep_
   json_object_set_new(s->info, "device", json_string(m.dev.description));
   json_object_set_new(s->info, "weights", json_string(sc_weights_kind_name(info->weights)));
   json_object_set_new(s->info, "context", json_integer(sc_engine_context(m.engine)));
+  json_object_set_new(s->info, "drafts", json_boolean(m.drafts));
+  json_object_set_new(s->info, "draft_threshold", json_real(m.params.draft_threshold));
   size_t n = sc_eval_bench_count(r->b);
   sc_status st = SC_OK;
   double t0 = sc_now_ms();
@@ -333,10 +371,17 @@ static sc_status run_model(run *r, const char *name, const char *dir, bool keep_
     }
     char *text = NULL;
     size_t len = 0;
-    int snippets = -1;
-    st = model_complete(r, &m, i, keep_prompts, &text, &len, &snippets, err);
+    decode_stats ds = {.snippets = -1};
+    st = model_complete(r, &m, i, keep_prompts, &text, &len, &ds, err);
     if (st == SC_OK) st = add_entry(s, i, text, len, err);
-    if (st == SC_OK) s->e[s->n - 1].snippets = snippets;
+    if (st == SC_OK) {
+      entry *e = &s->e[s->n - 1];
+      e->snippets = ds.snippets;
+      e->steps = ds.steps;
+      e->committed = ds.committed;
+      e->drafted = ds.drafted;
+      e->accepted = ds.accepted;
+    }
     progress(r, name, i + 1, n);
   }
   s->ms = sc_now_ms() - t0;
@@ -572,6 +617,25 @@ static json_t *system_summary(const run *r, const sysres *s) {
     json_object_set_new(o, "pass@1", json_real(covered ? pass / (double)covered : 0));
   json_object_set_new(o, "exact_match", json_real(exact / n));
   json_object_set_new(o, "empty", json_integer((json_int_t)empty));
+  /* A model's passes: the tokens a forward pass committed over the run,
+   * and what drafting did. */
+  long steps = 0, committed = 0, drafted = 0, accepted = 0, with = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    if (s->e[i].steps < 0) continue;
+    steps += s->e[i].steps;
+    committed += s->e[i].committed;
+    drafted += s->e[i].drafted;
+    accepted += s->e[i].accepted;
+    with += s->e[i].drafted > 0;
+  }
+  if (steps > 0) {
+    json_object_set_new(o, "tokens_per_pass", json_real((double)committed / (double)steps));
+    json_object_set_new(o, "passes", json_integer(steps));
+    json_object_set_new(o, "draft_tokens",
+                        json_pack("{s:I, s:I, s:I, s:I}", "drafted", (json_int_t)drafted,
+                                  "accepted", (json_int_t)accepted, "rejected",
+                                  (json_int_t)(drafted - accepted), "tasks", (json_int_t)with));
+  }
   if (sc_eval_bench_scoring(r->b) == SC_EVAL_MATCH) {
     /* Per package: a package the model was trained on (contamination) or
      * a language it never saw shows apart. */
@@ -650,6 +714,12 @@ static json_t *task_line(const run *r, const sysres *s, const entry *e) {
   }
   json_object_set_new(o, "exact", json_boolean(e->exact));
   json_object_set_new(o, "empty", json_boolean(e->empty));
+  if (e->steps >= 0) {
+    json_object_set_new(o, "steps", json_integer(e->steps));
+    json_object_set_new(o, "committed", json_integer(e->committed));
+    json_object_set_new(o, "drafted", json_integer(e->drafted));
+    json_object_set_new(o, "accepted", json_integer(e->accepted));
+  }
   return o;
 }
 

@@ -52,6 +52,8 @@ typedef struct settings {
   int length_candidates; /* canvas lengths decoded per completion (batched) */
   bool repair;           /* a candidate that breaks the parse is repaired once */
   bool kv_reuse;         /* kvReuse: infills go through the document's K/V session */
+  bool drafts;           /* drafts: the engine verifies drafts (context.h, sc_drafts_find) */
+  double draft_threshold; /* draftThreshold: p a drafted token needs */
   int max_document_bytes; /* larger documents get no tree and no completions */
   int index_max_files;    /* indexMaxFiles: files the workspace index takes; 0: 100,000 */
   /* The remote backend (setting "backend"); url NULL: the local engine. */

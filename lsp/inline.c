@@ -70,6 +70,8 @@ static sc_status local_fill(void *user, const char *head, size_t head_len, const
   if (m > a->set.max_tokens) m = a->set.max_tokens;
   sc_infill_plan plan = {1, {m}};
   sc_infill_params p = *f->params;
+  p.drafts = NULL; /* the drafts were for the first call's canvas */
+  p.n_drafts = 0;
   sc_infill_budget fit;
   /* The positions of the first call: its prompt and the canvas this one's
    * head, span and tail came from. So the prompt is not cut (it starts and
@@ -241,6 +243,24 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   local_prompt lp;
   if (sc_cpl__local_prompt(a, &fit, ds, &lp, err) != SC_OK) return NULL;
   p.suffix_cut = lp.suffix_cut;
+  /* Drafts (setting drafts): the rest of a suggestion the typing left, the
+   * prompt's own text and the workspace's line table (context.h), verified
+   * by the engine in the passes it runs anyway. */
+  sc_drafts found = {0};
+  sc_draft_runs runs = {0};
+  if (a->set.drafts) {
+    int longest = 0;
+    for (int i = 0; i < plan.n_lengths; i++)
+      if (plan.lengths[i] > longest) longest = plan.lengths[i];
+    sc_draft_query dq = {.before = lp.before, .before_len = lp.before_len, .after = lp.after,
+                         .after_len = lp.after_len, .ws = c->ws, .previous = a->rest,
+                         .previous_len = a->rest ? strlen(a->rest) : 0,
+                         .single_line = a->single_line};
+    if (sc_drafts_attach(&dq, c->tok, longest, &found, &runs, &p, err) != SC_OK) {
+      sc_cpl__local_prompt_free(&lp);
+      return NULL;
+    }
+  }
   double t_ctx = sc_now_ms();
   sc_infill_result res;
   atomic_fetch_add(&c->engine_calls, 1);
@@ -251,7 +271,11 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
                                           lp.pre + (lp.n_pre - lp.keep_pre), (int)lp.keep_pre,
                                           lp.suf, (int)lp.keep_suf, &plan, &p, &job->cancel,
                                           NULL, NULL, &res, err);
+  sc_draft_runs_free(&runs);
+  p.drafts = NULL;
+  p.n_drafts = 0;
   if (st != SC_OK) {
+    sc_drafts_free(&found);
     sc_cpl__local_prompt_free(&lp);
     return NULL;
   }
@@ -286,6 +310,18 @@ static json_t *complete_job(sc_job *job, void *argp, sc_error *err) {
   /* Positions whose K/V the infill took from the previous request in this
    * document (0: a full pass). */
   json_object_set_new(data, "kvReused", json_integer(res.kv_reused));
+  /* What drafting did: the drafts found (and where, best first) and the
+   * tokens drafted, accepted and rejected; tokensPerPass is the infill's
+   * committed tokens a forward pass. */
+  json_t *src = json_array();
+  for (size_t i = 0; i < found.n; i++) json_array_append_new(src, json_string(found.d[i].source));
+  json_object_set_new(data, "drafts",
+                      json_pack("{s:i, s:o, s:i, s:i, s:i, s:f}", "offered", (int)found.n,
+                                "sources", src, "drafted", res.drafted, "accepted", res.accepted,
+                                "rejected", res.rejected, "ms", found.ms));
+  sc_drafts_free(&found);
+  json_object_set_new(data, "tokensPerPass",
+                      json_real(res.steps ? (double)res.committed / res.steps : 0.0));
   json_object_set_new(data, "snippets", json_integer((json_int_t)lp.n_snippets));
   /* The prompt was the document's pinned one (its snippets and window
    * start kept from an earlier request). */

@@ -28,6 +28,8 @@ void sc_cpl__settings_defaults(settings *st) {
   st->length_candidates = 1;
   st->repair = true;
   st->kv_reuse = true; /* README, "Measured": the time it saves against what it changes */
+  st->drafts = true;   /* README, "Drafts": measured on and off */
+  st->draft_threshold = SC_DRAFT_THRESHOLD_DEFAULT;
   st->max_document_bytes = SC_DEFAULT_MAX_DOCUMENT_BYTES;
 }
 
@@ -37,6 +39,7 @@ void sc_cpl__params_from_settings(const settings *st, sc_infill_params *p) {
   sc_infill_algorithm_parse(st->algorithm, p);
   p->threshold = (float)st->threshold;
   p->eos_penalty = (float)st->eos_penalty; /* NAN stays NAN: the model's default */
+  p->draft_threshold = (float)st->draft_threshold;
 }
 
 void sc_cpl__settings_free(settings *st) {
@@ -202,7 +205,8 @@ static bool same_decoding(const settings *a, const settings *b) {
          (a->eos_penalty == b->eos_penalty || (isnan(a->eos_penalty) && isnan(b->eos_penalty))) &&
          a->max_tokens == b->max_tokens && a->length_candidates == b->length_candidates &&
          a->repair == b->repair && a->context_budget == b->context_budget &&
-         a->kv_reuse == b->kv_reuse;
+         a->kv_reuse == b->kv_reuse && a->drafts == b->drafts &&
+         a->draft_threshold == b->draft_threshold;
 }
 
 void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
@@ -296,6 +300,16 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
   if ((v = json_object_get(o, "kvReuse"))) {
     if (json_is_boolean(v)) st->kv_reuse = json_is_true(v);
     else SC_LOG_WARN("settings: kvReuse must be true or false; ignored");
+  }
+  if ((v = json_object_get(o, "drafts"))) {
+    if (json_is_boolean(v)) st->drafts = json_is_true(v);
+    else SC_LOG_WARN("settings: drafts must be true or false; ignored");
+  }
+  if ((v = json_object_get(o, "draftThreshold"))) {
+    if (json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) <= 1)
+      st->draft_threshold = json_number_value(v);
+    else
+      SC_LOG_WARN("settings: draftThreshold must be a number in [0, 1]; ignored");
   }
   if ((v = json_object_get(o, "autoPull"))) {
     /* Turned on while the model is missing: the load that failed runs

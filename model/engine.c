@@ -53,6 +53,8 @@ struct sc_engine {
   int32_t *pick;      /* [max_seq] predicted tokens of this step */
   float *pprob;       /* [max_seq] their probabilities */
   int32_t *order;     /* [max_seq] scratch for sorting */
+  double *pdraft;     /* [max_seq] p of the drafted token, for drafted rows */
+  double *hdraft;     /* [max_seq] and its row's entropy */
   /* What fctx's K/V cache holds (sessions, below): kv_ids[i] is the token
    * whose K/V position i holds, for kv_n positions, computed for session
    * kv_session (0: no session; nothing to reuse). */
@@ -75,6 +77,7 @@ void sc_infill_params_default(sc_infill_params *p) {
   p->seed = 0;
   p->eos_penalty = NAN;
   p->use_cache = true;
+  p->draft_threshold = SC_DRAFT_THRESHOLD_DEFAULT;
 }
 
 bool sc_infill_algorithm_parse(const char *name, sc_infill_params *p) {
@@ -151,13 +154,15 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
   e->pick = malloc(S * sizeof *e->pick);
   e->pprob = malloc(S * sizeof *e->pprob);
   e->order = malloc(S * sizeof *e->order);
+  e->pdraft = malloc(S * sizeof *e->pdraft);
+  e->hdraft = malloc(S * sizeof *e->hdraft);
   e->prow = malloc(S * sizeof *e->prow);
   e->rpick = malloc(S * sizeof *e->rpick);
   e->kv_ids = malloc(S * sizeof *e->kv_ids);
   e->cap_rows = e->max_seq;
   if (!e->logits || !e->rows || !e->positions || !e->z || !e->cand || !e->seq ||
       !e->conf || !e->score || !e->pick || !e->pprob || !e->order || !e->prow || !e->rpick ||
-      !e->kv_ids) {
+      !e->kv_ids || !e->pdraft || !e->hdraft) {
     sc_engine_free(e);
     return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory for %d positions x %d vocab",
                         e->max_seq, e->vocab);
@@ -185,6 +190,8 @@ void sc_engine_free(sc_engine *e) {
   free(e->pick);
   free(e->pprob);
   free(e->order);
+  free(e->pdraft);
+  free(e->hdraft);
   free(e->kv_ids);
   free(e);
 }
@@ -368,13 +375,18 @@ typedef struct cand_run {
   int steps, committed;
   uint64_t key; /* sc_infill_run_key(seed, index): the root of this run's noise */
   int row0, nr; /* this step's rows in the engine's shared buffers */
+  sc_draft_run dr; /* the params' drafts (model.h, sc_draft) */
+  bool *drafted;   /* [m] the positions a draft filled this step (owned; NULL without drafts) */
 } cand_run;
 
 static void run_free(cand_run *run) {
   free(run->seq);
   free(run->conf);
+  free(run->drafted);
+  sc_draft_run_free(&run->dr);
   run->seq = NULL;
   run->conf = NULL;
+  run->drafted = NULL;
 }
 
 /* Moves to the next block that still has masks, or marks the run done. */
@@ -411,6 +423,13 @@ static sc_status run_init(sc_engine *e, cand_run *run, const int32_t *prefix, in
     run_free(run);
     return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
   }
+  sc_status st = sc_draft_run_init(&run->dr, p, m, err);
+  if (st == SC_OK && run->dr.n > 0 && !(run->drafted = calloc((size_t)m, sizeof *run->drafted)))
+    st = sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory");
+  if (st != SC_OK) {
+    run_free(run);
+    return st;
+  }
   /* The family's frame (family.c); a cut suffix gets no EOS. */
   run->n = sc_family_frame(e->prof, p->suffix_cut, 0, prefix, n_prefix, info->mask_id, m, suffix,
                            n_suffix, run->seq, &run->c0);
@@ -433,8 +452,14 @@ static void run_rows(sc_engine *e, cand_run *run, int row0, int base) {
   const sc_model_info *info = e->info;
   run->row0 = row0;
   run->nr = 0;
+  /* A draft fills masked positions of the block first; its rows are
+   * scored in the same pass as the masks'. */
+  if (run->dr.n > 0 &&
+      sc_draft_place(&run->dr, run->seq + run->c0, run->m, info->mask_id, run->bs - run->c0,
+                     run->be - run->c0) > 0)
+    for (int k = 0; k < run->dr.np; k++) run->drafted[run->dr.pos[k]] = true;
   for (int i = run->bs; i < run->be; i++) {
-    if (run->seq[i] != info->mask_id) continue;
+    if (run->seq[i] != info->mask_id && !(run->drafted && run->drafted[i - run->c0])) continue;
     int k = row0 + run->nr++;
     e->positions[k] = i;
     e->rows[k] = base + (info->shift_logits ? (i > 0 ? i - 1 : 0) : i);
@@ -466,6 +491,21 @@ static sc_status run_take_picks(sc_engine *e, cand_run *run, const sc_infill_par
       e->score[k] = rp.score;
     }
     e->order[k] = k;
+    /* A drafted row: p of its drafted token, under the pick's rules. The
+     * pick itself gives it when it chose that token unfiltered; else it is
+     * read from the row's logits (on a GPU they came back for this). */
+    const int i = e->positions[k];
+    if (run->drafted && run->drafted[i - run->c0]) {
+      const int32_t t = run->seq[i];
+      if (e->pick[k] == t && picked) {
+        e->pdraft[k] = e->rpick[k].p;
+        e->hdraft[k] = e->rpick[k].entropy;
+      } else {
+        const sc_pick_params pp = pick_params(e, e->banned, e->prow + k);
+        e->pdraft[k] = sc_pick_prob(e->logits + (size_t)k * (size_t)e->vocab, e->vocab,
+                                    &e->prow[k], &pp, t, &e->hdraft[k]);
+      }
+    }
   }
   return SC_OK;
 }
@@ -499,36 +539,97 @@ static void run_end(sc_engine *e, cand_run *run) {
   if (!mask_before) run->ended = run->done = true;
 }
 
+/* A draft that ends the middle was committed whole: the canvas ends with
+ * it, the suffix moved up behind it, and the run is over. */
+static void run_cut(cand_run *run, int end) {
+  memmove(run->seq + run->c0 + end, run->seq + run->c0 + run->m,
+          (size_t)(run->n - run->c0 - run->m) * sizeof *run->seq);
+  run->n -= run->m - end;
+  run->m = end;
+  run->ended = run->done = true;
+}
+
+/* The acceptance test of this step's drafted rows (model.h, sc_draft):
+ * commits the leading run that passes; returns how many, with
+ * *first_rejected the position (in the sequence) that fell short, or -1. */
+static int run_accept(sc_engine *e, cand_run *run, const sc_infill_params *p,
+                      int *first_rejected) {
+  *first_rejected = -1;
+  if (run->dr.np == 0) return 0;
+  int n = 0;
+  for (int k = run->row0; k < run->row0 + run->nr; k++)
+    if (run->drafted[e->positions[k] - run->c0]) {
+      run->dr.h[n] = e->hdraft[k];
+      run->dr.p[n++] = e->pdraft[k];
+    }
+  int rej = -1;
+  int acc = sc_draft_accept(&run->dr, run->seq + run->c0, e->info->mask_id, p->draft_threshold,
+                            &rej);
+  for (int j = 0; j < acc; j++) {
+    run->conf[run->dr.pos[j]] = (float)run->dr.p[j];
+    run->committed++;
+    run->masks_left--;
+  }
+  for (int j = 0; j < run->dr.np; j++) run->drafted[run->dr.pos[j]] = false;
+  if (rej >= 0) *first_rejected = run->c0 + rej;
+  return acc;
+}
+
 /* Commits the run's picked rows by the schedule, and moves on to the next
- * block when this one is full. */
+ * block when this one is full. With a draft: its accepted run first; when
+ * a drafted position was rejected, every other row saw that token, so only
+ * the rejected position itself may take the model's pick (the schedule's
+ * rule, or always when nothing else was committed). */
 static void run_apply(sc_engine *e, cand_run *run, const sc_infill_params *p,
                       sc_infill_progress_fn progress, void *user) {
   const sc_model_info *info = e->info;
   const int k0 = run->row0, nr = run->nr;
   run->steps++;
-  g_sort_score = e->score;
-  qsort(e->order + k0, (size_t)nr, sizeof *e->order, cmp_order);
-  int take;
-  if (p->schedule == SC_SCHEDULE_THRESHOLD) {
-    take = 1; /* always the best one, so every step makes progress */
-    while (take < nr && e->score[e->order[k0 + take]] >= p->threshold) take++;
+  int rejected = -1;
+  const int accepted = run_accept(e, run, p, &rejected);
+  int end = accepted > 0 && rejected < 0
+                ? sc_draft_end(&run->dr, run->seq + run->c0, run->m, info->mask_id)
+                : -1;
+  if (end >= 0) {
+    run_cut(run, end);
   } else {
-    /* LLaDA's split: base = n / s, the first n % s steps take one more. */
-    int left_steps = run->block_steps - run->step_in_block;
-    if (left_steps < 1) left_steps = 1;
-    take = run->masks_left / left_steps + (run->masks_left % left_steps ? 1 : 0);
-    if (take < 1) take = 1;
-    if (take > nr) take = nr;
+    /* The rows the schedule chooses from: the masks left (only the
+     * rejected position after a rejection). */
+    int nc = 0;
+    for (int k = k0; k < k0 + nr; k++) {
+      int pos = e->positions[k];
+      if (run->seq[pos] == info->mask_id && (rejected < 0 || pos == rejected))
+        e->order[k0 + nc++] = k;
+    }
+    g_sort_score = e->score;
+    qsort(e->order + k0, (size_t)nc, sizeof *e->order, cmp_order);
+    int take = 0;
+    if (nc == 0) {
+      take = 0;
+    } else if (rejected >= 0) {
+      take = accepted == 0 || p->schedule != SC_SCHEDULE_THRESHOLD ||
+             e->score[e->order[k0]] >= p->threshold;
+    } else if (p->schedule == SC_SCHEDULE_THRESHOLD) {
+      take = accepted > 0 ? 0 : 1; /* always the best one, so every step makes progress */
+      while (take < nc && e->score[e->order[k0 + take]] >= p->threshold) take++;
+    } else {
+      /* LLaDA's split: base = n / s, the first n % s steps take one more. */
+      int left_steps = run->block_steps - run->step_in_block;
+      if (left_steps < 1) left_steps = 1;
+      take = run->masks_left / left_steps + (run->masks_left % left_steps ? 1 : 0);
+      if (take < 1) take = 1;
+      if (take > nc) take = nc;
+    }
+    for (int t = 0; t < take; t++) {
+      int j = e->order[k0 + t];
+      int pos = e->positions[j];
+      run->seq[pos] = e->pick[j];
+      run->conf[pos - run->c0] = e->pprob[j];
+      run->committed++;
+      run->masks_left--;
+    }
+    run_end(e, run);
   }
-  for (int t = 0; t < take; t++) {
-    int j = e->order[k0 + t];
-    int pos = e->positions[j];
-    run->seq[pos] = e->pick[j];
-    run->conf[pos - run->c0] = e->pprob[j];
-    run->committed++;
-    run->masks_left--;
-  }
-  run_end(e, run);
   run->step_in_block++;
   if (progress)
     progress(user, run->index, run->seq + run->c0, run->m, run->steps, run->committed);
@@ -542,6 +643,8 @@ static void run_finish(sc_engine *e, cand_run *run, cand_state *cs) {
   cs->n = run->n;
   cs->steps = run->steps;
   cs->committed = run->committed;
+  cs->drafted = run->dr.drafted;
+  cs->accepted = run->dr.accepted;
   /* The canvas is moved to the front of seq, which the run owns. */
   memmove(run->seq, run->seq + run->c0, (size_t)run->m * sizeof *run->seq);
   cs->canvas = run->seq;
@@ -550,6 +653,7 @@ static void run_finish(sc_engine *e, cand_run *run, cand_state *cs) {
   run->conf = NULL;
   /* Mean log-confidence over the middle and the end token that ends it. */
   sc_family_score(e->prof, cs);
+  cs->ended = cs->ended || run->ended; /* a draft that ended the middle (run_cut) */
 }
 
 /* Makes the per-step buffers hold n rows. */
@@ -570,11 +674,17 @@ static sc_status ensure_rows(sc_engine *e, int n, sc_error *err) {
   if (pprob) e->pprob = pprob;
   int32_t *order = realloc(e->order, N * sizeof *order);
   if (order) e->order = order;
+  double *pdraft = realloc(e->pdraft, N * sizeof *pdraft);
+  if (pdraft) e->pdraft = pdraft;
+  double *hdraft = realloc(e->hdraft, N * sizeof *hdraft);
+  if (hdraft) e->hdraft = hdraft;
   sc_pick_row_params *prow = realloc(e->prow, N * sizeof *prow);
   if (prow) e->prow = prow;
   sc_row_pick *rpick = realloc(e->rpick, N * sizeof *rpick);
   if (rpick) e->rpick = rpick;
-  SC_CHECK(logits && rows && positions && score && pick && pprob && order && prow && rpick, err,
+  SC_CHECK(logits && rows && positions && score && pick && pprob && order && pdraft && hdraft &&
+               prow && rpick,
+           err,
            SC_ERR_NOMEM, "engine: out of memory for %d rows", n);
   e->cap_rows = n;
   return SC_OK;
@@ -712,7 +822,7 @@ static sc_status decode_candidate(sc_engine *e, sc_infill_session *session, cons
     }
     if (pick)
       st = sc_forward_ctx_pick(e->fctx, run.seq, run.n, w0, w1, NULL, 0, e->rows, run.nr, &pp,
-                               e->logits, false, e->rpick, err);
+                               e->logits, run.dr.np > 0, e->rpick, err);
     else if (window)
       st = sc_forward_ctx_run_window(e->fctx, run.seq, run.n, w0, w1, e->rows, run.nr,
                                      e->logits, err);
@@ -731,6 +841,8 @@ static sc_status decode_candidate(sc_engine *e, sc_infill_session *session, cons
   }
   if (st == SC_OK) run_finish(e, &run, cs);
   else cs->steps = run.steps, cs->committed = run.committed;
+  cs->drafted = run.dr.drafted;
+  cs->accepted = run.dr.accepted;
   run_free(&run);
   return st;
 }
@@ -826,6 +938,14 @@ void sc_engine_batch_free(sc_engine_batch *b) {
 sc_status sc_engine_batch_add(sc_engine_batch *b, const sc_infill_request *req,
                               const sc_infill_params *params, int *slot, sc_error *err) {
   SC_CHECK(b && req && slot, err, SC_ERR_INVALID, "batch: bad arguments");
+  /* Drafts belong to one prompt (model.h): none here. */
+  sc_infill_params q;
+  if (params) {
+    q = *params;
+    q.drafts = NULL;
+    q.n_drafts = 0;
+    params = &q;
+  }
   return batch_add_indexed(b, req, params, 0, slot, err);
 }
 
@@ -893,10 +1013,11 @@ sc_status sc_engine_batch_step(sc_engine_batch *b, sc_infill_progress_fn progres
   for (int a = 0; a < na; a++) {
     batch_slot *bs = &b->slots[active[a]];
     cand_run *run = &bs->run;
+    run_rows(e, run, rows, n); /* (places a draft in run->seq first) */
     memcpy(b->packed + n, run->seq, (size_t)run->n * sizeof *b->packed);
-    run_rows(e, run, rows, n);
     run_pick_params(e, run, &bs->p);
-    filtered |= !unfiltered(e, &bs->p);
+    /* A drafted row's test reads its logits (sc_pick_prob). */
+    filtered |= !unfiltered(e, &bs->p) || run->dr.np > 0;
     rows += run->nr;
     n += run->n;
     offsets[a + 1] = n;
@@ -1081,10 +1202,21 @@ sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
     SC_CHECK(suffix[i] >= 0 && suffix[i] < e->vocab, err, SC_ERR_INVALID,
              "infill: suffix token %d out of the vocabulary", suffix[i]);
 
+  SC_CHECK(params->draft_threshold >= 0 && params->draft_threshold <= 1, err, SC_ERR_INVALID,
+           "infill: draft_threshold must be in [0, 1]");
+  SC_CHECK(params->n_drafts <= 0 || params->drafts, err, SC_ERR_INVALID, "infill: no drafts");
+  for (int d = 0; d < params->n_drafts && d < SC_INFILL_MAX_DRAFTS; d++) {
+    const sc_draft *dr = &params->drafts[d];
+    SC_CHECK(dr->n >= 0 && dr->offset >= 0 && (dr->n == 0 || dr->ids), err, SC_ERR_INVALID,
+             "infill: draft %d is malformed", d);
+    for (int i = 0; i < dr->n; i++)
+      SC_CHECK(dr->ids[i] >= 0 && dr->ids[i] < e->vocab, err, SC_ERR_INVALID,
+               "infill: draft token %d out of the vocabulary", dr->ids[i]);
+  }
   cand_state cands[SC_INFILL_MAX_CANDIDATES];
   memset(cands, 0, sizeof cands);
   double ms_fwd = 0, ms_smp = 0;
-  int steps = 0, committed = 0;
+  int steps = 0, committed = 0, drafted = 0, accepted = 0;
   sc_status st = SC_OK;
   /* sculpt's block loop (batched over several lengths, or alone with the
    * cache), else a loop of upstream.c: an upstream preset, or DreamOn. */
@@ -1096,7 +1228,11 @@ sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
                                     params->seed, params->suffix_cut};
     st = decode_batch(e, reqs, plan->n_lengths, true, params, cancel, progress, user, cands,
                       &steps, &ms_fwd, &ms_smp, err);
-    for (int c = 0; c < plan->n_lengths; c++) committed += cands[c].committed;
+    for (int c = 0; c < plan->n_lengths; c++) {
+      committed += cands[c].committed;
+      drafted += cands[c].drafted;
+      accepted += cands[c].accepted;
+    }
   } else {
     for (int c = 0; c < plan->n_lengths && st == SC_OK; c++) {
       cand_state *cs = &cands[c];
@@ -1108,6 +1244,8 @@ sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
                                    &ms_fwd, &ms_smp, &kv_reused, err);
       steps += cs->steps;
       committed += cs->committed;
+      drafted += cs->drafted;
+      accepted += cs->accepted;
     }
   }
   /* Best mean log-confidence; on a tie, prefer a candidate the model ended
@@ -1138,6 +1276,9 @@ sc_status sc_engine_infill_session(sc_engine *e, sc_infill_session *session,
   if (st != SC_OK) return st;
   out->steps = steps;
   out->committed = committed;
+  out->drafted = drafted;
+  out->accepted = accepted;
+  out->rejected = drafted - accepted;
   out->ms_forward = ms_fwd;
   out->ms_sample = ms_smp;
   out->ms_total = sc_now_ms() - t_start;
@@ -1172,6 +1313,9 @@ static sc_status finish_result(sc_engine *e, cand_state *bestp, int best_index,
   out->ended = best.ended;
   out->steps = best.steps;
   out->committed = best.committed;
+  out->drafted = best.drafted;
+  out->accepted = best.accepted;
+  out->rejected = best.drafted - best.accepted;
   free(best.canvas);
   free(best.conf);
   if (e->tok) {
@@ -1216,6 +1360,11 @@ sc_status sc_engine_infill_many(sc_engine *e, const sc_infill_request *reqs, int
   }
   if (passes) *passes = 0;
   SC_CHECK(n >= 0 && (n == 0 || (reqs && outs)), err, SC_ERR_INVALID, "infill: bad arguments");
+  /* Drafts belong to one prompt (model.h): none for many. */
+  sc_infill_params no_drafts = *params;
+  no_drafts.drafts = NULL;
+  no_drafts.n_drafts = 0;
+  params = &no_drafts;
   for (int i = 0; i < n; i++) memset(&outs[i], 0, sizeof outs[i]);
   for (int i = 0; i < n; i++) SC_TRY(check_request(e, &reqs[i], params, err));
   /* Groups of at most SC_INFILL_MAX_BATCH requests and a bounded packed

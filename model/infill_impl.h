@@ -19,8 +19,46 @@ typedef struct sc_cand {
   float *conf;     /* [m] p of each token when it was committed (owned) */
   double mean_logp;
   int steps, committed;
+  int drafted, accepted; /* draft tokens placed and committed (sc_draft_run) */
   bool ended;
 } sc_cand;
+
+/* ---- drafts (draft.c): what the block loop and the upstream loops share ---- */
+
+/* One candidate's drafts while it decodes (model.h, sc_draft). */
+typedef struct sc_draft_run {
+  const sc_draft *d; /* the params' drafts, best first (borrowed) */
+  int n;
+  bool dead[SC_INFILL_MAX_DRAFTS]; /* rejected, or no longer agreeing with the canvas */
+  int cur;       /* the draft placed this step; -1: none */
+  int np;        /* positions placed this step ... */
+  int32_t *pos;  /* ... [cap]: canvas positions, ascending (owned) */
+  double *p;     /* [cap] the pass's p of each placed token, for the test (owned) */
+  double *h;     /* [cap] the entropy (nats) of the row that scored it (owned) */
+  int cap;
+  int drafted, accepted; /* over the run */
+} sc_draft_run;
+
+/* p's drafts for a canvas of up to cap positions; nothing to free when p
+ * has none. */
+sc_status sc_draft_run_init(sc_draft_run *dr, const sc_infill_params *p, int cap, sc_error *err);
+void sc_draft_run_free(sc_draft_run *dr);
+/* Writes the best live draft that agrees with the canvas cv[0, m) into its
+ * masked positions within [lo, hi) and lists them in dr->pos; returns how
+ * many (0: none placed, dr->cur -1). Drafts that disagree with a committed
+ * position die. */
+int sc_draft_place(sc_draft_run *dr, int32_t *cv, int m, int32_t mask, int lo, int hi);
+/* The acceptance test: the leading run of placed positions whose p[k]
+ * (dr->p, for dr->pos[k]) is at least min(thr, sqrt(thr) exp(-h[k]))
+ * stays; the rest become masks again in cv and the draft dies. Returns
+ * the run's length; *first_rejected is the first position that fell
+ * short, -1 when all passed. */
+int sc_draft_accept(sc_draft_run *dr, int32_t *cv, int32_t mask, float thr,
+                    int *first_rejected);
+/* After an acceptance: the canvas length the placed draft sets (its end)
+ * when it ends the middle, all of it is committed and no mask is left
+ * before it; else -1. */
+int sc_draft_end(const sc_draft_run *dr, const int32_t *cv, int m, int32_t mask);
 
 /* ---- the profile's rules (family.c) ---------------------------------------- */
 

@@ -518,6 +518,12 @@ void sc_forward_ctx_counters(const sc_forward_ctx *ctx, sc_forward_counters *out
  * (row-major, as sc_forward_ctx_run writes them), z scratch [vocab]. */
 void sc_pick_rows(const float *logits, int n_rows, int vocab, const sc_pick_params *pick,
                   double *z, sc_row_pick *out);
+/* p(token) in one row under the same rules (temperature, EOS penalty,
+ * bans; no noise), and the row's entropy in nats into *entropy (may be
+ * NULL): what a draft's acceptance test reads. 0 for a banned token or a
+ * row with a non-finite logit. */
+double sc_pick_prob(const float *logits, int vocab, const sc_pick_row_params *row,
+                    const sc_pick_params *pick, int32_t token, double *entropy);
 
 /* ======================= the diffusion infill engine ===================== */
 /* (model/engine.c) Fills a canvas of mask tokens between a prefix and a
@@ -628,6 +634,49 @@ typedef struct sc_family_profile {
   bool plain_confidence;  /* rank by softmax of the untempered logits (LLaDA) */
 } sc_family_profile;
 
+/* ---- drafts: tokens proposed for canvas positions ----------------------------
+ * A draft proposes tokens for a run of canvas positions: text the caller
+ * found elsewhere (the prompt's own text, the repository, an answer shown
+ * before); the engine knows nothing of where. In each step, the best-ranked
+ * draft that agrees with everything already committed in its span writes
+ * its tokens into the masked positions it covers in the current block, and
+ * the one forward pass the step runs anyway scores every drafted position
+ * at once, each against the prefix, the suffix and the other drafted tokens
+ * (its row is computed with the drafted tokens visible). The leading run of
+ * drafted positions whose drafted token has p >= min(draft_threshold,
+ * sqrt(draft_threshold) exp(-H)), H the row's entropy (Medusa's typical
+ * acceptance: an unsure row asks less of the draft; p under the step's
+ * picking rules: temperature, EOS penalty, bans; before top-k or top-p) is
+ * committed together. At the first position that falls short the
+ * draft is rejected: it and the rest of the draft become masks again and
+ * are decoded as usual. Rows that saw a rejected token commit nothing that
+ * step, except the rejected position itself, which takes the model's own
+ * pick when it passes the schedule (always, when the step committed nothing
+ * else), so every step still makes progress; a rejected draft is not tried
+ * again. A draft that ends the middle (the suffix follows its last token)
+ * sets the canvas length to its end once all of it is committed and no mask
+ * is left before it.
+ *
+ * Where it runs: sculpt's block loop (fast, with or without the dual K/V
+ * cache, one length or several) and, on request, the upstream loops that
+ * commit without re-masking (one-per-step, dream-schedule, llada); p2 and
+ * DreamOn's expand/delete loop ignore drafts. On a device that picks on the
+ * GPU, a drafting step asks for its rows' logits back (keep_logits) and the
+ * acceptance test reads them on the host (sc_pick_prob). */
+typedef struct sc_draft {
+  const int32_t *ids; /* the proposed tokens (borrowed) */
+  int n;
+  int offset;       /* the canvas position of ids[0] (0: at the cursor) */
+  bool ends_middle; /* the suffix follows ids[n - 1]: the middle ends there */
+} sc_draft;
+#define SC_INFILL_MAX_DRAFTS 8
+/* The acceptance threshold's default (sc_infill_params.draft_threshold):
+ * the best of 0.5/0.3/0.1/0.03/0.01 on repo-single with the shipped model
+ * (README, "Evaluation": drafts). That model gives right drafted tokens p of
+ * 0.001-0.03; lower still (0.003, or 0, which verifies nothing) scored
+ * higher there but keeps more wrong drafts: re-sweep for a stronger model. */
+#define SC_DRAFT_THRESHOLD_DEFAULT 0.01f
+
 typedef struct sc_infill_params {
   sc_rank rank;
   sc_schedule schedule;
@@ -661,6 +710,13 @@ typedef struct sc_infill_params {
   /* The suffix was cut to fit a budget: no EOS after it (an EOS says the
    * file ends there). sc_infill_fit says when. */
   bool suffix_cut;
+  /* Drafts (above), best first; borrowed for the call (sc_engine_infill and
+   * its variants); NULL or 0: none. At most SC_INFILL_MAX_DRAFTS are used.
+   * sc_engine_infill_many and sc_engine_batch_add (other prompts in one
+   * batch) ignore them. */
+  const sc_draft *drafts;
+  int n_drafts;
+  float draft_threshold; /* p a drafted token needs; default SC_DRAFT_THRESHOLD_DEFAULT */
 } sc_infill_params;
 
 /* Variable length (DreamOn, ../shared/notes B5): when the profile has an
@@ -831,6 +887,11 @@ typedef struct sc_infill_result {
                          left and this one reused (0: its first pass was full) */
   int32_t *canvas_ids; /* the chosen canvas as decoded, before ending and
                           cleaning (owned; canvas_len of them) */
+  /* Drafts (sc_infill_params.drafts), all candidates: drafted tokens
+   * placed on the canvas and scored, of which accepted were committed and
+   * rejected (drafted - accepted) were not. committed / steps is the
+   * tokens a forward pass gave. */
+  int drafted, accepted, rejected;
 } sc_infill_result;
 
 void sc_infill_result_free(sc_infill_result *r); /* frees the members; r itself is the caller's */

@@ -78,3 +78,38 @@ void sc_pick_rows(const float *logits, int n_rows, int vocab, const sc_pick_para
   for (int k = 0; k < n_rows; k++)
     pick_row(logits + (size_t)k * (size_t)vocab, vocab, &pick->rows[k], pick, z, &out[k]);
 }
+
+/* A logit as pick_row adjusts it (banned ids aside). */
+static double adjusted(const float *l, int t, double inv_t, double pen, const sc_pick_params *pp) {
+  double v = (double)l[t] * inv_t;
+  if (t == pp->eos_id || t == pp->pad_id) v -= pen;
+  else if (pen != 0.0 && pp->n_more_end_ids > 0 && is_more_end(pp, t)) v -= pen;
+  return v;
+}
+
+/* The rules of pick_row, for one token's probability (and the row's
+ * entropy): two passes (the maximum, then the sums), no scratch row. */
+double sc_pick_prob(const float *l, int V, const sc_pick_row_params *rp, const sc_pick_params *pp,
+                    int32_t token, double *entropy) {
+  if (entropy) *entropy = 0.0;
+  if (token < 0 || token >= V || (pp->banned && pp->banned[token])) return 0.0;
+  const double inv_t = rp->temperature > 0 ? 1.0 / (double)rp->temperature : 1.0;
+  const double pen = (double)rp->eos_penalty * inv_t;
+  double m = -INFINITY;
+  for (int t = 0; t < V; t++) {
+    if (!isfinite(l[t])) return 0.0;
+    if (pp->banned && pp->banned[t]) continue;
+    double v = adjusted(l, t, inv_t, pen, pp);
+    if (v > m) m = v;
+  }
+  double s = 0, s1 = 0;
+  for (int t = 0; t < V; t++) {
+    if (pp->banned && pp->banned[t]) continue;
+    double d = adjusted(l, t, inv_t, pen, pp) - m, e = exp(d);
+    s += e;
+    s1 += e * d;
+  }
+  if (!(s > 0) || !isfinite(s)) return 0.0;
+  if (entropy) *entropy = log(s) - s1 / s; /* as pick_row's */
+  return exp(adjusted(l, token, inv_t, pen, pp) - m) / s;
+}

@@ -8,6 +8,8 @@
  * own. The encoder keeps all mutable state in a per-call context, so a loaded
  * tokenizer is shared read-only between threads.
  */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -794,6 +796,48 @@ static sc_status encode_gap(enc *e, const char *s, size_t len) {
   return SC_OK;
 }
 
+/* The regex engine's per-call objects, kept per thread: making them (the
+ * JIT stack's mapping above all) cost about 0.1 ms a call, which short
+ * texts (the drafts of every completion, context/draft.c) pay each time. */
+typedef struct regex_scratch {
+  pcre2_match_data *md;
+  pcre2_match_context *mctx;
+  pcre2_jit_stack *jit;
+} regex_scratch;
+
+static pthread_key_t g_regex_key;
+static pthread_once_t g_regex_once = PTHREAD_ONCE_INIT;
+
+static void regex_scratch_free(void *p) {
+  regex_scratch *r = p;
+  if (!r) return;
+  pcre2_jit_stack_free(r->jit);
+  pcre2_match_context_free(r->mctx);
+  pcre2_match_data_free(r->md);
+  free(r);
+}
+
+static void regex_key_make(void) { pthread_key_create(&g_regex_key, regex_scratch_free); }
+
+static regex_scratch *thread_regex(void) {
+  pthread_once(&g_regex_once, regex_key_make);
+  regex_scratch *r = pthread_getspecific(g_regex_key);
+  if (r) return r;
+  r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->md = pcre2_match_data_create(16, NULL);
+  r->mctx = pcre2_match_context_create(NULL);
+  /* A JIT stack larger than the 32 KiB default: lookahead after a long run
+   * of spaces needs it. Without JIT support this is NULL and unused. */
+  r->jit = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
+  if (r->jit && r->mctx) pcre2_jit_stack_assign(r->mctx, NULL, r->jit);
+  if (!r->md || !r->mctx || pthread_setspecific(g_regex_key, r) != 0) {
+    regex_scratch_free(r);
+    return NULL;
+  }
+  return r;
+}
+
 sc_status sc_tokenizer_encode(const sc_tokenizer *t, const char *text, size_t len,
                               int32_t **ids, size_t *n, sc_error *err) {
   SC_CHECK(t && ids && n && (text || len == 0), err, SC_ERR_INVALID,
@@ -805,21 +849,16 @@ sc_status sc_tokenizer_encode(const sc_tokenizer *t, const char *text, size_t le
            "text too long to tokenize (%zu bytes)", len);
   enc e = {.t = t, .err = err};
   sc_status st = SC_OK;
-  e.md = pcre2_match_data_create(16, NULL);
-  e.mctx = pcre2_match_context_create(NULL);
-  if (!e.md || !e.mctx) {
+  regex_scratch *rx = thread_regex();
+  if (!rx) {
     st = sc_error_set(err, SC_ERR_NOMEM, "out of memory (regex)");
     goto done;
   }
-  /* A JIT stack larger than the 32 KiB default: lookahead after a long run
-   * of spaces needs it. Without JIT support this is NULL and unused. */
-  e.jit = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
-  if (e.jit) pcre2_jit_stack_assign(e.mctx, NULL, e.jit);
+  e.md = rx->md;
+  e.mctx = rx->mctx;
+  e.jit = rx->jit;
   st = split_added(&e, &t->raw_set, text, len, encode_gap);
 done:
-  pcre2_jit_stack_free(e.jit);
-  pcre2_match_context_free(e.mctx);
-  pcre2_match_data_free(e.md);
   free(e.sid);
   free(e.heap);
   free(e.pbuf);

@@ -166,6 +166,10 @@ typedef struct loop_run {
   sc_loop_pick *pk; /* [cap] their picks */
   int32_t *order;  /* [cap] */
   double ms_fwd, ms_smp;
+  /* Drafts (model.h, sc_draft), on the loops that never re-mask. */
+  sc_draft_run dr;
+  bool *drafted; /* [cap] positions a draft filled this step (owned; NULL without drafts) */
+  bool ended;    /* a draft that ends the middle set the canvas's end */
 } loop_run;
 
 static int row_of(const loop_run *r, int pos) {
@@ -248,6 +252,73 @@ static int list_masks(loop_run *r, int a, int b) {
   return r->nr;
 }
 
+/* This step's rows with drafts: the best live draft fills masked positions
+ * of [a, b) first, and its positions are scored with the masks'. */
+static int list_rows(loop_run *r, int a, int b) {
+  if (r->dr.n > 0 && sc_draft_place(&r->dr, r->cv, r->m, r->mask, a, b) > 0)
+    for (int k = 0; k < r->dr.np; k++) r->drafted[r->dr.pos[k]] = true;
+  r->nr = 0;
+  for (int i = a; i < b && i < r->m; i++)
+    if (r->cv[i] == r->mask || (r->drafted && r->drafted[i])) r->pos[r->nr++] = i;
+  return r->nr;
+}
+
+/* The acceptance test after a step (model.h, sc_draft): the leading run of
+ * drafted rows whose token has p >= the threshold (softmax of the tempered,
+ * penalised logits, as the engine's test) is committed; then the rows the
+ * loop's own rule may commit are left in pos/pk: the masks, or only the
+ * first rejected position (every other row saw the rejected token).
+ * Returns how many were accepted; *cut: a draft that ends the middle was
+ * committed whole and the canvas now ends with it. */
+static int accept_drafts(loop_run *r, bool *rejected, bool *cut) {
+  *rejected = *cut = false;
+  if (r->dr.np == 0) return 0;
+  const sc_loop_io *io = r->io;
+  const sc_family_profile *pf = io->prof;
+  sc_pick_row_params rp = {r->p->temperature > 0 ? (float)r->p->temperature : 0.0f, r->penalty,
+                           0};
+  sc_pick_params pp = {&rp, io->banned, pf->n_end > 0 ? pf->end_ids[0] : -1,
+                       pf->n_end > 1 ? pf->end_ids[1] : -1, pf->end_ids + 2,
+                       pf->n_end > 2 ? pf->n_end - 2 : 0};
+  int n = 0;
+  for (int k = 0; k < r->nr; k++)
+    if (r->drafted[r->pos[k]]) {
+      r->dr.p[n] = sc_pick_prob(io->logits + (size_t)k * (size_t)io->vocab, io->vocab, &rp, &pp,
+                                r->cv[r->pos[k]], &r->dr.h[n]);
+      n++;
+    }
+  int first = -1;
+  int acc = sc_draft_accept(&r->dr, r->cv, r->mask, r->p->draft_threshold, &first);
+  for (int j = 0; j < acc; j++) {
+    r->cf[r->dr.pos[j]] = (float)r->dr.p[j];
+    r->committed++;
+  }
+  for (int j = 0; j < r->dr.np; j++) r->drafted[r->dr.pos[j]] = false;
+  *rejected = first >= 0;
+  int end = acc > 0 && first < 0 ? sc_draft_end(&r->dr, r->cv, r->m, r->mask) : -1;
+  if (end >= 0) {
+    r->n -= r->m - end; /* the suffix would follow; no pass runs after this */
+    r->m = end;
+    r->ended = *cut = true;
+  }
+  /* What the loop's rule still chooses from. */
+  int w = 0;
+  for (int k = 0; k < r->nr; k++) {
+    int pos = r->pos[k];
+    if (*cut || pos >= r->m || r->cv[pos] != r->mask || (first >= 0 && pos != first)) continue;
+    r->pos[w] = pos;
+    r->pk[w] = r->pk[k];
+    r->order[w] = w;
+    w++;
+  }
+  r->nr = w;
+  return acc;
+}
+
+/* The loop's own k after the drafts: one (the rejected position) after a
+ * rejection, nothing more when a draft ended the middle. */
+static int draft_k(int k, bool rejected, bool cut) { return cut ? 0 : rejected ? 1 : k; }
+
 static void report(loop_run *r, int cand_index) {
   if (r->io->progress)
     r->io->progress(r->io->user, cand_index, r->cv, r->m, r->steps, r->committed);
@@ -260,10 +331,12 @@ static void report(loop_run *r, int cand_index) {
  * steps (0: until the canvas is full). */
 static sc_status loop_one_per_step(loop_run *r, int cand_index, sc_error *err) {
   for (int step = 0; r->p->steps <= 0 || step < r->p->steps; step++) {
-    if (list_masks(r, 0, r->m) == 0) break;
+    if (list_rows(r, 0, r->m) == 0) break;
     memcpy(r->io->seq + r->c0, r->cv, (size_t)r->m * sizeof *r->cv);
     SC_TRY(step_pick(r, r->io->prof->expand_id, err));
-    commit_best(r, 1);
+    bool rejected, cut;
+    accept_drafts(r, &rejected, &cut);
+    commit_best(r, draft_k(1, rejected, cut));
     report(r, cand_index);
   }
   return SC_OK;
@@ -306,9 +379,12 @@ static sc_status loop_dream_schedule(loop_run *r, int cand_index, sc_error *err)
       k = (int)want;
     }
     if (k <= 0) continue; /* upstream runs the pass and commits nothing */
+    list_rows(r, 0, r->m);
     memcpy(r->io->seq + r->c0, r->cv, (size_t)r->m * sizeof *r->cv);
     if ((st = step_pick(r, -1, err)) != SC_OK) break;
-    commit_best(r, k);
+    bool rejected, cut;
+    accept_drafts(r, &rejected, &cut);
+    commit_best(r, draft_k(k, rejected, cut));
     report(r, cand_index);
   }
   free(ts);
@@ -332,11 +408,14 @@ static sc_status loop_llada(loop_run *r, int cand_index, sc_error *err) {
     if (s < 1) s = 1;
     for (int j = 0; j < s; j++) {
       int k = nmask / s + (j < nmask % s ? 1 : 0);
-      if (k == 0 || list_masks(r, 0, be) == 0) continue;
-      memcpy(r->io->seq + r->c0, r->cv, (size_t)m * sizeof *r->cv);
+      if (k == 0 || list_rows(r, 0, be) == 0) continue;
+      memcpy(r->io->seq + r->c0, r->cv, (size_t)r->m * sizeof *r->cv);
       SC_TRY(step_pick(r, -1, err));
-      commit_best(r, k);
+      bool rejected, cut;
+      accept_drafts(r, &rejected, &cut);
+      commit_best(r, draft_k(k, rejected, cut));
       report(r, cand_index);
+      if (cut) return SC_OK;
     }
   }
   return SC_OK;
@@ -514,6 +593,14 @@ sc_status sc_loop_decode(const sc_loop_io *io, const int32_t *prefix, int n_pref
     goto done;
   }
   for (int i = 0; i < m0; i++) r.cv[i] = r.mask;
+  /* Drafts on the loops that commit without re-masking (model.h). */
+  if (!dreamon && p->loop != SC_LOOP_P2 && p->n_drafts > 0) {
+    if ((st = sc_draft_run_init(&r.dr, p, r.cap, err)) != SC_OK) goto done;
+    if (r.dr.n > 0 && !(r.drafted = calloc((size_t)r.cap, sizeof *r.drafted))) {
+      st = sc_error_set(err, SC_ERR_NOMEM, "infill: out of memory");
+      goto done;
+    }
+  }
   bool ended = false;
   if (dreamon) {
     st = loop_dreamon(&r, prefix, n_prefix, suffix, n_suffix, max_m, cand_index, &ended, err);
@@ -535,6 +622,8 @@ sc_status sc_loop_decode(const sc_loop_io *io, const int32_t *prefix, int n_pref
   *ms_smp += r.ms_smp;
   out->steps = r.steps;
   out->committed = r.committed;
+  out->drafted = r.dr.drafted;
+  out->accepted = r.dr.accepted;
   if (st != SC_OK) goto done;
   out->m = r.m;
   out->c0 = r.c0;
@@ -544,8 +633,10 @@ sc_status sc_loop_decode(const sc_loop_io *io, const int32_t *prefix, int n_pref
   r.cv = NULL;
   r.cf = NULL;
   sc_family_score(pf, out);
-  out->ended = out->ended || ended;
+  out->ended = out->ended || ended || r.ended;
 done:
+  sc_draft_run_free(&r.dr);
+  free(r.drafted);
   free(r.cv);
   free(r.cf);
   free(r.pos);

@@ -40,7 +40,8 @@
   "Server settings, a plist sent as initializationOptions.
 Keys: :modelPath :device :weights :algorithm :threshold :eosPenalty :maxTokens
 :contextBudget :debounceMs :enabledLanguages :holeMarker :lengthCandidates
-:logLevel :repair :kvReuse :maxDocumentBytes :indexMaxFiles :autoPull :backend.
+:logLevel :repair :kvReuse :drafts :draftThreshold :maxDocumentBytes :indexMaxFiles
+:autoPull :backend.
 Nil: the server's defaults ($SCULPT_MODEL, else the model sculpt ships)."
   :type 'plist)
 

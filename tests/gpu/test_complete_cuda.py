@@ -11,8 +11,8 @@ lm_head chunk, and for holes decoded
 together in packed passes (`sculpt batch`). The CPU middle is checked
 against the known answer first, so the comparison cannot pass on two empty
 strings. Checkpoints with NaN or Inf weights are refused on both with
-the same error. Skips (77) when the binary has
-no CUDA backend or no device answers."""
+the same error. Drafts give the CPU's middles and passes. Skips (77) when
+the binary has no CUDA backend or no device answers."""
 import json
 import os
 import shutil
@@ -89,6 +89,32 @@ with tempfile.TemporaryDirectory() as tmp:
         conf_err = max((abs(a - b) for a, b in zip(cuda["confidence"], cpu["confidence"])),
                        default=0.0)
         check(conf_err <= 2e-2, f"{name}: confidences within 2e-2 (max diff {conf_err:.2e})")
+
+    # Drafts (model.h, sc_draft): the acceptance test reads the drafted rows'
+    # logits, which the device hands back for a drafting step
+    # (keep_logits). A right draft (accepted in one pass), a wrong one
+    # (rejected, the model's letters written) and one that ends the middle
+    # must give the CPU's middle, passes and counts, with and without the
+    # dual cache.
+    drafts = os.path.join(tmp, "drafts.py")
+    for name, text, dwant in (("right draft", "x = abcdefghij\nx = abc\n", want),
+                              ("wrong draft", "x = abcxyz\nx = abc\n", want),
+                              ("ending draft", "x = abcdefghij\nx = abchij\n", "defg")):
+        with open(drafts, "w") as f:
+            f.write(text)
+        for extra in ([], ["--no-cache"]):
+            res = {dev: complete(model, drafts, "2:8", "--device", dev, "--max-tokens", "40",
+                                 *extra)[1] for dev in ("cpu", "cuda")}
+            cpu, cuda = res["cpu"], res["cuda"]
+            if not cpu or not cuda:
+                check(False, f"{name} {extra}: both devices answer")
+                continue
+            check(cpu["text"] == dwant and cpu["drafts"]["drafted"] > 0,
+                  f"{name} {extra}: the CPU's middle {cpu['text']!r}, {cpu['drafts']}")
+            check(cuda["ids"] == cpu["ids"] and cuda["steps"] == cpu["steps"] and
+                  cuda["drafts"]["accepted"] == cpu["drafts"]["accepted"],
+                  f"{name} {extra}: cuda {cuda['text']!r} {cuda['steps']} passes "
+                  f"{cuda['drafts']} == cpu {cpu['steps']} passes {cpu['drafts']}")
 
     # The checkpoint's own EOS penalty (generation_config.json), with no flag:
     # it reaches the device's per-row pick parameters as on the CPU. At 100

@@ -11,10 +11,17 @@ about 300k lines for 3.11, copied to a temporary git work tree. Reports:
     --repeat cursors spread over each, the file's syntax tree built once as
     an editor has it; wall-clock p50/p99 and the thread's CPU time p50/p99
     (on a shared machine the wall time also counts waiting for a core);
+  - the drafts at the same cursors (context/draft.c: the prompt's text and
+    the index's line table, tokenized as the engine takes them), timed
+    apart, the same way;
   - peak memory, and the machine.
 
     tools/bench/context_index.py [--bin build/sculpt] [--tree DIR] [--files 20]
-                                 [--repeat 50] [--seed 1] [--generated N]
+                                 [--repeat 50] [--seed 1] [--generated N] [--all]
+                                 [--budget TOKENS]
+
+--all copies every file of the tree (C, headers, Python, ...: a whole
+checkout such as python/cpython's), not only its .py files without tests.
 
 --generated N benchmarks a generated repository of N small Python files
 instead (the previous benchmark's synthetic tree).
@@ -45,13 +52,17 @@ def stdlib_dir():
     return d if d and os.path.isdir(d) else None
 
 
-def copy_tree(src, dst):
-    """The .py files of src (no site-packages, no caches) into dst."""
+def copy_tree(src, dst, everything=False):
+    """The .py files of src (no site-packages, no caches) into dst; with
+    everything, every file but git's."""
     n = 0
-    for path in glob.glob(os.path.join(src, "**", "*.py"), recursive=True):
+    for path in glob.glob(os.path.join(src, "**", "*" if everything else "*.py"), recursive=True):
         rel = os.path.relpath(path, src)
-        if any(p in ("site-packages", "dist-packages", "__pycache__", "test", "tests", "idle_test")
-               for p in rel.split(os.sep)):
+        if everything:
+            if ".git" in rel.split(os.sep) or not os.path.isfile(path):
+                continue
+        elif any(p in ("site-packages", "dist-packages", "__pycache__", "test", "tests", "idle_test")
+                 for p in rel.split(os.sep)):
             continue
         out = os.path.join(dst, rel)
         os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -73,8 +84,10 @@ def generate(dst, files):
             f.write("class Thing%d:\n    def run(self):\n        return helper_%d(1, 2)\n" % (i, i))
 
 
-def context(binary, tree, target, cache, repeat=0):
+def context(binary, tree, target, cache, repeat=0, budget=0):
     args = [binary, "context", target, "--json", "--root", tree]
+    if budget:
+        args += ["--budget", str(budget)]
     if repeat:
         args += ["--repeat", str(repeat)]
     t0 = time.time()
@@ -98,6 +111,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--generated", type=int, default=0)
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--budget", type=int, default=0,
+                    help="prompt tokens (default: fitted to the model; the LSP's 1024 for a real one)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sculpt-index-bench-")
     cache = tempfile.mkdtemp(prefix="sculpt-index-cache-")
@@ -110,8 +126,8 @@ def main():
         else:
             if not a.tree:
                 raise SystemExit("no tree: pass --tree DIR (or --generated N)")
-            n = copy_tree(a.tree, tree)
-            what = "%s (%d .py files)" % (a.tree, n)
+            n = copy_tree(a.tree, tree, a.all)
+            what = "%s (%d %sfiles)" % (a.tree, n, "" if a.all else ".py ")
         subprocess.run(["git", "init", "-q", tree], check=True)
         files = sorted(os.path.relpath(p, tree)
                        for p in glob.glob(os.path.join(tree, "**", "*.py"), recursive=True))
@@ -125,12 +141,16 @@ def main():
         rng = random.Random(a.seed)
         big = [f for f in files if sum(1 for _ in open(os.path.join(tree, f), "rb")) >= 200]
         chosen = rng.sample(big, min(a.files, len(big)))
-        wall, cpu, rss = [], [], 0
+        wall, cpu, rss, dwall, dcpu, offered = [], [], 0, [], [], []
         for f in chosen:
-            r, _ = context(a.bin, tree, os.path.join(tree, f) + ":1:1", cache, a.repeat)
+            r, _ = context(a.bin, tree, os.path.join(tree, f) + ":1:1", cache, a.repeat, a.budget)
             wall += r["bench"]["ms"]
             cpu += r["bench"]["cpu_ms"]
             rss = max(rss, r["bench"]["peak_rss_kb"])
+            d = r["bench"]["drafts"]
+            dwall.append(d["p99_ms"])
+            dcpu.append(d["cpu_p99_ms"])
+            offered.append(d["offered_mean"])
         print("sculpt context index benchmark on %s" % what)
         print("machine: %s" % describe())
         print("tree: %d files, %d lines, %d definitions, %d chunks" % (
@@ -143,6 +163,12 @@ def main():
         print("retrieval over %d cursors in %d files: wall p50 %.2f ms, p99 %.2f ms; "
               "CPU p50 %.2f ms, p99 %.2f ms" % (len(wall), len(chosen), pct(wall, 0.5),
                                                pct(wall, 0.99), pct(cpu, 0.5), pct(cpu, 0.99)))
+        # Per file the command reports its p99; the worst file's is an upper
+        # bound on the p99 over all cursors.
+        print("drafts at the same cursors: p99 per file, worst %.3f ms wall, %.3f ms CPU "
+              "(median file %.3f / %.3f ms); %.1f drafts offered a cursor" % (
+                  max(dwall), max(dcpu), pct(dwall, 0.5), pct(dcpu, 0.5),
+                  sum(offered) / len(offered)))
         load = os.getloadavg()
         print("load average during the run: %.1f %.1f %.1f on %d cores" % (
             load[0], load[1], load[2], os.cpu_count() or 0))

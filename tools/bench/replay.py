@@ -35,6 +35,12 @@ after the suggestion cache is emptied, which see the same requests both ways.
 MS ms whatever the answers (each edit cancels the request before it), the
 answer waited for only at the end of each word, where the user pauses; the
 figures then count those pauses.
+--vary SETTING=A,B runs the session once per value of that setting instead
+of kvReuse true and false (e.g. drafts=true,false or debounceMs=75,25,0;
+values are JSON), and --settings JSON adds settings to every run. Each run
+also reports the typed characters per request the model started (engine
+calls, from sculpt/test/stats) and per suggestion shown, and what drafting
+did (data.drafts, data.tokensPerPass).
 """
 import argparse
 import json
@@ -116,17 +122,22 @@ def type_char(c, uri, version, line, col, ch):
     return (line + 1, 0) if ch == "\n" else (line, col + 1)
 
 
-def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
+def engine_calls(c):
+    """The server's engine calls so far (sculpt/test/stats, test hooks on)."""
+    i, _ = c.request("sculpt/test/stats", {})
+    return (c.wait(i)[1].get("result") or {}).get("engineCalls", 0)
+
+
+def real_session(args, path, text, line0, typed, settings, invoked=False):
     """One replay of typing `typed` at the start of line line0 (0-based) of
     text; a record per keystroke. invoked: each request is an invoked one
     after sculpt.dismiss (no debounce, nothing from the cache or the last
     suggestion: the cache is emptied first), so that two runs see the same
     requests."""
-    env = dict(os.environ)
-    env.pop("SCULPT_TEST_HOOKS", None)
+    env = dict(os.environ, SCULPT_TEST_HOOKS="1")  # sculpt/test/stats: engine calls
     c = Client([args.bin, "lsp"], env)
     uri = "file://" + os.path.abspath(path)
-    opts = {"kvReuse": kv_reuse}
+    opts = dict(json.loads(args.settings) if args.settings else {}, **settings)
     if args.model:
         opts["modelPath"] = args.model
     i, _ = c.request("initialize", {"processId": None, "capabilities": {},
@@ -143,6 +154,7 @@ def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
         "textDocument": {"uri": uri}, "position": {"line": 0, "character": 0},
         "context": {"triggerKind": 1}})
     c.wait(rid, timeout=600)
+    calls0 = engine_calls(c)  # the load's (its repair's too), not typing
     # A request elsewhere: the session's first request below is then a
     # full pass in both runs.
     line, col, version, out, passed = line0, 0, 1, [], []
@@ -170,16 +182,22 @@ def real_session(args, path, text, line0, typed, kv_reuse, invoked=False):
         items = res.get("items") or []
         out.append({"ms": (t1 - t0) * 1000, "error": "error" in m, "data": data,
                     "text": items[0].get("insertText") if items else None})
-    i, _ = c.request("shutdown", {})
-    c.wait(i)
     if passed:
         # The requests typed through: cancelled by the next edit
-        # (-32801, content modified; -32800) or answered.
+        # (-32801, content modified; -32800) or answered (their answers
+        # come before the stats below, which they precede on the wire).
         answers = [c.wait(r, timeout=60)[1] for r in passed]
+    calls = engine_calls(c) - calls0
+    i, _ = c.request("shutdown", {})
+    c.wait(i)
+    out.append({"engine_calls": calls, "typed": len(typed)})
+    if passed:
+        shown = sum(1 for m in answers if ((m.get("result") or {}).get("items") or []))
         cancelled = sum(1 for m in answers
                         if (m.get("error") or {}).get("code") in (-32800, -32801))
         errors = sum(1 for m in answers if "error" in m) - cancelled
-        out.append({"typed_through": len(passed), "cancelled": cancelled, "errors": errors})
+        out.append({"typed_through": len(passed), "cancelled": cancelled, "errors": errors,
+                    "shown": shown})
     c.notify("exit", {})
     c.p.wait(10)
     return out
@@ -201,13 +219,19 @@ def real_main(args):
     # the editor's Enter: nothing follows the cursor on its line.
     typed = "\n".join(lines[line1 - 1:line1 - 1 + n])
     text = "\n".join(lines[:line1 - 1] + [""] + lines[line1 - 1 + n:])
+    if args.vary:
+        key, values = args.vary.split("=", 1)
+        variants = [(key, json.loads(v)) for v in values.split(",")]
+    else:
+        key, variants = "kvReuse", [("kvReuse", True), ("kvReuse", False)]
     runs = {}
-    for kv in (True, False):
-        runs[kv] = real_session(args, path, text, line1 - 1, typed, kv)
+    for k, v in variants:
+        runs[json.dumps(v)] = real_session(args, path, text, line1 - 1, typed, {k: v})
     same = {}
     if not args.no_compare:
-        for kv in (True, False):
-            same[kv] = real_session(args, path, text, line1 - 1, typed, kv, invoked=True)
+        for k, v in variants[:2]:
+            same[json.dumps(v)] = real_session(args, path, text, line1 - 1, typed, {k: v},
+                                               invoked=True)
     print("sculpt replay benchmark, real file: %s, lines %d-%d retyped (%d characters), one "
           "automatic inlineCompletion per keystroke, default settings, model %s"
           % (path, line1, line1 + n - 1, len(typed), args.model or "model/default (shipped)"))
@@ -216,7 +240,8 @@ def real_main(args):
 
     def summary(r, what):
         through = [x for x in r if "typed_through" in x]
-        r = [x for x in r if "typed_through" not in x]
+        calls = [x for x in r if "engine_calls" in x]
+        r = [x for x in r if "typed_through" not in x and "engine_calls" not in x]
         if through:
             t = through[0]
             what += (" (typed at %d ms a key; %d requests typed through, %d of them cancelled, "
@@ -240,20 +265,37 @@ def real_main(args):
                  pct(e2e, 50), pct(e2e, 95), pct([x["data"].get("debounceMs", 0) for x in ran], 50),
                  pct([x["data"].get("promptTokens", 0) for x in ran], 50),
                  pct([x["data"].get("snippets", 0) for x in ran], 50)))
-    for kv in (True, False):
-        summary(runs[kv], "automatic, kvReuse %-5s" % str(kv).lower())
+        shown_all = shown + (through[0]["shown"] if through else 0)
+        drafted = [x for x in ran if (x["data"].get("drafts") or {}).get("offered")]
+        if calls:
+            print("  typed characters per request the model started: %.2f (%d engine calls, the "
+                  "repairs' included, for %d characters); per suggestion shown: %.2f (%d shown)"
+                  % (calls[0]["typed"] / max(1, calls[0]["engine_calls"]),
+                     calls[0]["engine_calls"], calls[0]["typed"],
+                     calls[0]["typed"] / max(1, shown_all), shown_all))
+        if ran and "drafts" in ran[0]["data"]:
+            tpp = [x["data"].get("tokensPerPass", 0) for x in ran]
+            print("  drafts offered at %d of %d requests; tokens drafted %d, accepted %d; tokens "
+                  "a pass p50 %.2f, mean %.2f" % (
+                      len(drafted), len(ran),
+                      sum(x["data"]["drafts"]["drafted"] for x in ran),
+                      sum(x["data"]["drafts"]["accepted"] for x in ran), pct(tpp, 50),
+                      sum(tpp) / len(tpp)))
+    for v, r in runs.items():
+        summary(r, "automatic, %s %-5s" % (key, v))
     if same:
-        for kv in (True, False):
-            summary(same[kv], "invoked,   kvReuse %-5s" % str(kv).lower())
-        both = [(a, b) for a, b in zip(same[True], same[False])
+        for v, r in same.items():
+            summary(r, "invoked,   %s %-5s" % (key, v))
+        a_runs, b_runs = list(same.values())[:2]
+        both = [(a, b) for a, b in zip(a_runs, b_runs)
                 if "modelMs" in a["data"] and "modelMs" in b["data"]]
         agree = sum(1 for a, b in both if a["text"] == b["text"])
         mt = sum(a["data"]["modelMs"] for a, b in both)
         mf = sum(b["data"]["modelMs"] for a, b in both)
-        print("invoked, the same requests both ways: kvReuse true showed the same text as a "
-              "full recompute (kvReuse false) at %d of %d requests (%.0f%%); model time %.2fx "
-              "less in all" % (agree, len(both), 100.0 * agree / max(1, len(both)),
-                               mf / mt if mt else float("nan")))
+        print("invoked, the same requests both ways: %s %s showed the same text as %s at %d of "
+              "%d requests (%.0f%%); model time %.2fx less in all"
+              % (key, list(same)[0], list(same)[1], agree, len(both),
+                 100.0 * agree / max(1, len(both)), mf / mt if mt else float("nan")))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"automatic": {str(k): v for k, v in runs.items()},
@@ -270,6 +312,8 @@ def main():
     ap.add_argument("--json", help="with --real: write every request's record here")
     ap.add_argument("--no-compare", action="store_true",
                     help="with --real: skip the invoked runs that compare the texts")
+    ap.add_argument("--vary", help="with --real: SETTING=A,B (JSON values): one run each")
+    ap.add_argument("--settings", help="with --real: JSON settings added to every run")
     ap.add_argument("--pace", type=int, default=0,
                     help="with --real: type at this many ms a key, waiting for an answer only "
                          "at the end of a word (the automatic runs)")

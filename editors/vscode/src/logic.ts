@@ -5,7 +5,7 @@
 export const SERVER_SETTINGS = [
   'modelPath', 'device', 'weights', 'algorithm', 'threshold', 'eosPenalty', 'maxTokens', 'contextBudget',
   'debounceMs', 'enabledLanguages', 'holeMarker', 'lengthCandidates', 'logLevel',
-  'repair', 'kvReuse', 'backend', 'maxDocumentBytes', 'indexMaxFiles', 'autoPull',
+  'repair', 'kvReuse', 'drafts', 'draftThreshold', 'backend', 'maxDocumentBytes', 'indexMaxFiles', 'autoPull',
 ] as const;
 
 /** The process to start: `serverPath` (a setting) or `sculpt` from PATH. */

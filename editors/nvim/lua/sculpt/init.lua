@@ -26,8 +26,8 @@ M.defaults = {
                 'javascriptreact', 'go', 'rust', 'java', 'lua', 'sh' },
   -- Server settings (section "sculpt"): modelPath, device, weights, algorithm,
   -- threshold, eosPenalty, maxTokens, contextBudget, debounceMs, enabledLanguages,
-  -- holeMarker, lengthCandidates, logLevel, repair, kvReuse, maxDocumentBytes,
-  -- indexMaxFiles, autoPull, backend
+  -- holeMarker, lengthCandidates, logLevel, repair, kvReuse, drafts,
+  -- draftThreshold, maxDocumentBytes, indexMaxFiles, autoPull, backend
   -- (a URL or {url, model, apiKeyEnv, apiKey, timeoutMs, maxTries, provider,
   -- fimTemplate, stream, cutOff, drafts, contextTokens}). Empty: the
   -- server's defaults (README "Settings").
