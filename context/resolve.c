@@ -406,9 +406,8 @@ int rv_annotated_results(const char *s, size_t len, size_t at, size_t n, bool ts
   return 1;
 }
 
-
-int rv_member_results(const char *s, size_t len, size_t at, size_t n, const char *lang,
-                      char *out, size_t cap) {
+int rv_member_results(const char *s, size_t len, size_t at, size_t n, const char *lang, char *out,
+                      size_t cap) {
   const rv_lang_ops *ops = rv_lang(lang);
   if (ops && ops->member_results) return ops->member_results(s, len, at, n, out, cap);
   out[0] = '\0';
@@ -560,7 +559,8 @@ size_t rv_type_names(const char *s, size_t len, char **out, size_t max) {
                                      "enum", "IntEnum", "Enum", NULL};
   size_t n = 0;
   for (size_t i = 0; i < len && n < max;) {
-    if (!rv_is_id_start(s[i]) || (i > 0 && (rv_is_id(s[i - 1]) || s[i - 1] == '.' || s[i - 1] == '\''))) {
+    if (!rv_is_id_start(s[i]) ||
+        (i > 0 && (rv_is_id(s[i - 1]) || s[i - 1] == '.' || s[i - 1] == '\''))) {
       i++;
       continue;
     }

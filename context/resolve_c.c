@@ -87,7 +87,8 @@ static bool c_type_position(const rv_line_end *l, const sc_syntax_tree *tree, bo
   (void)err;
   const char *t = l->t, *word = l->t + l->w;
   size_t e = l->e, wl = l->e - l->w;
-  if (rv_word_is(word, wl, "struct") || rv_word_is(word, wl, "union") || rv_word_is(word, wl, "enum"))
+  if (rv_word_is(word, wl, "struct") || rv_word_is(word, wl, "union") ||
+      rv_word_is(word, wl, "enum"))
     return true;
   /* A parameter of a declaration (not an argument of a call). */
   if (wl == 0 && (t[e - 1] == '(' || t[e - 1] == ',') && tree) {

@@ -35,7 +35,8 @@ static char *go_decl_type(const char *s, size_t len, size_t at, size_t n) {
   /* A declaration: the name, then its type (params, var, fields, receivers). */
   size_t p = at;
   while (p > 0 && (s[p - 1] == ' ' || s[p - 1] == '\t')) p--;
-  bool decl_start = p == 0 || strchr("\n(,", s[p - 1]) || (p >= 3 && rv_word_is(s + p - 3, 3, "var"));
+  bool decl_start =
+      p == 0 || strchr("\n(,", s[p - 1]) || (p >= 3 && rv_word_is(s + p - 3, 3, "var"));
   if (!decl_start || k == e) return NULL; /* "name Type": a space between (not name.field) */
   while (k < len && strchr("*&[]", s[k])) k++;
   size_t a = k;
@@ -117,7 +118,9 @@ static bool go_cond(const char *t, size_t a, size_t b) {
   return b - a == 2 && memcmp(t + a, "if", 2) == 0;
 }
 
-static bool go_seq(const char *t, size_t a, size_t b) { return rv_ends_with_word(t, a, b, "range"); }
+static bool go_seq(const char *t, size_t a, size_t b) {
+  return rv_ends_with_word(t, a, b, "range");
+}
 
 /* The results of the function head t[fs, e): after its parameters (a
  * method's receiver comes first), outer parentheses dropped. */

@@ -75,8 +75,6 @@ void rv_id_add(rv_idset *s, uint32_t id);
 bool rv_lookup(const sc_workspace *ws, const char *rel, uint32_t *id);
 /* dir[0, dl) + "/" + rel with "." and ".." folded; false when it leaves the root. */
 bool rv_join(char *out, size_t cap, const char *dir, size_t dl, const char *rel);
-/* The length of path's folder. */
-size_t rv_dir_len(const char *path);
 /* Every file whose path is name or ends in "/" + name. */
 void rv_by_suffix(const sc_workspace *ws, const char *name, rv_idset *out);
 
