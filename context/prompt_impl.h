@@ -98,6 +98,8 @@ typedef struct sbuf {
   size_t n, cap;
 } sbuf;
 
+/* The functions below are described where they are defined. */
+
 /* ---- retrieve.c: tokens, lines, snippets, the budget ---- */
 bool rv_afford(sc_prompt *out, spend *sp);
 bool rv_lines_build(const char *text, size_t len, lines *L);

@@ -355,8 +355,7 @@ sc_status sc_prompt_build_with(const sc_workspace *ws, const char *path, const c
   size_t n_cands = 0;
   defref def_of[MAX_DEF_ITEMS];
   bool at_cursor[MAX_DEF_ITEMS];
-  size_t
-      reserve[MAX_DEF_ITEMS]; /* what a definition is charged at least (the type at the cursor) */
+  size_t reserve[MAX_DEF_ITEMS]; /* charged at least this (the type at the cursor) */
   rv_defs_offer(&r, tree, cursor, wide_tokens, cands, &n_cands, def_of, at_cursor, reserve, out);
   /* A large definition not from the cursor's line (a struct listed because
    * its name is used nearby) waits until the smaller ones are taken: phase 1

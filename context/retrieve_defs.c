@@ -540,8 +540,8 @@ size_t rv_defs_offer(retrieval *r, const sc_syntax_tree *tree, size_t cursor, si
   const char *text = r->text, *lang = r->lang, *self_path = r->self_path;
   size_t len = r->len;
   rv_bag bag = {.n = 0};
-  rv_scan scan = {text, len, cursor, lang,  tree, field_type, return_type, r, 0,
-                  &bag, 0,   {0},    false, 0,    0};
+  rv_scan scan = {text, len, cursor, lang, tree, field_type, return_type, r, 0, &bag, 0, {0},
+                  false, 0, 0};
   size_t n_cands = rv_candidates(&scan, cands, MAX_CANDS - GUESSES);
   r->cands = cands;
   r->n_cands = n_cands;
@@ -604,9 +604,7 @@ size_t rv_defs_offer(retrieval *r, const sc_syntax_tree *tree, size_t cursor, si
       }
     } else if (listing)
       rv_container_text(r, d.fid, d.k, &sb, wide ? CURSOR_MEMBER_LINES : MEMBER_LINES,
-                        wide      ? wide_tokens
-                        : i < gat ? CONTAINER_TOKENS
-                                  : LATE_TOKENS,
+                        wide ? wide_tokens : i < gat ? CONTAINER_TOKENS : LATE_TOKENS,
                         c->typed, wide, wide ? &full : NULL);
     else if (def->kind == WK_CONSTANT || def->kind == WK_MACRO || def->kind == WK_VARIABLE)
       rv_group_text(r, d.fid, d.k, &sb, i < gat ? CONTAINER_TOKENS : LATE_TOKENS, &first_line,
