@@ -150,4 +150,7 @@ size_t rv_type_names(const char *s, size_t len, char **out, size_t max);
 size_t rv_resolve_imports(const sc_workspace *ws, const char *path, const char *lang,
                           const ws_file *self, uint32_t *ids, size_t cap);
 
+/* The length of path's folder ("a/b/c.py": 3; "c.py": 0). */
+size_t rv_dir_len(const char *path);
+
 #endif
