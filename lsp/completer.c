@@ -97,27 +97,27 @@ static void handle_execute(sc_lsp_req *r) {
   sc_lsp__send_result(r->s, r->id, json_null());
 }
 
-const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_document *d,
-                                     char *why, size_t cap) {
-  if (d->unsynced) {
-    snprintf(why, cap, "%s is out of sync with the editor (an edit could not be applied); "
-             "close and reopen it", d->uri);
-    return "out of sync";
+/* The feature's settings hook: settings.c applies the object and says what
+ * changed; the feature's front acts on it, since what it sets off (a load,
+ * an index, a new client) lives in the files above settings.c. */
+static void completer_settings(sc_lsp_server *s, json_t *o) {
+  sc_completer *c = sc_lsp__feature(s);
+  unsigned changed = sc_cpl__settings_apply(c, o);
+  if (changed & SC_CPL_CHANGED_BACKEND) {
+    /* In-flight remote requests end with an error; the next request makes
+     * a client with the new settings. */
+    sc_cpl__drop_client(c);
+    c->backend = BS_UNKNOWN;
+    c->backend_error[0] = '\0';
+    c->backend_context_learnt = 0; /* another server, perhaps another context */
   }
-  size_t max = (size_t)c->set.max_document_bytes;
-  if (d->len <= max) return NULL;
-  snprintf(why, cap, "%s is %zu bytes, above maxDocumentBytes (%zu): sculpt offers nothing in it",
-           d->uri, d->len, max);
-  if (d->tree) sc_document_drop_syntax(d);
-  if (!d->size_warned) {
-    /* Once per document: the user learns why nothing comes, without a
-     * message per keystroke. */
-    d->size_warned = true;
-    SC_LOG_INFO("%s", why);
-    sc_lsp__send_notification(s, "window/showMessage",
-                              json_pack("{s:i, s:s}", "type", 2, "message", why));
-  }
-  return "too large";
+  if (changed & (SC_CPL_CHANGED_BACKEND | SC_CPL_CHANGED_DECODING)) sc_cpl__cache_clear(c);
+  sc_cpl__check_budget(c);
+  /* A new model, device or weights kind is loaded at once, once the
+   * session runs. */
+  if ((changed & SC_CPL_CHANGED_MODEL) && c->state != MS_NONE) sc_cpl__start_load(s, c);
+  /* A new bound on the index builds it again (the old one serves meanwhile). */
+  if ((changed & SC_CPL_CHANGED_INDEX_BOUND) && c->started) sc_cpl__start_index(s, c);
 }
 
 /* A document's change: one that grew past maxDocumentBytes frees its tree
@@ -158,7 +158,7 @@ const sc_lsp_feature sc_completion_feature = {
     .destroy = completer_free,
     .capabilities = completer_capabilities,
     .set_root = sc_cpl__set_root,
-    .settings = sc_cpl__apply_settings,
+    .settings = completer_settings,
     .start = completer_start,
     .on_change = completer_on_change,
     .on_save = sc_cpl__on_save,

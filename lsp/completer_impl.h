@@ -203,8 +203,17 @@ void sc_cpl__settings_free(settings *st);
 bool sc_cpl__settings_copy(settings *dst, const settings *src);
 /* The decoding parameters the settings choose (completions and code actions). */
 void sc_cpl__params_from_settings(const settings *st, sc_infill_params *p);
-/* The feature's settings hook: applies a "sculpt" settings object. */
-void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o);
+/* What a settings object changed, for completer.c to act on (settings.c
+ * itself starts nothing: it is the feature's bottom layer). */
+enum {
+  SC_CPL_CHANGED_MODEL = 1u << 0,       /* model, device, weights, local/remote: reload */
+  SC_CPL_CHANGED_BACKEND = 1u << 1,     /* the remote backend: a new client */
+  SC_CPL_CHANGED_DECODING = 1u << 2,    /* what a suggestion depends on: clear the cache */
+  SC_CPL_CHANGED_INDEX_BOUND = 1u << 3, /* indexMaxFiles: index again */
+};
+/* Applies a "sculpt" settings object to c->set, one warning for each bad
+ * value; returns the SC_CPL_CHANGED_* bits of what changed. */
+unsigned sc_cpl__settings_apply(sc_completer *c, json_t *o);
 /* Whether completions are on for lang (sculpt's language name, or NULL). */
 bool sc_cpl__language_enabled(const sc_completer *c, const char *lang);
 /* Says once (a warning) when a contextBudget the user set is more than the
@@ -215,6 +224,15 @@ void sc_cpl__check_budget(sc_completer *c);
 /* The remote backend's context in tokens: backend.contextTokens, else what
  * an error of the backend said, else 0 (unknown). */
 int sc_cpl__remote_context(const sc_completer *c);
+/* The remote backend's fit for a canvas of `canvas` tokens: the backend's
+ * context (remote_context: configured or learnt) when known, with room for
+ * the canvas and the repair's request; else (context 0) the budget alone
+ * bounds the prompt. */
+sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas);
+/* Without a tokenizer to count with: the bytes to keep before and after
+ * the canvas (at most before and after), 3 bytes a token. */
+void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
+                                 size_t *keep_before, size_t *keep_after);
 /* Why nothing is offered in d, or NULL: "out of sync" (an edit could not
  * apply) or "too large" (over maxDocumentBytes: its tree is freed and the
  * user told once, window/showMessage). why gets the sentence for the user. */
@@ -415,20 +433,13 @@ sc_status sc_cpl__encode_context(sc_completer *c, const char *before, size_t bef
                                  const sc_infill_budget *fit, int32_t **pre, size_t *n_pre,
                                  size_t *keep_pre, int32_t **suf, size_t *keep_suf,
                                  size_t *n_suf, bool *suffix_cut, sc_error *err);
-/* The remote backend's fit for a canvas of `canvas` tokens: the backend's
- * context (remote_context: configured or learnt) when known, with room for
- * the canvas and the repair's request; else (context 0) the budget alone
- * bounds the prompt. */
-sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas);
-/* Without a tokenizer to count with: the bytes to keep before and after
- * the canvas (at most before and after), 3 bytes a token. */
-void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
-                                 size_t *keep_before, size_t *keep_after);
 /* On the model lane: a->r_prompt and a->r_suffix, the text before the
  * canvas (before, before_len) and the suffix window cut to fit->prompt,
  * counted with the local tokenizer (or, without one, 3 bytes a token). */
 sc_status sc_cpl__remote_cut(complete_arg *a, const sc_infill_budget *fit, const char *before,
                              size_t before_len, sc_error *err);
+/* Frees a complete_arg (a job's argument, for sc_lsp__post_job). */
+void sc_cpl__complete_arg_free(void *p);
 /* sculpt/test/prompt (a test hook): the assembled prompt at a position. */
 void sc_cpl__handle_test_prompt(sc_lsp_req *r);
 
@@ -466,6 +477,5 @@ void sc_cpl__handle_completion(sc_lsp_req *r); /* textDocument/completion */
 /* The feature's on_change hook: the document's index entry follows its
  * buffer, and the typing rhythm feeds the debounce. */
 void sc_cpl__on_change(sc_lsp_server *s, sc_document *d);
-void sc_cpl__complete_arg_free(void *p);
 
 #endif /* SCULPT_COMPLETER_IMPL_H */

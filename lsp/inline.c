@@ -21,23 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sc_cpl__complete_arg_free(void *p) {
-  complete_arg *a = p;
-  sc_cpl__settings_free(&a->set);
-  free(a->prefix);
-  free(a->suffix);
-  free(a->middle);
-  json_decref(a->position);
-  sc_syntax_snapshot_free(a->syn); /* a->tree is its tree */
-  free(a->rest);
-  free(a->rel_path);
-  sc_cpl__extras_free(a->extras);
-  free(a->r_prompt);
-  free(a->r_suffix);
-  free(a->r_cand);
-  free(a);
-}
-
 /* The repair's model call on the local engine (sc_repair_fill_fn): the
  * prompt and the candidate's good head before a canvas the size of the
  * broken span (plus room), its tail and the suffix after, fitted to the

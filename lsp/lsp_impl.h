@@ -5,6 +5,24 @@
  * sources and the unit tests include this. The server core's own state is
  * in server_impl.h, the completion feature's in completer_impl.h; neither
  * includes the other.
+ *
+ * Layers. A file calls only files below it (tests/protocol/test_lsp_layers.py
+ * checks the built objects); the one way up is a table of hooks (the
+ * server's dispatch into the feature, a job's done callback). Bottom to top:
+ *   position, framing, worker        the parts: offsets, frames, threads
+ *   document, rpc                    texts and trees; messages out
+ *   core                             the server as its parts see it
+ *   jobs, progress                   requests in flight; $/progress
+ *   sync, test_hooks                 the core's own handlers
+ *   settings, cache, shape           the completion feature's bottom
+ *   model_slot                       the model, its load and sessions
+ *   index                            the workspace index
+ *   prompt                           what the prompt is built from
+ *   remote                           the remote backend
+ *   inline, actions                  completions and code actions
+ *   completer                        the feature's front: hooks, settings' effects
+ *   server                           lifecycle and dispatch
+ *   stdio                            the front door (libev, stdin, stdout)
  */
 #ifndef SCULPT_LSP_IMPL_H
 #define SCULPT_LSP_IMPL_H

@@ -252,42 +252,26 @@ sc_status sc_cpl__local_prompt(complete_arg *a, const sc_infill_budget *fit, doc
   return SC_OK;
 }
 
+/* A request's arguments (complete_arg), with what prompt.c gave it: the
+ * extras, the remote backend's cut windows. */
+void sc_cpl__complete_arg_free(void *p) {
+  complete_arg *a = p;
+  sc_cpl__settings_free(&a->set);
+  free(a->prefix);
+  free(a->suffix);
+  free(a->middle);
+  json_decref(a->position);
+  sc_syntax_snapshot_free(a->syn); /* a->tree is its tree */
+  free(a->rest);
+  free(a->rel_path);
+  sc_cpl__extras_free(a->extras);
+  free(a->r_prompt);
+  free(a->r_suffix);
+  free(a->r_cand);
+  free(a);
+}
+
 /* ---- the remote backend's prompt ------------------------------------------------ */
-
-/* Positions a FIM server's template adds around the prompt and the suffix
- * (BOS and the three FIM sentinels, with room to spare), whether or not
- * the suffix is cut: its template is not known here. */
-#define REMOTE_SPECIALS 8
-/* Without a local tokenizer, bytes stand for tokens at this rate: code
- * averages 3-4 bytes a token with BPE tokenizers, so 3 errs on the side of
- * fitting. */
-#define REMOTE_BYTES_PER_TOKEN 3
-
-sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas) {
-  int budget = set->context_budget;
-  /* The canvas reserves room for the repair's request too, which carries
-   * the candidate's head and tail besides the prompt. */
-  sc_infill_frame frame = {REMOTE_SPECIALS, REMOTE_SPECIALS, 2 * canvas};
-  sc_infill_budget fit = {.context = 0, .frame = frame, .canvas = canvas,
-                          .max_canvas = canvas, .prompt = budget, .prompt_cut = budget};
-  if (remote_context > 0 &&
-      sc_infill_budget_compute(remote_context, &frame, budget, canvas, &fit, NULL) != SC_OK) {
-    /* A context too small for anything: the least that can be sent. */
-    fit = (sc_infill_budget){.context = remote_context, .frame = frame, .canvas = 1,
-                             .max_canvas = 1, .prompt = 1, .prompt_cut = 1, .clamped = true};
-  }
-  return fit;
-}
-
-void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
-                                 size_t *keep_before, size_t *keep_after) {
-  /* The same split, in bytes. */
-  sc_infill_budget bytes = *fit;
-  size_t room = (size_t)fit->prompt * REMOTE_BYTES_PER_TOKEN;
-  bytes.prompt = bytes.prompt_cut = room > INT32_MAX ? INT32_MAX : (int)room;
-  bool cut;
-  sc_infill_fit(&bytes, before, after, keep_before, keep_after, &cut);
-}
 
 /* Keeps the last n bytes of [p, p+len) that start a UTF-8 character. */
 static size_t tail_start(const char *p, size_t len, size_t n) {

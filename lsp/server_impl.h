@@ -1,7 +1,9 @@
 /*
  * server_impl.h — the server core's private parts, shared by its files and
  * by nothing else: server.c (lifecycle, configuration, dispatch, the public
- * API), rpc.c (messages out, responses back, logs to the client), jobs.c
+ * API), core.c (accessors, parameter helpers, the loop's timing, under
+ * everything that handles a message), rpc.c (messages out, responses back,
+ * logs to the client), jobs.c
  * (requests in flight), sync.c (text synchronisation) and test_hooks.c.
  * The feature never includes this header: it reaches the server through
  * the sc_lsp__ functions of lsp_impl.h.
@@ -146,7 +148,7 @@ void sc_server__cancel_jobs_for_uri(sc_lsp_server *s, const char *uri);
 void sc_server__cancel_all_jobs(sc_lsp_server *s, sc_job_cancel why);
 void sc_server__handle_cancel(sc_lsp_req *r); /* $/cancelRequest */
 
-/* ======================= server.c ========================================== */
+/* ======================= core.c ============================================ */
 
 /* params.textDocument.uri, or NULL after reporting the error. */
 const char *sc_server__get_uri(sc_lsp_req *r);

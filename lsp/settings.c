@@ -1,8 +1,11 @@
 /* settings.c — the completion feature's settings: their defaults, parsing a
  * "sculpt" settings object (initializationOptions, workspace/configuration)
- * with a warning for each bad value, deep copies for jobs, and what a change
- * sets off: a new model, device or weights kind reloads, a new backend drops the client,
- * and a change to what a suggestion depends on clears the cache. */
+ * with a warning for each bad value, deep copies for jobs, what a change
+ * means (sc_cpl_changes; completer.c acts on it: a new model, device or
+ * weights kind reloads, a new backend drops the client, a change to what a
+ * suggestion depends on clears the cache), and the prompt budget the
+ * settings leave (the local model's, a remote backend's in tokens and bytes).
+ * The bottom of the feature: it calls nothing above it (lsp_impl.h, "Layers"). */
 #define _POSIX_C_SOURCE 200809L
 #include "completer_impl.h"
 
@@ -209,12 +212,12 @@ static bool same_decoding(const settings *a, const settings *b) {
          a->draft_threshold == b->draft_threshold;
 }
 
-void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
-  sc_completer *c = sc_lsp__feature(s);
+unsigned sc_cpl__settings_apply(sc_completer *c, json_t *o) {
   settings *st = &c->set;
   /* Scalars only are compared; the strings in the copy may be freed below. */
   const settings before = *st;
   bool reload = false;
+  unsigned changes = 0;
   json_t *v;
   if ((v = json_object_get(o, "modelPath"))) {
     const char *path = json_string_value(v);
@@ -340,26 +343,17 @@ void sc_cpl__apply_settings(sc_lsp_server *s, json_t *o) {
   if ((v = json_object_get(o, "backend"))) {
     bool was_remote = st->backend_url != NULL;
     if (backend_settings(st, v)) {
-      /* In-flight remote requests end with an error; the next request makes
-       * a client with the new settings. */
-      sc_cpl__drop_client(c);
-      sc_cpl__cache_clear(c);
-      c->backend = BS_UNKNOWN;
-      c->backend_error[0] = '\0';
-      c->backend_context_learnt = 0; /* another server, perhaps another context */
+      changes |= SC_CPL_CHANGED_BACKEND;
       SC_LOG_INFO("settings: %s%s%s", st->backend_url ? "the remote backend" : "the local engine",
                   st->backend_model ? ", model " : "", st->backend_model ? st->backend_model : "");
       /* Remote needs only the tokenizer; local needs the model. */
       if (was_remote != (st->backend_url != NULL)) reload = true;
     }
   }
-  if (!same_decoding(&before, st)) sc_cpl__cache_clear(c);
-  sc_cpl__check_budget(c);
-  /* A new model, device or weights kind is loaded at once, once the
-   * session runs. */
-  if (reload && c->state != MS_NONE) sc_cpl__start_load(s, c);
-  /* A new bound on the index builds it again (the old one serves meanwhile). */
-  if (before.index_max_files != st->index_max_files && c->started) sc_cpl__start_index(s, c);
+  if (!same_decoding(&before, st)) changes |= SC_CPL_CHANGED_DECODING;
+  if (reload) changes |= SC_CPL_CHANGED_MODEL;
+  if (before.index_max_files != st->index_max_files) changes |= SC_CPL_CHANGED_INDEX_BOUND;
+  return changes;
 }
 
 bool sc_cpl__language_enabled(const sc_completer *c, const char *lang) {
@@ -393,4 +387,66 @@ void sc_cpl__check_budget(sc_completer *c) {
               "after a %d-token canvas; prompts get at most %d tokens",
               c->set.context_budget, remote ? "backend" : "model", context, fit.canvas,
               fit.prompt);
+}
+
+/* ---- the remote backend's budget (prompt.c cuts its prompt by it) ----------- */
+
+/* Positions a FIM server's template adds around the prompt and the suffix
+ * (BOS and the three FIM sentinels, with room to spare), whether or not
+ * the suffix is cut: its template is not known here. */
+#define REMOTE_SPECIALS 8
+/* Without a local tokenizer, bytes stand for tokens at this rate: code
+ * averages 3-4 bytes a token with BPE tokenizers, so 3 errs on the side of
+ * fitting. */
+#define REMOTE_BYTES_PER_TOKEN 3
+
+sc_infill_budget sc_cpl__remote_fit(const settings *set, int remote_context, int canvas) {
+  int budget = set->context_budget;
+  /* The canvas reserves room for the repair's request too, which carries
+   * the candidate's head and tail besides the prompt. */
+  sc_infill_frame frame = {REMOTE_SPECIALS, REMOTE_SPECIALS, 2 * canvas};
+  sc_infill_budget fit = {.context = 0, .frame = frame, .canvas = canvas,
+                          .max_canvas = canvas, .prompt = budget, .prompt_cut = budget};
+  if (remote_context > 0 &&
+      sc_infill_budget_compute(remote_context, &frame, budget, canvas, &fit, NULL) != SC_OK) {
+    /* A context too small for anything: the least that can be sent. */
+    fit = (sc_infill_budget){.context = remote_context, .frame = frame, .canvas = 1,
+                             .max_canvas = 1, .prompt = 1, .prompt_cut = 1, .clamped = true};
+  }
+  return fit;
+}
+
+void sc_cpl__remote_byte_windows(const sc_infill_budget *fit, size_t before, size_t after,
+                                 size_t *keep_before, size_t *keep_after) {
+  /* The same split, in bytes. */
+  sc_infill_budget bytes = *fit;
+  size_t room = (size_t)fit->prompt * REMOTE_BYTES_PER_TOKEN;
+  bytes.prompt = bytes.prompt_cut = room > INT32_MAX ? INT32_MAX : (int)room;
+  bool cut;
+  sc_infill_fit(&bytes, before, after, keep_before, keep_after, &cut);
+}
+
+/* ---- documents the settings refuse ------------------------------------------ */
+
+const char *sc_cpl__document_refused(sc_lsp_server *s, sc_completer *c, sc_document *d,
+                                     char *why, size_t cap) {
+  if (d->unsynced) {
+    snprintf(why, cap, "%s is out of sync with the editor (an edit could not be applied); "
+             "close and reopen it", d->uri);
+    return "out of sync";
+  }
+  size_t max = (size_t)c->set.max_document_bytes;
+  if (d->len <= max) return NULL;
+  snprintf(why, cap, "%s is %zu bytes, above maxDocumentBytes (%zu): sculpt offers nothing in it",
+           d->uri, d->len, max);
+  if (d->tree) sc_document_drop_syntax(d);
+  if (!d->size_warned) {
+    /* Once per document: the user learns why nothing comes, without a
+     * message per keystroke. */
+    d->size_warned = true;
+    SC_LOG_INFO("%s", why);
+    sc_lsp__send_notification(s, "window/showMessage",
+                              json_pack("{s:i, s:s}", "type", 2, "message", why));
+  }
+  return "too large";
 }
