@@ -6,7 +6,7 @@ mix or a torn one; the next run removes the temp files the killed one left
 The candidates come from a mock FIM endpoint (tests/remote/mockfim.py), so
 that a run takes about a second and its write phase is a large part of it;
 half the kills are timed uniformly over a whole run, half just after the
-first temp file appears (inside the write phase)."""
+first file is replaced (inside the write phase)."""
 import os
 import random
 import subprocess
@@ -64,11 +64,14 @@ for k in range(N_KILLS):
                             env=ENV)
     if k % 2 == 0:
         time.sleep(rng.uniform(0, full))
-    else:  # into the write phase: just after the first temp file shows
+    else:  # into the write phase: just after the first file is replaced
+        # (a temp file has no name until just before its rename, O_TMPFILE,
+        # so the first replaced file is the first sign of the write phase)
         deadline = time.monotonic() + 3 * full + 5
-        while not temps(root) and proc.poll() is None and time.monotonic() < deadline:
+        while (proc.poll() is None and time.monotonic() < deadline and
+               all(read(root, r) == t for r, t in FILES.items())):
             time.sleep(0.0005)
-        time.sleep(rng.uniform(0, full / 4))
+        time.sleep(rng.uniform(0, full / 40))
     proc.kill()
     proc.wait()
     states = []
