@@ -96,7 +96,12 @@ def test_pathological_repository():
           % (loop_on["maxCpuMs"], loop_off["maxCpuMs"]), loop_on)
     # The document's tree is most of it (README, "Reliability"); drafts add
     # the prompt's lexemes and 64 places.
-    check(grew_on <= grew_off + 32, "drafts grew peak memory by %.0f MB" % (grew_on - grew_off))
+    # Under ASan the allocator's quarantine keeps freed blocks, so the peak
+    # measures what was allocated, not what lived (CI's sanitized run: +158
+    # MB, the release build's +7): the release run holds this check.
+    if os.environ.get("SCULPT_SANITIZED", "").upper() not in ("1", "ON", "TRUE", "YES"):
+        check(grew_on <= grew_off + 32,
+              "drafts grew peak memory by %.0f MB" % (grew_on - grew_off))
 
 
 if __name__ == "__main__":
