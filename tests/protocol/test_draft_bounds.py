@@ -94,7 +94,7 @@ def test_pathological_repository():
     check(loop_on["maxCpuMs"] <= max(LOOP_LIMIT_MS, loop_off["maxCpuMs"] + 25),
           "the loop spent %.1f ms of CPU in one call (%.1f without drafts)"
           % (loop_on["maxCpuMs"], loop_off["maxCpuMs"]), loop_on)
-    # The document's tree is most of it (README, "Reliability"); drafts add
+    # The document's tree is most of it (docs/reliability.md); drafts add
     # the prompt's lexemes and 64 places.
     check(grew_on <= grew_off + 32, "drafts grew peak memory by %.0f MB" % (grew_on - grew_off))
 
