@@ -505,7 +505,7 @@ static bool copy_fits(const sc_model *m, unsigned bytes_per, uint64_t *need, uin
 
 /* f32 compute: whether the matrices get an f32 copy in oneDNN's layout at
  * load (its AVX-512 brgemm matmul; on the 2-core AVX-512 VM about 2x
- * OpenBLAS 0.3.21's sgemm, README "Measured") or stay mapped and are
+ * OpenBLAS 0.3.21's sgemm, docs/measurements-history.md) or stay mapped and are
  * widened per block for OpenBLAS. An f32 checkpoint is copied at no cost:
  * its mapping is released after. Any other dtype grows (bf16: twice), so
  * the copy is made only within half of the memory available now; a 7B
@@ -527,7 +527,7 @@ static bool f32_copy_fits(const sc_model *m, const char *dir) {
 #endif
 }
 
-/* AUTO (README, "Measured", the 0.5B shape on the 2-core AVX-512 VM):
+/* AUTO (docs/measurements-history.md, the 0.5B shape on the 2-core AVX-512 VM):
  * below SC_WEIGHTS_CONVERT_MIN_PARAMS, f32 (exact, and as fast there).
  * From it up, bf16 where oneDNN's bf16 matmul runs on the CPU's own bf16
  * instructions (AVX512_BF16 or AMX) and the copy fits: there it matched

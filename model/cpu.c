@@ -217,9 +217,9 @@ static sc_status cpu_ctx_init(const sc_model *m, int max_seq, void **out, sc_err
     /* f32: oneDNN, when it is installed, runs the attention (its batched
      * matmuls and vectorised softmax) while OpenBLAS keeps the weight
      * products; the per-head OpenBLAS loop below is the fallback. At 1,056
-     * tokens on the 0.5B shape the loop spent 37% of the pass there (README,
-     * "Measured"). Sanitizer builds keep the loop: it is our code, which
-     * they are there to check, and with oneDNN's attention on a tiny
+     * tokens on the 0.5B shape the loop spent 37% of the pass there
+     * (docs/measurements-history.md). Sanitizer builds keep the loop: it is
+     * our code, which they are there to check, and with oneDNN's attention on a tiny
      * multi-head (not GQA) shape LeakSanitizer's exit-time tracer crashed
      * (signal 11) in tests/model/test_logits.py's llada-bf16. */
     sc_error why = {0};

@@ -21,7 +21,7 @@
  * on the 0.5B shape (33 rows, 2 threads of the AVX-512 VM, VNNI int8 at
  * about 4x the f32 rate) one part made the step 73 ms against 100 (and
  * rotating rows by a block Hadamard transform first, as QuaRot does, still
- * left the shipped model's text under the gate: README, "Measured"). Our
+ * left the shipped model's text under the gate: docs/measurements-history.md). Our
  * epilogue then forms y = (acc_hi s_hi + acc_lo s_lo) * sw[col] (+ bias),
  * each acc less the byte offset times the column's weight sum:
  * oneDNN 2.6's brgemm matmul takes no run-time scales (with them it falls
@@ -29,7 +29,7 @@
  * decides which token wins, and in int8 it alone changed the completion
  * text at 11% of the corpus sites (int8 layers with a bf16 head: 2.5%;
  * screened in int8 with its possible winners recomputed in f32, it kept
- * the argmax but not the text: README, "Measured");
+ * the argmax but not the text: docs/measurements-history.md);
  * where oneDNN has no bf16 matmul (2.6 on AVX2) it is f32.
  * bf16: weights and activations bf16, f32 accumulation, f32 out.
  * f32: weights (widened from the checkpoint's dtype) and activations f32.
@@ -976,7 +976,7 @@ sc_status sc_dnnl_linear(sc_dnnl_ctx *c, const sc_weight *w, const float *x, int
  * In f32 for every weights kind: with bf16 queries and keys the shipped
  * model's int8 text moved off f32's at 3 more corpus sites of 120, past
  * the gate, and bf16 values and probabilities alone saved nothing
- * measurable (README, "Measured").
+ * measurable (docs/measurements-history.md).
  *
  * Heads are grouped by the kv head they read (GQA): the queries of one
  * chunk of R rows are viewed as a 4-D tensor [nkv][group][R][hd] (strides

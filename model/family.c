@@ -6,7 +6,7 @@
  * config.json's sculpt_* keys applied on top (model.h lists them).
  *
  * Every row cites the upstream files it follows; the facts are restated in
- * ../shared/notes/diffusion-models.md ("Infill convention") and the README.
+ * ../shared/notes/diffusion-models.md ("Infill convention") and docs/models.md.
  * Also here: the frame, ending and cleaning rules every decode loop applies,
  * and the presets' parameters. */
 #define _POSIX_C_SOURCE 200809L

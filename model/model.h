@@ -229,9 +229,10 @@ typedef enum sc_dtype {
 const char *sc_dtype_name(sc_dtype dtype);
 
 /* What the CPU backend computes the matrix products in (the checkpoint's own
- * dtype is sc_dtype). AUTO, measured on the 2-core CI machine (README,
- * "Measured"): below SC_WEIGHTS_CONVERT_MIN_PARAMS f32, which is exact (what
- * the tiny test checkpoints and the shipped model are checked against) and
+ * dtype is sc_dtype). AUTO, measured on the 2-core CI machine
+ * (docs/measurements-history.md): below SC_WEIGHTS_CONVERT_MIN_PARAMS f32,
+ * which is exact (what the tiny test checkpoints and the shipped model are
+ * checked against) and
  * as fast there; from it up, bf16 where the CPU has bf16 instructions that
  * oneDNN uses (AVX512_BF16, AMX) and the bf16 copy fits in half of the
  * memory available (the fastest and the most exact of the converted kinds
@@ -555,7 +556,7 @@ typedef enum sc_schedule {
 
 /* ---- family profiles (model/family.c) ---------------------------------------
  * How each model family frames, ends and decodes an infill, as its authors'
- * code does (sources per row in family.c; summary in the README's "Models").
+ * code does (sources per row in family.c; summary in docs/models.md).
  * One table of data, detected from the checkpoint (architectures,
  * model_type, the tokenizer's known added tokens) and overridable by
  * config.json keys:
@@ -672,7 +673,7 @@ typedef struct sc_draft {
 #define SC_INFILL_MAX_DRAFTS 8
 /* The acceptance threshold's default (sc_infill_params.draft_threshold):
  * the best of 0.5/0.3/0.1/0.03/0.01 on repo-single with the shipped model
- * (README, "Evaluation": drafts). That model gives right drafted tokens p of
+ * (docs/evaluation.md, "Drafts"). That model gives right drafted tokens p of
  * 0.001-0.03; lower still (0.003, or 0, which verifies nothing) scored
  * higher there but keeps more wrong drafts: re-sweep for a stronger model. */
 #define SC_DRAFT_THRESHOLD_DEFAULT 0.01f
@@ -976,7 +977,7 @@ sc_status sc_engine_infill_prepared(sc_engine *e, const sc_infill_prepared *p,
  * session, an infill without one), when the changed span besides the first
  * block is longer than max_edit tokens (the edit moved far), and after
  * max_reuses reuses in a row; around the change, margin unchanged positions
- * on each side are recomputed as well (README, "Measured": what the reuse
+ * on each side are recomputed as well (docs/measurements-history.md: what the reuse
  * costs in agreement with a full recompute, against what it saves). Only the cached single-candidate path reuses
  * (use_cache, no DreamOn expand, one canvas length or no_batch); a backend
  * without sc_forward_ctx_shift (CUDA today) always runs in full.

@@ -99,7 +99,7 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   sc_device_select(s->o.device, &dev);
   /* 8 on every device. A GPU pass is bound by reading the weights, which
    * batching shares; on the CPU, measured on 2 cores with
-   * tools/bench/serve_load.py --batch 1,8,1,8 (README, "Measured"), 8
+   * tools/bench/serve_load.py --batch 1,8,1,8 (docs/measurements-history.md), 8
    * served 1.2x to 2.3x the requests of 1 at 4 and 8 clients, on the
    * planted and the shipped model (an earlier build measured 0.85x). */
   if (s->o.batch == 0) s->o.batch = 8;

@@ -19,7 +19,8 @@
 #   4. sculpt bench --replay at default settings (click's core.py:1543):
 #      the p50 of pause -> result;
 #   5. the decision; with --ship and a yes, the checkpoint is copied into
-#      model/default (the card, README.md's figures and demo are then
+#      model/default (the card, the figures in docs/models.md and
+#      docs/evaluation.md, and the demo are then
 #      updated by hand, and committed together with the evaluation, so the
 #      winning weights are never lost again).
 # Everything goes to build-train/gpu-result/eval/ and, for committing,
@@ -97,7 +98,8 @@ if [ "$RC" -eq 0 ] && [ "$SHIP" = --ship ]; then
   cp "$CK"/model*.safetensors* "$CK"/config.json "$CK"/tokenizer.json "$CK"/tokenizer_config.json \
      "$CK"/generation_config.json "$CK"/training.json "$T/"
   [ -f "$CORPUS/manifest.json" ] && cp "$CORPUS/manifest.json" "$T/corpus_manifest.json"
-  echo "shipped into $T: update its README.md (card) and README.md's figures and demo, then commit"
-  echo "the weights with tests/gpu/results/$DATE-candidate-*.json in one change"
+  echo "shipped into $T: update its README.md (card), the figures in docs/models.md and"
+  echo "docs/evaluation.md, and the demo, then commit the weights with"
+  echo "tests/gpu/results/$DATE-candidate-*.json in one change"
 fi
 exit "$RC"

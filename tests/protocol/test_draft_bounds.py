@@ -94,7 +94,7 @@ def test_pathological_repository():
     check(loop_on["maxCpuMs"] <= max(LOOP_LIMIT_MS, loop_off["maxCpuMs"] + 25),
           "the loop spent %.1f ms of CPU in one call (%.1f without drafts)"
           % (loop_on["maxCpuMs"], loop_off["maxCpuMs"]), loop_on)
-    # The document's tree is most of it (README, "Reliability"); drafts add
+    # The document's tree is most of it (docs/reliability.md); drafts add
     # the prompt's lexemes and 64 places.
     # Under ASan the allocator's quarantine keeps freed blocks, so the peak
     # measures what was allocated, not what lived (CI's sanitized run: +158

@@ -18,7 +18,7 @@ in the same document reuses the K/V of the tokens that did not change
   reuses the rest (without the pin the window slid with every keystroke:
   2 of 17 requests reused); text inserted above the window moves it, so
   the next request builds afresh, and the one after is pinned again.
-No timing is asserted: the speed is the README's "Measured"."""
+No timing is asserted: the speed is in docs/measurements-history.md."""
 import os
 import sys
 import tempfile

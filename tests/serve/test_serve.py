@@ -69,7 +69,7 @@ check(st == 200 and res["choices"][0]["text"] == ALPHA and
 small.stop()
 
 # The live batch on the CPU: 8 by default, as on a GPU (measured faster
-# than one at a time; README, "Measured").
+# than one at a time; docs/measurements-history.md).
 cpu = Server(model, "--device", "cpu")
 h = cpu.health()
 check(h and h.get("batch_capacity") == 8, f"CPU default --batch 8: {h}")

@@ -10,7 +10,7 @@ continuous batching shared).
                               [--batch N[,N...]]
 
 --batch 1,8 runs the whole set of levels against a server started with each
-(the same run, for the CPU default: README, "Measured").
+(the same run, for the CPU default: docs/measurements-history.md).
 
 Without --url it starts `sculpt serve --listen 127.0.0.1:0` itself (on the
 planted byte model from tools/planted_checkpoints.py when --model is not
