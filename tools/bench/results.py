@@ -224,11 +224,25 @@ def recorded():
     return (_default.count, _default.path) if _default else (0, None)
 
 
+def _json_object(text):
+    import argparse
+    try:
+        v = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(v, dict):
+        raise argparse.ArgumentTypeError("a JSON object, e.g. '{\"shape\": \"qwen2.5-0.5b\"}'")
+    return v
+
+
 def add_flag(ap):
-    """The --record flag every benchmark takes."""
+    """The --record flag every benchmark takes, and --record-config for the
+    settings the benchmark cannot see itself (a model folder's shape)."""
     ap.add_argument("--record", action="store_true",
                     help="also append the figures to bench/results/ (tools/bench/results.py; "
                          "then run tools/bench/perf_tables.py)")
+    ap.add_argument("--record-config", type=_json_object, default={}, metavar="JSON",
+                    help="with --record: settings added to each record's config")
 
 
 def done():
