@@ -109,7 +109,9 @@ FRONT = [
                    lambda c: True),
                   ("p95", "lsp-overhead", "server overhead p95 (model time and debounce excluded)",
                    lambda c: True),
-                  ("ctx", "context-latency", "retrieval CPU time p99", lambda c: True)]),
+                  ("ctx", "context-latency", "retrieval CPU time p99",
+                   lambda c: c.get("cursors", 0) >= 1000
+                   and "generated" not in str(c.get("tree")))]),
 ]
 
 

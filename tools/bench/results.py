@@ -39,6 +39,7 @@ A record's fields (validate() checks them):
 """
 import datetime
 import json
+import math
 import os
 import re
 import subprocess
@@ -66,7 +67,7 @@ def machine_label(m):
 
 
 def _number(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def validate(r):
@@ -187,7 +188,7 @@ class Recorder:
         r = {"group": group, "metric": metric, "config": config or {}, "value": value,
              "unit": unit, "better": better, "peer": peer, "date": self.date, "machine": m,
              "commit": self.commit, "command": command or self.command,
-             "source": f"{self.command} (--record)"}
+             "source": f"a run of {self.bench}, recorded by tools/bench/results.py"}
         if bound is not None:
             r["bound"] = bound
         if rounds:
@@ -224,6 +225,12 @@ def recorded():
     return (_default.count, _default.path) if _default else (0, None)
 
 
+def sig(x, digits=4):
+    """x to so many significant digits: a record keeps what was measured,
+    not the float's noise."""
+    return float(f"{x:.{digits}g}")
+
+
 def _json_object(text):
     import argparse
     try:
@@ -248,4 +255,5 @@ def add_flag(ap):
 def done():
     n, path = recorded()
     if n:
-        print(f"recorded {n} figures in {os.path.relpath(path, os.getcwd())}")
+        rel = os.path.relpath(path, os.getcwd())
+        print(f"recorded {n} figures in {path if rel.startswith('..') else rel}")

