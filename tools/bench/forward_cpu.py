@@ -151,9 +151,10 @@ def main():
             print(f"sculpt {w:4s}: mean {s_mean:9.2f} ms  best {s_best:9.2f} ms  "
                   f"{args.tokens / s_best * 1e3:9.0f} tokens/s  {fl / s_best / 1e6:7.1f} GFLOP/s "
                   f"(best; {fl / s_best / 1e6 / peak:.0%} of the sgemm peak)")
-        cfg = lambda w: dict({"checkpoint": f"{args.shape} ({params / 1e6:.1f}M parameters)",  # noqa: E731
-                              "tokens": args.tokens, "threads": args.threads,
-                              "passes": args.repeat, "weights": w}, **args.record_config)
+        def cfg(w):
+            return dict({"checkpoint": f"{args.shape} ({params / 1e6:.1f}M parameters)",
+                         "tokens": args.tokens, "threads": args.threads, "passes": args.repeat,
+                         "weights": w}, **args.record_config)
 
         def record(peer_best=None, peer_mean=None, peer=None):
             if not args.record:

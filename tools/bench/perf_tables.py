@@ -87,31 +87,34 @@ GROUPS = [
 ]
 
 
-def _has(key, text):
-    return lambda c: text in str(c.get(key, "")).lower()
+def _gpu_headline(c):
+    return c.get("model") == "dream-7b" and c.get("context") == 512 and c.get("canvas") == 32
+
+
+def _pause_05b(c):
+    """The 0.5B shape through the LSP with kvReuse, on the CPU's own ISA."""
+    return ("0.5b" in str(c.get("shape", "")).lower() and c.get("kvReuse") is True
+            and "ONEDNN_MAX_CPU_ISA" not in c)
+
+
+def _context_p99(c):
+    """A real tree and enough cursors for a p99."""
+    return c.get("cursors", 0) >= 1000 and "generated" not in str(c.get("tree"))
 
 
 # The front page's lines: (what, [(name, group, metric, config test)], render).
 FRONT = [
-    ("gpu", [("step", "gpu-step", "denoising step with the context's K/V cached",
-              lambda c: c.get("model") == "dream-7b" and c.get("context") == 512
-              and c.get("canvas") == 32),
-             ("tps", "gpu-step", "tokens/s at 4 tokens committed a step",
-              lambda c: c.get("model") == "dream-7b" and c.get("context") == 512
-              and c.get("canvas") == 32)]),
+    ("gpu", [("step", "gpu-step", "denoising step with the context's K/V cached", _gpu_headline),
+             ("tps", "gpu-step", "tokens/s at 4 tokens committed a step", _gpu_headline)]),
     ("pause", [("p50", "lsp-latency", "pause to ghost text p50 (after the first request)",
-                lambda c: _has("shape", "0.5b")(c) and c.get("kvReuse") is True
-                and "ONEDNN_MAX_CPU_ISA" not in c),
+                _pause_05b),
                ("p95", "lsp-latency", "pause to ghost text p95 (after the first request)",
-                lambda c: _has("shape", "0.5b")(c) and c.get("kvReuse") is True
-                and "ONEDNN_MAX_CPU_ISA" not in c)]),
+                _pause_05b)]),
     ("overhead", [("p50", "lsp-overhead", "server overhead p50 (model time and debounce excluded)",
                    lambda c: True),
                   ("p95", "lsp-overhead", "server overhead p95 (model time and debounce excluded)",
                    lambda c: True),
-                  ("ctx", "context-latency", "retrieval CPU time p99",
-                   lambda c: c.get("cursors", 0) >= 1000
-                   and "generated" not in str(c.get("tree")))]),
+                  ("ctx", "context-latency", "retrieval CPU time p99", _context_p99)]),
 ]
 
 
