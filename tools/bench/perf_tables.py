@@ -214,11 +214,24 @@ def current(records):
     return {k: v[1] for k, v in sorted(cur.items(), key=lambda kv: kv[1][2])}
 
 
-def front_lines(cur, link=True):
-    def find(group, metric, test):
+MODEL_NAMES = {"dream-7b": "Dream-7B", "open-dcoder-0.5b": "Open-dCoder-0.5B",
+               "coda-1.7b": "CoDA-1.7B"}
+
+
+def short(v, unit):
+    """A front-page figure: three significant digits, seconds past 1,000 ms."""
+    if unit == "ms" and v >= 1000:
+        v, unit = v / 1000.0, "s"
+    return with_unit(float(f"{v:.3g}"), unit)
+
+
+def front_lines(cur):
+    """The README's front-page figures, one line each (FRONT)."""
+    def find(group, metric, test, config=None):
         best = None
         for (g, m, _c, _mach), r in cur.items():
-            if g == group and m == metric and test(r["config"]):
+            if g == group and m == metric and test(r["config"]) \
+                    and (config is None or r["config"] == config):
                 if best is None or r["date"] > best["date"]:
                     best = r
         return best
@@ -226,49 +239,43 @@ def front_lines(cur, link=True):
     out = []
     for what, parts in FRONT:
         got = {name: find(g, m, t) for name, g, m, t in parts}
-        first = next((r for r in got.values() if r), None)
+        first = got[parts[0][0]]
         if first is None:
             continue
-        when = f"{first['date'][:10]}, {first['machine']['label']}"
-        if what == "gpu" and got["step"]:
-            s = got["step"]
-            c = s["config"]
-            parts_txt = []
+        m = first["machine"]
+        when = f"{m['gpu'] or m['label']} ({first['date'][:10]})"
+        if what == "gpu":
+            s, c = first, first["config"]
+            text = (f"- GPU, one {when}: {MODEL_NAMES.get(c['model'], c['model'])} at canvas "
+                    f"{c['canvas']}, context {c['context']}: {short(s['value'], s['unit'])} a step")
             if got["tps"]:
-                parts_txt.append(with_unit(got["tps"]["value"], got["tps"]["unit"]))
-            parts_txt.append(f"{with_unit(s['value'], s['unit'])} a step")
-            b = s.get("bound")
-            if b:
-                parts_txt.append(f"{s['value'] / b['value']:.2f}x its HBM roofline "
-                                 f"({with_unit(b['value'], s['unit'])})")
+                text += f", {short(got['tps']['value'], got['tps']['unit'])} at 4 tokens a step"
+            if s.get("bound"):
+                text += (f"; {s['value'] / s['bound']['value']:.3g}x its HBM roofline "
+                         f"({short(s['bound']['value'], s['unit'])})")
             if ratio(s) is not None:
-                parts_txt.append(f"{ratio_text(s)} PyTorch eager")
-            out.append(f"- GPU, {c['model']} (canvas {c['canvas']}, context {c['context']}): "
-                       + ", ".join(parts_txt) + f" ({when}).")
-        elif what == "pause" and got["p50"]:
-            r = got["p50"]
-            s = f"- CPU, pause to ghost text with the 0.5B shape ({r['config'].get('shape')}, " \
-                f"weights {r['config'].get('weights')}): p50 {with_unit(r['value'], r['unit'])}"
+                text += f"; {ratio(s):.3g}x PyTorch eager"
+        elif what == "pause":
+            c = first["config"]
+            text = (f"- CPU, {when}: the 0.5B shape ({c.get('shape')}; weights "
+                    f"{c.get('weights')}) through the LSP, default settings: pause to ghost "
+                    f"text (after the first request) p50 {short(first['value'], first['unit'])}")
             if got["p95"]:
-                s += f", p95 {with_unit(got['p95']['value'], got['p95']['unit'])}"
-            if r.get("peer") and r["peer"].get("value") is not None:
-                s += f"; {r['peer']['name'].split(',')[0]}: " \
-                     f"{with_unit(r['peer']['value'], r['unit'])}"
-            out.append(s + f" ({when}).")
-        elif what == "overhead" and got["p50"]:
-            s = f"- LSP overhead per completion (model time and debounce excluded): p50 " \
-                f"{with_unit(got['p50']['value'], got['p50']['unit'])}"
+                text += f", p95 {short(got['p95']['value'], got['p95']['unit'])}"
+            mt = find("lsp-latency", "model time p50", lambda x: True, c)
+            if mt:
+                text += f" (model time p50 {short(mt['value'], mt['unit'])})"
+        else:
+            text = (f"- LSP overhead, {when}: p50 {short(first['value'], first['unit'])}")
             if got["p95"]:
-                s += f", p95 {with_unit(got['p95']['value'], got['p95']['unit'])}"
-            s += f" ({when})"
+                text += f", p95 {short(got['p95']['value'], got['p95']['unit'])}"
+            text += " a request, the model's time and the debounce excluded"
             if got["ctx"]:
                 c = got["ctx"]
-                s += f"; context retrieval p99 {with_unit(c['value'], c['unit'])} of CPU " \
-                     f"({c['date'][:10]}, {c['machine']['label']})"
-            out.append(s + ".")
-    if link:
-        out.append("- Every figure with its peer, machine and how to reproduce it: "
-                   "[docs/performance.md](docs/performance.md).")
+                text += (f"; context retrieval p99 {short(c['value'], c['unit'])} of CPU "
+                         f"({c['config'].get('cursors'):,} cursors, {c['machine']['label']}, "
+                         f"{c['date'][:10]})")
+        out.append(text + ".")
     return out
 
 
@@ -292,7 +299,7 @@ def render(records):
         "",
         "## The front page's figures",
         "",
-    ] + front_lines(cur, link=False) + [""]
+    ] + front_lines(cur) + [""]
     known = [g for g, _t, _i in GROUPS]
     groups = known + sorted({k[0] for k in cur} - set(known))
     titles = {g: (t, i) for g, t, i in GROUPS}
