@@ -12,7 +12,10 @@ network; pass --model DIR for a real checkpoint, --device cuda when a GPU is
 there. Not a test.
 
     tools/bench/batch_holes.py --sculpt build/sculpt [--files 30] [--holes 4]
-                               [--model DIR] [--device cpu|cuda|auto]
+                               [--model DIR] [--device cpu|cuda|auto] [--record]
+
+--record appends holes/min one site at a time against the batched sites to
+bench/results/ (tools/bench/results.py).
 """
 import argparse
 import json
@@ -27,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from machine import describe  # noqa: E402
+import results  # noqa: E402
 
 TEMPLATES = {
     "c": ("c", 'static const char *s{i} = abcTODO(sculpt);\n'),
@@ -42,6 +46,7 @@ def main():
     ap.add_argument("--holes", type=int, default=4)
     ap.add_argument("--model")
     ap.add_argument("--device", default="cpu")
+    results.add_flag(ap)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sculpt-bench-batch-")
     try:
@@ -64,6 +69,7 @@ def main():
         # The same run two ways, side by side: the holes' greedy candidates
         # decoded together (shared packed passes, no cache), and each hole
         # alone (with the K/V cache).
+        rate = {}
         for label, extra in (("batched sites", ["--batch-sites"]),
                              ("one site at a time", ["--no-batch-sites"])):
             t0 = time.time()
@@ -76,10 +82,25 @@ def main():
             sites = rep["sites"]
             done = sum(s["status"] == "done" for s in sites)
             summ = rep["summary"]
+            rate[label] = (len(sites) / wall * 60, len(sites), done)
             print(f"{label}: {len(sites)} sites in {a.files} files, done {done}; "
                   f"{wall:.2f} s -> {len(sites) / wall * 60:.0f} holes/min (load included); "
                   f"batched {summ.get('batched_sites', 0)} sites in "
                   f"{summ.get('batched_passes', 0)} passes")
+        if a.record:
+            one, both = rate["one site at a time"], rate["batched sites"]
+            results.record(
+                group="batch",
+                metric="sculpt batch --holes, one hole at a time with the K/V cache"
+                       + (" (the CPU default)" if a.device == "cpu" else ""),
+                value=results.sig(one[0], 3), unit="holes/min", better="higher",
+                config=dict({"device": a.device, "files": a.files, "holes": one[1],
+                             "model": a.model or "planted byte-level"}, **a.record_config),
+                peer={"name": "the same holes decoded together in shared packed passes "
+                              "(--batch-sites, no cache)", "value": results.sig(both[0], 3)},
+                note=f"wall clock, model load included; done {one[2]} and {both[2]} of "
+                     f"{one[1]}")
+            results.done()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

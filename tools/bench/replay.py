@@ -41,6 +41,12 @@ values are JSON), and --settings JSON adds settings to every run. Each run
 also reports the typed characters per request the model started (engine
 calls, from sculpt/test/stats) and per suggestion shown, and what drafting
 did (data.drafts, data.tokensPerPass).
+
+--record appends the figures to bench/results/ (tools/bench/results.py):
+without --real the server's overhead against its targets; with --real the
+pause to ghost text and the model time of each run against the second
+run's (kvReuse false, or --vary's second value). --record-config JSON names
+what the script cannot see (e.g. '{"shape": "qwen2.5-0.5b", "weights": "bf16"}').
 """
 import argparse
 import json
@@ -54,6 +60,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from machine import describe  # noqa: E402
+import results  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
@@ -265,6 +272,9 @@ def real_main(args):
                  pct(e2e, 50), pct(e2e, 95), pct([x["data"].get("debounceMs", 0) for x in ran], 50),
                  pct([x["data"].get("promptTokens", 0) for x in ran], 50),
                  pct([x["data"].get("snippets", 0) for x in ran], 50)))
+        figures = {"pause p50": pct(e2e, 50), "pause p95": pct(e2e, 95),
+                   "model p50": pct(model, 50), "errors": errors, "shown": shown,
+                   "ran": len(ran), "keys": len(r)}
         shown_all = shown + (through[0]["shown"] if through else 0)
         drafted = [x for x in ran if (x["data"].get("drafts") or {}).get("offered")]
         if calls:
@@ -281,8 +291,10 @@ def real_main(args):
                       sum(x["data"]["drafts"]["drafted"] for x in ran),
                       sum(x["data"]["drafts"]["accepted"] for x in ran), pct(tpp, 50),
                       sum(tpp) / len(tpp)))
+        return figures
+    figs = {}
     for v, r in runs.items():
-        summary(r, "automatic, %s %-5s" % (key, v))
+        figs[v] = summary(r, "automatic, %s %-5s" % (key, v))
     if same:
         for v, r in same.items():
             summary(r, "invoked,   %s %-5s" % (key, v))
@@ -300,6 +312,40 @@ def real_main(args):
         with open(args.json, "w") as f:
             json.dump({"automatic": {str(k): v for k, v in runs.items()},
                        "invoked": {str(k): v for k, v in same.items()}}, f)
+    if args.record:
+        record_real(args, key, variants, figs, path, line1, n, typed)
+
+
+def record_real(args, key, variants, figs, path, line1, n, typed):
+    """Each run's pause to ghost text and model time, the second run's the
+    peer (kvReuse false, or --vary's second value)."""
+    base = json.dumps(variants[1][1]) if len(variants) > 1 else None
+    file = "%s:%d:%d, %d characters%s" % (
+        os.path.relpath(os.path.abspath(path), ROOT), line1, n, len(typed),
+        " at %d ms a key" % args.pace if args.pace else "")
+    common = {"model": args.model or "model/default (shipped)", "file": file,
+              "settings": json.loads(args.settings) if args.settings else "default"}
+    after = "" if args.pace else " (after the first request)"
+    for k, v in variants:
+        vk = json.dumps(v)
+        if vk == base:
+            continue
+        f, b = figs[vk], figs.get(base)
+        cfg = dict(common, **{k: v}, **args.record_config)
+        note = "%d keystrokes, %d errors, %d suggestions shown, %d ran the model" % (
+            f["keys"], f["errors"], f["shown"], f["ran"])
+        for metric, name in (("pause to ghost text p50" + after, "pause p50"),
+                             ("pause to ghost text p95" + after, "pause p95"),
+                             ("model time p50", "model p50")):
+            if f[name] != f[name]:  # NaN: no such request (one request only)
+                continue
+            peer = None
+            if b is not None and b[name] == b[name]:
+                peer = {"name": "%s %s, same run" % (key, base), "config": {key: variants[1][1]},
+                        "value": results.sig(b[name])}
+            results.record(group="lsp-latency", metric=metric, value=results.sig(f[name]),
+                           unit="ms", better="lower", config=cfg, peer=peer, note=note)
+    results.done()
 
 
 def main():
@@ -317,6 +363,7 @@ def main():
     ap.add_argument("--pace", type=int, default=0,
                     help="with --real: type at this many ms a key, waiting for an answer only "
                          "at the end of a word (the automatic runs)")
+    results.add_flag(ap)
     args = ap.parse_args()
     if args.real:
         return real_main(args)
@@ -417,6 +464,28 @@ def main():
                                                          stats["engineCalls"]))
     print("didChange + round trip while an infill is in flight: p50 %.2f ms, max %.2f ms"
           % (pct(loop, 50), max(loop)))
+    if args.record:
+        cfg = dict({"file": "%s-line C file" % format(args.lines, ","), "keys": keys,
+                    "model": "planted byte-level", "debounceMs": 0}, **args.record_config)
+        target = "target (tools/bench/replay.py)"
+        for metric, v, unit, better, bound in (
+                ("server overhead p50 (model time and debounce excluded)", pct(overhead, 50),
+                 "ms", "lower", 5),
+                ("server overhead p95 (model time and debounce excluded)", pct(overhead, 95),
+                 "ms", "lower", 15),
+                ("cache hit (typing-through) latency p50", pct(hit_lat, 50) if hit_lat else None,
+                 "ms", "lower", 2),
+                ("didChange handled while an infill runs, p50", pct(loop, 50), "ms", "lower",
+                 None),
+                ("engine calls per keystroke", stats["engineCalls"] / keys, "calls", "lower",
+                 None),
+                ("requests served by typing-through", 100.0 * hits / keys, "%", "higher", None)):
+            if v is None:
+                continue
+            results.record(group="lsp-overhead", metric=metric, value=results.sig(v, 3),
+                           unit=unit, better=better, config=cfg,
+                           bound={"name": target, "value": bound} if bound else None)
+        results.done()
 
 
 if __name__ == "__main__":

