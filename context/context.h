@@ -536,7 +536,7 @@ size_t sc_prompt_suffix_fit(const sc_tokenizer *tok, const char *before, size_t 
  * repository, most frequent first, that begin with what the cursor's line
  * holds). A draft that runs into the text after the cursor is cut there
  * and ends the middle. Bounded work: about a millisecond on a CPython-sized
- * workspace (README, "Drafts"). */
+ * workspace (docs/evaluation.md, "Drafts"). */
 #define SC_DRAFTS_MAX SC_INFILL_MAX_DRAFTS
 
 typedef struct sc_text_draft {

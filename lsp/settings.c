@@ -30,8 +30,8 @@ void sc_cpl__settings_defaults(settings *st) {
   st->debounce_ms = 75;
   st->length_candidates = 1;
   st->repair = true;
-  st->kv_reuse = true; /* README, "Measured": the time it saves against what it changes */
-  st->drafts = true;   /* README, "Drafts": measured on and off */
+  st->kv_reuse = true; /* docs/measurements-history.md: the time it saves against what it changes */
+  st->drafts = true;   /* docs/evaluation.md, "Drafts": measured on and off */
   st->draft_threshold = SC_DRAFT_THRESHOLD_DEFAULT;
   st->max_document_bytes = SC_DEFAULT_MAX_DOCUMENT_BYTES;
 }

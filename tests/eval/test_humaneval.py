@@ -4,7 +4,7 @@ pass@1 and the line n-gram's on the same tasks, McNemar between them), the
 per-task results and the harness's sample format with passed/result; the
 harness's own example samples score the 30% its README states, sample by
 sample; the canonical middles of the first tasks of every benchmark all
-pass (the full sets are checked by hand: README, "sculpt eval")."""
+pass (the full sets are checked by hand: docs/evaluation.md)."""
 import os
 
 from evaltest import DATA, MODEL, check, finish, read_jsonl, run_json, system, tempdir
