@@ -91,7 +91,11 @@ def test_pathological_repository():
     # Drafts run on the request's job, never on the loop: the loop's worst
     # call is what it is without them (with this document it is 60-70 ms
     # either way: the loop adopts and frees its syntax tree).
-    check(loop_on["maxCpuMs"] <= max(LOOP_LIMIT_MS, loop_off["maxCpuMs"] + 25),
+    # Under ASan that call is freeing a tree through the quarantine, whose
+    # cost swings by tens of ms from run to run (141 against 102 ms, idle).
+    sanitized = os.environ.get("SCULPT_SANITIZED", "").upper() in ("1", "ON", "TRUE", "YES")
+    slack = loop_off["maxCpuMs"] if sanitized else 25
+    check(loop_on["maxCpuMs"] <= max(LOOP_LIMIT_MS, loop_off["maxCpuMs"] + slack),
           "the loop spent %.1f ms of CPU in one call (%.1f without drafts)"
           % (loop_on["maxCpuMs"], loop_off["maxCpuMs"]), loop_on)
     # The document's tree is most of it (docs/reliability.md); drafts add
@@ -99,7 +103,7 @@ def test_pathological_repository():
     # Under ASan the allocator's quarantine keeps freed blocks, so the peak
     # measures what was allocated, not what lived (CI's sanitized run: +158
     # MB, the release build's +7): the release run holds this check.
-    if os.environ.get("SCULPT_SANITIZED", "").upper() not in ("1", "ON", "TRUE", "YES"):
+    if not sanitized:
         check(grew_on <= grew_off + 32,
               "drafts grew peak memory by %.0f MB" % (grew_on - grew_off))
 
