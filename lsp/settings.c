@@ -1,7 +1,7 @@
 /* settings.c — the completion feature's settings: their defaults, parsing a
  * "sculpt" settings object (initializationOptions, workspace/configuration)
  * with a warning for each bad value, deep copies for jobs, what a change
- * means (sc_cpl_changes; completer.c acts on it: a new model, device or
+ * means (SC_CPL_CHANGED_*; completer.c acts on it: a new model, device or
  * weights kind reloads, a new backend drops the client, a change to what a
  * suggestion depends on clears the cache), and the prompt budget the
  * settings leave (the local model's, a remote backend's in tokens and bytes).
@@ -216,7 +216,6 @@ unsigned sc_cpl__settings_apply(sc_completer *c, json_t *o) {
   settings *st = &c->set;
   /* Scalars only are compared; the strings in the copy may be freed below. */
   const settings before = *st;
-  bool reload = false;
   unsigned changes = 0;
   json_t *v;
   if ((v = json_object_get(o, "modelPath"))) {
@@ -229,14 +228,14 @@ unsigned sc_cpl__settings_apply(sc_completer *c, json_t *o) {
       if (changed) {
         free(st->model_path);
         st->model_path = path ? strdup(path) : NULL;
-        reload = true;
+        changes |= SC_CPL_CHANGED_MODEL;
       }
     }
   }
   if ((v = json_object_get(o, "device"))) {
     sc_device_kind k;
     if (json_is_string(v) && sc_device_kind_parse(json_string_value(v), &k)) {
-      if (k != st->device) reload = true;
+      if (k != st->device) changes |= SC_CPL_CHANGED_MODEL;
       st->device = k;
       st->device_set = true;
     } else {
@@ -246,7 +245,7 @@ unsigned sc_cpl__settings_apply(sc_completer *c, json_t *o) {
   if ((v = json_object_get(o, "weights"))) {
     sc_weights_kind k;
     if (json_is_string(v) && sc_weights_kind_parse(json_string_value(v), &k)) {
-      if (k != st->weights) reload = true;
+      if (k != st->weights) changes |= SC_CPL_CHANGED_MODEL;
       st->weights = k;
       st->weights_set = true;
     } else {
@@ -318,7 +317,8 @@ unsigned sc_cpl__settings_apply(sc_completer *c, json_t *o) {
     /* Turned on while the model is missing: the load that failed runs
      * again, and downloads it. */
     if (json_is_boolean(v)) {
-      if (json_is_true(v) && !st->auto_pull && c->state == MS_ERROR) reload = true;
+      if (json_is_true(v) && !st->auto_pull && c->state == MS_ERROR)
+        changes |= SC_CPL_CHANGED_MODEL;
       st->auto_pull = json_is_true(v);
     } else {
       SC_LOG_WARN("settings: autoPull must be true or false; ignored");
@@ -347,11 +347,10 @@ unsigned sc_cpl__settings_apply(sc_completer *c, json_t *o) {
       SC_LOG_INFO("settings: %s%s%s", st->backend_url ? "the remote backend" : "the local engine",
                   st->backend_model ? ", model " : "", st->backend_model ? st->backend_model : "");
       /* Remote needs only the tokenizer; local needs the model. */
-      if (was_remote != (st->backend_url != NULL)) reload = true;
+      if (was_remote != (st->backend_url != NULL)) changes |= SC_CPL_CHANGED_MODEL;
     }
   }
   if (!same_decoding(&before, st)) changes |= SC_CPL_CHANGED_DECODING;
-  if (reload) changes |= SC_CPL_CHANGED_MODEL;
   if (before.index_max_files != st->index_max_files) changes |= SC_CPL_CHANGED_INDEX_BOUND;
   return changes;
 }
