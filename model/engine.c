@@ -53,8 +53,7 @@ struct sc_engine {
   int32_t *pick;      /* [max_seq] predicted tokens of this step */
   float *pprob;       /* [max_seq] their probabilities */
   int32_t *order;     /* [max_seq] scratch for sorting */
-  double *pdraft;     /* [max_seq] p of the drafted token, for drafted rows */
-  double *hdraft;     /* [max_seq] and its row's entropy */
+  sc_draft_score *sdraft; /* [max_seq] how each drafted row scored its drafted token */
   /* What fctx's K/V cache holds (sessions, below): kv_ids[i] is the token
    * whose K/V position i holds, for kv_n positions, computed for session
    * kv_session (0: no session; nothing to reuse). */
@@ -154,15 +153,14 @@ sc_status sc_engine_new(sc_model *model, const sc_tokenizer *tok, int max_seq,
   e->pick = malloc(S * sizeof *e->pick);
   e->pprob = malloc(S * sizeof *e->pprob);
   e->order = malloc(S * sizeof *e->order);
-  e->pdraft = malloc(S * sizeof *e->pdraft);
-  e->hdraft = malloc(S * sizeof *e->hdraft);
+  e->sdraft = malloc(S * sizeof *e->sdraft);
   e->prow = malloc(S * sizeof *e->prow);
   e->rpick = malloc(S * sizeof *e->rpick);
   e->kv_ids = malloc(S * sizeof *e->kv_ids);
   e->cap_rows = e->max_seq;
   if (!e->logits || !e->rows || !e->positions || !e->z || !e->cand || !e->seq ||
       !e->conf || !e->score || !e->pick || !e->pprob || !e->order || !e->prow || !e->rpick ||
-      !e->kv_ids || !e->pdraft || !e->hdraft) {
+      !e->kv_ids || !e->sdraft) {
     sc_engine_free(e);
     return sc_error_set(err, SC_ERR_NOMEM, "engine: out of memory for %d positions x %d vocab",
                         e->max_seq, e->vocab);
@@ -190,8 +188,7 @@ void sc_engine_free(sc_engine *e) {
   free(e->pick);
   free(e->pprob);
   free(e->order);
-  free(e->pdraft);
-  free(e->hdraft);
+  free(e->sdraft);
   free(e->kv_ids);
   free(e);
 }
@@ -497,13 +494,13 @@ static sc_status run_take_picks(sc_engine *e, cand_run *run, const sc_infill_par
     const int i = e->positions[k];
     if (run->drafted && run->drafted[i - run->c0]) {
       const int32_t t = run->seq[i];
-      if (e->pick[k] == t && picked) {
-        e->pdraft[k] = e->rpick[k].p;
-        e->hdraft[k] = e->rpick[k].entropy;
+      const sc_row_pick *r = &e->rpick[k];
+      if (picked && e->pick[k] == t) {
+        e->sdraft[k] = (sc_draft_score){r->p, r->max_prob};
       } else {
         const sc_pick_params pp = pick_params(e, e->banned, e->prow + k);
-        e->pdraft[k] = sc_pick_prob(e->logits + (size_t)k * (size_t)e->vocab, e->vocab,
-                                    &e->prow[k], &pp, t, &e->hdraft[k]);
+        sc_pick_prob(e->logits + (size_t)k * (size_t)e->vocab, e->vocab, &e->prow[k], &pp, t,
+                     &e->sdraft[k]);
       }
     }
   }
@@ -559,14 +556,13 @@ static int run_accept(sc_engine *e, cand_run *run, const sc_infill_params *p,
   int n = 0;
   for (int k = run->row0; k < run->row0 + run->nr; k++)
     if (run->drafted[e->positions[k] - run->c0]) {
-      run->dr.h[n] = e->hdraft[k];
-      run->dr.p[n++] = e->pdraft[k];
+      run->dr.s[n++] = e->sdraft[k];
     }
   int rej = -1;
   int acc = sc_draft_accept(&run->dr, run->seq + run->c0, e->info->mask_id, p->draft_threshold,
                             &rej);
   for (int j = 0; j < acc; j++) {
-    run->conf[run->dr.pos[j]] = (float)run->dr.p[j];
+    run->conf[run->dr.pos[j]] = (float)run->dr.s[j].p;
     run->committed++;
     run->masks_left--;
   }
@@ -674,15 +670,13 @@ static sc_status ensure_rows(sc_engine *e, int n, sc_error *err) {
   if (pprob) e->pprob = pprob;
   int32_t *order = realloc(e->order, N * sizeof *order);
   if (order) e->order = order;
-  double *pdraft = realloc(e->pdraft, N * sizeof *pdraft);
-  if (pdraft) e->pdraft = pdraft;
-  double *hdraft = realloc(e->hdraft, N * sizeof *hdraft);
-  if (hdraft) e->hdraft = hdraft;
+  sc_draft_score *sdraft = realloc(e->sdraft, N * sizeof *sdraft);
+  if (sdraft) e->sdraft = sdraft;
   sc_pick_row_params *prow = realloc(e->prow, N * sizeof *prow);
   if (prow) e->prow = prow;
   sc_row_pick *rpick = realloc(e->rpick, N * sizeof *rpick);
   if (rpick) e->rpick = rpick;
-  SC_CHECK(logits && rows && positions && score && pick && pprob && order && pdraft && hdraft &&
+  SC_CHECK(logits && rows && positions && score && pick && pprob && order && sdraft &&
                prow && rpick,
            err,
            SC_ERR_NOMEM, "engine: out of memory for %d rows", n);

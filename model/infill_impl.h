@@ -33,8 +33,7 @@ typedef struct sc_draft_run {
   int cur;       /* the draft placed this step; -1: none */
   int np;        /* positions placed this step ... */
   int32_t *pos;  /* ... [cap]: canvas positions, ascending (owned) */
-  double *p;     /* [cap] the pass's p of each placed token, for the test (owned) */
-  double *h;     /* [cap] the entropy (nats) of the row that scored it (owned) */
+  sc_draft_score *s; /* [cap] how the pass scored each placed token, for the test (owned) */
   int cap;
   int drafted, accepted; /* over the run */
 } sc_draft_run;

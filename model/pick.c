@@ -88,10 +88,11 @@ static double adjusted(const float *l, int t, double inv_t, double pen, const sc
 }
 
 /* The rules of pick_row, for one token's probability (and the row's
- * entropy): two passes (the maximum, then the sums), no scratch row. */
+ * largest, 1 / the sum): two passes (the maximum, then the sum), no
+ * scratch row. */
 double sc_pick_prob(const float *l, int V, const sc_pick_row_params *rp, const sc_pick_params *pp,
-                    int32_t token, double *entropy) {
-  if (entropy) *entropy = 0.0;
+                    int32_t token, sc_draft_score *out) {
+  if (out) *out = (sc_draft_score){0.0, 0.0};
   if (token < 0 || token >= V || (pp->banned && pp->banned[token])) return 0.0;
   const double inv_t = rp->temperature > 0 ? 1.0 / (double)rp->temperature : 1.0;
   const double pen = (double)rp->eos_penalty * inv_t;
@@ -102,14 +103,11 @@ double sc_pick_prob(const float *l, int V, const sc_pick_row_params *rp, const s
     double v = adjusted(l, t, inv_t, pen, pp);
     if (v > m) m = v;
   }
-  double s = 0, s1 = 0;
-  for (int t = 0; t < V; t++) {
-    if (pp->banned && pp->banned[t]) continue;
-    double d = adjusted(l, t, inv_t, pen, pp) - m, e = exp(d);
-    s += e;
-    s1 += e * d;
-  }
+  double s = 0;
+  for (int t = 0; t < V; t++)
+    if (!pp->banned || !pp->banned[t]) s += exp(adjusted(l, t, inv_t, pen, pp) - m);
   if (!(s > 0) || !isfinite(s)) return 0.0;
-  if (entropy) *entropy = log(s) - s1 / s; /* as pick_row's */
-  return exp(adjusted(l, token, inv_t, pen, pp) - m) / s;
+  const double p = exp(adjusted(l, token, inv_t, pen, pp) - m) / s;
+  if (out) *out = (sc_draft_score){p, 1.0 / s};
+  return p;
 }

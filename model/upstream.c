@@ -283,14 +283,14 @@ static int accept_drafts(loop_run *r, bool *rejected, bool *cut) {
   int n = 0;
   for (int k = 0; k < r->nr; k++)
     if (r->drafted[r->pos[k]]) {
-      r->dr.p[n] = sc_pick_prob(io->logits + (size_t)k * (size_t)io->vocab, io->vocab, &rp, &pp,
-                                r->cv[r->pos[k]], &r->dr.h[n]);
+      sc_pick_prob(io->logits + (size_t)k * (size_t)io->vocab, io->vocab, &rp, &pp,
+                   r->cv[r->pos[k]], &r->dr.s[n]);
       n++;
     }
   int first = -1;
   int acc = sc_draft_accept(&r->dr, r->cv, r->mask, r->p->draft_threshold, &first);
   for (int j = 0; j < acc; j++) {
-    r->cf[r->dr.pos[j]] = (float)r->dr.p[j];
+    r->cf[r->dr.pos[j]] = (float)r->dr.s[j].p;
     r->committed++;
   }
   for (int j = 0; j < r->dr.np; j++) r->drafted[r->dr.pos[j]] = false;

@@ -4,7 +4,10 @@ editor lets its user set and documents -- VS Code's forwarded list
 (src/logic.ts SERVER_SETTINGS) and its settings schema (package.json), the
 Neovim plugin's settings comment, Emacs's `sculpt-settings` docstring and
 its README. A setting added to the server and forgotten in a client (as
-maxDocumentBytes once was: VS Code never sent it) fails here."""
+maxDocumentBytes once was: VS Code never sent it) fails here. So does a
+default that differs between the README and package.json: VS Code sends
+its schema's default as if the user had set it, so a server default
+changed without package.json would never reach VS Code's users."""
 import json
 import os
 import re
@@ -58,6 +61,27 @@ for name in top:
         failures.append("VS Code does not send %r (src/logic.ts SERVER_SETTINGS)" % name)
     if "sculpt." + name not in schema:
         failures.append("VS Code's package.json has no setting sculpt.%s" % name)
+# The defaults: the README's first `literal` against the schema's, where
+# the schema gives one that stands for a value ("" and null mean "the
+# server's own", as for modelPath and enabledLanguages).
+tm = re.search(r"^## Settings\n(.*?)^## ", read("README.md"), re.S | re.M)
+readme_default = dict(re.findall(r"^\| `([A-Za-z]+)` \| `([^`]*)`", tm.group(1), re.M))
+compared = 0
+for name in top:
+    want = schema.get("sculpt." + name, {}).get("default")
+    if want in (None, "") or name not in readme_default:
+        continue
+    raw = readme_default[name]
+    try:
+        have = json.loads(raw)
+    except ValueError:
+        have = raw
+    compared += 1
+    if have != want:
+        failures.append("default of %r: README %s, VS Code's package.json %s"
+                        % (name, raw, json.dumps(want)))
+if compared < 10:
+    failures.append("only %d defaults compared between the README and package.json" % compared)
 for name in sub:
     if name.split(".", 1)[1] not in backend_doc:
         failures.append("VS Code's sculpt.backend description does not name %r" % name)
@@ -76,7 +100,8 @@ for name in top:
         if name not in have:
             failures.append("%s does not list %r" % (where, name))
 
-print("README settings: %d (%s); sub-settings: %d" % (len(top), " ".join(top), len(sub)))
+print("README settings: %d (%s); sub-settings: %d; defaults compared with package.json: %d"
+      % (len(top), " ".join(top), len(sub), compared))
 for f in failures:
     print("FAIL: " + f)
 sys.exit(1 if failures else 0)

@@ -242,9 +242,12 @@ static void test_pick_prob(void) {
   sc_row_pick out;
   rp.temperature = 0; /* greedy: the argmax */
   sc_pick_rows(l, 1, V, &pp, z, &out);
-  double h = -1;
-  EXPECT(fabs(sc_pick_prob(l, V, &rp, &pp, out.token, &h) - out.p) < 1e-12);
-  EXPECT(fabs(h - out.entropy) < 1e-12);
+  sc_draft_score ds = {-1, -1};
+  EXPECT(fabs(sc_pick_prob(l, V, &rp, &pp, out.token, &ds) - out.p) < 1e-12);
+  EXPECT(fabs(ds.p - out.p) < 1e-12 && fabs(ds.top - out.max_prob) < 1e-12);
+  /* Token 3 (logit 2.0) against the favourite 1 (3.0): e^-1 as likely. */
+  EXPECT(fabs(sc_pick_prob(l, V, &rp, &pp, 3, &ds) / ds.top - exp(2.0 - 3.0)) < 1e-9);
+  EXPECT(sc_pick_prob(l, V, &rp, &pp, 4, &ds) == 0.0 && ds.top == 0.0); /* banned */
   rp.temperature = 0.7f;
   double s = 0, want = 0;
   for (int t = 0; t < V; t++) {
@@ -260,10 +263,11 @@ static void test_pick_prob(void) {
   EXPECT(sc_pick_prob(l, V, &rp, &pp, 3, NULL) == 0.0);
 }
 
-/* The acceptance rule itself (model/draft.c): p >= min(thr, sqrt(thr)
- * exp(-H)): a sure row (H near 0) asks thr, an unsure one less; the
- * leading run that passes stays, the rest is masked again. */
-static void test_typical_acceptance(void) {
+/* The acceptance rule itself (model/draft.c): p >= thr p_top, relative
+ * to the row's favourite, so a diffuse row keeps a token a sure row would
+ * not; a banned token (p 0) never stays; the leading run that passes
+ * stays, the rest is masked again. */
+static void test_ratio_acceptance(void) {
   int32_t ids[3] = {7, 8, 9};
   sc_draft d = {ids, 3, 0, false};
   sc_infill_params p;
@@ -275,17 +279,26 @@ static void test_typical_acceptance(void) {
   int32_t cv[8];
   for (int i = 0; i < 8; i++) cv[i] = 99;
   REQUIRE(sc_draft_place(&dr, cv, 8, 99, 0, 8) == 3 && cv[0] == 7 && cv[2] == 9);
-  /* thr 0.09 (delta 0.3): 0.05 passes on a row of entropy 2 (0.3 e^-2 =
-   * 0.041), 0.05 fails on a sure row (0.09), 0.002 passes at entropy 6. */
-  dr.p[0] = 0.05, dr.h[0] = 2.0;
-  dr.p[1] = 0.002, dr.h[1] = 6.0;
-  dr.p[2] = 0.05, dr.h[2] = 0.1;
+  /* thr 0.09: 0.05 passes beside a favourite of 0.5 (0.1 of it), 0.002
+   * beside 0.01 (0.2: a diffuse row), 0.05 fails beside a sure 0.9. */
+  dr.s[0] = (sc_draft_score){0.05, 0.5};
+  dr.s[1] = (sc_draft_score){0.002, 0.01};
+  dr.s[2] = (sc_draft_score){0.05, 0.9};
   int rej = -2;
   EXPECT(sc_draft_accept(&dr, cv, 99, 0.09f, &rej) == 2);
   EXPECT(rej == 2 && cv[2] == 99 && cv[0] == 7 && cv[1] == 8);
   EXPECT(dr.dead[0] && dr.accepted == 2 && dr.drafted == 3);
   /* A dead draft is not placed again. */
   EXPECT(sc_draft_place(&dr, cv, 8, 99, 0, 8) == 0);
+  sc_draft_run_free(&dr);
+  /* thr 0 keeps every token the rules allow, and never a banned one. */
+  REQUIRE(sc_draft_run_init(&dr, &p, 8, NULL) == SC_OK);
+  for (int i = 0; i < 8; i++) cv[i] = 99;
+  REQUIRE(sc_draft_place(&dr, cv, 8, 99, 0, 8) == 3);
+  dr.s[0] = (sc_draft_score){1e-9, 0.99};
+  dr.s[1] = (sc_draft_score){0.0, 0.0};
+  dr.s[2] = (sc_draft_score){0.5, 0.5};
+  EXPECT(sc_draft_accept(&dr, cv, 99, 0.0f, &rej) == 1 && rej == 1 && cv[1] == 99);
   sc_draft_run_free(&dr);
 }
 
@@ -295,6 +308,6 @@ int main(void) {
   RUN(test_shifted);
   RUN(test_unshifted);
   RUN(test_pick_prob);
-  RUN(test_typical_acceptance);
+  RUN(test_ratio_acceptance);
   TEST_MAIN_END();
 }
