@@ -248,6 +248,11 @@ sc_status sc_completion_repair(const sc_syntax_tree *tree, size_t offset, const 
     const char *nl = memchr(mid, '\n', mid_len);
     if (nl) mid_len = (size_t)(nl - mid);
   }
+  /* A span that ends the candidate keeps its end: the candidate was trimmed
+   * (sc_completion_trim), and a line break or blanks the fill wrote after
+   * its last line would be accepted with it (Tab in VS Code left the cursor
+   * on a new empty line, and the file with a blank line more). */
+  if (b == len && rtrim(cand, len) == len) mid_len = rtrim(mid, mid_len);
   char *s = malloc(a + mid_len + (len - b) + 1);
   if (!s) {
     free(mid);

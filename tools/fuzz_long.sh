@@ -3,13 +3,16 @@
 # (fuzz_lsp, fuzz_http, fuzz_checkpoint, fuzz_syntax; tests/fuzz), long enough to mean
 # something: by default 10M executions per target, outside CI's budget.
 #
-#   tools/fuzz_long.sh [-r RUNS | -t SECONDS] [-j JOBS] [-w WORKDIR] [-b BUILD]
-#                      [-n NOTE] [--no-record] [TARGET...]
+#   tools/fuzz_long.sh [-r RUNS | -t SECONDS] [-j JOBS] [-T SECONDS] [-w WORKDIR]
+#                      [-b BUILD] [-n NOTE] [--no-record] [TARGET...]
 #
 #   TARGET     lsp, http, checkpoint, syntax (default: all four, one after another)
 #   -r RUNS    executions per target, all jobs together (default 10000000)
 #   -t SECONDS wall-clock budget per target instead of a run count
 #   -j JOBS    parallel fuzzing processes (libFuzzer -workers; default nproc)
+#   -T SECONDS one input's wall-clock limit before it counts as a timeout
+#              (default 10); raise it for a worker at idle priority on a
+#              busy machine, where starving counts against the input
 #   -w WORKDIR corpora, logs and crash artifacts, kept between runs so each
 #              run starts from the last one's corpus (default
 #              ${XDG_CACHE_HOME:-$HOME/.cache}/sculpt-fuzz); never inside the
@@ -38,7 +41,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
 
-RUNS=10000000 SECONDS_BUDGET="" JOBS=$(nproc 2>/dev/null || echo 2)
+RUNS=10000000 SECONDS_BUDGET="" JOBS=$(nproc 2>/dev/null || echo 2) TIMEOUT=10
 WORK=${XDG_CACHE_HOME:-$HOME/.cache}/sculpt-fuzz BUILD=build-fuzz NOTE="" RECORD=1
 TARGETS=()
 while [ $# -gt 0 ]; do
@@ -46,17 +49,18 @@ while [ $# -gt 0 ]; do
     -r) RUNS=$2; shift 2 ;;
     -t) SECONDS_BUDGET=$2; shift 2 ;;
     -j) JOBS=$2; shift 2 ;;
+    -T) TIMEOUT=$2; shift 2 ;;
     -w) WORK=$2; shift 2 ;;
     -b) BUILD=$2; shift 2 ;;
     -n) NOTE=$2; shift 2 ;;
     --no-record) RECORD=0; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     lsp|http|checkpoint|syntax) TARGETS+=("$1"); shift ;;
     *) echo "fuzz_long.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(lsp http checkpoint syntax)
-case "$RUNS$JOBS${SECONDS_BUDGET}" in *[!0-9]*) echo "fuzz_long.sh: -r, -j, -t take numbers" >&2; exit 2 ;; esac
+case "$RUNS$JOBS${SECONDS_BUDGET}$TIMEOUT" in *[!0-9]*) echo "fuzz_long.sh: -r, -j, -t, -T take numbers" >&2; exit 2 ;; esac
 
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -109,7 +113,7 @@ for t in "${TARGETS[@]}"; do
   # targets (fuzz_checkpoint's folders) go to the scratch folder, where a
   # killed job's leftovers are found and removed.
   (cd "$logs" && TMPDIR=$scratch ASAN_OPTIONS=detect_leaks=1 "$bin" -jobs="$njobs" \
-     -workers="$JOBS" "${limit[@]}" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+     -workers="$JOBS" "${limit[@]}" -print_final_stats=1 -timeout="$TIMEOUT" -rss_limit_mb=2048 \
      -max_len=65536 "${dict[@]}" -artifact_prefix="$dir/artifacts/" \
      "$dir/corpus" "$seeds" "$regs" >"$logs/main.log" 2>&1) || true
   secs=$(( $(date +%s) - t0 ))
@@ -151,6 +155,7 @@ if [ "$RECORD" = 1 ]; then
     echo "- commit: $COMMIT; build: $BUILD (clang, ASan + UBSan, libFuzzer, $JOBS workers)"
     if [ -n "$SECONDS_BUDGET" ]; then echo "- limit per target: $SECONDS_BUDGET s"
     else echo "- limit per target: $RUNS executions"; fi
+    echo "- one input's limit: $TIMEOUT s"
     echo
     echo "| target | executions | seconds | corpus after | new findings |"
     echo "| --- | --- | --- | --- | --- |"

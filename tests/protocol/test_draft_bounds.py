@@ -7,7 +7,9 @@ in). Completions at its end and in the middle must come back, the loop
 must not stall (its CPU time per call, sculpt/test/stats, as
 test_loop_latency.py measures it, no worse than without drafts), the
 drafts' own time stays small, and the server's peak memory (VmHWM) grows
-no more than without drafts: the line table keeps its bound."""
+no more than without drafts: the line table keeps its bound. The loop and
+memory comparisons hold in the release build; under ASan the scenario runs
+for its memory errors."""
 import os
 import subprocess
 import sys
@@ -90,14 +92,16 @@ def test_pathological_repository():
         check(d["drafts"]["ms"] < 50, "drafts took %.1f ms" % d["drafts"]["ms"], d)
     # Drafts run on the request's job, never on the loop: the loop's worst
     # call is what it is without them (with this document it is 60-70 ms
-    # either way: the loop adopts and frees its syntax tree).
-    # Under ASan that call is freeing a tree through the quarantine, whose
-    # cost swings by tens of ms from run to run (141 against 102 ms, idle).
+    # either way: the loop adopts and frees its syntax tree). The release
+    # run holds this check. Under ASan that call is freeing a tree through
+    # the quarantine, whose cost swings from run to run by more than the
+    # call itself (141 against 102 ms idle; 86.6 against 33.5 ms in a CI
+    # run, the off run first): a timing there says nothing about drafts.
     sanitized = os.environ.get("SCULPT_SANITIZED", "").upper() in ("1", "ON", "TRUE", "YES")
-    slack = loop_off["maxCpuMs"] if sanitized else 25
-    check(loop_on["maxCpuMs"] <= max(LOOP_LIMIT_MS, loop_off["maxCpuMs"] + slack),
-          "the loop spent %.1f ms of CPU in one call (%.1f without drafts)"
-          % (loop_on["maxCpuMs"], loop_off["maxCpuMs"]), loop_on)
+    if not sanitized:
+        check(loop_on["maxCpuMs"] <= max(LOOP_LIMIT_MS, loop_off["maxCpuMs"] + 25),
+              "the loop spent %.1f ms of CPU in one call (%.1f without drafts)"
+              % (loop_on["maxCpuMs"], loop_off["maxCpuMs"]), loop_on)
     # The document's tree is most of it (docs/reliability.md); drafts add
     # the prompt's lexemes and 64 places.
     # Under ASan the allocator's quarantine keeps freed blocks, so the peak

@@ -93,6 +93,19 @@ static void test_one_line_span_stays_one_line(void) {
   EXPECTF(out && strcmp(out, "int x = v + 1;\n  return x;") == 0, "got '%s'", out ? out : "");
   EXPECT(after.ok);
   free(out);
+  /* A span that ends the candidate ends where the candidate did: a line
+   * break the fill writes after it would be accepted with it (Tab left the
+   * cursor on a new, empty line). */
+  const char *cand2 = "int x = v + ;\n  return x + ;";
+  REQUIRE(sc_completion_check_insert(t, 17, cand2, strlen(cand2), &chk, NULL) == SC_OK);
+  REQUIRE(!chk.ok && chk.span_end == strlen(cand2));
+  f = (fake_fill){.reply = "int x = v + 1;\n  return x + 1;\n\n"};
+  EXPECT(sc_completion_repair(t, 17, cand2, strlen(cand2), &chk, fill, &f, &out, &n, &after,
+                              NULL) == SC_OK);
+  EXPECTF(out && strcmp(out, "int x = v + 1;\n  return x + 1;") == 0, "got '%s'",
+          out ? out : "");
+  EXPECT(after.ok && n == strlen("int x = v + 1;\n  return x + 1;"));
+  free(out);
   /* No span: nothing to repair. */
   sc_completion_check clean = {.ok = true};
   EXPECT(sc_completion_repair(t, 17, cand, strlen(cand), &clean, fill, &f, &out, &n, &after,
