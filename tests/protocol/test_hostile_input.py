@@ -11,7 +11,12 @@
     server still answers after;
   - NUL bytes (\u0000) in documents and in the model's own middles: every
     copy keeps the bytes after one (a strndup stopped at it, and the repair
-    read past the shorter copy)."""
+    read past the shorter copy);
+  - a 600-byte bash file of "((" and 100 lines of "<<EOF": tree-sitter-bash
+    serialized its heredocs past the runtime's 1,024-byte buffer, over the
+    parser's stack pointer, and the server died of SIGSEGV on opening it
+    (grammars/scanner_guard.c.in); it is answered before and after an edit
+    that adds more heredocs."""
 
 import json
 import os
@@ -164,6 +169,24 @@ def test_nul_bytes():
     eq(s.shutdown_and_exit(), 0, "a clean exit")
 
 
+def test_many_heredocs():
+    s = start()
+    uri = "file:///w/heredocs.sh"
+    text = "((" + "<<EOF\n" * 100
+    s.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "shellscript", "version": 1, "text": text}})
+    r = inline(s, uri, 100, 0)
+    check("result" in r, "a completion in the file is answered", str(r)[:200])
+    s.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": 2},
+        "contentChanges": [{"range": {"start": {"line": 50, "character": 0},
+                                      "end": {"line": 50, "character": 0}},
+                            "text": "<<EOF\n" * 50}]})
+    r = inline(s, uri, 150, 0)
+    check("result" in r, "after an edit, another is answered", str(r)[:200])
+    eq(s.shutdown_and_exit(), 0, "a clean exit")
+
+
 if __name__ == "__main__":
     run_tests([test_lone_surrogate, test_missing_model_path_keeps_the_model, test_deep_brackets,
-               test_nul_bytes])
+               test_nul_bytes, test_many_heredocs])
