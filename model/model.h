@@ -654,9 +654,9 @@ typedef struct sc_family_profile {
  * while the model finds it at least that fraction as likely as its own
  * favourite, so an unsure row asks less of it; p under the step's picking
  * rules: temperature, EOS penalty, bans; before top-k or top-p) is
- * committed together; a token the rules ban never is. At the first position that falls short the
- * draft is rejected: it and the rest of the draft become masks again and
- * are decoded as usual. Rows that saw a rejected token commit nothing that
+ * committed together; a token the rules ban never is. At the first
+ * position that falls short the draft is rejected: it and the rest of the
+ * draft become masks again and are decoded as usual. Rows that saw a rejected token commit nothing that
  * step, except the rejected position itself, which takes the model's own
  * pick when it passes the schedule (always, when the step committed nothing
  * else), so every step still makes progress; a rejected draft is not tried
