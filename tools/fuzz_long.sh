@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # tools/fuzz_long.sh — a dedicated fuzzing run of the libFuzzer targets
-# (fuzz_lsp, fuzz_http, fuzz_checkpoint, fuzz_syntax; tests/fuzz), long enough to mean
+# (fuzz_lsp, fuzz_http, fuzz_checkpoint, fuzz_syntax, fuzz_text, fuzz_index;
+# tests/fuzz), long enough to mean
 # something: by default 10M executions per target, outside CI's budget.
 #
 #   tools/fuzz_long.sh [-r RUNS | -t SECONDS] [-j JOBS] [-T SECONDS] [-w WORKDIR]
 #                      [-b BUILD] [-n NOTE] [--no-record] [TARGET...]
 #
-#   TARGET     lsp, http, checkpoint, syntax (default: all four, one after another)
+#   TARGET     lsp, http, checkpoint, syntax, text, index (default: all six,
+#              one after another)
 #   -r RUNS    executions per target, all jobs together (default 10000000)
 #   -t SECONDS wall-clock budget per target instead of a run count
 #   -j JOBS    parallel fuzzing processes (libFuzzer -workers; default nproc)
@@ -31,7 +33,8 @@
 # corpus and the regressions folder of the target are read, never written.
 # Every new crash, timeout, OOM or leak input is copied into the target's
 # regressions folder (tests/fuzz/regressions, http_regressions,
-# checkpoint_regressions, syntax_regressions) as fuzz-long-<kind>-<sha1>, so every build
+# checkpoint_regressions, syntax_regressions, text_regressions,
+# index_regressions) as fuzz-long-<kind>-<sha1>, so every build
 # replays it (fuzz.replay*); fix it, then commit it. The run is appended to
 # tests/fuzz/RECORD.md: date, machine, executions, corpus size, findings.
 #
@@ -54,12 +57,12 @@ while [ $# -gt 0 ]; do
     -b) BUILD=$2; shift 2 ;;
     -n) NOTE=$2; shift 2 ;;
     --no-record) RECORD=0; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
-    lsp|http|checkpoint|syntax) TARGETS+=("$1"); shift ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
+    lsp|http|checkpoint|syntax|text|index) TARGETS+=("$1"); shift ;;
     *) echo "fuzz_long.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(lsp http checkpoint syntax)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(lsp http checkpoint syntax text index)
 case "$RUNS$JOBS${SECONDS_BUDGET}$TIMEOUT" in *[!0-9]*) echo "fuzz_long.sh: -r, -j, -t, -T take numbers" >&2; exit 2 ;; esac
 
 mkdir -p "$WORK"
@@ -70,14 +73,17 @@ case "$WORK/" in "$SRC"/*)
 esac
 
 if [ ! -x "$BUILD/tests/fuzz/fuzz_lsp" ] || [ ! -x "$BUILD/tests/fuzz/fuzz_http" ] ||
-   [ ! -x "$BUILD/tests/fuzz/fuzz_checkpoint" ] || [ ! -x "$BUILD/tests/fuzz/fuzz_syntax" ]; then
+   [ ! -x "$BUILD/tests/fuzz/fuzz_checkpoint" ] || [ ! -x "$BUILD/tests/fuzz/fuzz_syntax" ] ||
+   [ ! -x "$BUILD/tests/fuzz/fuzz_text" ] || [ ! -x "$BUILD/tests/fuzz/fuzz_index" ]; then
   command -v clang >/dev/null || { echo "fuzz_long.sh: clang is needed" >&2; exit 2; }
   CC=clang cmake -S . -B "$BUILD" -G Ninja -DSCULPT_FUZZ=ON -DSCULPT_CUDA=OFF >/dev/null
 fi
 # Always rebuild: the run must fuzz the code as it is now.
-cmake --build "$BUILD" -j "$JOBS" --target fuzz_lsp fuzz_http fuzz_checkpoint fuzz_syntax >/dev/null
+cmake --build "$BUILD" -j "$JOBS" --target fuzz_lsp fuzz_http fuzz_checkpoint fuzz_syntax \
+  fuzz_text fuzz_index >/dev/null
 
-seeds_of() { case "$1" in lsp) echo corpus ;; http) echo http_corpus ;; checkpoint) echo checkpoint_corpus ;; syntax) echo syntax_corpus ;; esac; }
+seeds_of() { case "$1" in lsp) echo corpus ;; http) echo http_corpus ;; checkpoint) echo checkpoint_corpus ;;
+  syntax) echo syntax_corpus ;; text) echo text_corpus ;; index) echo index_corpus ;; esac; }
 regressions_of() { case "$1" in lsp) echo regressions ;; *) echo "$1_regressions" ;; esac; }
 
 STAMP=$(date -u +%Y-%m-%dT%H:%MZ)
@@ -99,8 +105,13 @@ for t in "${TARGETS[@]}"; do
   scratch=$dir/tmp
   [ -d /dev/shm ] && [ -w /dev/shm ] && scratch=/dev/shm/sculpt-fuzz-$(id -u)-$t
   mkdir -p "$dir/corpus" "$dir/artifacts" "$scratch"
-  dict=()
-  [ "$t" = lsp ] && dict=(-dict="$SRC/tests/fuzz/lsp.dict")
+  extra=()
+  [ "$t" = lsp ] && extra=(-dict="$SRC/tests/fuzz/lsp.dict")
+  # fuzz_syntax's deep inputs (tens of KB of nesting) take half a second
+  # each in the sanitized build against milliseconds for the rest; without
+  # this, mutating them took most of the run (12 against 33 inputs a
+  # second here, with more coverage in the same two minutes).
+  [ "$t" = syntax ] && extra+=(-entropic_scale_per_exec_time=1)
   njobs=$((4 * JOBS))
   limit=(-runs=$(( (RUNS + njobs - 1) / njobs )))
   if [ -n "$SECONDS_BUDGET" ]; then njobs=$JOBS; limit=(-max_total_time="$SECONDS_BUDGET"); fi
@@ -114,7 +125,7 @@ for t in "${TARGETS[@]}"; do
   # killed job's leftovers are found and removed.
   (cd "$logs" && TMPDIR=$scratch ASAN_OPTIONS=detect_leaks=1 "$bin" -jobs="$njobs" \
      -workers="$JOBS" "${limit[@]}" -print_final_stats=1 -timeout="$TIMEOUT" -rss_limit_mb=2048 \
-     -max_len=65536 "${dict[@]}" -artifact_prefix="$dir/artifacts/" \
+     -max_len=65536 "${extra[@]}" -artifact_prefix="$dir/artifacts/" \
      "$dir/corpus" "$seeds" "$regs" >"$logs/main.log" 2>&1) || true
   secs=$(( $(date +%s) - t0 ))
   rm -rf "${scratch:?}"
