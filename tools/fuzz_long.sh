@@ -41,6 +41,10 @@
 # Executions are the sum of each job's final "stat::number_of_executed_units"
 # (-print_final_stats=1; its last "#N" status line when a job was killed).
 set -euo pipefail
+# The whole script is one function, read before any of it runs: bash reads
+# a plain script as it goes, so editing this file during a two-hour run
+# broke the run's last lines (its record was lost once that way).
+main() {
 cd "$(dirname "$0")/.."
 SRC=$PWD
 
@@ -175,3 +179,6 @@ if [ "$RECORD" = 1 ]; then
   echo "fuzz_long.sh: recorded in $rec"
 fi
 [ "$TOTAL_NEW" -eq 0 ] || echo "fuzz_long.sh: $TOTAL_NEW new finding(s) copied into tests/fuzz/*regressions: fix them and commit them"
+}
+main "$@"
+exit $?
