@@ -143,6 +143,11 @@ struct sc_completer {
   int warned_budget, warned_context;
   int load_generation;
   int load_progress; /* the load's $/progress token (sc_lsp__progress_begin), or 0 */
+  /* An autoPull download's share done (0-100) and its line ("downloading
+   * ID: a of b MB"), also in sculpt/status: a client that shows the status,
+   * not $/progress, must not sit at 0% through a long download. */
+  int load_pct;
+  char load_note[320];
   sc_job *load_job;  /* the load in flight (loop thread), cancelled when superseded:
                         an autoPull download stops then */
   /* index.c */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *sc_cpl__state_name(model_state st) {
   switch (st) {
@@ -49,7 +50,9 @@ void sc_cpl__note_outcome(sc_completer *c, const json_t *result) {
 void sc_cpl__send_status(sc_lsp_server *s, sc_completer *c) {
   json_t *p = json_pack("{s:s, s:s, s:s, s:i}", "state", sc_cpl__state_name(c->state), "model",
                         c->model_name, "device", c->device_name, "progress",
-                        c->state == MS_READY ? 100 : 0);
+                        c->state == MS_READY ? 100 : c->state == MS_LOADING ? c->load_pct : 0);
+  if (c->state == MS_LOADING && c->load_note[0])
+    json_object_set_new(p, "message", json_string(c->load_note));
   if (c->last_latency_ms > 0)
     json_object_set_new(p, "lastLatencyMs", json_real(c->last_latency_ms));
   if (c->state == MS_ERROR) json_object_set_new(p, "message", json_string(c->error));
@@ -191,19 +194,18 @@ static void pull_progress(void *user, const sc_hub_progress *p) {
   sc_job_report(user, p->done, p->total);
 }
 
-/* The folder the model's name stands for; an id missing from the cache is
- * pulled first when autoPull allows it. *dir owned by the caller. */
-static sc_status resolve_model(sc_job *job, const load_arg *a, char **dir, sc_error *err) {
-  sc_status st = sc_model_resolve(a->path, dir, err);
+/* Whether a.path is a model id that autoPull may download: an id, not a
+ * folder of that name. */
+static bool may_pull(const load_arg *a) {
   sc_model_id id;
-  if (st == SC_OK || a->remote || !sc_model_id_parse(a->path, &id)) return st;
-  if (!a->auto_pull) {
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s, or set sculpt.autoPull to download it", err->msg);
-    snprintf(err->msg, sizeof err->msg, "%s", msg);
-    return st;
-  }
-  SC_LOG_INFO("autoPull: downloading %s into the Hugging Face cache", a->path);
+  struct stat st;
+  return a->auto_pull && !a->remote && a->path && sc_model_id_parse(a->path, &id) &&
+         stat(a->path, &st) != 0;
+}
+
+/* Downloads a.path's snapshot into the cache (files already whole there
+ * are kept), then resolves it again. *dir owned by the caller. */
+static sc_status pull_model(sc_job *job, const load_arg *a, char **dir, sc_error *err) {
   sc_hub_options o = {.cancel = &job->cancel, .progress = pull_progress, .user = job};
   sc_hub_result r;
   *err = (sc_error){0};
@@ -213,7 +215,49 @@ static sc_status resolve_model(sc_job *job, const load_arg *a, char **dir, sc_er
   return sc_model_resolve(a->path, dir, err);
 }
 
-/* A download's bytes, on the loop: the load's $/progress. */
+/* The folder the model's name stands for; an id missing from the cache is
+ * pulled first when autoPull allows it (*pulled then says so). *dir owned
+ * by the caller. */
+static sc_status resolve_model(sc_job *job, const load_arg *a, char **dir, bool *pulled,
+                               sc_error *err) {
+  sc_status st = sc_model_resolve(a->path, dir, err);
+  sc_model_id id;
+  *pulled = false;
+  if (st == SC_OK || a->remote || !sc_model_id_parse(a->path, &id)) return st;
+  if (!a->auto_pull) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s, or set sculpt.autoPull to download it", err->msg);
+    snprintf(err->msg, sizeof err->msg, "%s", msg);
+    return st;
+  }
+  SC_LOG_INFO("autoPull: downloading %s into the Hugging Face cache", a->path);
+  *pulled = true;
+  return pull_model(job, a, dir, err);
+}
+
+/* The folder a.path stands for and its survey (model.h). A snapshot that
+ * is in the cache but is not whole (another tool fetched only config.json,
+ * a shard is missing or cut short, a blob was removed) is pulled again
+ * once when autoPull allows it: the pull keeps the whole files and fetches
+ * the rest. Without this, autoPull never helped once any snapshot was
+ * there. *dir owned by the caller. */
+static sc_status survey_model(sc_job *job, const load_arg *a, char **dir,
+                              sc_model_survey *survey, sc_error *err) {
+  bool pulled;
+  sc_status st = resolve_model(job, a, dir, &pulled, err);
+  if (st == SC_OK) st = sc_model_survey_read(*dir, survey, err);
+  if (st == SC_OK || st == SC_ERR_CANCELLED || pulled || !may_pull(a) ||
+      sc_job_cancelled(job) != SC_JOB_LIVE)
+    return st;
+  SC_LOG_INFO("autoPull: the cached %s is not whole (%s); pulling it again", a->path, err->msg);
+  free(*dir);
+  *dir = NULL;
+  st = pull_model(job, a, dir, err);
+  if (st == SC_OK) st = sc_model_survey_read(*dir, survey, err);
+  return st;
+}
+
+/* A download's bytes, on the loop: the load's $/progress, and sculpt/status. */
 static void load_progress(sc_lsp_server *s, sc_job *job, uint64_t done, uint64_t total) {
   sc_completer *c = sc_lsp__feature(s);
   load_arg *a = job->arg;
@@ -221,7 +265,13 @@ static void load_progress(sc_lsp_server *s, sc_job *job, uint64_t done, uint64_t
   char msg[320];
   snprintf(msg, sizeof msg, "downloading %s: %.1f of %.1f MB", a->path, (double)done / 1e6,
            (double)total / 1e6);
-  sc_lsp__progress_report(s, a->progress, msg, total ? (int)(done * 100 / total) : 0);
+  int pct = total ? (int)(done * 100 / total) : 0;
+  sc_lsp__progress_report(s, a->progress, msg, pct);
+  /* sculpt/status at most once per percent */
+  bool send = pct != c->load_pct || !c->load_note[0];
+  c->load_pct = pct;
+  snprintf(c->load_note, sizeof c->load_note, "%s", msg);
+  if (send) sc_cpl__send_status(s, c);
 }
 
 static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
@@ -233,7 +283,8 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
     /* The prompt is still assembled here, counted with the model's
      * tokenizer; without one it is cut by bytes. */
     sc_error terr = {0};
-    if (a->path && (resolve_model(job, a, &dir, &terr) != SC_OK ||
+    bool pulled;
+    if (a->path && (resolve_model(job, a, &dir, &pulled, &terr) != SC_OK ||
                     sc_tokenizer_load_dir(dir, &c->tok, &terr) != SC_OK))
       SC_LOG_WARN("remote backend: no local tokenizer (%s); prompts are cut by bytes", terr.msg);
     free(dir);
@@ -250,8 +301,7 @@ static json_t *load_job(sc_job *job, void *argp, sc_error *err) {
    * settings) leaves the model being served as it is: its config and its
    * files' headers are read first (survey.c), before that one goes. */
   sc_model_survey survey;
-  if (resolve_model(job, a, &dir, err) != SC_OK ||
-      sc_model_survey_read(dir, &survey, err) != SC_OK) {
+  if (survey_model(job, a, &dir, &survey, err) != SC_OK) {
     free(dir);
     a->kept = c->model != NULL;
     return NULL;
@@ -339,6 +389,8 @@ static void load_done(sc_lsp_server *s, sc_job *job) {
   }
   sc_lsp__progress_end(s, a->progress, c->state == MS_READY ? "ready" : c->error);
   c->load_progress = 0;
+  c->load_pct = 0;
+  c->load_note[0] = '\0';
   sc_cpl__check_budget(c);
   sc_cpl__send_status(s, c);
 }
@@ -374,6 +426,8 @@ void sc_cpl__start_load(sc_lsp_server *s, sc_completer *c) {
   c->load_progress = 0;
   c->state = MS_LOADING;
   c->model_context = 0;
+  c->load_pct = 0;
+  c->load_note[0] = '\0';
   sc_cpl__cache_clear(c);
   snprintf(c->model_name, sizeof c->model_name, "%s", path ? path : "(none)");
   a->remote = c->set.backend_url != NULL;

@@ -3,8 +3,9 @@ found offline in the shared cache (a snapshot in huggingface_hub's layout),
 a missing one named in sculpt/status and in the completion's error with the
 `sculpt model pull` command, nothing downloaded unless autoPull is true, and
 with autoPull the download's bytes in $/progress while it runs (off the
-loop: the server keeps answering), then the model loads. The hub is
-tests/cli/hubserver.py."""
+loop: the server keeps answering), then the model loads; a snapshot in the
+cache that is not whole (no weights, a blob cut short) is pulled again with
+autoPull. The hub is tests/cli/hubserver.py."""
 
 import contextlib
 import os
@@ -116,6 +117,15 @@ def test_auto_pull_reports_bytes():
         pcts = [r.get("percentage", -1) for r in reports]
         check(pcts == sorted(pcts) and pcts[-1] == 100 and len(set(pcts)) > 1,
               "the percentage rises to 100", pcts)
+        # A client that shows sculpt/status rather than $/progress (the VS
+        # Code status bar) sees the download move too.
+        loading = [m["params"] for m in s.messages if m.get("method") == "sculpt/status" and
+                   m["params"]["state"] == "loading"]
+        spct = [st["progress"] for st in loading if "downloading acme/planted" in
+                st.get("message", "")]
+        check(len(set(spct)) > 1 and spct == sorted(spct) and 0 < spct[-1] <= 100,
+              "sculpt/status carries the download's rising percentage and line", loading[-5:])
+        eq(status(s, "ready")["progress"], 100, "ready is 100%")
         eq(inline(s)["result"]["items"][0]["insertText"], ALPHABET, "it completes")
         snap = os.path.join(home, "hub", "models--acme--planted", "snapshots",
                             hub.repos["acme/planted"].commit)
@@ -134,6 +144,45 @@ def test_auto_pull_turned_on_later():
         s.shutdown_and_exit()
 
 
+def partial_snapshot(home, hub, cut):
+    """What another tool leaves: hf_hub_download of config.json and
+    tokenizer.json only (cut False), or every file with the weights' blob
+    cut short (cut True), at the hub's own commit."""
+    commit = hub.repos["acme/planted"].commit
+    files = WANTED if cut else {n: WANTED[n] for n in ("config.json", "tokenizer.json")}
+    snap = hubserver.make_snapshot(home, "acme/planted", files, commit=commit)
+    if cut:
+        blob = os.path.realpath(os.path.join(snap, "model.safetensors"))
+        with open(blob, "r+b") as f:
+            f.truncate(len(WANTED["model.safetensors"]) // 2)
+    return snap
+
+
+def test_partial_snapshot_is_pulled_again():
+    for cut in (False, True):
+        with hub_and_home() as (home, hub):
+            snap = partial_snapshot(home, hub, cut)
+            s = start(home, "acme/planted", hub, autoPull=True)
+            st = status(s, "ready")
+            check(st["model"].startswith("planted"), "the model loads (cut %s)" % cut, st)
+            eq(inline(s)["result"]["items"][0]["insertText"], ALPHABET, "it completes")
+            check(hub.requests("cdn"), "the missing weights were downloaded")
+            with open(os.path.join(snap, "model.safetensors"), "rb") as f:
+                eq(f.read() == WANTED["model.safetensors"], True, "the snapshot's weights are whole")
+            s.shutdown_and_exit()
+
+
+def test_partial_snapshot_without_auto_pull():
+    with hub_and_home() as (home, hub):
+        partial_snapshot(home, hub, False)
+        s = start(home, "acme/planted", hub)
+        st = status(s, "error")
+        check(st.get("message"), "the status says why", st)
+        eq(hub.requests(), [], "nothing was asked of the hub without autoPull")
+        s.shutdown_and_exit()
+
+
 if __name__ == "__main__":
     run_tests([test_model_path_is_an_id, test_missing_id_is_not_downloaded,
-               test_auto_pull_reports_bytes, test_auto_pull_turned_on_later])
+               test_auto_pull_reports_bytes, test_auto_pull_turned_on_later,
+               test_partial_snapshot_is_pulled_again, test_partial_snapshot_without_auto_pull])

@@ -120,7 +120,9 @@ function statusBarState(s: SculptStatus | undefined, automatic: boolean): Status
   switch (s.state) {
     case 'loading': {
       const pct = typeof s.progress === 'number' ? ` ${Math.round(s.progress)}%` : '';
-      return { text: `$(loading~spin) sculpt${pct}`, tooltip: `sculpt: loading ${model} on ${device}`, error: false, warning: false };
+      // An autoPull download names itself ("downloading ID: a of b MB").
+      const what = s.message ?? `loading ${model} on ${device}`;
+      return { text: `$(loading~spin) sculpt${pct}`, tooltip: `sculpt: ${what}`, error: false, warning: false };
     }
     case 'ready': {
       const ms = typeof s.lastLatencyMs === 'number' ? ` ${Math.round(s.lastLatencyMs)} ms` : '';

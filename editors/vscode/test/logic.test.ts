@@ -49,6 +49,10 @@ test('serverSettings: a contextBudget the user never set is null, the server fit
 
 test('statusBar: loading, ready with latency, error', () => {
   assert.match(statusBar({ state: 'loading', model: 'm', device: 'cpu', progress: 40 }, true).text, /40%/);
+  assert.match(statusBar({ state: 'loading', model: 'm', device: 'cpu', progress: 40 }, true).tooltip, /loading m on cpu/);
+  const d = statusBar({ state: 'loading', model: 'a/b', progress: 7, message: 'downloading a/b: 7.0 of 100.0 MB' }, true);
+  assert.match(d.text, / 7%/);
+  assert.match(d.tooltip, /downloading a\/b: 7\.0 of 100\.0 MB/);
   const r = statusBar({ state: 'ready', model: 'm', device: 'cpu', lastLatencyMs: 12.4 }, true);
   assert.equal(r.text, '$(sparkle) sculpt 12 ms');
   assert.match(r.tooltip, /m on cpu, last completion 12\.4 ms/);
