@@ -1,8 +1,10 @@
 /* syntax.c — one tree-sitter tree per document, kept in step with edits. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pthread_getattr_np */
 #include "context.h"
 #include "syntax_impl.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -110,7 +112,7 @@ static const char *read_text(void *payload, uint32_t byte, TSPoint pos, uint32_t
  * milliseconds while the parse runs (tree-sitter's progress callback);
  * stopped: SC_ERR_CANCELLED; past the budget: SC_ERR_UNSUPPORTED; either
  * way the parser is reset and the tree is left as it was (still pending). */
-static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn stop, void *user,
+static sc_status parse_here(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn stop, void *user,
                             sc_error *err) {
   TSInput input = {.payload = t, .read = read_text, .encoding = TSInputEncodingUTF8};
   const long long start = now_ns(),
@@ -141,6 +143,96 @@ static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn st
   t->ts = next;
   t->pending = false;
   return SC_OK;
+}
+
+/* The stack a parse may need. tree-sitter recurses once a level where it
+ * merges two GLR stack versions (stack.c, stack_node_add_link), and a parse
+ * stack holds up to a node a byte: 28,000 unclosed '(' in TypeScript, then
+ * an edit among them, took 2.5 MB of stack in a release build and
+ * overflowed the 8 MB of a sanitized one (fuzz_syntax, 2026-12-06:
+ * tests/fuzz/syntax_regressions/fuzz-long-crash-423088db4813); upstream
+ * lists more such recursion (tree-sitter issue #5807). An overflow cannot
+ * be caught, so a parse runs where the stack has room for its text: here
+ * when the calling thread's stack does (a keystroke's reparse of a usual
+ * file), else on a thread of its own with that much stack, reserved and
+ * only touched as used. That input, widened to 65,535 '(' in 128 KB of
+ * text, needed between 64 and 96 bytes of stack a byte of text in a
+ * release build and between 256 and 512 in a sanitized one; a text of
+ * nothing but openers could need twice that, hence the margins. */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
+#define PARSE_STACK_PER_BYTE 4096u
+#else
+#define PARSE_STACK_PER_BYTE 512u
+#endif
+#define PARSE_STACK_BASE ((size_t)1 << 20)
+#define PARSE_STACK_MAX ((size_t)1 << 30)
+
+static size_t parse_stack_need(size_t len) {
+  if (len > (PARSE_STACK_MAX - PARSE_STACK_BASE) / PARSE_STACK_PER_BYTE) return PARSE_STACK_MAX;
+  return PARSE_STACK_BASE + len * PARSE_STACK_PER_BYTE;
+}
+
+/* The lowest address of the calling thread's stack, asked once a thread:
+ * 0 not asked yet, 1 unknown. */
+static _Thread_local uintptr_t t_stack_low;
+
+/* Bytes of stack left below the caller's frame; 0 when unknown. */
+static size_t stack_left(void) {
+  if (!t_stack_low) {
+    t_stack_low = 1;
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      void *low = NULL;
+      size_t size = 0;
+      if (pthread_attr_getstack(&a, &low, &size) == 0 && low) t_stack_low = (uintptr_t)low;
+      pthread_attr_destroy(&a);
+    }
+  }
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  return t_stack_low > 1 && sp > t_stack_low ? (size_t)(sp - t_stack_low) : 0;
+}
+
+typedef struct {
+  sc_syntax_tree *t;
+  TSTree *old;
+  sc_syntax_stop_fn stop;
+  void *user;
+  sc_error *err;
+  sc_status status;
+} parse_call;
+
+static void *parse_main(void *arg) {
+  parse_call *c = arg;
+  c->status = parse_here(c->t, c->old, c->stop, c->user, c->err);
+  return NULL;
+}
+
+/* parse_here with stack enough for the text (above). A thread that cannot
+ * be had leaves the tree as it was, with an error, as a parse past its
+ * budget does. */
+static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn stop, void *user,
+                            sc_error *err) {
+  size_t need = parse_stack_need(t->len);
+  if (stack_left() >= need) return parse_here(t, old, stop, user, err);
+  parse_call c = {t, old, stop, user, err, SC_ERR_INTERNAL};
+  pthread_attr_t a;
+  pthread_t th;
+  int rc = pthread_attr_init(&a);
+  if (rc == 0) {
+    rc = pthread_attr_setstacksize(&a, need);
+    if (rc == 0) rc = pthread_create(&th, &a, parse_main, &c);
+    pthread_attr_destroy(&a);
+  }
+  if (rc != 0)
+    return sc_error_set(err, SC_ERR_NOMEM,
+                        "parsing %s (%zu bytes) needs a %zu MB stack and no thread with one "
+                        "could start (%s); it has no syntax tree",
+                        t->lang, t->len, need >> 20, strerror(rc));
+  pthread_join(th, NULL);
+  return c.status;
 }
 
 static sc_status parse(sc_syntax_tree *t, TSTree *old, sc_error *err) {

@@ -105,7 +105,16 @@ sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user) {
   w->user = user;
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->cv, NULL);
-  if (threaded && pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+  /* The worker parses documents, and a parse runs in place only while the
+   * stack has room for its text (context/syntax.c, about 0.5 KB a byte),
+   * else on a thread of its own: 64 MB, reserved and touched only as used,
+   * keeps a keystroke's reparse in place up to about 120 KB. */
+  pthread_attr_t attr;
+  bool attr_ok = threaded && pthread_attr_init(&attr) == 0;
+  if (attr_ok) pthread_attr_setstacksize(&attr, (size_t)64 << 20);
+  int rc = threaded ? pthread_create(&w->thread, attr_ok ? &attr : NULL, worker_main, w) : 0;
+  if (attr_ok) pthread_attr_destroy(&attr);
+  if (rc != 0) {
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w);

@@ -16,7 +16,14 @@
     serialized its heredocs past the runtime's 1,024-byte buffer, over the
     parser's stack pointer, and the server died of SIGSEGV on opening it
     (grammars/scanner_guard.c.in); it is answered before and after an edit
-    that adds more heredocs."""
+    that adds more heredocs;
+  - 200,000 unclosed '(' in TypeScript, parsed, then 'f":' typed among
+    them: the reparse merges two GLR stack versions that run level by
+    level down the parentheses, and tree-sitter recurses once a level
+    (stack.c, stack_node_add_link), past the worker thread's 8 MB stack
+    (fuzz_syntax found it at 28,000 in a sanitized build); the parse now
+    runs on a stack sized to its text (context/syntax.c), and both
+    completions are answered."""
 
 import json
 import os
@@ -136,6 +143,26 @@ def test_deep_brackets():
     eq(s.shutdown_and_exit(), 0, "a clean exit")
 
 
+def test_deep_parens_edited():
+    s = start()
+    uri = "file:///w/deep.ts"
+    n = 200000
+    s.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "typescript", "version": 1, "text": "(" * n + "\n"}})
+    first = inline(s, uri, 1, 0)
+    check("result" in first, "a completion in the file is answered", str(first)[:200])
+    s.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": 2},
+        "contentChanges": [{"range": {"start": {"line": 0, "character": n // 8},
+                                      "end": {"line": 0, "character": n // 8}},
+                            "text": 'f":'}]})
+    second = inline(s, uri, 1, 0)
+    check("result" in second, "after the edit, another is answered", str(second)[:200])
+    stats = s.result("sculpt/test/stats", {})
+    check(isinstance(stats, dict), "the server still answers")
+    eq(s.shutdown_and_exit(), 0, "a clean exit")
+
+
 def test_nul_bytes():
     s = start()
     texts = {"file:///w/nul_a.py": "import os\x00\x00\ndef f(a):\n    s = 'x\x00y'\n    return (\n",
@@ -189,4 +216,4 @@ def test_many_heredocs():
 
 if __name__ == "__main__":
     run_tests([test_lone_surrogate, test_missing_model_path_keeps_the_model, test_deep_brackets,
-               test_nul_bytes, test_many_heredocs])
+               test_deep_parens_edited, test_nul_bytes, test_many_heredocs])
