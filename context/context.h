@@ -117,6 +117,13 @@ sc_status sc_syntax_tree_edit_unparsed(sc_syntax_tree *tree, size_t start, size_
  * fuzzing, where a smaller one keeps inputs many. */
 void sc_syntax_tree_set_parse_limit(sc_syntax_tree *tree, long long ns);
 
+/* The stack a parse of a text of len bytes may need. tree-sitter recurses
+ * once a level in places (deep unclosed brackets, edited, took 2.5 MB for
+ * 43 KB), so a parse runs on the calling thread only when this much of its
+ * stack is left, else on a thread of its own: a thread that parses texts
+ * up to len in place is created with this much (context/syntax.c). */
+size_t sc_syntax_parse_stack_size(size_t len);
+
 /* True: asked to stop (the parse is abandoned). */
 typedef bool (*sc_syntax_stop_fn)(void *user);
 /* Brings a pending tree up to its text: incrementally from its old nodes

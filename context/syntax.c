@@ -170,7 +170,7 @@ static sc_status parse_here(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn st
 #define PARSE_STACK_BASE ((size_t)1 << 20)
 #define PARSE_STACK_MAX ((size_t)1 << 30)
 
-static size_t parse_stack_need(size_t len) {
+size_t sc_syntax_parse_stack_size(size_t len) {
   if (len > (PARSE_STACK_MAX - PARSE_STACK_BASE) / PARSE_STACK_PER_BYTE) return PARSE_STACK_MAX;
   return PARSE_STACK_BASE + len * PARSE_STACK_PER_BYTE;
 }
@@ -215,7 +215,7 @@ static void *parse_main(void *arg) {
  * budget does. */
 static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn stop, void *user,
                             sc_error *err) {
-  size_t need = parse_stack_need(t->len);
+  size_t need = sc_syntax_parse_stack_size(t->len);
   if (stack_left() >= need) return parse_here(t, old, stop, user, err);
   parse_call c = {t, old, stop, user, err, SC_ERR_INTERNAL};
   pthread_attr_t a;

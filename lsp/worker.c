@@ -4,6 +4,7 @@
  * takes them back with sc_worker_take_done or sc_worker_unqueue. */
 #define _POSIX_C_SOURCE 200809L
 #include "lsp_impl.h"
+#include "context.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -97,6 +98,9 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+/* The text a worker parses in place: maxDocumentBytes' default (2 MB). */
+#define SC_WORKER_PARSE_BYTES ((size_t)2 << 20)
+
 sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user) {
   sc_worker *w = calloc(1, sizeof *w);
   if (!w) return NULL;
@@ -105,15 +109,22 @@ sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user) {
   w->user = user;
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->cv, NULL);
-  /* The worker parses documents, and a parse runs in place only while the
-   * stack has room for its text (context/syntax.c, about 0.5 KB a byte),
-   * else on a thread of its own: 64 MB, reserved and touched only as used,
-   * keeps a keystroke's reparse in place up to about 120 KB. */
+  /* A worker parses documents (and the index its files), in place only
+   * while its stack has room for the text (context/syntax.c), else on a
+   * thread of its own per parse, whose allocations then land in another
+   * malloc arena (a 2 MB document's peak memory swung by 110 MB). So a
+   * worker gets the stack for a document of maxDocumentBytes' default,
+   * reserved and touched only as used (what a deep parse touched stays
+   * the worker's); where that much cannot be had
+   * (strict overcommit), the default stack, and big parses move. */
   pthread_attr_t attr;
   bool attr_ok = threaded && pthread_attr_init(&attr) == 0;
-  if (attr_ok) pthread_attr_setstacksize(&attr, (size_t)64 << 20);
-  int rc = threaded ? pthread_create(&w->thread, attr_ok ? &attr : NULL, worker_main, w) : 0;
+  if (attr_ok) /* and 1 MB for the frames above the parse */
+    pthread_attr_setstacksize(&attr, sc_syntax_parse_stack_size(SC_WORKER_PARSE_BYTES) + (1u << 20));
+  int rc = attr_ok ? pthread_create(&w->thread, &attr, worker_main, w) : -1;
   if (attr_ok) pthread_attr_destroy(&attr);
+  if (threaded && rc != 0) rc = pthread_create(&w->thread, NULL, worker_main, w);
+  if (!threaded) rc = 0;
   if (rc != 0) {
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);

@@ -171,6 +171,11 @@ for p in shown:
     print("  %s:%d:%d %r" % (p["file"], p["line"] + 1, p["col"] + 1, p["ghost"]))
 if not shown:
     fails.append("no ghost text at any position")
+# A press of Alt+\ that brought no request in 10 s was pressed again (the
+# driver logs what the page showed); said here, so a pattern would show.
+again = [p for r in by_kind.get("positions", []) for p in r.get("positions", []) if p.get("again")]
+for p in again:
+    print("Alt+\\ pressed twice before a request at %s:%d:%d" % (p["file"], p["line"] + 1, p["col"] + 1))
 for r in by_kind.get("positions", []):
     if "status" in r and (warning_item(r["status"]) or error_item(r["status"])):
         fails.append("the status bar item shows a problem: %s" % r["status"]["label"])
