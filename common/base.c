@@ -149,6 +149,16 @@ double sc_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void *arg) {
+  pthread_attr_t a;
+  int rc = pthread_attr_init(&a);
+  if (rc != 0) return rc;
+  rc = pthread_attr_setstacksize(&a, stack_bytes);
+  if (rc == 0) rc = pthread_create(th, &a, fn, arg);
+  pthread_attr_destroy(&a);
+  return rc;
+}
+
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed) {
   const unsigned char *p = data;
   uint64_t h = 1469598103934665603ULL ^ seed;

@@ -10,6 +10,7 @@
 #ifndef SCULPT_H
 #define SCULPT_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -104,6 +105,10 @@ void sc_logv(sc_log_level level, const char *fmt, va_list ap);
 
 /* Monotonic clock in milliseconds (double, sub-ms resolution). */
 double sc_now_ms(void);
+
+/* pthread_create with a stack of stack_bytes (reserved; pages are touched
+ * as used). Returns 0 or the error number, as pthread_create does. */
+int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void *arg);
 
 /* b bytes for people: "1.5 GB", "12.0 MB", "3.2 kB", "512 B" (powers of
  * 1000) into buf (n bytes); returns buf. */

@@ -218,14 +218,8 @@ static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn st
   size_t need = sc_syntax_parse_stack_size(t->len);
   if (stack_left() >= need) return parse_here(t, old, stop, user, err);
   parse_call c = {t, old, stop, user, err, SC_ERR_INTERNAL};
-  pthread_attr_t a;
   pthread_t th;
-  int rc = pthread_attr_init(&a);
-  if (rc == 0) {
-    rc = pthread_attr_setstacksize(&a, need);
-    if (rc == 0) rc = pthread_create(&th, &a, parse_main, &c);
-    pthread_attr_destroy(&a);
-  }
+  int rc = sc_thread_start(&th, need, parse_main, &c);
   if (rc != 0)
     return sc_error_set(err, SC_ERR_NOMEM,
                         "parsing %s (%zu bytes) needs a %zu MB stack and no thread with one "

@@ -113,19 +113,13 @@ sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user) {
    * while its stack has room for the text (context/syntax.c), else on a
    * thread of its own per parse, whose allocations then land in another
    * malloc arena (a 2 MB document's peak memory swung by 110 MB). So a
-   * worker gets the stack for a document of maxDocumentBytes' default,
-   * reserved and touched only as used (what a deep parse touched stays
-   * the worker's); where that much cannot be had
-   * (strict overcommit), the default stack, and big parses move. */
-  pthread_attr_t attr;
-  bool attr_ok = threaded && pthread_attr_init(&attr) == 0;
-  if (attr_ok) /* and 1 MB for the frames above the parse */
-    pthread_attr_setstacksize(&attr, sc_syntax_parse_stack_size(SC_WORKER_PARSE_BYTES) + (1u << 20));
-  int rc = attr_ok ? pthread_create(&w->thread, &attr, worker_main, w) : -1;
-  if (attr_ok) pthread_attr_destroy(&attr);
-  if (threaded && rc != 0) rc = pthread_create(&w->thread, NULL, worker_main, w);
-  if (!threaded) rc = 0;
-  if (rc != 0) {
+   * worker gets the stack for a document of maxDocumentBytes' default and
+   * 1 MB for the frames above the parse, reserved and touched only as used
+   * (what a deep parse touched stays the worker's); where that much cannot
+   * be had (strict overcommit), the default stack, and big parses move. */
+  const size_t stack = sc_syntax_parse_stack_size(SC_WORKER_PARSE_BYTES) + ((size_t)1 << 20);
+  if (threaded && sc_thread_start(&w->thread, stack, worker_main, w) != 0 &&
+      pthread_create(&w->thread, NULL, worker_main, w) != 0) {
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w);
