@@ -82,10 +82,13 @@ static double thread_cpu_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-void sc_server__loop_enter(sc_lsp_server *s) {
-  if (s->timing.depth++ > 0) return;
+void sc_server__loop_restart(sc_lsp_server *s) {
   s->timing.t0_wall = sc_now_ms();
   s->timing.t0_cpu = thread_cpu_ms();
+}
+
+void sc_server__loop_enter(sc_lsp_server *s) {
+  if (s->timing.depth++ == 0) sc_server__loop_restart(s);
 }
 
 void sc_server__loop_leave(sc_lsp_server *s) {

@@ -3,7 +3,9 @@
  * line ranges edited most recently, for repository context. Each document's
  * syntax tree is kept here but parsed only on workers: a request takes a
  * snapshot (the last tree and the edits queued since), its job parses it,
- * and the parsed tree comes back to the document for the next request. */
+ * and the parsed tree comes back to the document for the next request.
+ * A tree the loop lets go of goes to the store's reaper: freeing a big one
+ * walks every node, too long for the loop (reaper.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "context.h"
 #include "lsp_impl.h"
@@ -20,6 +22,7 @@ struct sc_document_store {
   sc_recent_edit recent[SC_RECENT_EDITS]; /* most recent first */
   size_t n_recent;
   uint64_t next_tree_gen; /* for sc_document.tree_gen: unique across documents */
+  sc_reaper *reaper;      /* frees released trees; NULL: freed in place (owned) */
 };
 
 static sc_document k_tombstone;
@@ -31,6 +34,8 @@ sc_document_store *sc_document_store_new(void) {
   if (!s) return NULL;
   s->cap = 64;
   s->slots = calloc(s->cap, sizeof *s->slots);
+  /* Without a thread of its own, trees are freed where they are let go. */
+  s->reaper = sc_reaper_new();
   if (!s->slots) {
     free(s);
     return NULL;
@@ -43,13 +48,20 @@ static void clear_edits(sc_document *d) {
   d->n_edits = 0;
 }
 
+static void free_tree(void *t) { sc_syntax_tree_free(t); }
+
+/* Lets go of a tree: the reaper frees it (or, without one, this call). */
+static void release_tree(sc_reaper *r, sc_syntax_tree *t) { sc_reaper_put(r, free_tree, t); }
+
+static sc_reaper *doc_reaper(const sc_document *d) { return d->store ? d->store->reaper : NULL; }
+
 static void bump_tree_gen(sc_document *d) {
   d->tree_gen = d->store ? ++d->store->next_tree_gen : d->tree_gen + 1;
 }
 
 void sc_document_drop_syntax(sc_document *d) {
   clear_edits(d);
-  sc_syntax_tree_free(d->tree);
+  release_tree(doc_reaper(d), d->tree);
   d->tree = NULL;
   bump_tree_gen(d);
 }
@@ -58,7 +70,7 @@ static void document_free(sc_document *d) {
   if (!d || d == &k_tombstone) return;
   clear_edits(d);
   free(d->edits);
-  sc_syntax_tree_free(d->tree);
+  release_tree(doc_reaper(d), d->tree);
   free(d->uri);
   free(d->language_id);
   free(d->text);
@@ -71,6 +83,7 @@ void sc_document_store_free(sc_document_store *s) {
   for (size_t i = 0; i < s->cap; i++) document_free(s->slots[i]);
   for (size_t i = 0; i < s->n_recent; i++) free(s->recent[i].uri);
   free(s->slots);
+  sc_reaper_free(s->reaper); /* after the documents: it frees their trees */
   free(s);
 }
 
@@ -210,6 +223,7 @@ sc_status sc_document_store_open(sc_document_store *s, const char *uri,
   sc_document *d = found ? s->slots[i] : calloc(1, sizeof *d);
   SC_CHECK(d, err, SC_ERR_NOMEM, "out of memory opening %s", uri);
   if (!found) {
+    d->store = s;
     d->uri = strdup(uri);
     if (!d->uri) {
       free(d);
@@ -225,7 +239,6 @@ sc_status sc_document_store_open(sc_document_store *s, const char *uri,
   free(d->language_id);
   d->language_id = lang;
   d->version = version;
-  d->store = s;
   d->last_used_ms = sc_now_ms();
   d->index_dirty = false;
   d->lang = sc_context_language_for(lang, uri);
@@ -333,13 +346,15 @@ struct sc_syntax_snapshot {
   size_t n_covered; /* the document's queued edits its tree includes once parsed */
   uint64_t tree_gen; /* the document's, when the snapshot was made */
   bool parsed;
+  sc_reaper *reaper; /* the store's (borrowed): the store outlives its snapshots */
 };
 
 void sc_syntax_snapshot_free(sc_syntax_snapshot *snap) {
   if (!snap) return;
   for (size_t i = 0; i < snap->n_edits; i++) free(snap->edits[i].text);
   free(snap->edits);
-  sc_syntax_tree_free(snap->tree);
+  /* Often the last reference to a tree nobody adopted, let go on the loop. */
+  release_tree(snap->reaper, snap->tree);
   free(snap);
 }
 
@@ -351,6 +366,7 @@ sc_syntax_snapshot *sc_document_syntax_snapshot(sc_document *doc, sc_error *err)
     return NULL;
   }
   snap->tree_gen = doc->tree_gen;
+  snap->reaper = doc_reaper(doc);
   sc_status st;
   if (doc->tree) {
     st = sc_syntax_tree_copy(doc->tree, &snap->tree, err);
@@ -405,7 +421,7 @@ void sc_document_syntax_adopt(sc_document_store *store, const char *uri,
   if (!d || d->tree_gen != snap->tree_gen || d->n_edits < snap->n_covered) return;
   sc_syntax_tree *copy = NULL;
   if (sc_syntax_tree_copy(snap->tree, &copy, NULL) != SC_OK) return;
-  sc_syntax_tree_free(d->tree);
+  release_tree(doc_reaper(d), d->tree);
   d->tree = copy;
   /* The edits made after the snapshot stay queued on the newer tree. */
   size_t k = snap->n_covered;

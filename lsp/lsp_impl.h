@@ -9,7 +9,8 @@
  * Layers. A file calls only files below it (tests/protocol/test_lsp_layers.py
  * checks the built objects); the one way up is a table of hooks (the
  * server's dispatch into the feature, a job's done callback). Bottom to top:
- *   position, framing, worker        the parts: offsets, frames, threads
+ *   position, framing, worker,       the parts: offsets, frames, threads,
+ *   reaper                           frees off the loop
  *   document, rpc                    texts and trees; messages out
  *   core                             the server as its parts see it
  *   jobs, progress                   requests in flight; $/progress
@@ -180,6 +181,18 @@ void sc_document_syntax_adopt(struct sc_document_store *store, const char *uri,
 void sc_syntax_snapshot_free(sc_syntax_snapshot *snap);
 /* Frees the document's tree and queue: the next snapshot parses afresh. */
 void sc_document_drop_syntax(sc_document *doc);
+
+/* Frees, on a thread of its own, what the loop lets go of and would take
+ * it long to free (a big document's syntax tree). */
+typedef struct sc_reaper sc_reaper;
+/* NULL when no thread could be started. */
+sc_reaper *sc_reaper_new(void);
+/* Takes p (owned by the reaper from now on; NULL is ignored) and frees it
+ * with free_fn soon, in the order given. Any thread. With r NULL, or no
+ * memory to queue it, frees it before returning. */
+void sc_reaper_put(sc_reaper *r, void (*free_fn)(void *), void *p);
+/* Frees what still waits, then stops its thread. */
+void sc_reaper_free(sc_reaper *r);
 
 typedef struct sc_document_store sc_document_store;
 

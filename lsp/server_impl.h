@@ -155,6 +155,8 @@ const char *sc_server__get_uri(sc_lsp_req *r);
 /* Around each call from the loop into the server. */
 void sc_server__loop_enter(sc_lsp_server *s);
 void sc_server__loop_leave(sc_lsp_server *s);
+/* The current call's clock starts again from now (sculpt/test/stats' reset). */
+void sc_server__loop_restart(sc_lsp_server *s);
 
 /* ======================= sync.c ============================================ */
 

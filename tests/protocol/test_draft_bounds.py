@@ -7,9 +7,11 @@ in). Completions at its end and in the middle must come back, the loop
 must not stall (its CPU time per call, sculpt/test/stats, as
 test_loop_latency.py measures it, no worse than without drafts), the
 drafts' own time stays small, and the server's peak memory (VmHWM) grows
-no more than without drafts: the line table keeps its bound. The loop and
-memory comparisons hold in the release build; under ASan the scenario runs
-for its memory errors."""
+no more than without drafts: the line table keeps its bound. Closing the
+document costs the loop next to nothing: its tree (1.7 million nodes, 75-170
+ms of CPU to free) goes to the reaper's thread. The loop and memory
+comparisons hold in the release build; under ASan the scenario runs for its
+memory errors."""
 import os
 import subprocess
 import sys
@@ -19,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lspclient import check, planted_model, run_tests, spawn  # noqa: E402
 
 MODEL = planted_model()
-LOOP_LIMIT_MS = 50.0
+LOOP_LIMIT_MS = 20.0
 ASAN_ENV = {"ASAN_OPTIONS": ":".join(filter(None, [
     os.environ.get("ASAN_OPTIONS", ""), "quarantine_size_mb=8",
     "thread_local_quarantine_size_kb=64"]))}
@@ -71,37 +73,49 @@ def session(root, drafts):
                        "context": {"triggerKind": 1}}, 60)
         check("result" in r, "an answer at %d:%d" % (line, ch), r)
         results.append(r["result"]["data"])
-    loop = s.result("sculpt/test/stats", {})["loop"]
+    loop = s.result("sculpt/test/stats", {"resetLoop": True})["loop"]
     grew_mb = (vm_hwm_kb(s.proc.pid) - base_kb) / 1024
+    # Closing it lets go of its tree (1.7 million nodes): freed off the
+    # loop. The second stats call counts the close even when the first was
+    # read with it in one call.
+    s.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    s.result("sculpt/test/stats", {})
+    close = s.result("sculpt/test/stats", {})["loop"]
     s.shutdown_and_exit()
-    return results, loop, grew_mb
+    return results, loop, grew_mb, close
 
 
 def test_pathological_repository():
     root = make_repo()
-    off, loop_off, grew_off = session(root, False)
-    on, loop_on, grew_on = session(root, True)
+    off, loop_off, grew_off, close_off = session(root, False)
+    on, loop_on, grew_on, close_on = session(root, True)
     subprocess.run(["rm", "-rf", root])
     drafted = [d for d in on if d.get("drafts", {}).get("offered")]
     print("drafts ms: %s; loop CPU max %.1f ms (off: %.1f); peak RSS grew %.0f MB (off: %.0f MB)"
           " for a 2 MB document" % ([round(d["drafts"]["ms"], 2) for d in drafted],
                                     loop_on["maxCpuMs"], loop_off["maxCpuMs"], grew_on, grew_off))
+    print("closing it: loop CPU max %.1f ms (off: %.1f)" % (close_on["maxCpuMs"], close_off["maxCpuMs"]))
     check(drafted, "drafts were offered", on)
     for d in drafted:
         # A pathological place count would show here first.
         check(d["drafts"]["ms"] < 50, "drafts took %.1f ms" % d["drafts"]["ms"], d)
     # Drafts run on the request's job, never on the loop: the loop's worst
-    # call is what it is without them (with this document it is 60-70 ms
-    # either way: the loop adopts and frees its syntax tree). The release
-    # run holds this check. Under ASan that call is freeing a tree through
-    # the quarantine, whose cost swings from run to run by more than the
-    # call itself (141 against 102 ms idle; 86.6 against 33.5 ms in a CI
-    # run, the off run first): a timing there says nothing about drafts.
+    # call is what it is without them (3-5 ms here: the loop copies the
+    # document's tree to adopt it; freeing the one it replaces is the
+    # reaper's). It once was 60-70 ms, the loop freeing trees itself, and
+    # CI saw 53.3 against 7.7 ms when the reset of sculpt/test/stats came
+    # in one read with the 2 MB didOpen: that call's clock now restarts at
+    # the reset. The release run holds this check; under ASan the loop's
+    # own frees go through the quarantine, whose cost swings from run to
+    # run by more than the call itself.
     sanitized = os.environ.get("SCULPT_SANITIZED", "").upper() in ("1", "ON", "TRUE", "YES")
     if not sanitized:
-        check(loop_on["maxCpuMs"] <= max(LOOP_LIMIT_MS, loop_off["maxCpuMs"] + 25),
+        check(loop_on["maxCpuMs"] <= max(LOOP_LIMIT_MS, loop_off["maxCpuMs"] + 10),
               "the loop spent %.1f ms of CPU in one call (%.1f without drafts)"
               % (loop_on["maxCpuMs"], loop_off["maxCpuMs"]), loop_on)
+        for close in (close_off, close_on):
+            check(close["maxCpuMs"] <= LOOP_LIMIT_MS,
+                  "closing the document took the loop %.1f ms of CPU" % close["maxCpuMs"], close)
     # The document's tree is most of it (docs/reliability.md); drafts add
     # the prompt's lexemes and 64 places.
     # Under ASan the allocator's quarantine keeps freed blocks, so the peak

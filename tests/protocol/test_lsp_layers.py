@@ -20,7 +20,7 @@ import sys
 # Bottom to top. Files on one rank do not call each other.
 LAYERS = [
     # the daemon's parts
-    ["position", "framing", "worker"],
+    ["position", "framing", "worker", "reaper"],
     ["document", "rpc"],
     ["core"],                         # the server as its parts see it
     ["jobs", "progress"],

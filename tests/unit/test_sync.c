@@ -9,6 +9,8 @@
 #include "lsp_impl.h"
 #include "sc_test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 static const char *const k_pieces[] = {"a", "Z", " ", "\t", "\xc3\xa9", "\xe4\xb8\xad",
@@ -175,8 +177,47 @@ static void test_store(void) {
   sc_document_store_free(s);
 }
 
+/* What the reaper frees: in the order given, on its own thread, all of it
+ * by the time it is freed; without a reaper, at once. */
+#define N_REAPED 1000
+static int g_reaped[N_REAPED];
+static atomic_int g_n_reaped, g_reaped_here;
+static pthread_t g_main_thread;
+
+static void note_reaped(void *p) {
+  int *v = p;
+  int k = atomic_fetch_add(&g_n_reaped, 1);
+  if (k < N_REAPED) g_reaped[k] = *v;
+  if (pthread_equal(pthread_self(), g_main_thread)) atomic_fetch_add(&g_reaped_here, 1);
+  free(v);
+}
+
+static int *boxed(int i) {
+  int *v = malloc(sizeof *v);
+  *v = i;
+  return v;
+}
+
+static void test_reaper(void) {
+  g_main_thread = pthread_self();
+  sc_reaper *r = sc_reaper_new();
+  REQUIRE(r);
+  for (int i = 0; i < N_REAPED; i++) sc_reaper_put(r, note_reaped, boxed(i));
+  sc_reaper_put(r, note_reaped, NULL); /* ignored */
+  sc_reaper_free(r);
+  EXPECT(atomic_load(&g_n_reaped) == N_REAPED);
+  EXPECT(atomic_load(&g_reaped_here) == 0);
+  int out_of_order = 0;
+  for (int i = 0; i < N_REAPED; i++) out_of_order += g_reaped[i] != i;
+  EXPECT(out_of_order == 0);
+  atomic_store(&g_n_reaped, 0);
+  sc_reaper_put(NULL, note_reaped, boxed(7));
+  EXPECT(atomic_load(&g_n_reaped) == 1 && atomic_load(&g_reaped_here) == 1);
+}
+
 int main(void) {
   RUN(test_random_sequences);
   RUN(test_store);
+  RUN(test_reaper);
   TEST_MAIN_END();
 }
