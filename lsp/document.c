@@ -50,8 +50,17 @@ static void clear_edits(sc_document *d) {
 
 static void free_tree(void *t) { sc_syntax_tree_free(t); }
 
-/* Lets go of a tree: the reaper frees it (or, without one, this call). */
-static void release_tree(sc_reaper *r, sc_syntax_tree *t) { sc_reaper_put(r, free_tree, t); }
+/* A tree costs about 25 times its text for real code (docs/reliability.md). */
+#define TREE_BYTES_PER_TEXT_BYTE 25
+
+/* Lets go of a tree: the reaper frees it (or, without one, this call).
+ * last: no other tree is likely to share its nodes (the document closed or
+ * its text replaced), so freeing it gives its memory back. */
+static void release_tree(sc_reaper *r, sc_syntax_tree *t, bool last) {
+  size_t len = 0;
+  if (t && last) sc_syntax_tree_text(t, &len);
+  sc_reaper_put(r, free_tree, t, len * TREE_BYTES_PER_TEXT_BYTE);
+}
 
 static sc_reaper *doc_reaper(const sc_document *d) { return d->store ? d->store->reaper : NULL; }
 
@@ -61,7 +70,7 @@ static void bump_tree_gen(sc_document *d) {
 
 void sc_document_drop_syntax(sc_document *d) {
   clear_edits(d);
-  release_tree(doc_reaper(d), d->tree);
+  release_tree(doc_reaper(d), d->tree, true);
   d->tree = NULL;
   bump_tree_gen(d);
 }
@@ -70,7 +79,7 @@ static void document_free(sc_document *d) {
   if (!d || d == &k_tombstone) return;
   clear_edits(d);
   free(d->edits);
-  release_tree(doc_reaper(d), d->tree);
+  release_tree(doc_reaper(d), d->tree, true);
   free(d->uri);
   free(d->language_id);
   free(d->text);
@@ -354,7 +363,7 @@ void sc_syntax_snapshot_free(sc_syntax_snapshot *snap) {
   for (size_t i = 0; i < snap->n_edits; i++) free(snap->edits[i].text);
   free(snap->edits);
   /* Often the last reference to a tree nobody adopted, let go on the loop. */
-  release_tree(snap->reaper, snap->tree);
+  release_tree(snap->reaper, snap->tree, false);
   free(snap);
 }
 
@@ -421,7 +430,7 @@ void sc_document_syntax_adopt(sc_document_store *store, const char *uri,
   if (!d || d->tree_gen != snap->tree_gen || d->n_edits < snap->n_covered) return;
   sc_syntax_tree *copy = NULL;
   if (sc_syntax_tree_copy(snap->tree, &copy, NULL) != SC_OK) return;
-  release_tree(doc_reaper(d), d->tree);
+  release_tree(doc_reaper(d), d->tree, false); /* mostly shared with the copy */
   d->tree = copy;
   /* The edits made after the snapshot stay queued on the newer tree. */
   size_t k = snap->n_covered;

@@ -189,8 +189,11 @@ typedef struct sc_reaper sc_reaper;
 sc_reaper *sc_reaper_new(void);
 /* Takes p (owned by the reaper from now on; NULL is ignored) and frees it
  * with free_fn soon, in the order given. Any thread. With r NULL, or no
- * memory to queue it, frees it before returning. */
-void sc_reaper_put(sc_reaper *r, void (*free_fn)(void *), void *p);
+ * memory to queue it, frees it before returning. weight: about how many
+ * bytes freeing it gives back (0 where it is likely shared); once the
+ * weights add up, the heap's free pages go back to the system when the
+ * reaper has been idle a second. */
+void sc_reaper_put(sc_reaper *r, void (*free_fn)(void *), void *p, size_t weight);
 /* Frees what still waits, then stops its thread. */
 void sc_reaper_free(sc_reaper *r);
 

@@ -202,8 +202,8 @@ static void test_reaper(void) {
   g_main_thread = pthread_self();
   sc_reaper *r = sc_reaper_new();
   REQUIRE(r);
-  for (int i = 0; i < N_REAPED; i++) sc_reaper_put(r, note_reaped, boxed(i));
-  sc_reaper_put(r, note_reaped, NULL); /* ignored */
+  for (int i = 0; i < N_REAPED; i++) sc_reaper_put(r, note_reaped, boxed(i), (size_t)1 << 20);
+  sc_reaper_put(r, note_reaped, NULL, 0); /* ignored */
   sc_reaper_free(r);
   EXPECT(atomic_load(&g_n_reaped) == N_REAPED);
   EXPECT(atomic_load(&g_reaped_here) == 0);
@@ -211,7 +211,7 @@ static void test_reaper(void) {
   for (int i = 0; i < N_REAPED; i++) out_of_order += g_reaped[i] != i;
   EXPECT(out_of_order == 0);
   atomic_store(&g_n_reaped, 0);
-  sc_reaper_put(NULL, note_reaped, boxed(7));
+  sc_reaper_put(NULL, note_reaped, boxed(7), 0);
   EXPECT(atomic_load(&g_n_reaped) == 1 && atomic_load(&g_reaped_here) == 1);
 }
 
