@@ -1,13 +1,17 @@
 /* test_syntax.c — per-document syntax trees: after random edit sequences the
  * incrementally reparsed tree must equal a fresh parse of the same text,
  * node for node (type, byte range, row/column points, MISSING flag). */
+#define _GNU_SOURCE /* pthread_getattr_np, mincore */
 #include "context.h"
 #include "sc_test.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct {
   const char *lang;
@@ -500,6 +504,66 @@ static void test_error_ranges(void) {
   sc_syntax_tree_free(t);
 }
 
+/* A deep parse's stack is given back: tree-sitter recursed once a level
+ * (200,000 unclosed '(' in TypeScript, edited, needed more than 8 MB), and
+ * the pages it touched stayed resident on the language server's worker
+ * for good. Run on a thread made as a worker is, with the stack for the
+ * text, so that the parse runs in place. */
+#define DEEP_N 100000
+
+/* Resident bytes of the calling thread's stack from its low end to 128 KB
+ * below the caller's frame. */
+static size_t stack_resident_below(void) {
+  pthread_attr_t a;
+  void *low = NULL;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &a) != 0) return 0;
+  pthread_attr_getstack(&a, &low, &size);
+  pthread_attr_destroy(&a);
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)low + page - 1) & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)__builtin_frame_address(0) - ((uintptr_t)128 << 10)) & ~(page - 1);
+  if (hi <= lo) return 0;
+  size_t pages = (hi - lo) / page, resident = 0;
+  unsigned char *v = malloc(pages);
+  if (v && mincore((void *)lo, hi - lo, v) == 0)
+    for (size_t i = 0; i < pages; i++) resident += v[i] & 1;
+  free(v);
+  return resident * page;
+}
+
+typedef struct {
+  size_t touched_kb, kept_kb;
+} deep_result;
+
+static void *deep_parse_main(void *arg) {
+  deep_result *r = arg;
+  char *text = malloc(DEEP_N + 1);
+  memset(text, '(', DEEP_N);
+  text[DEEP_N] = '\n';
+  sc_syntax_tree *t = NULL;
+  sc_error err = {0};
+  size_t before = stack_resident_below();
+  if (sc_syntax_tree_new("typescript", text, DEEP_N + 1, &t, &err) == SC_OK &&
+      sc_syntax_tree_edit(t, DEEP_N / 8, DEEP_N / 8, "f\":", 3, &err) == SC_OK) {
+    r->kept_kb = (stack_resident_below() - before) >> 10;
+  } else {
+    fprintf(stderr, "deep parse: %s\n", err.msg);
+  }
+  sc_syntax_tree_free(t);
+  free(text);
+  return NULL;
+}
+
+static void test_deep_parse_gives_its_stack_back(void) {
+  deep_result r = {0, SIZE_MAX};
+  pthread_t th;
+  REQUIRE(sc_thread_start(&th, sc_syntax_parse_stack_size(DEEP_N + 4) + ((size_t)1 << 20),
+                          deep_parse_main, &r) == 0);
+  pthread_join(th, NULL);
+  EXPECTF(r.kept_kb < 1024, "%zu KB of the deep parse's stack stayed resident", r.kept_kb);
+}
+
 int main(void) {
   const char *seed = getenv("SCULPT_TEST_SEED");
   if (seed && *seed) g_rng = strtoull(seed, NULL, 0) | 1;
@@ -508,5 +572,6 @@ int main(void) {
   RUN(test_edit_edges);
   RUN(test_error_ranges);
   RUN(test_incremental_equals_fresh);
+  RUN(test_deep_parse_gives_its_stack_back);
   TEST_MAIN_END();
 }
