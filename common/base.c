@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 
 const char *sc_version(void) { return SCULPT_VERSION_STRING; }
@@ -157,6 +158,41 @@ int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void
   if (rc == 0) rc = pthread_create(th, &a, fn, arg);
   pthread_attr_destroy(&a);
   return rc;
+}
+
+/* CommitLimit in bytes under strict overcommit (vm.overcommit_memory 2),
+ * else 0. */
+static unsigned long long strict_commit_limit(void) {
+  FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+  int mode = 0;
+  if (f) {
+    if (fscanf(f, "%d", &mode) != 1) mode = 0;
+    fclose(f);
+  }
+  if (mode != 2 || !(f = fopen("/proc/meminfo", "r"))) return 0;
+  char line[128];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "CommitLimit: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return kb * 1024;
+}
+
+static size_t g_stack_budget;
+static pthread_once_t g_stack_budget_once = PTHREAD_ONCE_INIT;
+
+static void stack_budget_init(void) {
+  unsigned long long bound = strict_commit_limit();
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (!bound || (unsigned long long)rl.rlim_cur < bound))
+    bound = (unsigned long long)rl.rlim_cur;
+  g_stack_budget = !bound ? SIZE_MAX : bound / 16 > SIZE_MAX ? SIZE_MAX : (size_t)(bound / 16);
+}
+
+size_t sc_thread_stack_budget(void) {
+  pthread_once(&g_stack_budget_once, stack_budget_init);
+  return g_stack_budget;
 }
 
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed) {

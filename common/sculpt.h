@@ -110,6 +110,14 @@ double sc_now_ms(void);
  * as used). Returns 0 or the error number, as pthread_create does. */
 int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void *arg);
 
+/* The most stack one thread may reserve beyond the default: SIZE_MAX where
+ * nothing bounds the process's address space; else a sixteenth of the
+ * bound (RLIMIT_AS, or CommitLimit under strict overcommit), since a
+ * stack reserved counts whole against it, and what a library fails to map
+ * then it may not survive (oneDNN crashed generating code under ulimit -v
+ * 2.5 GB with 3 GB of stacks reserved). Read once. */
+size_t sc_thread_stack_budget(void);
+
 /* b bytes for people: "1.5 GB", "12.0 MB", "3.2 kB", "512 B" (powers of
  * 1000) into buf (n bytes); returns buf. */
 char *sc_format_bytes(uint64_t b, char *buf, size_t n);

@@ -242,6 +242,12 @@ static sc_status parse_text(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn st
     if (t->len >= STACK_RELEASE_MIN_TEXT) release_stack_below();
     return st;
   }
+  if (need > sc_thread_stack_budget())
+    return sc_error_set(err, SC_ERR_UNSUPPORTED,
+                        "parsing %s (%zu bytes) may need a %zu MB stack, more than this "
+                        "process's address space bound leaves for one (ulimit -v or strict "
+                        "overcommit); it has no syntax tree",
+                        t->lang, t->len, need >> 20);
   parse_call c = {t, old, stop, user, err, SC_ERR_INTERNAL};
   pthread_t th;
   int rc = sc_thread_start(&th, need, parse_main, &c);

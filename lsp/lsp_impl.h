@@ -309,8 +309,12 @@ typedef struct sc_worker sc_worker;
 
 typedef void (*sc_worker_done_fn)(void *user);
 
-/* threaded=false runs each job inline inside sc_worker_post (fuzzing). */
-sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user);
+/* threaded=false runs each job inline inside sc_worker_post (fuzzing).
+ * parse_bytes: the longest text the worker's jobs should parse on its own
+ * stack (context/syntax.c; longer ones parse on a thread of their own); 0:
+ * the default stack. */
+sc_worker *sc_worker_new(bool threaded, size_t parse_bytes, sc_worker_done_fn on_done,
+                         void *user);
 /* Marks every job SC_JOB_SHUTDOWN and joins the thread; the job that was
  * running is then in the done list. Idempotent. */
 void sc_worker_stop(sc_worker *w);

@@ -372,6 +372,16 @@ static void on_worker_done(void *user) {
   if (s->wake) s->wake(s->user);
 }
 
+/* The longest text each lane's jobs parse on the worker's own stack: the
+ * model lane's completions and code actions parse documents up to
+ * maxDocumentBytes' default (2 MB), the background lane's index files up to
+ * its bound (1 MiB); the network lane's code actions for a remote backend
+ * parse on a thread of their own past the default stack. A stack is
+ * reserved, not used: 1 GB for the model lane's. */
+static const size_t k_lane_parse_bytes[SC_LANE_COUNT] = {
+    [SC_LANE_MODEL] = (size_t)2 << 20, [SC_LANE_BACKGROUND] = (size_t)1 << 20,
+    [SC_LANE_NETWORK] = 0};
+
 sc_lsp_server *sc_lsp_server_new(const sc_lsp_options *opts, sc_lsp_write_fn write,
                                  sc_lsp_wake_fn wake, void *user) {
   sc_lsp_server *s = calloc(1, sizeof *s);
@@ -391,7 +401,8 @@ sc_lsp_server *sc_lsp_server_new(const sc_lsp_options *opts, sc_lsp_write_fn wri
   /* Inline jobs complete inside post; their answers wait for the next drain. */
   bool workers = true;
   for (int l = 0; l < SC_LANE_COUNT; l++)
-    workers &= (s->workers[l] = sc_worker_new(!opts->synchronous_jobs, on_worker_done, s)) != NULL;
+    workers &= (s->workers[l] = sc_worker_new(!opts->synchronous_jobs, k_lane_parse_bytes[l],
+                                              on_worker_done, s)) != NULL;
   if (!s->docs || !workers || !s->feature_state) {
     sc_lsp_server_free(s);
     return NULL;

@@ -98,10 +98,8 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* The text a worker parses in place: maxDocumentBytes' default (2 MB). */
-#define SC_WORKER_PARSE_BYTES ((size_t)2 << 20)
-
-sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user) {
+sc_worker *sc_worker_new(bool threaded, size_t parse_bytes, sc_worker_done_fn on_done,
+                         void *user) {
   sc_worker *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   w->threaded = threaded;
@@ -113,12 +111,14 @@ sc_worker *sc_worker_new(bool threaded, sc_worker_done_fn on_done, void *user) {
    * while its stack has room for the text (context/syntax.c), else on a
    * thread of its own per parse, whose allocations then land in another
    * malloc arena (a 2 MB document's peak memory swung by 110 MB). So a
-   * worker gets the stack for a document of maxDocumentBytes' default and
-   * 1 MB for the frames above the parse, reserved and touched only as used
-   * (what a deep parse touched stays the worker's); where that much cannot
-   * be had (strict overcommit), the default stack, and big parses move. */
-  const size_t stack = sc_syntax_parse_stack_size(SC_WORKER_PARSE_BYTES) + ((size_t)1 << 20);
-  if (threaded && sc_thread_start(&w->thread, stack, worker_main, w) != 0 &&
+   * worker gets the stack for the texts its jobs parse, reserved and
+   * touched only as used, within what the process may reserve
+   * (sc_thread_stack_budget: under ulimit -v or strict overcommit, less,
+   * and the bigger parses move); where even that cannot be had, the
+   * default stack. */
+  size_t stack = parse_bytes ? sc_syntax_parse_stack_size(parse_bytes) + ((size_t)1 << 20) : 0;
+  if (stack > sc_thread_stack_budget()) stack = sc_thread_stack_budget();
+  if (threaded && (!stack || sc_thread_start(&w->thread, stack, worker_main, w) != 0) &&
       pthread_create(&w->thread, NULL, worker_main, w) != 0) {
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
