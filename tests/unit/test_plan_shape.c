@@ -117,8 +117,36 @@ static void test_uncut_candidate_fails_check(void) {
   sc_syntax_tree_free(t);
 }
 
+static void test_check_among_many_errors(void) {
+  /* 3,000 broken statements before a function: every one of their errors
+   * is the file's own (found in the old tree at its shifted place, the
+   * errors sorted once and looked up), so a good candidate passes and a
+   * bad one has exactly its own new error. */
+  size_t n = 3000, len = 0;
+  const char *bad = "int x = ;\n", *tail = "static int f(int v) {\n  \n}\n";
+  char *doc = malloc(n * strlen(bad) + strlen(tail) + 1);
+  REQUIRE(doc);
+  for (size_t i = 0; i < n; i++, len += strlen(bad)) memcpy(doc + len, bad, strlen(bad));
+  memcpy(doc + len, tail, strlen(tail) + 1);
+  size_t cursor = len + strlen("static int f(int v) {\n  ");
+  len += strlen(tail);
+  sc_syntax_tree *t = NULL;
+  REQUIRE(sc_syntax_tree_new("c", doc, len, &t, NULL) == SC_OK);
+  EXPECT(sc_syntax_tree_error_count(t) >= n);
+  sc_completion_check chk;
+  EXPECT(sc_completion_check_insert(t, cursor, "return v;", 9, &chk, NULL) == SC_OK);
+  EXPECTF(chk.ok && chk.new_errors == 0 && chk.errors_before >= n,
+          "ok=%d new %zu (%zu -> %zu)", chk.ok, chk.new_errors, chk.errors_before,
+          chk.errors_after);
+  EXPECT(sc_completion_check_insert(t, cursor, "return = ;", 10, &chk, NULL) == SC_OK);
+  EXPECTF(!chk.ok && chk.new_errors == 1, "ok=%d new %zu", chk.ok, chk.new_errors);
+  sc_syntax_tree_free(t);
+  free(doc);
+}
+
 int main(void) {
   RUN(test_cut_and_check);
+  RUN(test_check_among_many_errors);
   RUN(test_uncut_candidate_fails_check);
   TEST_MAIN_END();
 }
