@@ -34,12 +34,12 @@ sc_document_store *sc_document_store_new(void) {
   if (!s) return NULL;
   s->cap = 64;
   s->slots = calloc(s->cap, sizeof *s->slots);
-  /* Without a thread of its own, trees are freed where they are let go. */
-  s->reaper = sc_reaper_new();
   if (!s->slots) {
     free(s);
     return NULL;
   }
+  /* Without a thread of its own, trees are freed where they are let go. */
+  s->reaper = sc_reaper_new();
   return s;
 }
 
