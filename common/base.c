@@ -160,6 +160,18 @@ int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void
   return rc;
 }
 
+uint64_t sc_meminfo_bytes(const char *format) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  unsigned long long kb = 0;
+  if (f) {
+    char line[128];
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, format, &kb) == 1) break;
+    fclose(f);
+  }
+  return (uint64_t)kb * 1024u;
+}
+
 /* CommitLimit in bytes under strict overcommit (vm.overcommit_memory 2),
  * else 0. */
 static unsigned long long strict_commit_limit(void) {
@@ -169,13 +181,7 @@ static unsigned long long strict_commit_limit(void) {
     if (fscanf(f, "%d", &mode) != 1) mode = 0;
     fclose(f);
   }
-  if (mode != 2 || !(f = fopen("/proc/meminfo", "r"))) return 0;
-  char line[128];
-  unsigned long long kb = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "CommitLimit: %llu kB", &kb) == 1) break;
-  fclose(f);
-  return kb * 1024;
+  return mode == 2 ? sc_meminfo_bytes("CommitLimit: %llu kB") : 0;
 }
 
 static size_t g_stack_budget;

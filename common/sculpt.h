@@ -110,6 +110,10 @@ double sc_now_ms(void);
  * as used). Returns 0 or the error number, as pthread_create does. */
 int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void *arg);
 
+/* A /proc/meminfo field in bytes, by its sscanf format ("MemTotal: %llu
+ * kB"); 0 when it cannot be read. */
+uint64_t sc_meminfo_bytes(const char *format);
+
 /* The most stack one thread may reserve beyond the default: SIZE_MAX where
  * nothing bounds the process's address space; else a sixteenth of the
  * bound (RLIMIT_AS, or CommitLimit under strict overcommit), since a

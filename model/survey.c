@@ -19,15 +19,7 @@
 /* One /proc/meminfo field (format "Name: %llu kB"), bounded by the memory
  * cgroup's room; 0 when neither is known. */
 static uint64_t meminfo_bytes(const char *format) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  unsigned long long kb = 0;
-  if (f) {
-    char line[128];
-    while (fgets(line, sizeof line, f))
-      if (sscanf(line, format, &kb) == 1) break;
-    fclose(f);
-  }
-  const uint64_t host = (uint64_t)kb * 1024u, cg = sc_cgroup_available("");
+  const uint64_t host = sc_meminfo_bytes(format), cg = sc_cgroup_available("");
   if (host == 0) return cg == UINT64_MAX ? 0 : cg;
   return cg < host ? cg : host;
 }
