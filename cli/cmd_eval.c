@@ -85,6 +85,9 @@ static int parse_args(int argc, char **argv, args *a) {
     } else if (strcmp(o, "--max-tokens") == 0) {
       if (!sc_cli_parse_long(v, 1, 4096, &n)) { sc_cli_fail(CMD, "--max-tokens takes 1 to 4096"); return 2; }
       a->o.max_tokens = (int)n;
+    } else if (strcmp(o, "--block-len") == 0) {
+      if (!sc_cli_parse_long(v, 1, 4096, &n)) { sc_cli_fail(CMD, "--block-len takes 1 to 4096"); return 2; }
+      a->o.block_len = (int)n;
     } else if (strcmp(o, "--context-budget") == 0) {
       if (!sc_cli_parse_long(v, 64, 65536, &n)) { sc_cli_fail(CMD, "--context-budget takes 64 to 65536"); return 2; }
       a->o.context_budget = (int)n;
@@ -222,8 +225,11 @@ static void print_summary(const json_t *sum) {
              (long long)json_integer_value(json_object_get(dt, "tasks")));
     const char *c = json_string_value(json_object_get(s, "corpus"));
     if (c)
-      printf("%s: trained on %lld files of %s\n", json_string_value(json_object_get(s, "name")),
-             (long long)json_integer_value(json_object_get(s, "corpus_files")), c);
+      printf("%s: trained on %lld files of %s (%lld left out: they share the benchmark's "
+             "code)\n",
+             json_string_value(json_object_get(s, "name")),
+             (long long)json_integer_value(json_object_get(s, "corpus_files")), c,
+             (long long)json_integer_value(json_object_get(s, "corpus_left_out")));
   }
 }
 

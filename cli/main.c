@@ -418,6 +418,7 @@ const sc_cli_command sc_cli_commands[] = {
      "                      --results; --against NAME picks FILE's system)\n"
      "  --limit N           the first N tasks      --tasks N  tasks a repository kind draws\n"
      "  --max-tokens N      the canvas             --oracle-length  the canonical's length\n"
+     "  --block-len N       the preset's semi-autoregressive blocks in tokens (fast: 32)\n"
      "  --preset NAME       fast, upstream or auto (as sculpt complete)\n"
      "  --drafts on|off     drafts from the prompt and the package's index (as sculpt\n"
      "                      complete; on for fast); --draft-threshold P\n"

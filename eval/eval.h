@@ -152,11 +152,28 @@ double sc_eval_mcnemar_p(long b, long c);
 
 typedef struct sc_eval_ngram sc_eval_ngram;
 
+/* Documents the n-gram must not learn from: the benchmark's own. A
+ * corpus file that shares at least 5 distinctive lines (20 or more
+ * characters, whitespace aside) and 30% of the smaller of the two with one
+ * of them is left out, the rule model/train/corpus.py decontaminates a
+ * training corpus with. (A manifest names files by their paths on the
+ * machine that built it: Debian's python3-click, which python3-torch pulls
+ * in, is click's own code, and the n-gram trained on it answered 35% of
+ * the click tasks from their own lines.) */
+typedef struct sc_eval_protect sc_eval_protect;
+sc_eval_protect *sc_eval_protect_new(void); /* NULL when out of memory */
+/* Adds one document (copied as line hashes); false when out of memory. */
+bool sc_eval_protect_add(sc_eval_protect *p, const char *text, size_t len);
+void sc_eval_protect_free(sc_eval_protect *p); /* NULL is fine */
+
 /* Trained on a corpus: a corpus manifest.json (the files of its "train"
  * split that are readable here, as model/train/corpus.py lists them), a
- * train.jsonl ({"text", "lang"} per line), or a folder (its source files).
- * *files gets how many files it read. *out owned by the caller. */
-sc_status sc_eval_ngram_train(const char *corpus, sc_eval_ngram **out, size_t *files,
+ * train.jsonl ({"text", "lang"} per line), or a folder (its source files),
+ * less what shares too much with protect's documents (borrowed; NULL:
+ * none). *files gets how many files it read, *left_out how many it left out
+ * (either may be NULL). *out owned by the caller. */
+sc_status sc_eval_ngram_train(const char *corpus, const sc_eval_protect *protect,
+                              sc_eval_ngram **out, size_t *files, size_t *left_out,
                               sc_error *err);
 void sc_eval_ngram_free(sc_eval_ngram *g); /* NULL is fine */
 /* The next k lines after the end of before: each the line that most often
@@ -191,6 +208,7 @@ typedef struct sc_eval_options {
    * -1 the preset's (on for fast, off for upstream), as sculpt complete. */
   int drafts;
   double draft_threshold; /* < 0: the default (SC_DRAFT_THRESHOLD_DEFAULT) */
+  int block_len;          /* the preset's semi-AR blocks (tokens); 0: the preset's */
   const char *ngram_corpus; /* NULL: the model's corpus_manifest.json, else the shipped one's */
   sc_eval_exec_options exec;
   /* Progress: phase ("model", "line-ngram", "tests", ...), done, total. */

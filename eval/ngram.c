@@ -220,13 +220,197 @@ void sc_eval_ngram_free(sc_eval_ngram *g) {
   free(g);
 }
 
+/* ---- the benchmark's own documents ------------------------------------------------------ */
+
+#define PROTECT_MIN_CHARS 20 /* a distinctive line: this many characters, whitespace aside */
+#define PROTECT_MIN_SHARED 5 /* lines shared with one document ... */
+#define PROTECT_FRAC 0.3     /* ... and this share of the smaller of the two */
+
+struct sc_eval_protect {
+  /* open-addressed: a distinctive line's hash -> the first document that has it */
+  uint64_t *hash;
+  uint32_t *doc;
+  size_t slots, used;
+  uint32_t *doc_lines; /* each document's distinctive lines */
+  size_t n_docs, cap_docs;
+};
+
+static int u64_cmp(const void *x, const void *y) {
+  const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* The distinctive lines of a text: hashes of each line without its
+ * whitespace, when that leaves PROTECT_MIN_CHARS or more; sorted, each once,
+ * into *out (malloc'd; NULL when there are none) and *n. false when out of
+ * memory. */
+static bool distinctive(const char *text, size_t len, uint64_t **out, size_t *n) {
+  size_t cap = 0, m = 0;
+  uint64_t *v = NULL;
+  *out = NULL;
+  *n = 0;
+  for (size_t p = 0; p < len;) {
+    const char *nl = memchr(text + p, '\n', len - p);
+    size_t e = nl ? (size_t)(nl - text) : len, chars = 0;
+    uint64_t h = HASH0 ^ 0x3c3c;
+    for (size_t i = p; i < e; i++) {
+      unsigned char c = (unsigned char)text[i];
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') continue;
+      h = (h ^ c) * 1099511628211ull;
+      chars++;
+    }
+    if (chars >= PROTECT_MIN_CHARS) {
+      if (m == cap) {
+        size_t c = cap ? 2 * cap : 256;
+        uint64_t *w = realloc(v, c * sizeof *w);
+        if (!w) {
+          free(v);
+          return false;
+        }
+        v = w;
+        cap = c;
+      }
+      v[m++] = h ? h : 1;
+    }
+    p = e + 1;
+  }
+  if (!m) return true;
+  qsort(v, m, sizeof *v, u64_cmp);
+  size_t k = 1;
+  for (size_t i = 1; i < m; i++)
+    if (v[i] != v[k - 1]) v[k++] = v[i];
+  *out = v;
+  *n = k;
+  return true;
+}
+
+sc_eval_protect *sc_eval_protect_new(void) {
+  sc_eval_protect *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->slots = 1 << 12;
+  p->hash = calloc(p->slots, sizeof *p->hash);
+  p->doc = malloc(p->slots * sizeof *p->doc);
+  if (!p->hash || !p->doc) {
+    sc_eval_protect_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void sc_eval_protect_free(sc_eval_protect *p) {
+  if (!p) return;
+  free(p->hash);
+  free(p->doc);
+  free(p->doc_lines);
+  free(p);
+}
+
+static bool protect_grow(sc_eval_protect *p) {
+  size_t slots = 2 * p->slots;
+  uint64_t *h = calloc(slots, sizeof *h);
+  uint32_t *d = malloc(slots * sizeof *d);
+  if (!h || !d) {
+    free(h);
+    free(d);
+    return false;
+  }
+  for (size_t i = 0; i < p->slots; i++) {
+    if (!p->hash[i]) continue;
+    size_t j = p->hash[i] & (slots - 1);
+    while (h[j]) j = (j + 1) & (slots - 1);
+    h[j] = p->hash[i];
+    d[j] = p->doc[i];
+  }
+  free(p->hash);
+  free(p->doc);
+  p->hash = h;
+  p->doc = d;
+  p->slots = slots;
+  return true;
+}
+
+bool sc_eval_protect_add(sc_eval_protect *p, const char *text, size_t len) {
+  size_t n = 0;
+  uint64_t *v = NULL;
+  if (!distinctive(text, len, &v, &n)) return false;
+  if (!n) return true;
+  if (p->n_docs == p->cap_docs) {
+    size_t c = p->cap_docs ? 2 * p->cap_docs : 64;
+    uint32_t *w = realloc(p->doc_lines, c * sizeof *w);
+    if (!w) {
+      free(v);
+      return false;
+    }
+    p->doc_lines = w;
+    p->cap_docs = c;
+  }
+  const uint32_t doc = (uint32_t)p->n_docs++;
+  p->doc_lines[doc] = (uint32_t)n;
+  for (size_t i = 0; i < n; i++) {
+    if ((p->used + 1) * 2 > p->slots && !protect_grow(p)) {
+      free(v);
+      return false;
+    }
+    size_t j = v[i] & (p->slots - 1);
+    while (p->hash[j] && p->hash[j] != v[i]) j = (j + 1) & (p->slots - 1);
+    if (!p->hash[j]) {
+      p->hash[j] = v[i];
+      p->doc[j] = doc;
+      p->used++;
+    }
+  }
+  free(v);
+  return true;
+}
+
+/* Whether a corpus text shares too much with one protected document. The
+ * lines are counted against the first document that has each (a line two
+ * documents share counts for the first). */
+static bool protected_text(const sc_eval_protect *p, const char *text, size_t len) {
+  if (!p || !p->n_docs) return false;
+  size_t n = 0;
+  uint64_t *v = NULL;
+  if (!distinctive(text, len, &v, &n) || !n) return false; /* (out of memory: learnt) */
+  /* the documents hit: a short list, most files share nothing */
+  uint32_t docs[64], counts[64];
+  size_t nd = 0;
+  bool hit = false;
+  for (size_t i = 0; i < n && !hit; i++) {
+    size_t j = v[i] & (p->slots - 1);
+    while (p->hash[j] && p->hash[j] != v[i]) j = (j + 1) & (p->slots - 1);
+    if (!p->hash[j]) continue;
+    size_t k = 0;
+    while (k < nd && docs[k] != p->doc[j]) k++;
+    if (k == nd) {
+      if (nd == 64) continue; /* past 64 documents: lines spread that thin are boilerplate */
+      docs[nd] = p->doc[j], counts[nd++] = 0;
+    }
+    counts[k]++;
+    double smaller = (double)(n < p->doc_lines[docs[k]] ? n : p->doc_lines[docs[k]]);
+    hit = counts[k] >= PROTECT_MIN_SHARED && counts[k] >= PROTECT_FRAC * smaller;
+  }
+  free(v);
+  return hit;
+}
+
 /* ---- the corpus ---------------------------------------------------------------------- */
 
 typedef struct trainer {
   sc_eval_ngram *g;
-  size_t files;
+  const sc_eval_protect *protect;
+  size_t files, left_out;
   bool oom;
 } trainer;
+
+/* Learns one corpus document unless it is the benchmark's own. */
+static void learn_doc(trainer *t, const char *lang, const char *text, size_t len) {
+  if (protected_text(t->protect, text, len)) {
+    t->left_out++;
+    return;
+  }
+  if (!learn(t->g, lang, text, len)) t->oom = true;
+  t->files++;
+}
 
 static void learn_file(trainer *t, const char *path) {
   if (t->files >= MAX_FILES) return;
@@ -237,10 +421,7 @@ static void learn_file(trainer *t, const char *path) {
   char *text = NULL;
   size_t len = 0;
   if (sc_eval__read_file(path, &text, &len, NULL) != SC_OK) return;
-  if (!memchr(text, '\0', len)) {
-    if (!learn(t->g, lang, text, len)) t->oom = true;
-    t->files++;
-  }
+  if (!memchr(text, '\0', len)) learn_doc(t, lang, text, len);
   free(text);
 }
 
@@ -268,8 +449,7 @@ static sc_status jsonl_record(void *user, json_t *o, size_t line, sc_error *err)
   const char *path = json_string_value(json_object_get(o, "path"));
   if (!lang && path) lang = sc_context_language_for(NULL, path);
   if (!json_is_string(text) || !lang || t->files >= MAX_FILES) return SC_OK;
-  if (!learn(t->g, lang, json_string_value(text), json_string_length(text))) t->oom = true;
-  t->files++;
+  learn_doc(t, lang, json_string_value(text), json_string_length(text));
   return SC_OK;
 }
 
@@ -294,15 +474,17 @@ static bool ends_with(const char *s, const char *tail) {
   return a >= b && strcmp(s + a - b, tail) == 0;
 }
 
-sc_status sc_eval_ngram_train(const char *corpus, sc_eval_ngram **out, size_t *files,
+sc_status sc_eval_ngram_train(const char *corpus, const sc_eval_protect *protect,
+                              sc_eval_ngram **out, size_t *files, size_t *left_out,
                               sc_error *err) {
   *out = NULL;
   if (files) *files = 0;
+  if (left_out) *left_out = 0;
   struct stat st;
   SC_CHECK(stat(corpus, &st) == 0, err, SC_ERR_IO, "cannot read the n-gram's corpus %s", corpus);
   sc_eval_ngram *g = calloc(1, sizeof *g);
   SC_CHECK(g && grow_table(g), err, SC_ERR_NOMEM, "out of memory");
-  trainer t = {g, 0, false};
+  trainer t = {g, protect, 0, 0, false};
   sc_status s = SC_OK;
   if (S_ISDIR(st.st_mode)) {
     walk_dir(&t, corpus, 0);
@@ -335,6 +517,7 @@ sc_status sc_eval_ngram_train(const char *corpus, sc_eval_ngram **out, size_t *f
     return s;
   }
   if (files) *files = t.files;
+  if (left_out) *left_out = t.left_out;
   *out = g;
   return SC_OK;
 }

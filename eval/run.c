@@ -196,6 +196,7 @@ static sc_status model_open(const char *dir, const sc_eval_options *o, model_sys
   sc_infill_params_for(m->model, o->preset, &m->params);
   m->drafts = o->drafts >= 0 ? o->drafts == 1 : m->params.preset != SC_PRESET_UPSTREAM;
   if (o->draft_threshold >= 0) m->params.draft_threshold = (float)o->draft_threshold;
+  if (o->block_len > 0) m->params.block_len = o->block_len;
   sc_device_choice ran;
   sc_engine_device(m->engine, &m->dev, &ran);
   m->dev = ran;
@@ -361,6 +362,7 @@ static sc_status run_model(run *r, const char *name, const char *dir, bool keep_
   json_object_set_new(s->info, "context", json_integer(sc_engine_context(m.engine)));
   json_object_set_new(s->info, "drafts", json_boolean(m.drafts));
   json_object_set_new(s->info, "draft_threshold", json_real(m.params.draft_threshold));
+  json_object_set_new(s->info, "block_len", json_integer(m.params.block_len));
   size_t n = sc_eval_bench_count(r->b);
   sc_status st = SC_OK;
   double t0 = sc_now_ms();
@@ -399,12 +401,52 @@ static bool line_tasks(const sc_eval_bench *b) {
          strcmp(n, "repo-single") == 0 || strcmp(n, "repo-multi") == 0;
 }
 
+/* The benchmark's documents, which the n-gram must not learn from: each
+ * task's whole text (a repository file once, however many tasks it gives). */
+static sc_eval_protect *protect_tasks(const run *r) {
+  sc_eval_protect *p = sc_eval_protect_new();
+  size_t n = sc_eval_bench_count(r->b);
+  for (size_t i = 0; p && i < n; i++) {
+    const sc_eval_task *t = sc_eval_bench_task(r->b, i);
+    bool seen = false;
+    for (size_t k = 0; t->path && k < i && !seen; k++) {
+      const sc_eval_task *u = sc_eval_bench_task(r->b, k);
+      seen = u->path && strcmp(u->path, t->path) == 0 && u->package && t->package &&
+             strcmp(u->package, t->package) == 0;
+    }
+    if (seen) continue;
+    size_t ml = t->middle ? t->middle_len : 0, tl = t->test ? strlen(t->test) : 0;
+    size_t len = t->before_len + ml + t->after_len + 1 + tl;
+    char *doc = malloc(len ? len : 1);
+    bool ok = doc != NULL;
+    if (ok) {
+      char *q = doc;
+      memcpy(q, t->before, t->before_len), q += t->before_len;
+      if (ml) memcpy(q, t->middle, ml), q += ml;
+      memcpy(q, t->after, t->after_len), q += t->after_len;
+      *q++ = '\n';
+      if (tl) memcpy(q, t->test, tl);
+      ok = sc_eval_protect_add(p, doc, len);
+    }
+    free(doc);
+    if (!ok) {
+      sc_eval_protect_free(p);
+      p = NULL;
+    }
+  }
+  return p;
+}
+
 static sc_status run_ngram(run *r, const char *corpus, sc_error *err) {
   sc_eval_ngram *g = NULL;
-  size_t files = 0;
+  size_t files = 0, left_out = 0;
   double t0 = sc_now_ms();
   progress(r, "line-ngram (training)", 0, 1);
-  SC_TRY(sc_eval_ngram_train(corpus, &g, &files, err));
+  sc_eval_protect *protect = protect_tasks(r);
+  SC_CHECK(protect, err, SC_ERR_NOMEM, "out of memory");
+  sc_status ts = sc_eval_ngram_train(corpus, protect, &g, &files, &left_out, err);
+  sc_eval_protect_free(protect);
+  SC_TRY(ts);
   sysres *s = new_system(r, "line-ngram", err);
   if (!s) {
     sc_eval_ngram_free(g);
@@ -412,6 +454,7 @@ static sc_status run_ngram(run *r, const char *corpus, sc_error *err) {
   }
   json_object_set_new(s->info, "corpus", json_string(corpus));
   json_object_set_new(s->info, "corpus_files", json_integer((json_int_t)files));
+  json_object_set_new(s->info, "corpus_left_out", json_integer((json_int_t)left_out));
   json_object_set_new(s->info, "train_ms", json_real(sc_now_ms() - t0));
   size_t n = sc_eval_bench_count(r->b);
   sc_status st = SC_OK;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char tmp[256];
 
@@ -70,7 +71,7 @@ static void test_ngram(void) {
   sc_eval_ngram *g = NULL;
   size_t files = 0;
   sc_error err = {0};
-  REQUIRE(sc_eval_ngram_train(path, &g, &files, &err) == SC_OK);
+  REQUIRE(sc_eval_ngram_train(path, NULL, &g, &files, NULL, &err) == SC_OK);
   EXPECTF(files == 2, "%zu files (the train split that exists)", files);
   size_t len = 0;
   /* The corpus: after "import os", "x = 1" (twice) beats "x = 3" and the
@@ -99,7 +100,61 @@ static void test_ngram(void) {
   sc_eval_ngram_free(g);
   /* A missing corpus is an error, not an empty model. */
   snprintf(path, sizeof path, "%s/none.json", tmp);
-  EXPECT(sc_eval_ngram_train(path, &g, &files, &err) == SC_ERR_IO && g == NULL);
+  EXPECT(sc_eval_ngram_train(path, NULL, &g, &files, NULL, &err) == SC_ERR_IO && g == NULL);
+}
+
+/* The benchmark's own code never trains the n-gram: a corpus file sharing
+ * 5 distinctive lines and 30% with a protected document is left out (a
+ * manifest's paths may name the benchmark's package on this machine), one
+ * sharing 4 is kept, and so is the same file when nothing is protected. */
+static void test_ngram_protect(void) {
+  const char *own = "def alpha_function(argument_one):\n"
+                    "    first_result = compute_something(argument_one)\n"
+                    "    second_result = transform_the_value(first_result)\n"
+                    "    third_result = another_transformation(second_result)\n"
+                    "    fourth_result = yet_another_step_here(third_result)\n"
+                    "    return finish_with_result(fourth_result)\n";
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/p", tmp);
+  REQUIRE(mkdir(dir, 0700) == 0);
+  char copy[1024];
+  snprintf(copy, sizeof copy, "# a vendored copy\n%s", own);
+  REQUIRE(sc_test_write_at(tmp, "p/copy.py", copy));
+  /* four of its distinctive lines, then lines of its own */
+  REQUIRE(sc_test_write_at(tmp, "p/near.py",
+                           "def alpha_function(argument_one):\n"
+                           "    first_result = compute_something(argument_one)\n"
+                           "    second_result = transform_the_value(first_result)\n"
+                           "    third_result = another_transformation(second_result)\n"
+                           "    different_line = nothing_like_the_protected_one(3)\n"));
+  char manifest[600];
+  snprintf(manifest, sizeof manifest,
+           "{\"files\": [[\"%s/p/copy.py\", \"h\", \"train\"], "
+           "[\"%s/p/near.py\", \"h\", \"train\"]]}",
+           tmp, tmp);
+  REQUIRE(sc_test_write_at(tmp, "p/manifest.json", manifest));
+  char path[512];
+  snprintf(path, sizeof path, "%s/p/manifest.json", tmp);
+  sc_eval_protect *p = sc_eval_protect_new();
+  REQUIRE(p && sc_eval_protect_add(p, own, strlen(own)));
+  REQUIRE(sc_eval_protect_add(p, "", 0)); /* nothing distinctive: protects nothing */
+  sc_eval_ngram *g = NULL;
+  size_t files = 0, left_out = 0;
+  sc_error err = {0};
+  REQUIRE(sc_eval_ngram_train(path, p, &g, &files, &left_out, &err) == SC_OK);
+  EXPECTF(files == 1 && left_out == 1, "%zu files, %zu left out", files, left_out);
+  /* near.py continues the third line; copy.py's fourth line is not learnt */
+  const char *before = "    third_result = another_transformation(second_result)\n";
+  size_t len = 0;
+  char *out = sc_eval_ngram_predict(g, "python", S(before), S(""), 1, &len);
+  EXPECTF(out && strstr(out, "different_line"), "%s", out);
+  free(out);
+  sc_eval_ngram_free(g);
+  /* unprotected, both files train */
+  REQUIRE(sc_eval_ngram_train(path, NULL, &g, &files, &left_out, &err) == SC_OK);
+  EXPECTF(files == 2 && left_out == 0, "%zu files, %zu left out", files, left_out);
+  sc_eval_ngram_free(g);
+  sc_eval_protect_free(p);
 }
 
 int main(void) {
@@ -109,6 +164,7 @@ int main(void) {
   RUN(test_similarity);
   RUN(test_mcnemar);
   RUN(test_ngram);
+  RUN(test_ngram_protect);
   sc_test_remove_tree(tmp);
   TEST_MAIN_END();
 }
