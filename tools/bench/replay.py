@@ -39,8 +39,10 @@ figures then count those pauses.
 of kvReuse true and false (e.g. drafts=true,false or debounceMs=75,25,0;
 values are JSON), and --settings JSON adds settings to every run. Each run
 also reports the typed characters per request the model started (engine
-calls, from sculpt/test/stats) and per suggestion shown, and what drafting
-did (data.drafts, data.tokensPerPass).
+calls, from sculpt/test/stats) and per suggestion shown, how many shown
+suggestions were right (their first line the rest of the line typed next,
+at pauses and while typing through), the server's CPU time while typing
+(/proc), and what drafting did (data.drafts, data.tokensPerPass).
 
 --record appends the figures to bench/results/ (tools/bench/results.py):
 without --real the server's overhead against its targets; with --real the
@@ -162,6 +164,7 @@ def real_session(args, path, text, line0, typed, settings, invoked=False):
         "context": {"triggerKind": 1}})
     c.wait(rid, timeout=600)
     calls0 = engine_calls(c)  # the load's (its repair's too), not typing
+    cpu0, wall0 = cpu_seconds(c.p.pid), time.time()
     # A request elsewhere: the session's first request below is then a
     # full pass in both runs.
     line, col, version, out, passed = line0, 0, 1, [], []
@@ -180,7 +183,7 @@ def real_session(args, path, text, line0, typed, settings, invoked=False):
         if args.pace and not invoked and not pause_after(typed, k):
             # Typing on: the next keystroke's edit cancels this request
             # (its answer is read at the end).
-            passed.append(rid)
+            passed.append((rid, k))
             time.sleep(args.pace / 1000.0)
             continue
         t1, m = c.wait(rid, timeout=600)
@@ -188,26 +191,49 @@ def real_session(args, path, text, line0, typed, settings, invoked=False):
         data = res.get("data") or {}
         items = res.get("items") or []
         out.append({"ms": (t1 - t0) * 1000, "error": "error" in m, "data": data,
-                    "text": items[0].get("insertText") if items else None})
+                    "text": items[0].get("insertText") if items else None,
+                    "right": right(items, typed, k)})
     if passed:
         # The requests typed through: cancelled by the next edit
         # (-32801, content modified; -32800) or answered (their answers
         # come before the stats below, which they precede on the wire).
-        answers = [c.wait(r, timeout=60)[1] for r in passed]
+        answers = [(c.wait(r, timeout=60)[1], k) for r, k in passed]
     calls = engine_calls(c) - calls0
+    cpu, wall = cpu_seconds(c.p.pid) - cpu0, time.time() - wall0
     i, _ = c.request("shutdown", {})
     c.wait(i)
-    out.append({"engine_calls": calls, "typed": len(typed)})
+    out.append({"engine_calls": calls, "typed": len(typed), "cpu_s": cpu, "wall_s": wall})
     if passed:
-        shown = sum(1 for m in answers if ((m.get("result") or {}).get("items") or []))
-        cancelled = sum(1 for m in answers
+        shown = sum(1 for m, _ in answers if ((m.get("result") or {}).get("items") or []))
+        cancelled = sum(1 for m, _ in answers
                         if (m.get("error") or {}).get("code") in (-32800, -32801))
-        errors = sum(1 for m in answers if "error" in m) - cancelled
+        errors = sum(1 for m, _ in answers if "error" in m) - cancelled
         out.append({"typed_through": len(passed), "cancelled": cancelled, "errors": errors,
-                    "shown": shown})
+                    "shown": shown,
+                    "right": sum(right((m.get("result") or {}).get("items") or [], typed, j)
+                                 for m, j in answers)})
     c.notify("exit", {})
     c.p.wait(10)
     return out
+
+
+def right(items, typed, k):
+    """Whether a suggestion shown after keystroke k is what the user typed
+    next: its first line, trailing blanks aside, is the rest of the line
+    being typed (a suggestion that stops short or runs past it is not)."""
+    if not items:
+        return False
+    text = items[0].get("insertText") or ""
+    want = typed[k + 1:].split("\n", 1)[0].rstrip()
+    got = text.split("\n", 1)[0].rstrip()
+    return bool(got) and got == want
+
+
+def cpu_seconds(pid):
+    """The server's CPU time so far (user and system, /proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pause_after(typed, k):
@@ -276,6 +302,7 @@ def real_main(args):
                    "model p50": pct(model, 50), "errors": errors, "shown": shown,
                    "ran": len(ran), "keys": len(r)}
         shown_all = shown + (through[0]["shown"] if through else 0)
+        right_all = sum(1 for x in r if x.get("right")) + (through[0]["right"] if through else 0)
         drafted = [x for x in ran if (x["data"].get("drafts") or {}).get("offered")]
         if calls:
             print("  typed characters per request the model started: %.2f (%d engine calls, the "
@@ -283,6 +310,11 @@ def real_main(args):
                   % (calls[0]["typed"] / max(1, calls[0]["engine_calls"]),
                      calls[0]["engine_calls"], calls[0]["typed"],
                      calls[0]["typed"] / max(1, shown_all), shown_all))
+            print("  shown and right (the rest of the line typed next): %d of %d shown"
+                  % (right_all, shown_all))
+            print("  the server's CPU while typing: %.1f s in %.1f s (%.0f%% of a core)"
+                  % (calls[0]["cpu_s"], calls[0]["wall_s"],
+                     100 * calls[0]["cpu_s"] / max(1e-9, calls[0]["wall_s"])))
         if ran and "drafts" in ran[0]["data"]:
             tpp = [x["data"].get("tokensPerPass", 0) for x in ran]
             print("  drafts offered at %d of %d requests; tokens drafted %d, accepted %d; tokens "
