@@ -27,13 +27,75 @@ typedef struct best {
   uint64_t key, line;
 } best;
 
+/* An open-addressed map from a non-zero 64-bit hash to a size_t (the
+ * line table's pool offsets, the protected lines' documents). */
+typedef struct hmap {
+  uint64_t *hash; /* 0: empty */
+  size_t *val;
+  size_t slots, used; /* slots: a power of two */
+} hmap;
+
+static bool hmap_grow(hmap *m) {
+  size_t slots = m->slots ? 2 * m->slots : 1 << 12;
+  uint64_t *h = calloc(slots, sizeof *h);
+  size_t *v = malloc(slots * sizeof *v);
+  if (!h || !v) {
+    free(h);
+    free(v);
+    return false;
+  }
+  for (size_t i = 0; i < m->slots; i++) {
+    if (!m->hash[i]) continue;
+    size_t j = m->hash[i] & (slots - 1);
+    while (h[j]) j = (j + 1) & (slots - 1);
+    h[j] = m->hash[i];
+    v[j] = m->val[i];
+  }
+  free(m->hash);
+  free(m->val);
+  m->hash = h;
+  m->val = v;
+  m->slots = slots;
+  return true;
+}
+
+/* The slot of key h: where it is, or the empty one where it would go. */
+static size_t hmap_slot(const hmap *m, uint64_t h) {
+  size_t j = h & (m->slots - 1);
+  while (m->hash[j] && m->hash[j] != h) j = (j + 1) & (m->slots - 1);
+  return j;
+}
+
+/* The value of key h, or NULL. */
+static const size_t *hmap_get(const hmap *m, uint64_t h) {
+  if (!m->slots) return NULL;
+  size_t j = hmap_slot(m, h);
+  return m->hash[j] ? &m->val[j] : NULL;
+}
+
+/* Key h's slot, made room for (NULL when out of memory); *fresh says
+ * whether it was empty (the caller sets hash and val then, and used++). */
+static size_t *hmap_put(hmap *m, uint64_t h, bool *fresh) {
+  if ((m->used + 1) * 2 > m->slots && !hmap_grow(m)) return NULL;
+  size_t j = hmap_slot(m, h);
+  *fresh = !m->hash[j];
+  if (*fresh) {
+    m->hash[j] = h;
+    m->used++;
+  }
+  return &m->val[j];
+}
+
+static void hmap_free(hmap *m) {
+  free(m->hash);
+  free(m->val);
+}
+
 struct sc_eval_ngram {
-  /* the lines, each once: an open-addressed table hash -> offset in pool */
+  /* the lines, each once: hash -> offset in pool */
   char *pool;
   size_t pool_len, pool_cap;
-  uint64_t *slot_hash;
-  size_t *slot_off;
-  size_t slots, used;
+  hmap lines;
   pair *pairs, *freq; /* while training */
   size_t n_pairs, cap_pairs, n_freq, cap_freq;
   best *next, *top; /* after training: sorted by key */
@@ -72,64 +134,36 @@ static uint64_t line_hash(const char *s, size_t n) {
   return h ? h : 1;
 }
 
-static bool grow_table(sc_eval_ngram *g) {
-  size_t slots = g->slots ? 2 * g->slots : 1 << 16;
-  uint64_t *h = calloc(slots, sizeof *h);
-  size_t *o = malloc(slots * sizeof *o);
-  if (!h || !o) {
-    free(h);
-    free(o);
-    return false;
-  }
-  for (size_t i = 0; i < g->slots; i++) {
-    if (!g->slot_hash[i]) continue;
-    size_t j = g->slot_hash[i] & (slots - 1);
-    while (h[j]) j = (j + 1) & (slots - 1);
-    h[j] = g->slot_hash[i];
-    o[j] = g->slot_off[i];
-  }
-  free(g->slot_hash);
-  free(g->slot_off);
-  g->slot_hash = h;
-  g->slot_off = o;
-  g->slots = slots;
-  return true;
-}
-
 /* The line's text stored once; its hash. 0 when out of memory. */
 static uint64_t intern(sc_eval_ngram *g, const char *s, size_t n) {
   uint64_t h = line_hash(s, n);
-  if ((g->used + 1) * 2 > g->slots && !grow_table(g)) return 0;
-  size_t j = h & (g->slots - 1);
-  while (g->slot_hash[j]) {
-    if (g->slot_hash[j] == h) return h;
-    j = (j + 1) & (g->slots - 1);
-  }
+  bool fresh = false;
+  size_t *off = hmap_put(&g->lines, h, &fresh);
+  if (!off) return 0;
+  if (!fresh) return h;
   if (g->pool_len + n + 1 > g->pool_cap) {
     size_t cap = g->pool_cap ? g->pool_cap : 1 << 20;
     while (g->pool_len + n + 1 > cap) cap *= 2;
     char *p = realloc(g->pool, cap);
-    if (!p) return 0;
+    if (!p) {
+      /* the slot stays taken with no text: forget it */
+      g->lines.hash[off - g->lines.val] = 0;
+      g->lines.used--;
+      return 0;
+    }
     g->pool = p;
     g->pool_cap = cap;
   }
   memcpy(g->pool + g->pool_len, s, n);
   g->pool[g->pool_len + n] = '\0';
-  g->slot_hash[j] = h;
-  g->slot_off[j] = g->pool_len;
+  *off = g->pool_len;
   g->pool_len += n + 1;
-  g->used++;
   return h;
 }
 
 static const char *line_text(const sc_eval_ngram *g, uint64_t h) {
-  if (!g->slots) return NULL;
-  size_t j = h & (g->slots - 1);
-  while (g->slot_hash[j]) {
-    if (g->slot_hash[j] == h) return g->pool + g->slot_off[j];
-    j = (j + 1) & (g->slots - 1);
-  }
-  return NULL;
+  const size_t *off = hmap_get(&g->lines, h);
+  return off ? g->pool + *off : NULL;
 }
 
 static bool push(pair **v, size_t *n, size_t *cap, pair p) {
@@ -211,8 +245,7 @@ static const best *lookup(const best *v, size_t n, uint64_t key) {
 void sc_eval_ngram_free(sc_eval_ngram *g) {
   if (!g) return;
   free(g->pool);
-  free(g->slot_hash);
-  free(g->slot_off);
+  hmap_free(&g->lines);
   free(g->pairs);
   free(g->freq);
   free(g->next);
@@ -227,10 +260,7 @@ void sc_eval_ngram_free(sc_eval_ngram *g) {
 #define PROTECT_FRAC 0.3     /* ... and this share of the smaller of the two */
 
 struct sc_eval_protect {
-  /* open-addressed: a distinctive line's hash -> the first document that has it */
-  uint64_t *hash;
-  uint32_t *doc;
-  size_t slots, used;
+  hmap lines;          /* a distinctive line's hash -> the first document that has it */
   uint32_t *doc_lines; /* each document's distinctive lines */
   size_t n_docs, cap_docs;
 };
@@ -284,49 +314,13 @@ static bool distinctive(const char *text, size_t len, uint64_t **out, size_t *n)
   return true;
 }
 
-sc_eval_protect *sc_eval_protect_new(void) {
-  sc_eval_protect *p = calloc(1, sizeof *p);
-  if (!p) return NULL;
-  p->slots = 1 << 12;
-  p->hash = calloc(p->slots, sizeof *p->hash);
-  p->doc = malloc(p->slots * sizeof *p->doc);
-  if (!p->hash || !p->doc) {
-    sc_eval_protect_free(p);
-    return NULL;
-  }
-  return p;
-}
+sc_eval_protect *sc_eval_protect_new(void) { return calloc(1, sizeof(sc_eval_protect)); }
 
 void sc_eval_protect_free(sc_eval_protect *p) {
   if (!p) return;
-  free(p->hash);
-  free(p->doc);
+  hmap_free(&p->lines);
   free(p->doc_lines);
   free(p);
-}
-
-static bool protect_grow(sc_eval_protect *p) {
-  size_t slots = 2 * p->slots;
-  uint64_t *h = calloc(slots, sizeof *h);
-  uint32_t *d = malloc(slots * sizeof *d);
-  if (!h || !d) {
-    free(h);
-    free(d);
-    return false;
-  }
-  for (size_t i = 0; i < p->slots; i++) {
-    if (!p->hash[i]) continue;
-    size_t j = p->hash[i] & (slots - 1);
-    while (h[j]) j = (j + 1) & (slots - 1);
-    h[j] = p->hash[i];
-    d[j] = p->doc[i];
-  }
-  free(p->hash);
-  free(p->doc);
-  p->hash = h;
-  p->doc = d;
-  p->slots = slots;
-  return true;
 }
 
 bool sc_eval_protect_add(sc_eval_protect *p, const char *text, size_t len) {
@@ -347,17 +341,13 @@ bool sc_eval_protect_add(sc_eval_protect *p, const char *text, size_t len) {
   const uint32_t doc = (uint32_t)p->n_docs++;
   p->doc_lines[doc] = (uint32_t)n;
   for (size_t i = 0; i < n; i++) {
-    if ((p->used + 1) * 2 > p->slots && !protect_grow(p)) {
+    bool fresh = false;
+    size_t *d = hmap_put(&p->lines, v[i], &fresh);
+    if (!d) {
       free(v);
       return false;
     }
-    size_t j = v[i] & (p->slots - 1);
-    while (p->hash[j] && p->hash[j] != v[i]) j = (j + 1) & (p->slots - 1);
-    if (!p->hash[j]) {
-      p->hash[j] = v[i];
-      p->doc[j] = doc;
-      p->used++;
-    }
+    if (fresh) *d = doc;
   }
   free(v);
   return true;
@@ -376,14 +366,13 @@ static bool protected_text(const sc_eval_protect *p, const char *text, size_t le
   size_t nd = 0;
   bool hit = false;
   for (size_t i = 0; i < n && !hit; i++) {
-    size_t j = v[i] & (p->slots - 1);
-    while (p->hash[j] && p->hash[j] != v[i]) j = (j + 1) & (p->slots - 1);
-    if (!p->hash[j]) continue;
+    const size_t *doc = hmap_get(&p->lines, v[i]);
+    if (!doc) continue;
     size_t k = 0;
-    while (k < nd && docs[k] != p->doc[j]) k++;
+    while (k < nd && docs[k] != *doc) k++;
     if (k == nd) {
       if (nd == 64) continue; /* past 64 documents: lines spread that thin are boilerplate */
-      docs[nd] = p->doc[j], counts[nd++] = 0;
+      docs[nd] = (uint32_t)*doc, counts[nd++] = 0;
     }
     counts[k]++;
     double smaller = (double)(n < p->doc_lines[docs[k]] ? n : p->doc_lines[docs[k]]);
@@ -483,7 +472,7 @@ sc_status sc_eval_ngram_train(const char *corpus, const sc_eval_protect *protect
   struct stat st;
   SC_CHECK(stat(corpus, &st) == 0, err, SC_ERR_IO, "cannot read the n-gram's corpus %s", corpus);
   sc_eval_ngram *g = calloc(1, sizeof *g);
-  SC_CHECK(g && grow_table(g), err, SC_ERR_NOMEM, "out of memory");
+  SC_CHECK(g, err, SC_ERR_NOMEM, "out of memory");
   trainer t = {g, protect, 0, 0, false};
   sc_status s = SC_OK;
   if (S_ISDIR(st.st_mode)) {
