@@ -83,7 +83,13 @@ check(events[-1] == "[DONE]" and len(objs) == 1 and objs[0]["choices"][0]["text"
       f"filled right to left, the stream sends it all at the end: {events}")
 st, events = sse("/v1/completions", dict(req, stream=True, stream_drafts=True), back)
 drafts = pieces_of(events)
-check(drafts[:3] == ["w", "vw", "uvw"] and drafts[-1] == "pqrstuvw",
+# A draft the loop has not sent yet is replaced by the next (serve_sched.c:
+# a slow reader gets fewer events), so a loaded machine skips some (CI sent
+# w, vw, tuvw): each one a suffix of the next, longer, the last the answer
+# (which the final event repeats).
+grown = [d for k, d in enumerate(drafts) if k == 0 or d != drafts[k - 1]]
+check(len(grown) >= 2 and grown[-1] == "pqrstuvw" and
+      all(len(a) < len(b) and b.endswith(a) for a, b in zip(grown, grown[1:])),
       f"while the drafts show it grow from the right: {drafts}")
 back.stop()
 
