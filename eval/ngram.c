@@ -73,8 +73,8 @@ static const size_t *hmap_get(const hmap *m, uint64_t h) {
   return m->hash[j] ? &m->val[j] : NULL;
 }
 
-/* Key h's slot, made room for (NULL when out of memory); *fresh says
- * whether it was empty (the caller sets hash and val then, and used++). */
+/* Key h's value, its slot taken when new (*fresh: the caller sets the
+ * value); NULL when out of memory. */
 static size_t *hmap_put(hmap *m, uint64_t h, bool *fresh) {
   if ((m->used + 1) * 2 > m->slots && !hmap_grow(m)) return NULL;
   size_t j = hmap_slot(m, h);
@@ -137,23 +137,18 @@ static uint64_t line_hash(const char *s, size_t n) {
 /* The line's text stored once; its hash. 0 when out of memory. */
 static uint64_t intern(sc_eval_ngram *g, const char *s, size_t n) {
   uint64_t h = line_hash(s, n);
-  bool fresh = false;
-  size_t *off = hmap_put(&g->lines, h, &fresh);
-  if (!off) return 0;
-  if (!fresh) return h;
+  if (hmap_get(&g->lines, h)) return h;
   if (g->pool_len + n + 1 > g->pool_cap) {
     size_t cap = g->pool_cap ? g->pool_cap : 1 << 20;
     while (g->pool_len + n + 1 > cap) cap *= 2;
     char *p = realloc(g->pool, cap);
-    if (!p) {
-      /* the slot stays taken with no text: forget it */
-      g->lines.hash[off - g->lines.val] = 0;
-      g->lines.used--;
-      return 0;
-    }
+    if (!p) return 0;
     g->pool = p;
     g->pool_cap = cap;
   }
+  bool fresh = false;
+  size_t *off = hmap_put(&g->lines, h, &fresh);
+  if (!off) return 0;
   memcpy(g->pool + g->pool_len, s, n);
   g->pool[g->pool_len + n] = '\0';
   *off = g->pool_len;
@@ -284,9 +279,8 @@ static bool distinctive(const char *text, size_t len, uint64_t **out, size_t *n)
     size_t e = nl ? (size_t)(nl - text) : len, chars = 0;
     uint64_t h = HASH0 ^ 0x3c3c;
     for (size_t i = p; i < e; i++) {
-      unsigned char c = (unsigned char)text[i];
-      if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') continue;
-      h = (h ^ c) * 1099511628211ull;
+      if (is_blank(text[i])) continue;
+      h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
       chars++;
     }
     if (chars >= PROTECT_MIN_CHARS) {
