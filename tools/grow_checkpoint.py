@@ -174,6 +174,18 @@ def grow(src, shape, positions=None):
     return cb, out
 
 
+def write(src, out, cfg, tensors, dtype="BF16"):
+    """The grown checkpoint into folder out: its config, tensors (as dtype)
+    and src's tokenizer and generation files."""
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(src):
+        if f.startswith("tokenizer") or f in ("generation_config.json", "special_tokens_map.json"):
+            shutil.copy(os.path.join(src, f), out)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    tiny_checkpoints.write_safetensors(os.path.join(out, "model.safetensors"), tensors, dtype)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
@@ -183,13 +195,7 @@ def main():
                     help="max_position_embeddings (default: the small model's)")
     args = ap.parse_args()
     cfg, tensors = grow(args.src, tiny_checkpoints.BENCH[args.shape], args.positions)
-    os.makedirs(args.out, exist_ok=True)
-    for f in os.listdir(args.src):
-        if f.startswith("tokenizer") or f in ("generation_config.json", "special_tokens_map.json"):
-            shutil.copy(os.path.join(args.src, f), args.out)
-    with open(os.path.join(args.out, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
-    tiny_checkpoints.write_safetensors(os.path.join(args.out, "model.safetensors"), tensors, "BF16")
+    write(args.src, args.out, cfg, tensors)
     n = sum(a.size for _, a in tensors)  # tied: the embeddings are the lm_head
     print(f"{args.out}: {args.src} grown to {args.shape} ({n / 1e6:.0f}M parameters), "
           f"rope_theta {cfg['rope_theta']:g}, {cfg['max_position_embeddings']} positions")

@@ -88,3 +88,20 @@ def inf_in_head(column):
         size = DTYPE_SIZE[info["dtype"]]
         return [((5 * info["shape"][1] + column) * size, INF_BITS[info["dtype"]])]
     return fn
+
+
+failures = []
+
+
+def check(cond, what):
+    """One check's line; a failed one is counted for finish()."""
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def finish():
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        sys.exit(1)
+    print("all passed")
