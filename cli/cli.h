@@ -65,7 +65,10 @@ int sc_cli_locate(const char *target, char **path, const char *text, size_t len,
 /* Writes data atomically over path: a temp file .NAME.sculpt-XXXXXX in the
  * same directory with the given permissions, fsync, rename, fsync of the
  * directory. A kill at any point leaves either the old or the new file whole
- * (at worst a stray temp file next to it, which `sculpt batch` skips). */
+ * (at worst a stray temp file next to it, which `sculpt batch` skips).
+ * A symbolic link stays a link: its target is replaced. A device or a FIFO
+ * (/dev/null, /dev/stdout) is written in place, not replaced; a directory
+ * is refused. */
 #define SC_CLI_TMP_TAG ".sculpt-"
 sc_status sc_cli_write_atomic(const char *path, const char *data, size_t len, mode_t perm,
                               sc_error *err);

@@ -1,5 +1,5 @@
 /* util.c — small helpers shared by the subcommands. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "cli.h"
 #include "model.h"
 #include "net.h"
@@ -154,16 +154,50 @@ bool sc_cli_backend_orphan(const char *cmd, const struct sc_fim_client_options *
   return true;
 }
 
+/* Writes data into path in place: for what a rename must not replace (a
+ * device such as /dev/null or /dev/stdout, a FIFO). */
+static sc_status write_in_place(const char *path, const char *data, size_t len, sc_error *err) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return sc_error_set(err, SC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  bool ok = sc_file_write_full(fd, data, len);
+  int saved = errno;
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
+  return ok ? SC_OK : sc_error_set(err, SC_ERR_IO, "cannot write %s: %s", path, strerror(saved));
+}
+
 /* Writes data atomically over path: a temp file in the same directory with
  * the given permissions, fsync, rename, fsync of the directory. A kill at any
  * point leaves either the old or the new file whole (at worst a stray
  * .NAME.sculpt-XXXXXX next to it). */
 sc_status sc_cli_write_atomic(const char *path, const char *data, size_t len, mode_t perm,
                               sc_error *err) {
+  /* What path names decides how: a device or a FIFO is written in place (a
+   * rename would put a regular file where /dev/null was: `--out /dev/null`
+   * as root), a directory is refused, and a symbolic link keeps pointing at
+   * its target, which is replaced (the rename happens next to the target). */
+  struct stat sb;
+  if (stat(path, &sb) == 0) {
+    if (S_ISDIR(sb.st_mode))
+      return sc_error_set(err, SC_ERR_IO, "cannot write %s: it is a directory", path);
+    if (!S_ISREG(sb.st_mode)) return write_in_place(path, data, len, err);
+  }
+  char *real = NULL;
+  if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+    real = realpath(path, NULL);
+    if (!real)
+      return sc_error_set(err, SC_ERR_IO, "cannot follow the link %s: %s", path,
+                          strerror(errno));
+    path = real;
+  }
   char *d1 = strdup(path), *d2 = strdup(path);
   if (!d1 || !d2) {
     free(d1);
     free(d2);
+    free(real);
     return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
   }
   const char *dir = dirname(d1), *base = basename(d2);
@@ -172,6 +206,7 @@ sc_status sc_cli_write_atomic(const char *path, const char *data, size_t len, mo
   if (!tmp) {
     free(d1);
     free(d2);
+    free(real);
     return sc_error_set(err, SC_ERR_NOMEM, "out of memory");
   }
   snprintf(tmp, tl, "%s/.%s" SC_CLI_TMP_TAG "XXXXXX", dir, base);
@@ -205,6 +240,7 @@ out:
   free(tmp);
   free(d1);
   free(d2);
+  free(real);
   return st;
 }
 

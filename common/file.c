@@ -119,7 +119,7 @@ sc_status sc_file_read_regular(const char *path, size_t max, char **out, size_t 
   return SC_OK;
 }
 
-bool sc_file_write_all(int fd, const void *data, size_t len) {
+bool sc_file_write_full(int fd, const void *data, size_t len) {
   const char *p = data;
   while (len > 0) {
     ssize_t w = write(fd, p, len);
@@ -131,5 +131,9 @@ bool sc_file_write_all(int fd, const void *data, size_t len) {
     p += w;
     len -= (size_t)w;
   }
-  return fsync(fd) == 0;
+  return true;
+}
+
+bool sc_file_write_all(int fd, const void *data, size_t len) {
+  return sc_file_write_full(fd, data, len) && fsync(fd) == 0;
 }

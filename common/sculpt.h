@@ -189,6 +189,8 @@ void *sc_json_load_text(const char *body, size_t len, size_t flags, void *error,
  * then fsyncs it: what every atomic replacement writes into its temp file
  * before the rename. false with errno set on failure. (common/file.c) */
 bool sc_file_write_all(int fd, const void *data, size_t len);
+/* The same without the fsync: for a pipe or a device, which have none. */
+bool sc_file_write_full(int fd, const void *data, size_t len);
 
 /* 64-bit FNV-1a; for hash tables and cache keys, not security. */
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);

@@ -8,6 +8,7 @@ leaves no output behind."""
 import glob
 import json
 import os
+import stat
 import struct
 import subprocess
 import sys
@@ -117,6 +118,36 @@ with tempfile.TemporaryDirectory(prefix="sculpt-tokjsonl-") as tmp:
         rc, so, se = run("--tokenizer", TOK, *args)
         check(rc == 2 and so == "" and len(se.strip().splitlines()) == 1,
               f"{what}: exit 2 with one line ({rc} {se.strip()})")
+
+    # What --out names (cli/util.c sc_cli_write_atomic, which every --out and
+    # --results of the CLI goes through): a FIFO or a device is written in
+    # place, not replaced by a regular file (as root, `--out /dev/null` once
+    # put a file where /dev/null was); a link stays a link to its new target.
+    # A FIFO, not /dev/stdout: a regression would replace the machine's own.
+    want = open(out1, "rb").read()
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    import threading
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    rc, _, se = run("--tokenizer", TOK, "--jsonl", "--out", fifo, f1, f2)
+    reader.join(30)
+    check(rc == 0 and got == [want] and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+          f"--out a FIFO: the stream goes through it and it stays a FIFO ({rc} {se.strip()})")
+    target = os.path.join(tmp, "sub", "target.npy")
+    os.makedirs(os.path.dirname(target))
+    open(target, "wb").write(b"old")
+    link = os.path.join(tmp, "link.npy")
+    os.symlink(target, link)
+    rc, _, se = run("--tokenizer", TOK, "--jsonl", "--out", link, f1, f2)
+    check(rc == 0 and os.path.islink(link) and open(target, "rb").read() == want,
+          f"--out a symbolic link: it stays a link and its target is replaced ({rc} {se.strip()})")
+    rc, so, se = run("--tokenizer", TOK, "--jsonl", "--out", tmp, f1, f2)
+    check(rc != 0 and "directory" in se and os.path.isdir(tmp),
+          f"--out a directory: refused, naming it ({rc} {se.strip()})")
+    check(not [f for d in (tmp, os.path.dirname(target)) for f in os.listdir(d)
+               if ".sculpt-" in f], "no temp file is left behind")
 
 if failures:
     print(f"{len(failures)} failure(s)")
