@@ -181,7 +181,7 @@ typedef struct sc_syntax_budget {
 void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_syntax_budget *b);
 
 /* node, then its ancestors up to the root, innermost first: the nodes a
- * `for (; !ts_node_is_null(n); n = ts_node_parent(n))` loop visits, found
+ * `for (; !ts_node_is_null(n); n = sc_syntax_parent(n))` loop visits, found
  * in one descent from the root instead of one per node. At most
  * SC_SYNTAX_ANCESTRY_MAX of them (the innermost), in *out (owned by the
  * caller, free()); their count, 0 (with *out NULL) for a null node or when
@@ -191,6 +191,11 @@ size_t sc_syntax_ancestry(TSNode node, TSNode **out);
 /* The same from the node ts_node_descendant_for_byte_range finds for
  * [a, b] in tree's text. */
 size_t sc_syntax_ancestry_at(const sc_syntax_tree *tree, size_t a, size_t b, TSNode **out);
+/* ts_node_parent(node) without its recursion: tree-sitter 0.25.1 recurses
+ * once a level for an empty node (a MISSING token) and deep nesting
+ * overflows the stack. Use this, never ts_node_parent; the null node at
+ * the root. */
+TSNode sc_syntax_parent(TSNode node);
 
 /* How many ERROR and MISSING nodes the tree has (each counted once, nested
  * ones too). 0 means the text parsed cleanly. */

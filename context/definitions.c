@@ -347,9 +347,9 @@ static void index_defs(ws_file *f, TSNode root, const char *text, size_t len, TS
   size_t n_named = n;
   for (size_t i = 0; i < n_named; i++) {
     if (ps[i].d.kind != WK_CONSTANT) continue;
-    TSNode g = ts_node_parent(ps[i].node);
+    TSNode g = sc_syntax_parent(ps[i].node);
     if (!ts_node_is_null(g) && strcmp(ts_node_type(g), "enumerator_list") == 0)
-      g = ts_node_parent(g);
+      g = sc_syntax_parent(g);
     if (ts_node_is_null(g) || (strcmp(ts_node_type(g), "const_declaration") != 0 &&
                                strcmp(ts_node_type(g), "enum_specifier") != 0))
       continue;

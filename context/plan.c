@@ -256,12 +256,12 @@ static bool is_function_block(block_style st, const sc_syntax_tree *tree, const 
   if (sc_query_get(lang, SC_QUERY_BLOCKS, &q, NULL) == SC_OK) {
     uint32_t brace = (uint32_t)(e - 1);
     TSNode tok = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), brace, brace + 1);
-    TSNode block = ts_node_parent(tok);
+    TSNode block = sc_syntax_parent(tok);
     if (!ts_node_is_null(block) && ts_node_start_byte(block) == brace &&
         !ts_node_is_error(block)) {
       TSQueryCursor *cur = sc_syntax_query_cursor_new();
       ts_query_cursor_set_byte_range(cur, brace, brace + 1);
-      TSNode top = ts_node_parent(block);
+      TSNode top = sc_syntax_parent(block);
       sc_syntax_budget budget = {0};
       sc_syntax_query_exec(cur, q, ts_node_is_null(top) ? block : top, &budget);
       TSQueryMatch m;

@@ -167,7 +167,7 @@ static bool in_comment(const sc_syntax_tree *tree, size_t at) {
   if (!tree) return false;
   TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)at,
                                                (uint32_t)at);
-  for (int up = 0; !ts_node_is_null(n) && up < 4; up++, n = ts_node_parent(n))
+  for (int up = 0; !ts_node_is_null(n) && up < 4; up++, n = sc_syntax_parent(n))
     if (rv_masked_type(ts_node_type(n))) return true;
   return false;
 }
@@ -444,7 +444,7 @@ bool rv_annotation_colon(const sc_syntax_tree *tree, size_t at) {
   if (!tree) return false;
   TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)at,
                                                (uint32_t)at + 1);
-  for (int up = 0; !ts_node_is_null(n) && up < 8; up++, n = ts_node_parent(n)) {
+  for (int up = 0; !ts_node_is_null(n) && up < 8; up++, n = sc_syntax_parent(n)) {
     const char *ty = ts_node_type(n);
     for (size_t i = 0; typed[i]; i++)
       if (strcmp(ty, typed[i]) == 0) return true;

@@ -94,7 +94,7 @@ static bool c_type_position(const rv_line_end *l, const sc_syntax_tree *tree, bo
   if (wl == 0 && (t[e - 1] == '(' || t[e - 1] == ',') && tree) {
     TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)e - 1,
                                                  (uint32_t)e);
-    for (int up = 0; !ts_node_is_null(n) && up < 4; up++, n = ts_node_parent(n)) {
+    for (int up = 0; !ts_node_is_null(n) && up < 4; up++, n = sc_syntax_parent(n)) {
       const char *ty = ts_node_type(n);
       if (strcmp(ty, "parameter_list") == 0) return true;
       if (strcmp(ty, "argument_list") == 0) return false;

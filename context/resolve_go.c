@@ -103,7 +103,7 @@ static bool go_type_position(const rv_line_end *l, const sc_syntax_tree *tree, b
   if (wl > 0 && e < cur && (p == ls || t[p - 1] == '(' || t[p - 1] == ',') && tree) {
     TSNode n = ts_node_descendant_for_byte_range(sc_syntax_tree_root(tree), (uint32_t)w,
                                                  (uint32_t)e);
-    for (int up = 0; !ts_node_is_null(n) && up < 6; up++, n = ts_node_parent(n)) {
+    for (int up = 0; !ts_node_is_null(n) && up < 6; up++, n = sc_syntax_parent(n)) {
       const char *ty = ts_node_type(n);
       if (strcmp(ty, "field_declaration_list") == 0 || strcmp(ty, "parameter_list") == 0 ||
           strcmp(ty, "field_declaration") == 0 || strcmp(ty, "parameter_declaration") == 0)

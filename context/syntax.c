@@ -465,12 +465,29 @@ void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_sy
   ts_query_cursor_exec_with_options(c, q, node, &b->opts);
 }
 
-/* Reverses v[0, n). */
-static void reverse_nodes(TSNode *v, size_t n) {
-  for (size_t i = 0; i < n / 2; i++) {
-    TSNode x = v[i];
-    v[i] = v[n - 1 - i];
-    v[n - 1 - i] = x;
+/* Moves c (on the tree's root) down to node through the nodes whose range
+ * holds node's, depth first. Iterative: tree-sitter 0.25.1's
+ * ts_node_child_with_descendant (what ts_node_parent steps with) recurses
+ * once a level when node is empty, a MISSING token say, and at a few
+ * thousand levels of nesting that overflowed the stack (found by
+ * fuzz_syntax: 15 bytes of generator program). An empty node can sit where
+ * several siblings touch, so a branch that does not hold it is left for the
+ * next; siblings that start after it end the level. False when node is not
+ * in c's tree. */
+static bool cursor_down_to(TSTreeCursor *c, TSNode node) {
+  uint32_t s = ts_node_start_byte(node), e = ts_node_end_byte(node);
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(c);
+    if (ts_node_eq(n, node)) return true;
+    if (ts_node_start_byte(n) <= s && ts_node_end_byte(n) >= e &&
+        ts_tree_cursor_goto_first_child(c))
+      continue;
+    for (;;) {
+      if (ts_tree_cursor_goto_next_sibling(c) &&
+          ts_node_start_byte(ts_tree_cursor_current_node(c)) <= s)
+        break;
+      if (!ts_tree_cursor_goto_parent(c)) return false;
+    }
   }
 }
 
@@ -482,28 +499,33 @@ size_t sc_syntax_ancestry_at(const sc_syntax_tree *t, size_t a, size_t b, TSNode
 size_t sc_syntax_ancestry(TSNode node, TSNode **out) {
   *out = NULL;
   if (ts_node_is_null(node)) return 0;
-  TSNode *ring = malloc(SC_SYNTAX_ANCESTRY_MAX * sizeof *ring);
-  if (!ring) return 0;
-  /* Down from the root through the child holding node (the step
-   * ts_node_parent takes on each of its calls), keeping the last
-   * SC_SYNTAX_ANCESTRY_MAX nodes in a ring. */
-  size_t depth = 0;
-  for (TSNode n = ts_tree_root_node(node.tree);; n = ts_node_child_with_descendant(n, node)) {
-    if (ts_node_is_null(n)) { /* not in its own tree: should not happen */
-      free(ring);
-      return 0;
-    }
-    ring[depth++ % SC_SYNTAX_ANCESTRY_MAX] = n;
-    if (ts_node_eq(n, node)) break;
+  TSNode *up = malloc(SC_SYNTAX_ANCESTRY_MAX * sizeof *up);
+  if (!up) return 0;
+  /* Down from the root to node, then back up the cursor's own path (kept
+   * on the heap by the cursor), innermost first. */
+  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(node.tree));
+  size_t k = 0;
+  if (cursor_down_to(&c, node)) {
+    do up[k++] = ts_tree_cursor_current_node(&c);
+    while (k < SC_SYNTAX_ANCESTRY_MAX && ts_tree_cursor_goto_parent(&c));
   }
-  /* Innermost first: the ring's two runs, each reversed (slot r holds the
-   * outermost node kept once the ring has wrapped). */
-  size_t k = depth < SC_SYNTAX_ANCESTRY_MAX ? depth : SC_SYNTAX_ANCESTRY_MAX;
-  size_t r = depth < SC_SYNTAX_ANCESTRY_MAX ? depth : depth % SC_SYNTAX_ANCESTRY_MAX;
-  reverse_nodes(ring, r);
-  reverse_nodes(ring + r, k - r);
-  *out = ring;
+  ts_tree_cursor_delete(&c);
+  if (k == 0) { /* not in its own tree: should not happen */
+    free(up);
+    return 0;
+  }
+  *out = up;
   return k;
+}
+
+TSNode sc_syntax_parent(TSNode node) {
+  TSNode parent = {0};
+  if (ts_node_is_null(node)) return parent;
+  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(node.tree));
+  if (cursor_down_to(&c, node) && ts_tree_cursor_goto_parent(&c))
+    parent = ts_tree_cursor_current_node(&c);
+  ts_tree_cursor_delete(&c);
+  return parent;
 }
 
 /* Visits every ERROR/MISSING node in document order, descending only into

@@ -125,12 +125,12 @@ static bool ellipsis_is_hole(const char *t, TSNode e) {
                                              "abstractclassmethod", "abstractstaticmethod",
                                              NULL};
   static const char *const k_bases[] = {"Protocol", "ABC", "ABCMeta", NULL};
-  TSNode stmt = ts_node_parent(e);
+  TSNode stmt = sc_syntax_parent(e);
   if (ts_node_is_null(stmt) || strcmp(ts_node_type(stmt), "expression_statement") != 0 ||
       ts_node_named_child_count(stmt) != 1)
     return false;
-  TSNode block = ts_node_parent(stmt);
-  TSNode fn = ts_node_is_null(block) ? block : ts_node_parent(block);
+  TSNode block = sc_syntax_parent(stmt);
+  TSNode fn = ts_node_is_null(block) ? block : sc_syntax_parent(block);
   if (ts_node_is_null(fn) || strcmp(ts_node_type(block), "block") != 0 ||
       strcmp(ts_node_type(fn), "function_definition") != 0)
     return false;

@@ -564,6 +564,85 @@ static void test_deep_parse_gives_its_stack_back(void) {
   EXPECTF(r.kept_kb < 1024, "%zu KB of the deep parse's stack stayed resident", r.kept_kb);
 }
 
+/* The ancestry and the parent of an empty node under deep nesting: a
+ * MISSING token at the bottom of thousands of unclosed levels. tree-sitter
+ * 0.25.1's ts_node_parent recursed once a level for an empty node and
+ * overflowed the stack (fuzz_syntax's crash-728bac676163);
+ * sc_syntax_ancestry and sc_syntax_parent walk a tree cursor instead. Run
+ * on a 256 KB stack, where a frame a level cannot fit. */
+#define NEST_N 20000
+
+typedef struct {
+  int found;      /* a MISSING node under the nesting */
+  size_t depth;   /* its ancestry's length */
+  bool parent_ok; /* sc_syntax_parent gave the ancestry's second node */
+} nest_result;
+
+static void *nest_main(void *arg) {
+  nest_result *r = arg;
+  /* C++: "<<EOF" a line, NEST_N times: a chain of shifts nested to the
+   * left whose first operand, at byte 0, is a MISSING identifier (what the
+   * fuzzer's 15 bytes made, at 21,845 lines). */
+  size_t cap = (size_t)NEST_N * 6 + 1;
+  char *text = malloc(cap);
+  size_t n = 0;
+  for (int i = 0; i < NEST_N; i++, n += 6) memcpy(text + n, "<<EOF\n", 6);
+  sc_syntax_tree *t = NULL;
+  sc_error err = {0};
+  if (sc_syntax_tree_new("cpp", text, n, &t, &err) != SC_OK) {
+    fprintf(stderr, "nest parse: %s\n", err.msg);
+    free(text);
+    return NULL;
+  }
+  /* The deepest MISSING node, found with a cursor (itself iterative). */
+  TSTreeCursor c = ts_tree_cursor_new(sc_syntax_tree_root(t));
+  TSNode missing = {0};
+  size_t best = 0, depth = 0;
+  for (;;) {
+    TSNode cur = ts_tree_cursor_current_node(&c);
+    if (ts_node_is_missing(cur) && depth >= best) {
+      missing = cur;
+      best = depth;
+    }
+    if (ts_tree_cursor_goto_first_child(&c)) {
+      depth++;
+      continue;
+    }
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) goto walked;
+      depth--;
+    }
+  }
+walked:
+  ts_tree_cursor_delete(&c);
+  if (!ts_node_is_null(missing) && best > 1000) {
+    r->found = 1;
+    TSNode *up = NULL;
+    r->depth = sc_syntax_ancestry(missing, &up);
+    r->parent_ok = r->depth > 1 && ts_node_eq(sc_syntax_parent(missing), up[1]) &&
+                   ts_node_is_null(sc_syntax_parent(sc_syntax_tree_root(t)));
+    free(up);
+  } else {
+    fprintf(stderr, "nest: deepest MISSING node at depth %zu\n", best);
+  }
+  sc_syntax_tree_free(t);
+  free(text);
+  return NULL;
+}
+
+static void test_empty_node_under_deep_nesting(void) {
+  nest_result r = {0};
+  pthread_t th;
+  /* The parse gets its own big stack inside sc_syntax_tree_new (a worker
+   * of its own when the caller's is too small), so only the walks run on
+   * this thread's 256 KB. */
+  REQUIRE(sc_thread_start(&th, (size_t)256 << 10, nest_main, &r) == 0);
+  pthread_join(th, NULL);
+  EXPECT(r.found);
+  EXPECTF(r.depth > 1000, "ancestry of %zu nodes", r.depth);
+  EXPECT(r.parent_ok);
+}
+
 int main(void) {
   const char *seed = getenv("SCULPT_TEST_SEED");
   if (seed && *seed) g_rng = strtoull(seed, NULL, 0) | 1;
@@ -573,5 +652,6 @@ int main(void) {
   RUN(test_error_ranges);
   RUN(test_incremental_equals_fresh);
   RUN(test_deep_parse_gives_its_stack_back);
+  RUN(test_empty_node_under_deep_nesting);
   TEST_MAIN_END();
 }
