@@ -210,9 +210,11 @@ static void print_summary(const json_t *sum) {
   json_array_foreach(json_object_get(sum, "systems"), i, s) {
     const char *m = json_string_value(json_object_get(s, "model"));
     if (m)
-      printf("%s: %s (%s, preset %s, %s)\n", json_string_value(json_object_get(s, "name")), m,
+      printf("%s: %s (%s, preset %s, %s weights, %s)\n",
+             json_string_value(json_object_get(s, "name")), m,
              json_string_value(json_object_get(s, "family")),
              json_string_value(json_object_get(s, "preset")),
+             json_string_value(json_object_get(s, "weights")),
              json_string_value(json_object_get(s, "device")));
     json_t *dt = json_object_get(s, "draft_tokens");
     if (dt)
