@@ -103,6 +103,13 @@ case "$mode" in
     install_node
     install_editor_clients
     status=0
+    # The tests run with a TMPDIR of their own: what a test leaves there is
+    # a finding (each run once left about 1 GB of planted models and fixture
+    # repositories in /tmp), and the rest goes when the run passes.
+    outer_tmp=${TMPDIR:-/tmp}
+    TMPDIR=$(mktemp -d "$outer_tmp/sculpt-tests.XXXXXX")
+    chmod 1777 "$TMPDIR" # as /tmp: sculpt eval's sandboxed jobs run as other users
+    export TMPDIR
     echo "== release build (gcc, -Werror; CUDA when the toolkit is present)"
     configure_build build
     ctest --test-dir build --output-on-failure -j "$jobs" || status=1
@@ -113,6 +120,14 @@ case "$mode" in
     echo "== libFuzzer (clang): the LSP message path for ${SCULPT_FUZZ_SECONDS:-60} s"
     CC=clang configure_build build-fuzz -DSCULPT_FUZZ=ON -DSCULPT_CUDA=OFF
     ctest --test-dir build-fuzz --output-on-failure -L fuzz || status=1
+    left=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 \( -name 'sculpt-*' -o -name 'hf-home-*' \) -printf '%f\n' | sort)
+    if [ -n "$left" ]; then
+      echo "bootstrap: the tests left $(echo "$left" | wc -l) folder(s) of theirs in TMPDIR ($TMPDIR):"
+      echo "$left" | sed 's/^/  /' | head -20
+      status=1
+    fi
+    if [ $status -eq 0 ]; then rm -rf "$TMPDIR"; else echo "bootstrap: TMPDIR kept for a look: $TMPDIR"; fi
+    export TMPDIR=$outer_tmp
     if [ $status -ne 0 ]; then echo "bootstrap: tests FAILED"; else echo "bootstrap: all tests passed"; fi
     exit $status
     ;;

@@ -218,10 +218,17 @@ def random_checkpoint(model_dir, out_dir, seed=7):
 
 def evaluate(model_dir, corpus_dir, sculpt_bin=None, engine=None, n=100, device="cpu",
              eos_penalty=0.0, log=print):
+    # The random-weights checkpoint and the infill files live in a folder
+    # removed on the way out, whatever happens.
+    with tempfile.TemporaryDirectory(prefix="sculpt-eval-") as tmp:
+        return _evaluate_in(tmp, model_dir, corpus_dir, sculpt_bin, engine, n, device,
+                            eos_penalty, log)
+
+
+def _evaluate_in(tmp, model_dir, corpus_dir, sculpt_bin, engine, n, device, eos_penalty, log):
     with open(os.path.join(corpus_dir, "heldout.jsonl"), encoding="utf-8") as f:
         heldout = [json.loads(l) for l in f if l.strip()]
     engine = engine or ("sculpt" if sculpt_bin else "torch")
-    tmp = tempfile.mkdtemp(prefix="sculpt-eval-")
     rnd_dir = random_checkpoint(model_dir, os.path.join(tmp, "random"))
     ngram = LineNgram(os.path.join(corpus_dir, "train.jsonl"))
     results = dict(engine=engine, eos_penalty=eos_penalty,

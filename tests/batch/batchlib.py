@@ -5,6 +5,7 @@ runner for `sculpt batch`.
 The planted byte-level model (tools/planted_checkpoints.py) writes
 "defghijklmnopqrstuvwxyz" after the letters "...abc" and then ends, so a
 hole placed right after "abc" has a known fill."""
+import atexit
 import hashlib
 import json
 import os
@@ -41,6 +42,7 @@ def model():
     global _model
     if _model is None:
         d = tempfile.mkdtemp(prefix="sculpt-batch-model-")
+        atexit.register(shutil.rmtree, d, True)
         subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), d],
                        check=True, capture_output=True)
         _model = os.path.join(d, "planted-successor-shifted-bytes")
@@ -74,6 +76,7 @@ ERRORS = {
 
 def make_repo(files=FIXTURE):
     root = tempfile.mkdtemp(prefix="sculpt-batch-repo-")
+    atexit.register(shutil.rmtree, root, True)
     for rel, text in files.items():
         p = os.path.join(root, rel)
         os.makedirs(os.path.dirname(p), exist_ok=True)

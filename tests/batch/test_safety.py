@@ -2,7 +2,9 @@
 files changed on disk after they were read are refused; symlinks leading
 out of the roots and binary files are skipped; Ctrl-C (SIGINT) stops after
 the current site with the files whole and a report of what was done."""
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -44,6 +46,7 @@ check(read(root, "a.py").endswith("# edited elsewhere\n"), "the other writer's b
 # 3. Symlinks out of the roots are refused; inside ones are fine; binary
 #    files are skipped; nothing outside is touched.
 outside = tempfile.mkdtemp(prefix="sculpt-batch-outside-")
+atexit.register(shutil.rmtree, outside, True)
 with open(os.path.join(outside, "victim.py"), "w") as f:
     f.write('V = abcTODO(sculpt)\n')
 root = make_repo({"in.py": 'I = abcTODO(sculpt)\n'})

@@ -1,6 +1,7 @@
 """`sculpt complete FILE:LINE:COL` end to end on a planted byte-level model
 whose right middle is known: after the letters "...abc" it writes
 "defghijklmnopqrstuvwxyz" and then ends (tools/planted_checkpoints.py)."""
+import atexit
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ def run(*args):
 
 
 tmp = tempfile.mkdtemp(prefix="sculpt-complete-")
+atexit.register(shutil.rmtree, tmp, True)
 subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"), tmp],
                check=True, capture_output=True)
 model = os.path.join(tmp, "planted-successor-shifted-bytes")

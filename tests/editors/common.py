@@ -4,6 +4,7 @@ skipping (exit 77) with a reason; and for the tests on real repositories
 (tests/data/real) with the shipped model and no settings: the positions,
 workspaces that are git work trees, `sculpt` on PATH through lsp_tap.py, and
 the checks on what the server answered."""
+import atexit
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ def planted(tmp):
 
 def workdir(prefix):
     tmp = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, tmp, True)
     fixture = os.path.join(tmp, "main.c")
     with open(fixture, "w") as f:
         f.write(FIXTURE_TEXT)

@@ -5,7 +5,9 @@ parsed and freed, and Neovim said "Client 1 quit with exit code 134"; the
 ghost text in builtin.c went with it. Now the server answers in the deep
 file and in builtin.c around it, without an error, and the user is told
 nothing."""
+import atexit
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -17,6 +19,7 @@ editor = clients.neovim()
 import tempfile  # noqa: E402
 
 tmp = tempfile.mkdtemp(prefix="sculpt-nvim-deep-")
+atexit.register(shutil.rmtree, tmp, True)
 ws = real_workspace(tmp, ("jq",))
 deep = os.path.join(ws, "jq", "src", "deep.c")
 with open(deep, "w") as f:

@@ -8,6 +8,7 @@ as clangd or pyright would. The cursor is put on it and
 vim.lsp.buf.code_action() run; the user picks sculpt's fix from the menu.
 Each file must then be its original again, byte for byte, and every request
 answered without an error."""
+import atexit
 import json
 import os
 import re
@@ -47,6 +48,7 @@ def diagnostic(ws, repo, rel, text):
 def main():
     editor = clients.neovim()
     tmp = tempfile.mkdtemp(prefix="sculpt-nvim-quickfix-")
+    atexit.register(shutil.rmtree, tmp, True)
     ws = real_workspace(tmp, ("jq", "click"))
     cases, originals, fails = [], {}, []
     for repo, rel, line, drop in CASES:

@@ -4,6 +4,7 @@ the real server driven with vscode-jsonrpc over stdio (initialize -> didOpen
 -> inlineCompletion -> accept -> shutdown) with the planted model; then
 `npm run package` must produce a small .vsix holding the extension bundled
 by esbuild with its runtime dependencies (vsce warns of nothing)."""
+import atexit
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ if not os.path.isdir(os.path.join(ext, "node_modules", "vscode-languageclient"))
     skip("editors/vscode/node_modules is missing: run `npm ci` in editors/vscode")
 binary = sculpt_bin()
 tmp = tempfile.mkdtemp(prefix="sculpt-vscode-")
+atexit.register(shutil.rmtree, tmp, True)
 env.update(SCULPT_BIN=binary, SCULPT_REQUIRE_SERVER="1", SCULPT_TEST_MODEL=planted(tmp))
 
 rc = run([npm, "test"], env, timeout=300, cwd=ext)

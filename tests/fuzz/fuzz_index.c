@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include "context.h"
 #include "sculpt.h"
+#include "fuzz_tmp.h"
 #include "workspace_impl.h"
 
 #include <fcntl.h>
@@ -96,6 +97,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   snprintf(g_root, sizeof g_root, "%s/sculpt-fuzz-index-XXXXXX",
            tmp && *tmp && strlen(tmp) < 900 ? tmp : "/tmp");
   if (!mkdtemp(g_root)) return 1;
+  fuzz_tmp_remove_at_exit(g_root);
   char p[2048];
   static const char *const dirs[] = {".git", ".git/objects", ".git/refs", "lib"};
   for (size_t i = 0; i < 4; i++) {

@@ -28,6 +28,7 @@
 #include "edit.h"
 #include "model.h"
 #include "sculpt.h"
+#include "fuzz_tmp.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +85,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     snprintf(buf, sizeof buf, "%s", dir);
   }
   if (!mkdtemp(buf)) return 1;
+  fuzz_tmp_remove_at_exit(buf);
   char p[4200];
   snprintf(p, sizeof p, "%s/.git", buf);
   mkdir(p, 0700);

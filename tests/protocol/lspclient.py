@@ -12,9 +12,11 @@ Framing and message shapes follow the LSP 3.17 specification, "Base Protocol"
 and JSON-RPC 2.0 (https://www.jsonrpc.org/specification).
 """
 
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -514,6 +516,7 @@ def planted_model(name="planted-successor-shifted-bytes"):
         src = os.environ.get("SCULPT_SOURCE_DIR",
                              os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
         _planted_dir = tempfile.mkdtemp(prefix="sculpt-planted-")
+        atexit.register(shutil.rmtree, _planted_dir, True)
         subprocess.run(["/usr/bin/python3", os.path.join(src, "tools", "planted_checkpoints.py"),
                         _planted_dir], check=True, capture_output=True)
     return os.path.join(_planted_dir, name)

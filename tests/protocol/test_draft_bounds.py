@@ -13,7 +13,9 @@ ms of CPU to free) goes to the reaper's thread, which then gives the heap's
 free pages back (437 MB stayed resident before). The loop and memory
 comparisons hold in the release build; under ASan the scenario runs for its
 memory errors."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,6 +61,7 @@ def rss_after_close_mb(s, base_kb, want_mb):
 
 def make_repo():
     root = tempfile.mkdtemp(prefix="sculpt-draft-bounds-")
+    atexit.register(shutil.rmtree, root, True)
     subprocess.run(["git", "init", "-q", root], check=True)
     os.makedirs(os.path.join(root, "gen"))
     with open(os.path.join(root, "gen", "huge.py"), "w") as f:

@@ -11,7 +11,9 @@ first), drafted, accepted and rejected tokens, and tokensPerPass.
   - drafts off, or a threshold of 1 with a draft the model rejects, give
     the model's own middle; a bad setting is ignored with a warning.
 """
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -124,6 +126,7 @@ def test_previous_suggestion_first():
 
 def test_workspace_line_table():
     root = tempfile.mkdtemp(prefix="sculpt-drafts-ws-")
+    atexit.register(shutil.rmtree, root, True)
     subprocess.run(["git", "init", "-q", root], check=True)
     # Other names around it keep other.py's chunk out of the prompt's
     # snippets (below their similarity threshold): the draft must come from

@@ -19,7 +19,9 @@ in the same document reuses the K/V of the tokens that did not change
   2 of 17 requests reused); text inserted above the window moves it, so
   the next request builds afresh, and the one after is pinned again.
 No timing is asserted: the speed is in docs/measurements-history.md."""
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -30,6 +32,7 @@ SRC = os.environ.get("SCULPT_SOURCE_DIR",
                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MODEL = os.path.join(SRC, "model", "default")
 TMP = tempfile.mkdtemp(prefix="sculpt-kv-")
+atexit.register(shutil.rmtree, TMP, True)
 TIMEOUT = 120  # one request of the shipped model, on 2 loaded cores, under ASan
 
 A = os.path.join(TMP, "a.py")

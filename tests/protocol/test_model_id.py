@@ -7,8 +7,10 @@ loop: the server keeps answering), then the model loads; a snapshot in the
 cache that is not whole (no weights, a blob cut short) is pulled again with
 autoPull. The hub is tests/cli/hubserver.py."""
 
+import atexit
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 
@@ -38,7 +40,9 @@ def hub_and_home(**faults):
     hub = hubserver.Hub({"acme/planted": hubserver.Repo(FILES)})
     hub.faults.update(faults)
     try:
-        yield tempfile.mkdtemp(prefix="hf-home-"), hub
+        home = tempfile.mkdtemp(prefix="hf-home-")
+        atexit.register(shutil.rmtree, home, True)
+        yield home, hub
     finally:
         hub.close()
 
@@ -68,6 +72,7 @@ def inline(s):
 
 def test_model_path_is_an_id():
     home = tempfile.mkdtemp(prefix="hf-home-")
+    atexit.register(shutil.rmtree, home, True)
     hubserver.make_snapshot(home, "acme/planted", WANTED)
     s = start(home, "acme/planted")
     st = status(s, "ready")

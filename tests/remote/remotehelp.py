@@ -2,7 +2,9 @@
 environment without proxies or a stray key (the mocks are on 127.0.0.1), a
 tokenizer for the language server's prompt assembly, a language server with
 a backend setting, and `sculpt` runs for the CLI tests."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 
@@ -74,6 +76,7 @@ def snippet_workspace(prefix):
     completion there gets that definition as a snippet. Returns its path."""
     import tempfile
     repo = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, repo, True)
     subprocess.run(["git", "init", "-q", repo], check=True)
     os.makedirs(os.path.join(repo, "pkg"))
     with open(os.path.join(repo, "pkg", "calc.py"), "w") as f:

@@ -1,11 +1,13 @@
 """Helpers for the `sculpt serve` tests: a planted model, a server on an
 ephemeral loopback port, and small HTTP clients (http.client and raw
 sockets, so that broken requests can be sent as they are)."""
+import atexit
 import http.client
 import json
 import os
 import re
 import signal
+import shutil
 import socket
 import subprocess
 import sys
@@ -35,6 +37,7 @@ def finish():
 def planted_model():
     """The byte-level planted model: after "...abc" it writes "d..z", then EOS."""
     tmp = tempfile.mkdtemp(prefix="sculpt-serve-")
+    atexit.register(shutil.rmtree, tmp, True)
     subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "planted_checkpoints.py"),
                     tmp], check=True, capture_output=True)
     return tmp, os.path.join(tmp, "planted-successor-shifted-bytes")

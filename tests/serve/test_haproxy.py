@@ -5,6 +5,7 @@ mid-load; every request is answered (a client may retry once after a
 250 ms back-off, as a client behind a balancer should), the dead server is
 taken out of rotation, and requests after that succeed at the first try. Needs Debian's haproxy
 (tools/bootstrap.sh installs it); skips without it."""
+import atexit
 import csv
 import http.client
 import io
@@ -44,7 +45,9 @@ def free_port():
 
 
 lb_port = free_port()
-stats = os.path.join(tempfile.mkdtemp(prefix="sculpt-lb-"), "stats.sock")
+lb_dir = tempfile.mkdtemp(prefix="sculpt-lb-")
+atexit.register(shutil.rmtree, lb_dir, True)
+stats = os.path.join(lb_dir, "stats.sock")
 env = dict(os.environ, SCULPT_LB_BIND=f"127.0.0.1:{lb_port}", SCULPT_LB_STATS=stats,
            SCULPT_S1=f"127.0.0.1:{servers[0].port}", SCULPT_S2=f"127.0.0.1:{servers[1].port}")
 lb = subprocess.Popen([HAPROXY, "-db", "-f", os.path.join(SRC, "tools", "haproxy", "sculpt.cfg")],

@@ -6,9 +6,11 @@ streaming shape). Three models: the planted byte model that fills left to
 right ("abc" -> "defg...z"), its mirror that fills right to left (so a
 stream can send nothing before the end), and the shipped default model on
 real code (tests/data/real), whose order is its own."""
+import atexit
 import glob
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -70,7 +72,9 @@ st, events = sse("/v1/fim/completions", {"prompt": "abc", "max_tokens": 40, "sto
 check("".join(pieces_of(events)) == ALPHA, f"an incomplete stop: {pieces_of(events)}")
 
 # ---- right to left: nothing is stable before the end ---------------------------
-rtl = planted_checkpoints.generate(tempfile.mkdtemp(prefix="sculpt-rtl-"), "dream",
+rtl_dir = tempfile.mkdtemp(prefix="sculpt-rtl-")
+atexit.register(shutil.rmtree, rtl_dir, True)
+rtl = planted_checkpoints.generate(rtl_dir, "dream",
                                    "predecessor", planted_checkpoints.BYTES)
 back = Server(rtl)
 req = {"prompt": "", "suffix": "xyz", "max_tokens": 8}

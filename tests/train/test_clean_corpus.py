@@ -9,9 +9,11 @@ shipped model's names python3-click). The held-out split is by package,
 and repository records carry snippets in the text the LSP puts in a prompt
 (checked against `sculpt context` on a small workspace). Standard library
 (+ the sculpt binary for the last check)."""
+import atexit
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,7 @@ def code(name, n=14):
 
 
 t = tempfile.mkdtemp(prefix="sculpt-clean-")
+atexit.register(shutil.rmtree, t, True)
 deb = os.path.join(t, "deb")
 py = "usr/lib/python3/dist-packages"
 core = open(os.path.join(SRC, "tests", "data", "real", "click", "src", "click", "core.py")).read()

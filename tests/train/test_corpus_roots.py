@@ -4,8 +4,10 @@ evidence is all permissive are kept, Debian source packages contribute their
 upstream code but not debian/, an npm package with src/ contributes only
 src/ and build-format folders (esm/) are skipped, and --max-mb caps one
 language. Standard library only."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,7 @@ def code(name, lang, n=12):
 
 
 t = tempfile.mkdtemp(prefix="sculpt-corpus-")
+atexit.register(shutil.rmtree, t, True)
 deb, src, npm = (os.path.join(t, k) for k in ("deb", "src", "npm"))
 py = "usr/lib/python3/dist-packages"
 write(f"{deb}/python3-good/usr/share/doc/python3-good/copyright", dep5("Expat", "BSD-3-clause"))

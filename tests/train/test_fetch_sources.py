@@ -3,8 +3,10 @@ lines are refused with their line number), the folder names npm packages
 get, and the private deb-src configuration (the machine's own mirrors as
 deb-src, the security suite left out, the system's apt files untouched).
 Standard library only."""
+import atexit
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,6 +18,7 @@ sys.path.insert(0, os.path.join(SRC, "model", "train"))
 import fetch_sources  # noqa: E402
 
 t = tempfile.mkdtemp(prefix="sculpt-fetch-")
+atexit.register(shutil.rmtree, t, True)
 good = os.path.join(t, "good.txt")
 with open(good, "w") as f:
     f.write("# comment\n\ndeb python3-foo   # trailing comment\nsrc lua5.4\nnpm @scope/pkg@1\nnpm rxjs@7\n")

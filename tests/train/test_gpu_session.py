@@ -5,7 +5,9 @@ checks what can fail without a GPU: the training runs beside the GPU steps
 limits (at most 8 flat files, each under 16 MiB), the results file has
 the training's section (MFU) and the machine's inventory; --unpack
 rebuilds a checkpoint sculpt loads. Needs torch; skips without it."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,6 +20,7 @@ need_torch()
 
 
 tmp = tempfile.mkdtemp(prefix="sculpt-session-")
+atexit.register(shutil.rmtree, tmp, True)
 out = os.path.join(tmp, "out")
 # Issue 40's hook: a stand-in that follows the contract gpu_session.sh states.
 hook = os.path.join(tmp, "hook.sh")

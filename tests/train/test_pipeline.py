@@ -5,9 +5,11 @@ a few seconds of masked-diffusion training, export, then `sculpt model info`
 accepts the checkpoint, `sculpt logits` equals our PyTorch forward on the
 exported (bf16) weights within 1e-3 relative, and `sculpt complete` runs.
 Needs torch (Debian python3-torch); skips without it."""
+import atexit
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,7 @@ def sculpt(*args, input=None):
 
 torch.set_num_threads(2)
 tmp = tempfile.mkdtemp(prefix="sculpt-train-test-")
+atexit.register(shutil.rmtree, tmp, True)
 quiet = lambda *a: None  # noqa: E731
 
 # --- corpus --------------------------------------------------------------------------

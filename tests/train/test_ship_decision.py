@@ -4,8 +4,10 @@ on one of humaneval-single and repo-single (McNemar p < 0.05), not worse on
 the other, and a CPU p50 of at most 150 ms; the n-gram never gates. The
 summaries here are made in sculpt eval's format (systems model,
 shipped-model, line-ngram; mcnemar pairs). Standard library."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,6 +17,7 @@ from trainlib import SRC, check, finish  # noqa: E402
 
 TOOL = os.path.join(SRC, "tools", "ship_decision.py")
 t = tempfile.mkdtemp(prefix="sculpt-ship-")
+atexit.register(shutil.rmtree, t, True)
 
 
 def summary(bench, measure, cand, shipped, ngram, p, only_a, only_b, swap=False):

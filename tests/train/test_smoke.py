@@ -2,8 +2,10 @@
 on the CPU for a few seconds (corpus, tokenizer, training, export,
 evaluation with baselines through sculpt, metrics file), so the script the
 GPU run depends on is exercised in CI. Needs torch; skips without it."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,7 @@ need_torch()
 
 
 out = tempfile.mkdtemp(prefix="sculpt-smoke-")
+atexit.register(shutil.rmtree, out, True)
 env = dict(os.environ, OUT=out, PY=sys.executable, SCULPT_BIN=BIN)
 env.pop("INPUT", None)
 t0 = time.time()

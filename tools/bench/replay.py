@@ -51,8 +51,10 @@ run's (kvReuse false, or --vary's second value). --record-config JSON names
 what the script cannot see (e.g. '{"shape": "qwen2.5-0.5b", "weights": "bf16"}').
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -400,6 +402,7 @@ def main():
     if args.real:
         return real_main(args)
     tmp = tempfile.mkdtemp(prefix="sculpt-replay-")
+    atexit.register(shutil.rmtree, tmp, True)
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "planted_checkpoints.py"), tmp],
                    check=True, capture_output=True)
     model = os.path.join(tmp, "planted-successor-shifted-bytes")

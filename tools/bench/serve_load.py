@@ -22,6 +22,8 @@ given). `wrk` can load the same endpoint too, with a Lua script that sets
 wrk.method = "POST", wrk.body and the Content-Type header; this driver is
 used instead so that the numbers include token counts from `usage`."""
 import argparse
+import atexit
+import shutil
 import http.client
 import json
 import os
@@ -160,6 +162,7 @@ def main():
     else:
         if not model:
             tmp = tempfile.mkdtemp(prefix="sculpt-serve-bench-")
+            atexit.register(shutil.rmtree, tmp, True)
             subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "planted_checkpoints.py"),
                             tmp], check=True, capture_output=True)
             model = os.path.join(tmp, "planted-successor-shifted-bytes")

@@ -19,6 +19,8 @@ the figures):
 BASE defaults to 10b167c^ (the commit before the recipe).
 """
 import argparse
+import atexit
+import shutil
 import importlib.util
 import json
 import os
@@ -41,6 +43,7 @@ import presets  # noqa: E402
 def old_tree(base):
     """A folder with BASE's train.py and model.py beside HEAD's other modules."""
     d = tempfile.mkdtemp(prefix="sculpt-oldtrain-")
+    atexit.register(shutil.rmtree, d, True)
     for f in ("train.py", "model.py"):
         txt = subprocess.run(["git", "-C", SRC, "show", f"{base}:model/train/{f}"],
                              capture_output=True, text=True, check=True).stdout
@@ -124,6 +127,7 @@ def yardstick(ck, corpus, tok_path, old_train, n=16, seed=99):
 def curves(a):
     d = old_tree(a.base)
     out = tempfile.mkdtemp(prefix="sculpt-curves-")
+    atexit.register(shutil.rmtree, out, True)
     cache = os.path.join(out, "cache")
     runs = [("old (BASE train.py: AdamW, cosine, plain + single-span infill)",
              [sys.executable, os.path.join(d, "train.py")], []),

@@ -17,10 +17,12 @@ over sum of fast model_ms; both measured in this run, same machine).
     fast_vs_upstream.py [--model DIR] [--sculpt BIN] [--n 60] [--out FILE]
 """
 import argparse
+import atexit
 import difflib
 import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,6 +82,7 @@ def main():
     else:
         records = real_corpus(os.path.join(SRC, "tests", "data", "real"))
     tmp = tempfile.mkdtemp(prefix="sculpt-fast-up-")
+    atexit.register(shutil.rmtree, tmp, True)
     result = dict(model=os.path.relpath(os.path.abspath(a.model), SRC), kinds={})
     for kind, k, canvas in (("single", 1, 32), ("multi", 3, 64)):
         tasks = evaluate.make_tasks(records, a.n, kind, k)
