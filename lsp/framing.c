@@ -126,7 +126,7 @@ sc_status sc_frame_reader_feed(sc_frame_reader *r, const char *data, size_t len,
     r->len += len;
   }
 
-  for (;;) {
+  while (!r->paused) {
     char *p = r->buf + r->start;
     size_t n = r->len - r->start;
     if (r->skip_remaining > 0) {

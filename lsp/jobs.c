@@ -164,7 +164,7 @@ void sc_lsp__answer_deferred(sc_lsp_server *s, sc_job *job) {
   sc_server__flush_logs(s);
 }
 
-void sc_lsp_server_drain(sc_lsp_server *s) {
+void sc_server__drain_jobs(sc_lsp_server *s) {
   sc_server__loop_enter(s);
   sc_job *job;
   /* Reports of running jobs first: a job that finished since has its

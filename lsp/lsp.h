@@ -40,8 +40,10 @@ typedef struct sc_lsp_server sc_lsp_server;
  * borrowed for the duration of the call. */
 typedef void (*sc_lsp_write_fn)(void *user, const char *data, size_t len);
 
-/* Called from the worker thread when a finished job waits for
- * sc_lsp_server_drain() on the loop thread (the stdio runner uses ev_async). */
+/* Called from a worker thread when a finished job (or a long message
+ * parsed off the loop) waits for sc_lsp_server_drain() on the loop thread
+ * (the stdio runner uses ev_async). Without one, every message is parsed
+ * on the caller's thread. */
 typedef void (*sc_lsp_wake_fn)(void *user);
 
 /* Returns NULL when memory runs out. opts is copied. */
@@ -53,8 +55,14 @@ void sc_lsp_server_free(sc_lsp_server *server);
 /* Feeds raw bytes from the client, in any split. */
 void sc_lsp_server_feed(sc_lsp_server *server, const char *data, size_t len);
 
-/* Delivers finished jobs' responses. Call after a wake. */
+/* Delivers finished jobs' responses, and a long message parsed off the
+ * loop with the input that waited behind it. Call after a wake. */
 void sc_lsp_server_drain(sc_lsp_server *server);
+
+/* False while a long message is parsed off the loop: the input after it
+ * waits, so a transport stops reading (it resumes after a drain). Feeding
+ * meanwhile is allowed; the bytes are then buffered. */
+bool sc_lsp_server_wants_input(const sc_lsp_server *server);
 
 /* The client's input ended (EOF). Counts as exit. */
 void sc_lsp_server_eof(sc_lsp_server *server);

@@ -46,6 +46,8 @@ typedef struct sc_frame_reader {
   size_t max_message;
   size_t skip_remaining; /* bytes of an oversized body still to drop */
   size_t body_needed;    /* >0: header parsed, waiting for this many body bytes */
+  bool paused;           /* set by the callback: the frames after wait, buffered,
+                            until it is cleared and feed is called again */
   /* counters, for logs and tests */
   size_t garbage_bytes;  /* total bytes skipped as garbage */
   size_t oversized;      /* messages dropped for size */
@@ -62,8 +64,10 @@ typedef void (*sc_frame_fn)(void *user, sc_frame_event ev, const char *body, siz
 
 void sc_frame_reader_init(sc_frame_reader *r, size_t max_message);
 void sc_frame_reader_free(sc_frame_reader *r);
-/* Consumes data and calls fn for each event, in stream order. Returns
- * SC_ERR_NOMEM when the buffer cannot grow (the data is then dropped). */
+/* Consumes data and calls fn for each event, in stream order; while paused
+ * it only buffers (feed with no data delivers what waited, once the pause
+ * is cleared). Returns SC_ERR_NOMEM when the buffer cannot grow (the data
+ * is then dropped). */
 sc_status sc_frame_reader_feed(sc_frame_reader *r, const char *data, size_t len,
                                sc_frame_fn fn, void *user);
 

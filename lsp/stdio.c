@@ -90,6 +90,16 @@ static void on_wake(void *user) {
   ev_async_send(c->loop, &c->wake_w);
 }
 
+/* Input waits in the pipe while the server parses a long message off the
+ * loop (sc_lsp_server_wants_input): our memory holds one message, not
+ * whatever the client sends meanwhile. */
+static void update_in_watcher(stdio_ctx *c) {
+  if (c->in_closed) return;
+  bool want = sc_lsp_server_wants_input(c->server);
+  if (want && !ev_is_active(&c->in_w)) ev_io_start(c->loop, &c->in_w);
+  if (!want && ev_is_active(&c->in_w)) ev_io_stop(c->loop, &c->in_w);
+}
+
 static void check_done(stdio_ctx *c) {
   if (sc_lsp_server_done(c->server, NULL)) ev_break(c->loop, EVBREAK_ALL);
 }
@@ -106,6 +116,7 @@ static void in_cb(struct ev_loop *loop, ev_io *w, int revents) {
     c->in_closed = true;
     sc_lsp_server_eof(c->server);
   }
+  update_in_watcher(c);
   update_out_watcher(c);
   check_done(c);
 }
@@ -132,6 +143,7 @@ static void hup_cb(struct ev_loop *loop, ev_io *w, int revents) {
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents) {
   stdio_ctx *c = w->data;
   sc_lsp_server_drain(c->server);
+  update_in_watcher(c);
   update_out_watcher(c);
   check_done(c);
 }

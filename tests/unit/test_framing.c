@@ -208,6 +208,47 @@ static void test_random_splits(void) {
   }
 }
 
+/* A callback that pauses the reader after each body: the server does so
+ * while it parses a long one elsewhere. */
+typedef struct pausing {
+  collected c;
+  sc_frame_reader *r;
+} pausing;
+
+static void collect_and_pause(void *user, sc_frame_event ev, const char *body, size_t len) {
+  pausing *p = user;
+  collect(&p->c, ev, body, len);
+  if (ev == SC_FRAME_MESSAGE) p->r->paused = true;
+}
+
+static void test_paused(void) {
+  const char *bodies[] = {"{\"a\":1}", "{}", "[1,2,3]"};
+  char stream[512];
+  size_t len = 0;
+  for (int i = 0; i < 3; i++) len += frame(stream + len, bodies[i]);
+  size_t half = len / 2;
+  sc_frame_reader r;
+  sc_frame_reader_init(&r, 1024);
+  pausing p = {.r = &r};
+  /* The first body pauses it: the rest of the data waits, and so does what
+   * is fed while paused. */
+  EXPECT(sc_frame_reader_feed(&r, stream, half, collect_and_pause, &p) == SC_OK);
+  EXPECT(p.c.n == 1);
+  EXPECT(sc_frame_reader_feed(&r, stream + half, len - half, collect_and_pause, &p) == SC_OK);
+  EXPECT(p.c.n == 1);
+  /* Cleared, a feed without data delivers the next one, in order. */
+  for (int want = 2; want <= 3; want++) {
+    r.paused = false;
+    EXPECT(sc_frame_reader_feed(&r, NULL, 0, collect_and_pause, &p) == SC_OK);
+    EXPECTF(p.c.n == want, "%d messages after resuming, want %d", p.c.n, want);
+  }
+  for (int i = 0; i < p.c.n; i++) EXPECT_STREQ(p.c.bodies[i], bodies[i]);
+  r.paused = false;
+  EXPECT(sc_frame_reader_feed(&r, NULL, 0, collect_and_pause, &p) == SC_OK);
+  EXPECT(p.c.n == 3 && p.c.garbage == 0);
+  sc_frame_reader_free(&r);
+}
+
 int main(void) {
   RUN(test_split_and_merged);
   RUN(test_content_type_and_case);
@@ -216,5 +257,6 @@ int main(void) {
   RUN(test_oversized_not_buffered);
   RUN(test_huge_length_and_header);
   RUN(test_random_splits);
+  RUN(test_paused);
   TEST_MAIN_END();
 }
