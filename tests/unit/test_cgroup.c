@@ -14,13 +14,13 @@
 
 #include "model_impl.h"
 #include "sc_test.h"
+#include "sc_test_tmp.h"
 
 static char g_root[256];
 
 static void fresh_root(void) {
   if (g_root[0]) sc_test_remove_tree(g_root);
-  snprintf(g_root, sizeof g_root, "/tmp/sc-cgroup-XXXXXX");
-  if (!mkdtemp(g_root)) {
+  if (!sc_test_mkdtemp(g_root, sizeof g_root, "sc-cgroup")) {
     fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
     exit(1);
   }

@@ -10,6 +10,7 @@
 #define _DEFAULT_SOURCE /* mkdtemp, setenv */
 #include "context.h"
 #include "sc_test.h"
+#include "sc_test_tmp.h"
 #include "workspace_impl.h"
 
 #include <stdio.h>
@@ -292,8 +293,7 @@ int main(void) {
   RUN(test_prompt);
   RUN(test_ends);
   RUN(test_encode);
-  snprintf(root, sizeof root, "/tmp/sculpt-drafts-test-XXXXXX");
-  if (!mkdtemp(root) || git("init -q") != 0) {
+  if (!sc_test_mkdtemp(root, sizeof root, "sculpt-drafts-test") || git("init -q") != 0) {
     fprintf(stderr, "skip the workspace tests: no temporary git repository\n");
     TEST_MAIN_END();
   }

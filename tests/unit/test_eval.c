@@ -9,6 +9,7 @@
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include "eval.h"
 #include "sc_test.h"
+#include "sc_test_tmp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -158,8 +159,7 @@ static void test_ngram_protect(void) {
 }
 
 int main(void) {
-  snprintf(tmp, sizeof tmp, "/tmp/sculpt-test-eval-XXXXXX");
-  if (!mkdtemp(tmp)) return 1;
+  if (!sc_test_mkdtemp(tmp, sizeof tmp, "sculpt-test-eval")) return 1;
   RUN(test_exact);
   RUN(test_similarity);
   RUN(test_mcnemar);

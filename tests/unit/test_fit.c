@@ -15,6 +15,7 @@
 #include "context.h"
 #include "model.h"
 #include "sc_test.h"
+#include "sc_test_tmp.h"
 #include "sc_test_models.h"
 
 #include <limits.h>
@@ -361,8 +362,7 @@ static void test_roots(void) {
 
 int main(void) {
   if (sc_test_make_models("test_fit_models", "--only dream-bf16") != 0) return 1;
-  snprintf(tmp, sizeof tmp, "/tmp/sculpt-fit-XXXXXX");
-  if (!mkdtemp(tmp)) return 1;
+  if (!sc_test_mkdtemp(tmp, sizeof tmp, "sculpt-fit")) return 1;
   char real[PATH_MAX];
   if (realpath(tmp, real)) snprintf(tmp, sizeof tmp, "%s", real);
   RUN(test_fit_numbers);

@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kernels.h"
 #include "sc_test.h"
+#include "sc_test_tmp.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -64,9 +65,9 @@ static void test_against_numpy(void) {
    * neighbours (1 | 1.125, 0.5 | 0.5625, 3 * 2^-10 between 2^-9 and 2^-8). */
   for (int c = 0; c < C; c++) w[5][c] = w[5][c] / 100.0f;
   w[5][0] = 448.0f, w[5][1] = 1.0625f, w[5][2] = -0.53125f, w[5][3] = 0x3p-10f;
-  char dir[] = "/tmp/sculpt-fp8-XXXXXX";
-  REQUIRE(mkdtemp(dir));
-  char in[128], out[128], cmd[512];
+  char dir[256];
+  REQUIRE(sc_test_mkdtemp(dir, sizeof dir, "sculpt-fp8"));
+  char in[300], out[300], cmd[800];
   snprintf(in, sizeof in, "%s/in.bin", dir);
   snprintf(out, sizeof out, "%s/out.bin", dir);
   FILE *f = fopen(in, "wb");

@@ -12,6 +12,7 @@
 
 #include "model.h"
 #include "sc_test.h"
+#include "sc_test_tmp.h"
 
 static void test_id_parse(void) {
   sc_model_id id;
@@ -82,8 +83,8 @@ static void test_cache_dir(void) {
 #define OTHER "fedcba9876543210fedcba9876543210fedcba98"
 
 static void test_resolve(void) {
-  char root[] = "/tmp/sc-paths-XXXXXX";
-  REQUIRE(mkdtemp(root));
+  char root[256];
+  REQUIRE(sc_test_mkdtemp(root, sizeof root, "sc-paths"));
   char hub[300], repo[400], p[600];
   snprintf(hub, sizeof hub, "%s/hub", root);
   snprintf(repo, sizeof repo, "%s/models--org--name", hub);

@@ -12,6 +12,7 @@
 #define _DEFAULT_SOURCE /* mkdtemp, setenv */
 #include "context.h"
 #include "sc_test.h"
+#include "sc_test_tmp.h"
 #include "workspace_impl.h"
 
 #include <dirent.h>
@@ -728,15 +729,13 @@ int main(void) {
     fprintf(stderr, "skip the prompt tests: no tokenizer in %s: %s\n", dir, err.msg);
     TEST_MAIN_END();
   }
-  snprintf(root, sizeof root, "/tmp/sculpt-ws-test-XXXXXX");
-  if (!mkdtemp(root) || git("init -q") != 0) {
+  if (!sc_test_mkdtemp(root, sizeof root, "sculpt-ws-test") || git("init -q") != 0) {
     fprintf(stderr, "skip: no temporary git repository\n");
     sc_tokenizer_free(tok);
     return 77;
   }
   /* The index kept between runs goes to a folder of this test's own. */
-  snprintf(cache_dir, sizeof cache_dir, "/tmp/sculpt-ws-cache-XXXXXX");
-  if (!mkdtemp(cache_dir)) {
+  if (!sc_test_mkdtemp(cache_dir, sizeof cache_dir, "sculpt-ws-cache")) {
     fprintf(stderr, "skip: no temporary folder\n");
     return 77;
   }
