@@ -323,7 +323,11 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
   memcpy(doc->text + a, text, len);
   doc->len = new_len;
   doc->text[new_len] = '\0';
-  doc->lines_valid = false;
+  /* The index follows the edit: rebuilt for each change of a didChange
+   * that carries many (a replace-all: 20,000 in a 120 KB file held the
+   * loop 1.7 s, nine tenths of it rebuilding), it made them quadratic. */
+  doc->lines_valid =
+      sc_line_index_splice(&doc->lines, doc->text, doc->len, a, b, len) == SC_OK;
   doc->edit_seq++;
   /* Queue the edit for the tree; past a few hundred, a fresh parse is
    * cheaper than replaying them. Without a tree too: a snapshot of the text

@@ -88,6 +88,13 @@ typedef struct sc_line_index {
 } sc_line_index;
 
 sc_status sc_line_index_build(sc_line_index *idx, const char *text, size_t len);
+/* After an edit replaced bytes [a, old_b) of the text idx indexed with ins
+ * bytes, giving text (len bytes): idx is made the new text's, as
+ * sc_line_index_build would make it, in time for the lines after the edit
+ * rather than the bytes of the whole text. SC_ERR_NOMEM leaves it as it
+ * was. */
+sc_status sc_line_index_splice(sc_line_index *idx, const char *text, size_t len, size_t a,
+                               size_t old_b, size_t ins);
 void sc_line_index_free(sc_line_index *idx);
 
 /* Decodes one UTF-8 character at text[i] (i < len). Returns its byte length

@@ -4,6 +4,7 @@
 #include "lsp_impl.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 const char *sc_pos_encoding_name(sc_pos_encoding enc) {
   switch (enc) {
@@ -51,6 +52,48 @@ sc_status sc_line_index_build(sc_line_index *idx, const char *text, size_t len) 
       SC_TRY(push_start(idx, i + 1));
     }
   }
+  return SC_OK;
+}
+
+/* Whether a line starts at s in text: the byte before ends a line (\n, or
+ * a \r that no \n follows), as sc_line_index_build decides. */
+static bool starts_line(const char *text, size_t len, size_t s) {
+  if (s == 0) return true;
+  char c = text[s - 1];
+  return c == '\n' || (c == '\r' && (s == len || text[s] != '\n'));
+}
+
+sc_status sc_line_index_splice(sc_line_index *idx, const char *text, size_t len, size_t a,
+                               size_t old_b, size_t ins) {
+  /* A start at s depends on the bytes at s - 1 and s only. So the starts
+   * before a keep their place, those in [a, a + ins] are found again (their
+   * bytes changed, or a \r\n pair may have formed or split at either end),
+   * and the old ones past old_b keep theirs, shifted by the edit's length. */
+  size_t lo = a ? a : 1; /* starts[0] == 0 always */
+  size_t k0 = 0, hi = idx->n; /* the first old start >= lo */
+  while (k0 < hi) {
+    size_t mid = (k0 + hi) / 2;
+    if (idx->starts[mid] < lo) k0 = mid + 1;
+    else hi = mid;
+  }
+  size_t k1 = k0; /* the first old start > old_b */
+  while (k1 < idx->n && idx->starts[k1] <= old_b) k1++;
+  size_t found = 0, end = a + ins < len ? a + ins : len;
+  for (size_t s = lo; s <= end; s++) found += starts_line(text, len, s);
+  size_t n = k0 + found + (idx->n - k1);
+  if (n > idx->cap) {
+    size_t cap = n + n / 2 + 64;
+    size_t *ns = realloc(idx->starts, cap * sizeof *ns);
+    if (!ns) return SC_ERR_NOMEM;
+    idx->starts = ns;
+    idx->cap = cap;
+  }
+  memmove(idx->starts + k0 + found, idx->starts + k1, (idx->n - k1) * sizeof *idx->starts);
+  for (size_t k = k0 + found; k < n; k++) idx->starts[k] = idx->starts[k] - old_b + a + ins;
+  size_t k = k0;
+  for (size_t s = lo; s <= end; s++)
+    if (starts_line(text, len, s)) idx->starts[k++] = s;
+  idx->n = n;
   return SC_OK;
 }
 

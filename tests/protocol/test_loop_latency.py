@@ -170,6 +170,10 @@ def test_loop_never_blocks_on_a_parse():
 
 
 BIG_BYTES = 8 << 20
+# The release run holds the loop's time in the two tests below: under ASan
+# its copies and frees cost several times as much, and swing with the
+# allocator's quarantine (test_draft_bounds.py does the same).
+SANITIZED = os.environ.get("SCULPT_SANITIZED", "").upper() in ("1", "ON", "TRUE", "YES")
 
 
 def test_a_long_message_is_parsed_off_the_loop():
@@ -194,7 +198,8 @@ def test_a_long_message_is_parsed_off_the_loop():
     data += frame({"jsonrpc": "2.0", "id": 6, "method": "sculpt/test/stats", "params": {}})
     s.send_raw(data)
     stats = s.wait_response(6, timeout=120)
-    loop = stats["result"]["loop"]
+    # The loop's call that answered 6 counts only in the next answer.
+    loop = s.result("sculpt/test/stats", {})["loop"]
     # (Asked after the loop's figures: its 8 MB answer is written on the loop.)
     doc = s.request("sculpt/test/document", {"textDocument": {"uri": uri}})
     check("result" in doc, "the document request behind the long messages is answered", doc)
@@ -210,7 +215,7 @@ def test_a_long_message_is_parsed_off_the_loop():
           errors, answer)
     print("a %d MB didOpen: the loop's CPU max %.1f ms, wall max %.1f ms"
           % (BIG_BYTES >> 20, loop["maxCpuMs"], loop["maxWallMs"]))
-    check(loop["maxCpuMs"] <= LOOP_LIMIT_MS,
+    check(SANITIZED or loop["maxCpuMs"] <= LOOP_LIMIT_MS,
           "the loop spent %.1f ms of CPU in one call (limit %.0f ms)"
           % (loop["maxCpuMs"], LOOP_LIMIT_MS), loop)
     # The end of the input behind a long message: it is still handled first.
@@ -224,5 +229,51 @@ def test_a_long_message_is_parsed_off_the_loop():
     eq(s.wait_exit(60), 0, "exit code (shutdown came before the end of the input)")
 
 
+def test_many_changes_in_one_message():
+    """A replace-all arrives as one didChange with a change per occurrence
+    (VS Code's in reverse document order, eglot's and Neovim's in the
+    order made). Each change rebuilt the document's line index, so 3,000
+    in a 100 KB file held the loop about 200 ms (20,000 in 120 KB: 1.7 s);
+    the index now follows each edit."""
+    s = spawn(env=ASAN_ENV)
+    s.start({}, initializationOptions={"modelPath": MODEL, "debounceMs": 0})
+    uri = "file:///w/replace.py"
+    line = "x = foo(bar) + 1\n"
+    n = 6000
+    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python",
+                                                       "version": 1, "text": line * n}})
+    want = line * n
+    for version, order in ((2, "descending"), (3, "ascending")):
+        old, new = ("foo", "quux") if version == 2 else ("quux", "q\nz")
+        lines = list(range(0, n, 2))
+        if order == "descending":
+            lines.reverse()
+        changes = []
+        for k, i in enumerate(lines):
+            at = i + (k if "\n" in new and order == "ascending" else 0)
+            changes.append({"range": {"start": {"line": at, "character": 4},
+                                      "end": {"line": at, "character": 4 + len(old)}},
+                            "text": new})
+        s.result("sculpt/test/stats", {"resetLoop": True})
+        s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                            "contentChanges": changes})
+        s.result("sculpt/test/stats", {})
+        loop = s.result("sculpt/test/stats", {})["loop"]
+        rows = want.split("\n")
+        for i in lines:
+            rows[i] = rows[i].replace(old, new, 1)
+        want = "\n".join(rows)
+        doc = s.result("sculpt/test/document", {"textDocument": {"uri": uri}})
+        check(doc["text"] == want and doc["version"] == version,
+              "%d changes in %s order give the text they describe" % (len(changes), order))
+        print("%d changes in one didChange (%s): the loop's CPU max %.1f ms"
+              % (len(changes), order, loop["maxCpuMs"]))
+        check(SANITIZED or loop["maxCpuMs"] <= LOOP_LIMIT_MS,
+              "the loop spent %.1f ms of CPU in one call (limit %.0f ms)"
+              % (loop["maxCpuMs"], LOOP_LIMIT_MS), loop)
+    eq(s.shutdown_and_exit(60), 0, "exit code")
+
+
 if __name__ == "__main__":
-    run_tests([test_loop_never_blocks_on_a_parse, test_a_long_message_is_parsed_off_the_loop])
+    run_tests([test_loop_never_blocks_on_a_parse, test_a_long_message_is_parsed_off_the_loop,
+               test_many_changes_in_one_message])

@@ -113,10 +113,52 @@ static void test_empty_and_terminators(void) {
   sc_line_index_free(&idx);
 }
 
+/* sc_line_index_splice against a fresh build, over random edits of texts
+ * made of line ends (\n, \r, \r\n, which an edit can join or split at
+ * either end) and letters. */
+static void test_splice(void) {
+  static const char alphabet[] = "\n\r\rab";
+  unsigned seed = 12345;
+#define NEXT() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  char text[256], next[512];
+  int mismatches = 0;
+  for (int round = 0; round < 4000; round++) {
+    size_t len = NEXT() % 40;
+    for (size_t i = 0; i < len; i++) text[i] = alphabet[NEXT() % 5];
+    sc_line_index idx = {0};
+    REQUIRE(sc_line_index_build(&idx, text, len) == SC_OK);
+    for (int e = 0; e < 8; e++) {
+      size_t a = len ? NEXT() % (len + 1) : 0;
+      size_t b = a + (len - a ? NEXT() % (len - a + 1) : 0);
+      if (NEXT() % 3 == 0) b = a; /* pure inserts */
+      size_t ins = NEXT() % 4;
+      if (len - (b - a) + ins > 200) ins = 0;
+      memcpy(next, text, a);
+      for (size_t i = 0; i < ins; i++) next[a + i] = alphabet[NEXT() % 5];
+      memcpy(next + a + ins, text + b, len - b);
+      len = len - (b - a) + ins;
+      memcpy(text, next, len);
+      REQUIRE(sc_line_index_splice(&idx, text, len, a, b, ins) == SC_OK);
+      sc_line_index want = {0};
+      REQUIRE(sc_line_index_build(&want, text, len) == SC_OK);
+      bool same = want.n == idx.n;
+      for (size_t k = 0; same && k < want.n; k++) same = want.starts[k] == idx.starts[k];
+      if (!same && mismatches++ < 3)
+        EXPECTF(same, "round %d edit %d: [%zu, %zu) <- %zu bytes: %zu starts, want %zu", round,
+                e, a, b, ins, idx.n, want.n);
+      sc_line_index_free(&want);
+    }
+    sc_line_index_free(&idx);
+  }
+  EXPECTF(mismatches == 0, "%d edits left an index other than a fresh build's", mismatches);
+#undef NEXT
+}
+
 int main(void) {
   RUN(test_table);
   RUN(test_round_trip);
   RUN(test_decode);
   RUN(test_empty_and_terminators);
+  RUN(test_splice);
   TEST_MAIN_END();
 }
