@@ -81,7 +81,8 @@ typedef enum sc_pos_encoding {
 
 const char *sc_pos_encoding_name(sc_pos_encoding enc);
 
-/* Byte offsets where each line starts. Lines end at \n, \r\n or a lone \r. */
+/* Byte offsets where each line starts. Lines end at \n or \r\n; a lone \r
+ * is a character of its line, as Neovim and Emacs count it (position.c). */
 typedef struct sc_line_index {
   size_t *starts; /* starts[0] == 0; n entries */
   size_t n, cap;
@@ -103,9 +104,11 @@ void sc_line_index_free(sc_line_index *idx);
 size_t sc_utf8_decode(const char *text, size_t len, size_t i, uint32_t *cp);
 
 /* LSP position -> byte offset. Positions past the end of a line clamp to the
- * line's end (before its terminator); lines past the end clamp to the end of
- * the text; a character inside a multi-unit character rounds down to its
- * start. *clamped (may be NULL) says whether clamping happened. */
+ * line's end (before its terminator), but one unit past a line ending in
+ * \r\n is after the \r (a client that counts it in the line); lines past the
+ * end clamp to the end of the text; a character inside a multi-unit
+ * character rounds down to its start. *clamped (may be NULL) says whether
+ * clamping happened. */
 size_t sc_pos_to_offset(const char *text, size_t len, const sc_line_index *idx,
                         uint32_t line, uint32_t character, sc_pos_encoding enc,
                         bool *clamped);

@@ -1,6 +1,11 @@
 /* position.c — LSP positions <-> byte offsets in UTF-8 text.
  * Spec: LSP 3.17 "Position": character offsets count code units of the
- * negotiated encoding; "\n", "\r\n" and "\r" all end a line. */
+ * negotiated encoding. Lines end at \n and \r\n. The spec ends them at a
+ * lone \r too, but the clients do not: Neovim and Emacs count a \r that
+ * no \n follows as a character of its line (so do clangd, gopls and
+ * rust-analyzer), and VS Code makes every line end in its document one
+ * \n or \r\n. Split at a lone \r, a document with one went out of step
+ * with Neovim's at the first edit after it. */
 #include "lsp_impl.h"
 
 #include <stdlib.h>
@@ -44,31 +49,19 @@ static sc_status push_start(sc_line_index *idx, size_t off) {
 sc_status sc_line_index_build(sc_line_index *idx, const char *text, size_t len) {
   idx->n = 0;
   SC_TRY(push_start(idx, 0));
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] == '\n') {
-      SC_TRY(push_start(idx, i + 1));
-    } else if (text[i] == '\r') {
-      if (i + 1 < len && text[i + 1] == '\n') i++;
-      SC_TRY(push_start(idx, i + 1));
-    }
-  }
+  for (const char *p = text, *end = text + len; (p = memchr(p, '\n', (size_t)(end - p)));)
+    SC_TRY(push_start(idx, (size_t)(++p - text)));
   return SC_OK;
 }
 
-/* Whether a line starts at s in text: the byte before ends a line (\n, or
- * a \r that no \n follows), as sc_line_index_build decides. */
-static bool starts_line(const char *text, size_t len, size_t s) {
-  if (s == 0) return true;
-  char c = text[s - 1];
-  return c == '\n' || (c == '\r' && (s == len || text[s] != '\n'));
-}
+/* Whether a line starts at s in text: the byte before is a \n. */
+static bool starts_line(const char *text, size_t s) { return s == 0 || text[s - 1] == '\n'; }
 
 sc_status sc_line_index_splice(sc_line_index *idx, const char *text, size_t len, size_t a,
                                size_t old_b, size_t ins) {
-  /* A start at s depends on the bytes at s - 1 and s only. So the starts
-   * before a keep their place, those in [a, a + ins] are found again (their
-   * bytes changed, or a \r\n pair may have formed or split at either end),
-   * and the old ones past old_b keep theirs, shifted by the edit's length. */
+  /* A start at s depends on the byte at s - 1 only. So the starts before a
+   * keep their place, those in [a, a + ins] are found again, and the old
+   * ones past old_b keep theirs, shifted by the edit's length. */
   size_t lo = a ? a : 1; /* starts[0] == 0 always */
   size_t k0 = 0, hi = idx->n; /* the first old start >= lo */
   while (k0 < hi) {
@@ -79,7 +72,7 @@ sc_status sc_line_index_splice(sc_line_index *idx, const char *text, size_t len,
   size_t k1 = k0; /* the first old start > old_b */
   while (k1 < idx->n && idx->starts[k1] <= old_b) k1++;
   size_t found = 0, end = a + ins < len ? a + ins : len;
-  for (size_t s = lo; s <= end; s++) found += starts_line(text, len, s);
+  for (size_t s = lo; s <= end; s++) found += starts_line(text, s);
   size_t n = k0 + found + (idx->n - k1);
   if (n > idx->cap) {
     size_t cap = n + n / 2 + 64;
@@ -92,7 +85,7 @@ sc_status sc_line_index_splice(sc_line_index *idx, const char *text, size_t len,
   for (size_t k = k0 + found; k < n; k++) idx->starts[k] = idx->starts[k] - old_b + a + ins;
   size_t k = k0;
   for (size_t s = lo; s <= end; s++)
-    if (starts_line(text, len, s)) idx->starts[k++] = s;
+    if (starts_line(text, s)) idx->starts[k++] = s;
   idx->n = n;
   return SC_OK;
 }
@@ -103,13 +96,13 @@ void sc_line_index_free(sc_line_index *idx) {
   idx->n = idx->cap = 0;
 }
 
-/* End of line `line`'s content, before its terminator. */
+/* End of line `line`'s content, before its terminator (\n or \r\n). */
 static size_t line_content_end(const char *text, size_t len, const sc_line_index *idx,
                                size_t line) {
   size_t end = line + 1 < idx->n ? idx->starts[line + 1] : len;
   if (end > idx->starts[line] && line + 1 < idx->n) {
-    end--; /* the terminator's last byte: \n or a lone \r */
-    if (text[end] == '\n' && end > idx->starts[line] && text[end - 1] == '\r') end--;
+    end--; /* the \n */
+    if (end > idx->starts[line] && text[end - 1] == '\r') end--;
   }
   return end;
 }
@@ -145,6 +138,13 @@ size_t sc_pos_to_offset(const char *text, size_t len, const sc_line_index *idx,
     if (units + u > character) break; /* inside this character: round down */
     units += u;
     i += n;
+  }
+  /* One unit past a line that ends in \r\n is after the \r: where a
+   * client that ends lines at \n alone (Neovim and Emacs, in a buffer whose
+   * other lines end in \n) puts the end of that line. */
+  if (c && units + 1 == character && i + 1 < len && text[i] == '\r' && text[i + 1] == '\n') {
+    c = false;
+    i++;
   }
   if (clamped) *clamped = c;
   return i;

@@ -389,11 +389,14 @@ def eq(got, want, what):
 
 # ---- position model -----------------------------------------------------------
 # An independent Python model of the LSP position rules in the contract:
-# lines end at \n, \r\n or a lone \r; `character` counts UTF-8 bytes, UTF-16
-# code units or code points; past the line end clamps to the line end, past the
-# last line clamps to the end of the text; inside a character rounds down.
+# lines end at \n or \r\n, and a lone \r is a character of its line (as
+# Neovim and Emacs count it; lsp/position.c); `character` counts UTF-8 bytes,
+# UTF-16 code units or code points; one past the end of a line that ends in
+# \r\n is after the \r, further clamps to the line end (before its
+# terminator), past the last line clamps to the end of the text; inside a
+# character rounds down.
 
-_EOL = re.compile(rb"\r\n|\r|\n")  # \r\n first: it is one terminator
+_EOL = re.compile(rb"\r?\n")
 
 
 def line_starts(data):
@@ -432,6 +435,8 @@ def offset_of(data, line, character, enc, starts=None):
             return off, False  # at (or inside) this character: its start
         col += u
         off += len(ch.encode("utf-8"))
+    if character == col + 1 and data[e:e + 2] == b"\r\n":
+        return e + 1, False  # after the \r: where Neovim ends such a line
     return e, character > col
 
 

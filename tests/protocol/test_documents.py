@@ -1,7 +1,8 @@
 """Documents and positions: didOpen/didChange (incremental and full, applied
 in order)/didClose/didSave, in all three position encodings, against an
 independent Python model (lspclient.offset_of/apply_change). Multi-byte
-text (é, 中, 😀 = a UTF-16 surrogate pair), CRLF and lone-CR line ends,
+text (é, 中, 😀 = a UTF-16 surrogate pair), CRLF line ends, a lone CR
+(a character of its line, as Neovim and Emacs count it),
 clamping past line/file ends, rounding down inside characters.
 Rules: LSP 3.17 "Position", "PositionEncodingKind", "Text Documents"."""
 
@@ -14,8 +15,8 @@ from lspclient import (INVALID_PARAMS, apply_change, check, eq, expect_error,  #
                        inside_char, line_length, line_starts, offset_of, rng, run_tests, spawn)
 
 TEXT = ("caf\u00e9 \u4e2d\u6587!\r\n"             # 2-byte and 3-byte UTF-8, CRLF
-        "emoji \U0001F600x\U0001F601\r"           # surrogate pairs, lone CR
-        "lone cr above\n"
+        "emoji \U0001F600x\U0001F601\r"           # surrogate pairs, a lone CR inside
+        "the line\n"
         "\n"                                      # an empty line
         "\t\u00e9\u00e9\U0001F600\U0001F600\u4e2d\r\n"
         "last line \u00e9")                       # no final newline
@@ -120,7 +121,7 @@ FIXED_EDITS = [
     (0, 0, 0, 0, "\u00ab"),                 # insert at the very start
     (0, 4, 0, 5, "E"),                      # replace é
     (1, 6, 1, 8, "\U0001F680"),             # replace a whole surrogate pair
-    (1, 13, 2, 0, "\n"),                    # past the end of line 1 to line 2: CR -> LF
+    (1, 11, 1, 12, "\n"),                   # line 1's lone CR becomes LF
     (0, 99, 1, 0, " joined "),              # past the line end: joins lines
     (2, 0, 3, 0, ""),                       # delete a line
     (-1, 0, -1, 0, "\nappended \u4e2d"),    # the line after the last (-1 here): appends

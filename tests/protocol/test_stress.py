@@ -1,5 +1,5 @@
 """Stress: 10,000 incremental didChange notifications (random ranges,
-multi-byte text, CR/LF/CRLF, a few full replacements) interleaved with
+multi-byte text, LF, CRLF and lone CRs, a few full replacements) interleaved with
 sculpt/test/document every 100 changes and sculpt/test/stats, all pipelined.
 Every request is answered, every snapshot and the final text equal the
 Python model, and memory stays bounded: rssKb at the end is within 20 MB of
@@ -35,11 +35,10 @@ INITIAL = "".join("line %d: caf\u00e9 \u4e2d \U0001F600%s" % (i, ("\n", "\r\n", 
 
 
 def line_of(data, off):
-    """(line, line start) of byte offset off; lines end at \n, \r\n, lone \r.
-    Uses bytes.count/rfind so that a 40 KB document stays cheap."""
-    line = data.count(b"\n", 0, off) + data.count(b"\r", 0, off) - data.count(b"\r\n", 0, off)
-    start = max(data.rfind(b"\n", 0, off), data.rfind(b"\r", 0, off)) + 1
-    return line, start
+    """(line, line start) of byte offset off; lines end at \n or \r\n (a lone
+    \r is a character). Uses bytes.count/rfind so that a 40 KB document
+    stays cheap."""
+    return data.count(b"\n", 0, off), data.rfind(b"\n", 0, off) + 1
 
 
 def cols(b, enc):
@@ -71,10 +70,13 @@ def pick(rnd, data, enc, near=None):
     line, start = line_of(data, off)
     ch = cols(data[start:off], enc)
     if rnd.random() < 0.03:  # past the end of the line: clamps to its end
-        end = off
-        while end < n and data[end] not in (0x0A, 0x0D):
-            end += 1
-        return line, cols(data[start:end], enc) + 1 + rnd.randrange(3), end
+        end = data.find(b"\n", off)
+        end = n if end < 0 else end
+        crlf = start < end < n and data[end - 1] == 0x0D
+        end -= crlf
+        past = 1 + rnd.randrange(3)
+        # One past a line ending in \r\n is after the \r (Neovim's end of it).
+        return line, cols(data[start:end], enc) + past, end + (crlf and past == 1)
     return line, ch, off
 
 

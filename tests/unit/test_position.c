@@ -7,9 +7,8 @@
 
 /* "aé中😀b\r\nx\ry\n\xff\xfez" — bytes:
  *   line 0: a(0) é(1-2) 中(3-5) 😀(6-9) b(10) \r\n(11-12)
- *   line 1: x(13) \r(14)
- *   line 2: y(15) \n(16)
- *   line 3: \xff(17) \xfe(18) z(19)           len 20 */
+ *   line 1: x(13) \r(14) y(15) \n(16)      a lone \r is a character of its line
+ *   line 2: \xff(17) \xfe(18) z(19)           len 20 */
 static const char k_text[] = "a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80" "b\r\nx\ry\n\xff\xfez";
 
 typedef struct pcase {
@@ -25,25 +24,28 @@ static const pcase k_cases[] = {
     {0, 2, SC_POS_UTF16, 3, false},   {0, 3, SC_POS_UTF16, 6, false},
     {0, 4, SC_POS_UTF16, 6, false},   /* inside the surrogate pair: round down */
     {0, 5, SC_POS_UTF16, 10, false},  {0, 6, SC_POS_UTF16, 11, false},
-    {0, 7, SC_POS_UTF16, 11, true},   /* past the line end: clamped before \r\n */
+    {0, 7, SC_POS_UTF16, 12, false},  /* one past: after the \r, where Neovim has it */
+    {0, 8, SC_POS_UTF16, 11, true},   /* past the line end: clamped before \r\n */
     {0, 999, SC_POS_UTF16, 11, true},
     /* utf-32: 😀 is one unit */
     {0, 3, SC_POS_UTF32, 6, false},   {0, 4, SC_POS_UTF32, 10, false},
-    {0, 5, SC_POS_UTF32, 11, false},  {0, 6, SC_POS_UTF32, 11, true},
+    {0, 5, SC_POS_UTF32, 11, false},  {0, 6, SC_POS_UTF32, 12, false},
+    {0, 7, SC_POS_UTF32, 11, true},
     /* utf-8: bytes; inside a character rounds down */
     {0, 2, SC_POS_UTF8, 1, false},    {0, 3, SC_POS_UTF8, 3, false},
     {0, 4, SC_POS_UTF8, 3, false},    {0, 8, SC_POS_UTF8, 6, false},
     {0, 10, SC_POS_UTF8, 10, false},  {0, 11, SC_POS_UTF8, 11, false},
-    /* lone \r ends line 1; \n ends line 2 */
+    {0, 12, SC_POS_UTF8, 12, false},  {0, 13, SC_POS_UTF8, 11, true},
+    /* a lone \r is one unit of line 1; \n ends it */
     {1, 0, SC_POS_UTF16, 13, false},  {1, 1, SC_POS_UTF16, 14, false},
-    {1, 2, SC_POS_UTF16, 14, true},   {2, 0, SC_POS_UTF16, 15, false},
-    {2, 1, SC_POS_UTF16, 16, false},
+    {1, 2, SC_POS_UTF16, 15, false},  {1, 3, SC_POS_UTF16, 16, false},
+    {1, 4, SC_POS_UTF16, 16, true},
     /* invalid bytes count as one unit each (U+FFFD) */
-    {3, 0, SC_POS_UTF16, 17, false},  {3, 1, SC_POS_UTF16, 18, false},
-    {3, 2, SC_POS_UTF16, 19, false},  {3, 3, SC_POS_UTF16, 20, false},
-    {3, 4, SC_POS_UTF16, 20, true},
+    {2, 0, SC_POS_UTF16, 17, false},  {2, 1, SC_POS_UTF16, 18, false},
+    {2, 2, SC_POS_UTF16, 19, false},  {2, 3, SC_POS_UTF16, 20, false},
+    {2, 4, SC_POS_UTF16, 20, true},
     /* past the last line: end of file */
-    {4, 0, SC_POS_UTF16, 20, true},   {100, 5, SC_POS_UTF8, 20, true},
+    {3, 0, SC_POS_UTF16, 20, true},   {100, 5, SC_POS_UTF8, 20, true},
 };
 
 static void test_table(void) {
@@ -51,7 +53,7 @@ static void test_table(void) {
   REQUIRE(len == 20);
   sc_line_index idx = {0};
   REQUIRE(sc_line_index_build(&idx, k_text, len) == SC_OK);
-  EXPECT(idx.n == 4);
+  EXPECT(idx.n == 3);
   for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
     const pcase *c = &k_cases[i];
     bool clamped = !c->clamped;
@@ -84,6 +86,9 @@ static void test_round_trip(void) {
   EXPECT(line == 0 && ch == 5);
   sc_offset_to_pos(k_text, len, &idx, 10, SC_POS_UTF8, &line, &ch);
   EXPECT(line == 0 && ch == 10);
+  /* Between \r and \n is the line's end as the spec has it. */
+  sc_offset_to_pos(k_text, len, &idx, 12, SC_POS_UTF16, &line, &ch);
+  EXPECT(line == 0 && ch == 6);
   sc_line_index_free(&idx);
 }
 
@@ -105,17 +110,24 @@ static void test_empty_and_terminators(void) {
   bool clamped;
   EXPECT(sc_pos_to_offset("", 0, &idx, 0, 0, SC_POS_UTF16, &clamped) == 0 && !clamped);
   EXPECT(sc_pos_to_offset("", 0, &idx, 0, 3, SC_POS_UTF16, &clamped) == 0 && clamped);
-  /* "\r\n\r\n" is two lines plus an empty third; "\n\r" is \n then a lone \r. */
+  /* "\r\n\r\n" is two lines plus an empty third; in "\n\r" the second
+   * line holds a lone \r; "\r\r\n" is one line holding a \r, then an
+   * empty one. */
   REQUIRE(sc_line_index_build(&idx, "\r\n\r\n", 4) == SC_OK);
   EXPECT(idx.n == 3 && idx.starts[1] == 2 && idx.starts[2] == 4);
   REQUIRE(sc_line_index_build(&idx, "\n\r", 2) == SC_OK);
-  EXPECT(idx.n == 3 && idx.starts[1] == 1 && idx.starts[2] == 2);
+  EXPECT(idx.n == 2 && idx.starts[1] == 1);
+  EXPECT(sc_pos_to_offset("\n\r", 2, &idx, 1, 1, SC_POS_UTF16, &clamped) == 2 && !clamped);
+  REQUIRE(sc_line_index_build(&idx, "\r\r\n", 3) == SC_OK);
+  EXPECT(idx.n == 2 && idx.starts[1] == 3);
+  EXPECT(sc_pos_to_offset("\r\r\n", 3, &idx, 0, 1, SC_POS_UTF16, &clamped) == 1 && !clamped);
+  EXPECT(sc_pos_to_offset("\r\r\n", 3, &idx, 0, 2, SC_POS_UTF16, &clamped) == 2 && !clamped);
+  EXPECT(sc_pos_to_offset("\r\r\n", 3, &idx, 0, 3, SC_POS_UTF16, &clamped) == 1 && clamped);
   sc_line_index_free(&idx);
 }
 
 /* sc_line_index_splice against a fresh build, over random edits of texts
- * made of line ends (\n, \r, \r\n, which an edit can join or split at
- * either end) and letters. */
+ * made of \n, \r (\r\n pairs form and split) and letters. */
 static void test_splice(void) {
   static const char alphabet[] = "\n\r\rab";
   unsigned seed = 12345;

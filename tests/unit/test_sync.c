@@ -27,12 +27,11 @@ static size_t lead_len(unsigned char c) {
   return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
 }
 
-/* Valid LSP positions: character starts, never between \r and \n. */
+/* Valid LSP positions: character starts; between \r and \n too (one past
+ * the line's end, where Neovim ends it). */
 static bool is_boundary(const char *t, size_t len, size_t off) {
   if (off == 0 || off == len) return true;
-  if (((unsigned char)t[off] & 0xC0) == 0x80) return false;
-  if (t[off] == '\n' && t[off - 1] == '\r') return false;
-  return true;
+  return ((unsigned char)t[off] & 0xC0) != 0x80;
 }
 
 static size_t random_boundary(const char *t, size_t len) {
@@ -47,8 +46,10 @@ static void client_position(const char *t, size_t off, sc_pos_encoding enc, uint
                             uint32_t *ch) {
   uint32_t l = 0, c = 0;
   for (size_t i = 0; i < off;) {
+    if (t[i] == '\n') { l++; c = 0; i++; continue; }
     if (t[i] == '\r' && t[i + 1] == '\n' && i + 1 < off) { l++; c = 0; i += 2; continue; }
-    if (t[i] == '\r' || t[i] == '\n') { l++; c = 0; i++; continue; }
+    /* A lone \r, or the \r of a \r\n that off splits: a character. */
+    if (t[i] == '\r') { c++; i++; continue; }
     size_t n = lead_len((unsigned char)t[i]);
     c += enc == SC_POS_UTF8 ? (uint32_t)n : enc == SC_POS_UTF32 ? 1 : n == 4 ? 2 : 1;
     i += n;
