@@ -37,23 +37,27 @@ def fixture(name):
     return path
 
 
-if nvim:
-    rc = run([nvim, "--headless", "-u", "NONE", "-i", "NONE", "--cmd", "filetype on",
-              "-c", "luafile " + os.path.join(SRC, "tests", "editors", "nvim_line_ends.lua")],
-             dict(env, SCULPT_FIXTURE=fixture("nvim.c"),
-                  SCULPT_NVIM_PLUGIN=os.path.join(SRC, "editors", "nvim")), 300, cwd=tmp)
+def edit_in(name, cmd, extra):
+    """Runs one editor's script on a fixture of its own; a failure is kept."""
+    rc = run(cmd, dict(env, SCULPT_FIXTURE=fixture(name + ".c"), **extra), 300, cwd=tmp)
     if rc != 0:
-        failed.append("nvim exited with %d" % rc)
+        failed.append("%s exited with %d" % (name, rc))
+
+
+if nvim:
+    script = os.path.join(SRC, "tests", "editors", "nvim_line_ends.lua")
+    edit_in("nvim", [nvim, "--headless", "-u", "NONE", "-i", "NONE", "--cmd", "filetype on",
+                     "-c", "luafile " + script],
+            {"SCULPT_NVIM_PLUGIN": os.path.join(SRC, "editors", "nvim")})
 else:
     print("nvim is not installed: only Emacs is tried")
-probe = emacs and subprocess.run([emacs, "--batch", "--eval", "(progn (require 'eglot) (princ \"yes\"))"],
-                                 capture_output=True, text=True, timeout=60)
+probe = emacs and subprocess.run(
+    [emacs, "--batch", "--eval", "(progn (require 'eglot) (princ \"yes\"))"],
+    capture_output=True, text=True, timeout=60)
 if probe and probe.stdout == "yes":
-    rc = run([emacs, "--batch", "-l", os.path.join(SRC, "tests", "editors", "emacs_line_ends.el")],
-             dict(env, SCULPT_FIXTURE=fixture("emacs.c"),
-                  SCULPT_EMACS_PLUGIN=os.path.join(SRC, "editors", "emacs")), 300, cwd=tmp)
-    if rc != 0:
-        failed.append("emacs exited with %d" % rc)
+    script = os.path.join(SRC, "tests", "editors", "emacs_line_ends.el")
+    edit_in("emacs", [emacs, "--batch", "-l", script],
+            {"SCULPT_EMACS_PLUGIN": os.path.join(SRC, "editors", "emacs")})
 else:
     print("emacs with eglot is not installed: only Neovim is tried")
 if failed:
