@@ -116,6 +116,20 @@ static uint32_t units_of(uint32_t cp, size_t bytes, sc_pos_encoding enc) {
   return 1;
 }
 
+/* The ASCII bytes at p (at most n, at most `most`), 8 at a time: one unit
+ * each in every encoding. A minified file's one 2 MB line cost the loop
+ * 5 ms a position through sc_utf8_decode. Adds them to *units. */
+static size_t ascii_run(const char *p, size_t n, uint32_t most, uint32_t *units) {
+  size_t k = 0, cap = n < most ? n : most;
+  for (uint64_t w; k + 8 <= cap; k += 8) {
+    memcpy(&w, p + k, 8);
+    if (w & 0x8080808080808080ull) break;
+  }
+  while (k < cap && (unsigned char)p[k] < 0x80) k++;
+  *units += (uint32_t)k;
+  return k;
+}
+
 size_t sc_pos_to_offset(const char *text, size_t len, const sc_line_index *idx,
                         uint32_t line, uint32_t character, sc_pos_encoding enc,
                         bool *clamped) {
@@ -128,6 +142,8 @@ size_t sc_pos_to_offset(const char *text, size_t len, const sc_line_index *idx,
   size_t end = line_content_end(text, len, idx, line);
   uint32_t units = 0;
   while (units < character) {
+    i += ascii_run(text + i, end - i, character - units, &units);
+    if (units == character) break;
     if (i >= end) {
       c = true;
       break;
@@ -166,6 +182,8 @@ void sc_offset_to_pos(const char *text, size_t len, const sc_line_index *idx,
   uint32_t units = 0;
   size_t i = idx->n ? idx->starts[lo] : 0;
   while (i < offset) {
+    i += ascii_run(text + i, offset - i, UINT32_MAX - units, &units);
+    if (i >= offset) break;
     uint32_t cp;
     size_t n = sc_utf8_decode(text, end, i, &cp);
     if (i + n > offset) break;

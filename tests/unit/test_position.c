@@ -126,6 +126,41 @@ static void test_empty_and_terminators(void) {
   sc_line_index_free(&idx);
 }
 
+/* Long ASCII runs (taken 8 bytes at a time) around a multi-byte character:
+ * every position in every encoding, and back. */
+static void test_ascii_runs(void) {
+  char text[160];
+  size_t len = 0;
+  for (int i = 0; i < 101; i++) text[len++] = (char)('a' + i % 26);
+  memcpy(text + len, "\xf0\x9f\x98\x80", 4); /* 😀: 4 bytes, 2 UTF-16 units */
+  len += 4;
+  for (int i = 0; i < 19; i++) text[len++] = 'z';
+  text[len++] = '\n';
+  sc_line_index idx = {0};
+  REQUIRE(sc_line_index_build(&idx, text, len) == SC_OK);
+  sc_pos_encoding encs[] = {SC_POS_UTF8, SC_POS_UTF16, SC_POS_UTF32};
+  uint32_t wide[] = {4, 2, 1};
+  for (int e = 0; e < 3; e++) {
+    uint32_t total = 101 + wide[e] + 19;
+    for (uint32_t ch = 0; ch <= total + 2; ch++) {
+      size_t want = ch <= 101             ? ch
+                    : ch < 101 + wide[e] ? 101
+                    : ch <= total        ? ch - wide[e] + 4
+                                         : 124;
+      bool clamped;
+      size_t off = sc_pos_to_offset(text, len, &idx, 0, ch, encs[e], &clamped);
+      EXPECTF(off == want && clamped == (ch > total), "%s %u: %zu, want %zu",
+              sc_pos_encoding_name(encs[e]), ch, off, want);
+      uint32_t l, c;
+      sc_offset_to_pos(text, len, &idx, want, encs[e], &l, &c);
+      uint32_t back = ch > total ? total : ch > 101 && ch < 101 + wide[e] ? 101 : ch;
+      EXPECTF(l == 0 && c == back, "%s: offset %zu -> %u:%u, want %u",
+              sc_pos_encoding_name(encs[e]), want, l, c, back);
+    }
+  }
+  sc_line_index_free(&idx);
+}
+
 /* sc_line_index_splice against a fresh build, over random edits of texts
  * made of \n, \r (\r\n pairs form and split) and letters. */
 static void test_splice(void) {
@@ -171,6 +206,7 @@ int main(void) {
   RUN(test_round_trip);
   RUN(test_decode);
   RUN(test_empty_and_terminators);
+  RUN(test_ascii_runs);
   RUN(test_splice);
   TEST_MAIN_END();
 }
