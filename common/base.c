@@ -211,6 +211,25 @@ uint64_t sc_hash64(const void *data, size_t len, uint64_t seed) {
   return h;
 }
 
+uint64_t sc_hash64_long(const void *data, size_t len, uint64_t seed) {
+  /* Each word is mixed in by a multiply and a xor-shift (the finalizer of
+   * SplitMix64, Steele et al. 2014), the tail as one zero-padded word, the
+   * length last so that texts differing only in trailing zero bytes differ. */
+  const unsigned char *p = data;
+  uint64_t h = 0x9E3779B97F4A7C15ULL ^ seed;
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 31;
+  }
+  uint64_t t = 0;
+  memcpy(&t, p + i, len - i);
+  h = (h ^ t ^ ((uint64_t)len << 56 | len)) * 0x94D049BB133111EBULL;
+  return h ^ (h >> 29);
+}
+
 char *sc_path_from_file_uri(const char *uri) {
   if (!uri || strncmp(uri, "file://", 7) != 0) return NULL;
   const char *p = uri + 7;

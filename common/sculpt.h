@@ -192,8 +192,13 @@ bool sc_file_write_all(int fd, const void *data, size_t len);
 /* The same without the fsync: for a pipe or a device, which have none. */
 bool sc_file_write_full(int fd, const void *data, size_t len);
 
-/* 64-bit FNV-1a; for hash tables and cache keys, not security. */
+/* 64-bit FNV-1a; for hash tables and cache keys, not security. Its values
+ * are kept on disk (the workspace index): changing it changes their format. */
 uint64_t sc_hash64(const void *data, size_t len, uint64_t seed);
+/* A hash of long texts, 8 bytes a step (about 8 times FNV-1a's speed), for
+ * keys that live in memory only, never on disk: the LSP's suggestion cache
+ * hashes a document's whole prefix and suffix at every request. */
+uint64_t sc_hash64_long(const void *data, size_t len, uint64_t seed);
 
 #ifdef __cplusplus
 }

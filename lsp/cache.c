@@ -34,7 +34,7 @@ cache_entry *sc_cpl__cache_find(sc_completer *c, uint64_t uri_hash, uint64_t suf
     if (!e->used || e->uri_hash != uri_hash || e->suffix_hash != suffix_hash) continue;
     if (offset < e->prefix_len || offset - e->prefix_len >= e->middle_len) continue;
     size_t t = offset - e->prefix_len;
-    if (sc_hash64(text, e->prefix_len, 2) != e->prefix_hash) continue;
+    if (sc_hash64_long(text, e->prefix_len, 2) != e->prefix_hash) continue;
     *typed = t;
     *diverged = memcmp(text + e->prefix_len, e->middle, t) != 0;
     e->stamp = ++c->cache_clock;

@@ -432,7 +432,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
    * nothing. */
   size_t typed = 0;
   bool diverged = false;
-  uint64_t suffix_hash = sc_hash64(d->text + off, d->len - off, 1);
+  uint64_t suffix_hash = sc_hash64_long(d->text + off, d->len - off, 1);
   cache_entry *hit = sc_cpl__cache_find(c, uri_hash, suffix_hash, d->text, off, &typed, &diverged);
   char *rest = NULL; /* what remained of a suggestion the typing left */
   if (hit && diverged) {
@@ -492,7 +492,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
     if (d->text[i] != ' ' && d->text[i] != '\t' && d->text[i] != '\r') a->single_line = true;
   a->debounce_ms = automatic ? debounce_for(c) : 0;
   a->uri_hash = uri_hash;
-  a->prefix_hash = sc_hash64(d->text, off, 2);
+  a->prefix_hash = sc_hash64_long(d->text, off, 2);
   a->suffix_hash = suffix_hash;
   a->doc_prefix_len = off;
   a->doc_len = d->len;

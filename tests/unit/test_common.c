@@ -1,5 +1,6 @@
-/* common/: the write queue both event loops (stdio, HTTP) send from, and the
- * growable string the HTTP reader and the FIM client collect bodies in. */
+/* common/: the write queue both event loops (stdio, HTTP) send from, the
+ * growable string the HTTP reader and the FIM client collect bodies in, and
+ * the long-text hash of the LSP's suggestion cache. */
 #include "sc_test.h"
 #include "sculpt.h"
 
@@ -53,8 +54,36 @@ static void test_buf_append(void) {
   free(buf);
 }
 
+/* sc_hash64_long tells apart what the cache must: texts one bit apart at
+ * any place (words and tails of every length), a text and itself with
+ * trailing zero bytes, and seeds; and gives a text the same hash wherever
+ * it lies in memory. */
+static void test_hash64_long(void) {
+  unsigned char a[64], b[80];
+  for (int i = 0; i < 64; i++) a[i] = (unsigned char)(i * 37 + 11);
+  int same = 0, tried = 0;
+  for (size_t len = 1; len <= 40; len++) {
+    uint64_t h = sc_hash64_long(a, len, 1);
+    for (size_t bit = 0; bit < len * 8; bit++) {
+      a[bit / 8] ^= (unsigned char)(1u << bit % 8);
+      same += sc_hash64_long(a, len, 1) == h;
+      a[bit / 8] ^= (unsigned char)(1u << bit % 8);
+      tried++;
+    }
+    memcpy(b + 3, a, len); /* unaligned */
+    EXPECTF(sc_hash64_long(b + 3, len, 1) == h, "length %zu: another address", len);
+    memset(b + 3 + len, 0, 8);
+    EXPECTF(sc_hash64_long(b + 3, len + 1, 1) != h && sc_hash64_long(b + 3, len + 8, 1) != h,
+            "length %zu: trailing zero bytes", len);
+    EXPECTF(sc_hash64_long(a, len, 2) != h, "length %zu: another seed", len);
+  }
+  EXPECTF(same == 0, "%d of %d one-bit changes kept the hash", same, tried);
+  EXPECT(sc_hash64_long("", 0, 1) != sc_hash64_long("", 0, 2));
+}
+
 int main(void) {
   RUN(test_queue_append);
   RUN(test_buf_append);
+  RUN(test_hash64_long);
   TEST_MAIN_END();
 }
