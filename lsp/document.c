@@ -279,6 +279,28 @@ const sc_line_index *sc_document_lines(sc_document *doc) {
   return &doc->lines;
 }
 
+/* Queues an edit for the tree; past a few hundred, a fresh parse is
+ * cheaper than replaying them. Without a tree too: a snapshot of the text
+ * may be parsing, and its tree will need the edits made since. */
+static void queue_edit(sc_document *doc, size_t a, size_t b, const char *text, size_t len) {
+  if (!doc->lang) return;
+  if (doc->n_edits == doc->cap_edits) {
+    size_t cap = doc->cap_edits ? doc->cap_edits * 2 : 16;
+    sc_pending_edit *ne = cap <= 512 ? realloc(doc->edits, cap * sizeof *ne) : NULL;
+    if (ne) {
+      doc->edits = ne;
+      doc->cap_edits = cap;
+    }
+  }
+  char *copy = doc->n_edits < doc->cap_edits ? malloc(len + 1) : NULL;
+  if (copy) {
+    memcpy(copy, text, len);
+    doc->edits[doc->n_edits++] = (sc_pending_edit){a, b, copy, len};
+  } else {
+    sc_document_drop_syntax(doc);
+  }
+}
+
 sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
                                  uint32_t start_char, uint32_t end_line,
                                  uint32_t end_char, sc_pos_encoding enc,
@@ -329,26 +351,76 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
   doc->lines_valid =
       sc_line_index_splice(&doc->lines, doc->text, doc->len, a, b, len) == SC_OK;
   doc->edit_seq++;
-  /* Queue the edit for the tree; past a few hundred, a fresh parse is
-   * cheaper than replaying them. Without a tree too: a snapshot of the text
-   * may be parsing, and its tree will need the edits made since. */
-  if (doc->lang) {
-    if (doc->n_edits == doc->cap_edits) {
-      size_t cap = doc->cap_edits ? doc->cap_edits * 2 : 16;
-      sc_pending_edit *ne = cap <= 512 ? realloc(doc->edits, cap * sizeof *ne) : NULL;
-      if (ne) {
-        doc->edits = ne;
-        doc->cap_edits = cap;
-      }
+  queue_edit(doc, a, b, text, len);
+  return SC_OK;
+}
+
+sc_status sc_document_apply_reversed(sc_document *doc, const sc_text_change *ch, size_t n,
+                                     sc_pos_encoding enc, sc_error *err) {
+  const sc_line_index *idx = sc_document_lines(doc);
+  SC_CHECK(idx, err, SC_ERR_NOMEM, "out of memory indexing %s", doc->uri);
+  size_t *ab = malloc(n * 2 * sizeof *ab + 1);
+  SC_CHECK(ab, err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri);
+  size_t removed = 0, added = 0;
+  bool ok = true;
+  for (size_t i = 0; i < n && ok; i++) {
+    const sc_text_change *c = &ch[i];
+    bool c1 = true, c2 = true;
+    ok = c->sl < idx->n && c->el < idx->n &&
+         (c->sl < c->el || (c->sl == c->el && c->sc <= c->ec));
+    if (ok) {
+      ab[2 * i] = sc_pos_to_offset(doc->text, doc->len, idx, c->sl, c->sc, enc, &c1);
+      ab[2 * i + 1] = sc_pos_to_offset(doc->text, doc->len, idx, c->el, c->ec, enc, &c2);
     }
-    char *copy = doc->n_edits < doc->cap_edits ? malloc(len + 1) : NULL;
-    if (copy) {
-      memcpy(copy, text, len);
-      doc->edits[doc->n_edits++] = (sc_pending_edit){a, b, copy, len};
-    } else {
-      sc_document_drop_syntax(doc);
+    /* Clamped, a position depends on where its line ends, which a change
+     * ahead of it may have moved. */
+    ok = ok && !c1 && !c2 && ab[2 * i] <= ab[2 * i + 1] &&
+         (i == 0 || ab[2 * i + 1] <= ab[2 * i - 2]);
+    if (ok) {
+      removed += ab[2 * i + 1] - ab[2 * i];
+      added += c->len;
     }
   }
+  size_t new_len = doc->len - removed + added;
+  char *nt = ok ? malloc(new_len + 1 + new_len / 4 + 64) : NULL;
+  if (!nt) {
+    free(ab);
+    return ok ? sc_error_set(err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri)
+              : sc_error_set(err, SC_ERR_UNSUPPORTED, "not a batch in reverse order");
+  }
+  /* The recent-edit lines and the tree's edit queue, in the order the
+   * changes come, as one by one: each lies before those already made, so
+   * its lines and bytes are the same in the text as it is. */
+  for (size_t i = 0; i < n; i++) {
+    size_t a = ab[2 * i], b = ab[2 * i + 1];
+    size_t lo = 0, hi = idx->n;
+    while (hi - lo > 1) {
+      size_t mid = (lo + hi) / 2;
+      if (idx->starts[mid] <= a) lo = mid;
+      else hi = mid;
+    }
+    uint32_t first = (uint32_t)lo;
+    note_edit(doc, first, first + count_lines(doc->text, a, b),
+              first + count_lines(ch[i].text, 0, ch[i].len));
+  }
+  size_t o = 0, from = 0;
+  for (size_t i = n; i-- > 0;) {
+    memcpy(nt + o, doc->text + from, ab[2 * i] - from);
+    o += ab[2 * i] - from;
+    memcpy(nt + o, ch[i].text, ch[i].len);
+    o += ch[i].len;
+    from = ab[2 * i + 1];
+  }
+  memcpy(nt + o, doc->text + from, doc->len - from);
+  nt[new_len] = '\0';
+  for (size_t i = 0; i < n; i++) queue_edit(doc, ab[2 * i], ab[2 * i + 1], ch[i].text, ch[i].len);
+  free(doc->text);
+  free(ab);
+  doc->text = nt;
+  doc->cap = new_len + 1 + new_len / 4 + 64;
+  doc->len = new_len;
+  doc->lines_valid = false; /* built once, when next asked for */
+  doc->edit_seq++;
   return SC_OK;
 }
 

@@ -254,6 +254,21 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
                                  uint32_t end_char, sc_pos_encoding enc,
                                  const char *text, size_t len, bool *clamped,
                                  sc_error *err);
+/* One change of a didChange: the range [start, end) as LSP positions. */
+typedef struct sc_text_change {
+  uint32_t sl, sc, el, ec;
+  const char *text; /* borrowed */
+  size_t len;
+} sc_text_change;
+/* Applies n changes in one pass when each lies wholly before the one ahead
+ * of it (VS Code sends a replace-all or a format so, in reverse document
+ * order), each position inside its line: then every position means in the
+ * text as it is what it would mean after the changes ahead of it, and the
+ * result is what sc_document_apply_edit would make of them one by one.
+ * SC_ERR_UNSUPPORTED, with nothing changed, for any other batch (the caller
+ * applies it one by one); SC_ERR_NOMEM likewise. */
+sc_status sc_document_apply_reversed(sc_document *doc, const sc_text_change *ch, size_t n,
+                                     sc_pos_encoding enc, sc_error *err);
 /* The document's line index, rebuilt when stale. NULL on OOM. */
 const sc_line_index *sc_document_lines(sc_document *doc);
 

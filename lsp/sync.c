@@ -44,6 +44,10 @@ typedef struct change {
   size_t len;
 } change;
 
+/* From this many changes in one didChange, a batch in reverse order is
+ * applied in one pass (sc_document_apply_reversed). */
+static const size_t k_batch_changes = 16;
+
 void sc_server__handle_did_change(sc_lsp_req *r) {
   sc_lsp_server *s = r->s;
   json_t *td = json_object_get(r->params, "textDocument");
@@ -104,7 +108,20 @@ void sc_server__handle_did_change(sc_lsp_req *r) {
                   (long long)d->version);
     d->version = v;
   }
-  for (size_t i = 0; i < n; i++) {
+  /* Many changes in reverse document order (VS Code's replace-all or
+   * format) go in one pass; one by one, each moved the text after it. */
+  size_t done = 0;
+  bool all_ranges = n >= k_batch_changes && !d->unsynced;
+  for (size_t i = 0; i < n && all_ranges; i++) all_ranges = !cs[i].full;
+  sc_text_change *tc = all_ranges ? malloc(n * sizeof *tc) : NULL;
+  if (tc) {
+    for (size_t i = 0; i < n; i++)
+      tc[i] = (sc_text_change){cs[i].sl, cs[i].sc, cs[i].el, cs[i].ec, cs[i].text, cs[i].len};
+    sc_error err = {0};
+    if (sc_document_apply_reversed(d, tc, n, s->enc, &err) == SC_OK) done = n;
+    free(tc);
+  }
+  for (size_t i = done; i < n; i++) {
     sc_error err = {0};
     bool clamped = false;
     if (d->unsynced && !cs[i].full) continue; /* it would edit the wrong text */

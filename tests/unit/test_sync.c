@@ -154,6 +154,112 @@ static void test_random_sequences(void) {
   free(client);
 }
 
+/* A batch of changes in reverse document order in one pass
+ * (sc_document_apply_reversed) against the same changes one by one
+ * (sc_document_apply_edit): the same text, line index, and text of the tree
+ * a snapshot parses from the queued edits. A batch not in that order, or
+ * with a position past its line's end, is refused with nothing changed. */
+static void test_reversed_batches(void) {
+  sc_pos_encoding encs[] = {SC_POS_UTF8, SC_POS_UTF16, SC_POS_UTF32};
+  char *text = malloc(1 << 14), *ins = malloc(1 << 14);
+  int differ = 0, applied = 0, refused = 0;
+  rng_state = 7;
+  for (int seq = 0; seq < 2000 && differ < 3; seq++) {
+    sc_pos_encoding enc = encs[seq % 3];
+    size_t len = 0;
+    for (int i = 0, n0 = 5 + (int)rnd(60); i < n0; i++) {
+      const char *p = k_pieces[rnd(N_PIECES)];
+      memcpy(text + len, p, strlen(p));
+      len += strlen(p);
+    }
+    sc_document_store *store = sc_document_store_new();
+    REQUIRE(store);
+    REQUIRE(sc_document_store_open(store, "file:///a.c", "c", 1, text, len, NULL) == SC_OK);
+    REQUIRE(sc_document_store_open(store, "file:///b.c", "c", 1, text, len, NULL) == SC_OK);
+    sc_document *a = sc_document_store_get(store, "file:///a.c");
+    sc_document *b = sc_document_store_get(store, "file:///b.c");
+    if (seq % 2) { /* with a tree, so that the edits queue */
+      const char *tt;
+      size_t tl;
+      for (int k = 0; k < 2; k++) {
+        sc_document *d = k ? b : a;
+        sc_syntax_snapshot *snap = parsed_snapshot(d, &tt, &tl);
+        sc_document_syntax_adopt(store, k ? "file:///b.c" : "file:///a.c", snap);
+        sc_syntax_snapshot_free(snap);
+      }
+    }
+    /* Cut points, descending: change i covers [cut[2i+1], cut[2i]). */
+    size_t cuts[64];
+    int nc = 2 * (1 + (int)rnd(12));
+    for (int i = 0; i < nc; i++) cuts[i] = random_boundary(text, len);
+    for (int i = 0; i < nc; i++) /* sort descending */
+      for (int j = i + 1; j < nc; j++)
+        if (cuts[j] > cuts[i]) { size_t t = cuts[i]; cuts[i] = cuts[j]; cuts[j] = t; }
+    bool shuffle = rnd(5) == 0;
+    if (shuffle) { size_t t = cuts[0]; cuts[0] = cuts[nc - 1]; cuts[nc - 1] = t; }
+    sc_text_change ch[32];
+    size_t il = 0;
+    for (int i = 0; i < nc / 2; i++) {
+      size_t hi = cuts[2 * i], lo = cuts[2 * i + 1];
+      if (lo > hi) { size_t t = lo; lo = hi; hi = t; }
+      client_position(text, lo, enc, &ch[i].sl, &ch[i].sc);
+      client_position(text, hi, enc, &ch[i].el, &ch[i].ec);
+      ch[i].text = ins + il;
+      ch[i].len = 0;
+      for (int k = (int)rnd(3); k > 0; k--) {
+        const char *p = k_pieces[rnd(N_PIECES)];
+        memcpy(ins + il, p, strlen(p));
+        il += strlen(p);
+        ch[i].len += strlen(p);
+      }
+    }
+    size_t n = (size_t)nc / 2;
+    if (rnd(8) == 0) ch[rnd((unsigned)n)].ec += 50; /* past its line's end */
+    sc_status st = sc_document_apply_reversed(a, ch, n, enc, NULL);
+    if (st != SC_OK) {
+      refused++;
+      EXPECT(st == SC_ERR_UNSUPPORTED);
+      EXPECT(a->len == len && memcmp(a->text, text, len) == 0);
+    } else {
+      applied++;
+      for (size_t i = 0; i < n; i++)
+        EXPECT(sc_document_apply_edit(b, ch[i].sl, ch[i].sc, ch[i].el, ch[i].ec, enc,
+                                      ch[i].text, ch[i].len, NULL, NULL) == SC_OK);
+      const sc_line_index *ia = sc_document_lines(a), *ib = sc_document_lines(b);
+      bool same = a->len == b->len && memcmp(a->text, b->text, a->len) == 0 && ia && ib &&
+                  ia->n == ib->n && memcmp(ia->starts, ib->starts, ia->n * sizeof *ia->starts) == 0;
+      const char *ta, *tb;
+      size_t la, lb;
+      sc_syntax_snapshot *sa = parsed_snapshot(a, &ta, &la), *sb = parsed_snapshot(b, &tb, &lb);
+      same = same && ta && tb && la == lb && la == a->len && memcmp(ta, a->text, la) == 0 &&
+             memcmp(tb, b->text, lb) == 0;
+      sc_syntax_snapshot_free(sa);
+      sc_syntax_snapshot_free(sb);
+      if (!same) {
+        differ++;
+        fprintf(stderr, "seq %d (%s, %zu changes): one pass and one by one differ\n", seq,
+                sc_pos_encoding_name(enc), n);
+      }
+    }
+    sc_document_store_free(store);
+  }
+  EXPECTF(differ == 0, "%d batches differ", differ);
+  EXPECTF(applied > 1000 && refused > 200, "applied %d, refused %d", applied, refused);
+  /* A clamped end meets the change ahead of it: one by one, "X" inserted
+   * at the end of line 0 moves where (0, 99) clamps, and the second change
+   * takes it away ("aY\ncd\n"); in one pass it would stay ("aYX"). */
+  sc_document_store *store = sc_document_store_new();
+  REQUIRE(store);
+  REQUIRE(sc_document_store_open(store, "file:///c.c", "c", 1, "ab\ncd\n", 6, NULL) == SC_OK);
+  sc_document *d = sc_document_store_get(store, "file:///c.c");
+  sc_text_change meet[2] = {{0, 2, 0, 2, "X", 1}, {0, 1, 0, 99, "Y", 1}};
+  EXPECT(sc_document_apply_reversed(d, meet, 2, SC_POS_UTF16, NULL) == SC_ERR_UNSUPPORTED);
+  EXPECT(d->len == 6 && memcmp(d->text, "ab\ncd\n", 6) == 0);
+  sc_document_store_free(store);
+  free(text);
+  free(ins);
+}
+
 static void test_store(void) {
   /* Open/close many documents through growth and tombstones. */
   sc_document_store *s = sc_document_store_new();
@@ -218,6 +324,7 @@ static void test_reaper(void) {
 
 int main(void) {
   RUN(test_random_sequences);
+  RUN(test_reversed_batches);
   RUN(test_store);
   RUN(test_reaper);
   TEST_MAIN_END();
