@@ -331,13 +331,7 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
     doc->text = nt;
     doc->cap = cap;
   }
-  size_t lo = 0, hi = idx->n; /* the line holding a: the last start <= a */
-  while (hi - lo > 1) {
-    size_t mid = (lo + hi) / 2;
-    if (idx->starts[mid] <= a) lo = mid;
-    else hi = mid;
-  }
-  uint32_t first = (uint32_t)lo;
+  uint32_t first = sc_line_index_line_of(idx, a);
   uint32_t old_last = first + count_lines(doc->text, a, b);
   uint32_t new_last = first + count_lines(text, 0, len);
   note_edit(doc, first, old_last, new_last);
@@ -355,56 +349,29 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
   return SC_OK;
 }
 
-sc_status sc_document_apply_reversed(sc_document *doc, const sc_text_change *ch, size_t n,
-                                     sc_pos_encoding enc, sc_error *err) {
-  const sc_line_index *idx = sc_document_lines(doc);
-  SC_CHECK(idx, err, SC_ERR_NOMEM, "out of memory indexing %s", doc->uri);
-  size_t *ab = malloc(n * 2 * sizeof *ab + 1);
-  SC_CHECK(ab, err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri);
-  size_t removed = 0, added = 0;
-  bool ok = true;
-  for (size_t i = 0; i < n && ok; i++) {
-    const sc_text_change *c = &ch[i];
-    bool c1 = true, c2 = true;
-    ok = c->sl < idx->n && c->el < idx->n &&
-         (c->sl < c->el || (c->sl == c->el && c->sc <= c->ec));
-    if (ok) {
-      ab[2 * i] = sc_pos_to_offset(doc->text, doc->len, idx, c->sl, c->sc, enc, &c1);
-      ab[2 * i + 1] = sc_pos_to_offset(doc->text, doc->len, idx, c->el, c->ec, enc, &c2);
-    }
-    /* Clamped, a position depends on where its line ends, which a change
-     * ahead of it may have moved. */
-    ok = ok && !c1 && !c2 && ab[2 * i] <= ab[2 * i + 1] &&
-         (i == 0 || ab[2 * i + 1] <= ab[2 * i - 2]);
-    if (ok) {
-      removed += ab[2 * i + 1] - ab[2 * i];
-      added += c->len;
-    }
-  }
-  size_t new_len = doc->len - removed + added;
-  char *nt = ok ? malloc(new_len + 1 + new_len / 4 + 64) : NULL;
+/* Makes the text with changes ch[0..n) whose bytes in the text as it is
+ * are [ab[2i], ab[2i+1]), first[i] the line each starts on when it is made:
+ * the recent-edit lines and the tree's edit queue as one by one, in the
+ * order given (ascending: the changes lie in that order in the text, so each
+ * one's bytes move by what the ones before it added; else in reverse, and
+ * none moves). Owns ab and first. */
+static sc_status splice_all(sc_document *doc, const sc_text_change *ch, size_t n, size_t *ab,
+                            uint32_t *first, bool ascending, sc_error *err) {
+  size_t new_len = doc->len;
+  for (size_t i = 0; i < n; i++) new_len = new_len - (ab[2 * i + 1] - ab[2 * i]) + ch[i].len;
+  size_t cap = new_len + 1 + new_len / 4 + 64;
+  char *nt = malloc(cap);
   if (!nt) {
     free(ab);
-    return ok ? sc_error_set(err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri)
-              : sc_error_set(err, SC_ERR_UNSUPPORTED, "not a batch in reverse order");
+    free(first);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri);
   }
-  /* The recent-edit lines and the tree's edit queue, in the order the
-   * changes come, as one by one: each lies before those already made, so
-   * its lines and bytes are the same in the text as it is. */
-  for (size_t i = 0; i < n; i++) {
-    size_t a = ab[2 * i], b = ab[2 * i + 1];
-    size_t lo = 0, hi = idx->n;
-    while (hi - lo > 1) {
-      size_t mid = (lo + hi) / 2;
-      if (idx->starts[mid] <= a) lo = mid;
-      else hi = mid;
-    }
-    uint32_t first = (uint32_t)lo;
-    note_edit(doc, first, first + count_lines(doc->text, a, b),
-              first + count_lines(ch[i].text, 0, ch[i].len));
-  }
+  for (size_t i = 0; i < n; i++)
+    note_edit(doc, first[i], first[i] + count_lines(doc->text, ab[2 * i], ab[2 * i + 1]),
+              first[i] + count_lines(ch[i].text, 0, ch[i].len));
   size_t o = 0, from = 0;
-  for (size_t i = n; i-- > 0;) {
+  for (size_t k = 0; k < n; k++) {
+    size_t i = ascending ? k : n - 1 - k;
     memcpy(nt + o, doc->text + from, ab[2 * i] - from);
     o += ab[2 * i] - from;
     memcpy(nt + o, ch[i].text, ch[i].len);
@@ -413,15 +380,114 @@ sc_status sc_document_apply_reversed(sc_document *doc, const sc_text_change *ch,
   }
   memcpy(nt + o, doc->text + from, doc->len - from);
   nt[new_len] = '\0';
-  for (size_t i = 0; i < n; i++) queue_edit(doc, ab[2 * i], ab[2 * i + 1], ch[i].text, ch[i].len);
-  free(doc->text);
+  long long moved = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t a = ab[2 * i] + (size_t)moved, b = ab[2 * i + 1] + (size_t)moved;
+    queue_edit(doc, a, b, ch[i].text, ch[i].len);
+    if (ascending) moved += (long long)ch[i].len - (long long)(ab[2 * i + 1] - ab[2 * i]);
+  }
   free(ab);
+  free(first);
+  free(doc->text);
   doc->text = nt;
-  doc->cap = new_len + 1 + new_len / 4 + 64;
+  doc->cap = cap;
   doc->len = new_len;
   doc->lines_valid = false; /* built once, when next asked for */
   doc->edit_seq++;
   return SC_OK;
+}
+
+/* A batch of n changes starts: the text's line index (borrowed), and the
+ * changes' bytes (two a change) and first lines, owned by the caller
+ * (splice_all or refuse frees them). */
+static sc_status batch_start(sc_document *doc, size_t n, const sc_line_index **idx, size_t **ab,
+                             uint32_t **first, sc_error *err) {
+  *idx = sc_document_lines(doc);
+  *ab = malloc(n * 2 * sizeof **ab + 1);
+  *first = malloc(n * sizeof **first + 1);
+  if (*idx && *ab && *first) return SC_OK;
+  free(*ab);
+  free(*first);
+  return sc_error_set(err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri);
+}
+
+static sc_status refuse(size_t *ab, uint32_t *first, sc_error *err) {
+  free(ab);
+  free(first);
+  return sc_error_set(err, SC_ERR_UNSUPPORTED, "not a batch for one pass");
+}
+
+sc_status sc_document_apply_reversed(sc_document *doc, const sc_text_change *ch, size_t n,
+                                     sc_pos_encoding enc, sc_error *err) {
+  const sc_line_index *idx;
+  size_t *ab;
+  uint32_t *first;
+  SC_TRY(batch_start(doc, n, &idx, &ab, &first, err));
+  for (size_t i = 0; i < n; i++) {
+    const sc_text_change *c = &ch[i];
+    bool c1 = true, c2 = true;
+    if (c->sl >= idx->n || c->el >= idx->n || c->sl > c->el ||
+        (c->sl == c->el && c->sc > c->ec))
+      return refuse(ab, first, err);
+    ab[2 * i] = sc_pos_to_offset(doc->text, doc->len, idx, c->sl, c->sc, enc, &c1);
+    ab[2 * i + 1] = sc_pos_to_offset(doc->text, doc->len, idx, c->el, c->ec, enc, &c2);
+    /* Clamped, a position depends on where its line ends, which a change
+     * ahead of it may have moved. */
+    if (c1 || c2 || ab[2 * i] > ab[2 * i + 1] || (i > 0 && ab[2 * i + 1] > ab[2 * i - 2]))
+      return refuse(ab, first, err);
+    first[i] = sc_line_index_line_of(idx, ab[2 * i]);
+  }
+  return splice_all(doc, ch, n, ab, first, false, err);
+}
+
+/* Whether a \r is at off - 1 or off: a change there could join or split a
+ * \r\n, which moves lines in a way the mapping below does not follow. */
+static bool near_cr(const char *t, size_t len, size_t off) {
+  return (off > 0 && t[off - 1] == '\r') || (off < len && t[off] == '\r');
+}
+
+sc_status sc_document_apply_in_order(sc_document *doc, const sc_text_change *ch, size_t n,
+                                     sc_pos_encoding enc, sc_error *err) {
+  const sc_line_index *idx;
+  size_t *ab;
+  uint32_t *first;
+  SC_TRY(batch_start(doc, n, &idx, &ab, &first, err));
+  /* The text as the changes so far left it is the text made so far, then
+   * the text as it is from byte `from` on. (lp, cp) is where `from` is now,
+   * (lf, cf) where it is in the text as it is: a position on a later line
+   * is on line l - lp + lf here, one on line lp at cp or after it is
+   * c - cp + cf on line lf. */
+  size_t from = 0;
+  uint32_t lp = 0, cp = 0, lf = 0, cf = 0;
+  for (size_t i = 0; i < n; i++) {
+    const sc_text_change *c = &ch[i];
+    uint32_t pl[2] = {c->sl, c->el}, pc[2] = {c->sc, c->ec};
+    for (int k = 0; k < 2; k++) {
+      uint64_t line, col;
+      if (pl[k] > lp) line = (uint64_t)pl[k] - lp + lf, col = pc[k];
+      else if (pl[k] == lp && pc[k] >= cp) line = lf, col = (uint64_t)pc[k] - cp + cf;
+      else return refuse(ab, first, err); /* before where the last one ended */
+      bool clamped = true;
+      if (line >= idx->n || col > UINT32_MAX) return refuse(ab, first, err);
+      ab[2 * i + k] = sc_pos_to_offset(doc->text, doc->len, idx, (uint32_t)line, (uint32_t)col,
+                                       enc, &clamped);
+      if (clamped || near_cr(doc->text, doc->len, ab[2 * i + k])) return refuse(ab, first, err);
+    }
+    if (ab[2 * i] > ab[2 * i + 1] || memchr(c->text, '\r', c->len))
+      return refuse(ab, first, err);
+    first[i] = c->sl;
+    /* Where this change's end is now, and in the text as it is. */
+    const char *nl = NULL;
+    for (size_t k = c->len; k-- > 0 && !nl;)
+      if (c->text[k] == '\n') nl = c->text + k;
+    uint32_t lines = count_lines(c->text, 0, c->len);
+    lp = c->sl + lines;
+    cp = nl ? sc_text_units(nl + 1, c->len - (size_t)(nl + 1 - c->text), enc)
+            : c->sc + sc_text_units(c->text, c->len, enc);
+    from = ab[2 * i + 1];
+    sc_offset_to_pos(doc->text, doc->len, idx, from, enc, &lf, &cf);
+  }
+  return splice_all(doc, ch, n, ab, first, true, err);
 }
 
 struct sc_syntax_snapshot {

@@ -355,16 +355,6 @@ static int debounce_for(const sc_completer *c) {
   return (int)d;
 }
 
-/* The line (0-based) holding byte offset off. */
-static uint32_t line_of_offset(const sc_line_index *idx, size_t off) {
-  size_t lo = 0, hi = idx->n;
-  while (hi - lo > 1) {
-    size_t mid = (lo + hi) / 2;
-    if (idx->starts[mid] <= off) lo = mid;
-    else hi = mid;
-  }
-  return (uint32_t)lo;
-}
 
 static void handle_request(sc_lsp_req *r, request_kind kind) {
   sc_lsp_server *s = r->s;
@@ -478,7 +468,7 @@ static void handle_request(sc_lsp_req *r, request_kind kind) {
   a->index_state = c->index_state;
   sc_document_touch(d);
   sc_cpl__maybe_refresh_index(s, c, d);
-  a->extras = sc_cpl__gather_extras(s, c, d, line_of_offset(idx, p0));
+  a->extras = sc_cpl__gather_extras(s, c, d, sc_line_index_line_of(idx, p0));
   a->cursor = off;
   sc_error serr = {0};
   if (!(a->syn = sc_document_syntax_snapshot(d, &serr)) && serr.status != SC_OK)

@@ -97,6 +97,8 @@ sc_status sc_line_index_build(sc_line_index *idx, const char *text, size_t len);
 sc_status sc_line_index_splice(sc_line_index *idx, const char *text, size_t len, size_t a,
                                size_t old_b, size_t ins);
 void sc_line_index_free(sc_line_index *idx);
+/* The line (0-based) holding byte off: the last start at or before it. */
+uint32_t sc_line_index_line_of(const sc_line_index *idx, size_t off);
 
 /* Decodes one UTF-8 character at text[i] (i < len). Returns its byte length
  * (1..4) and stores the code point; an invalid or truncated sequence is one
@@ -112,6 +114,9 @@ size_t sc_utf8_decode(const char *text, size_t len, size_t i, uint32_t *cp);
 size_t sc_pos_to_offset(const char *text, size_t len, const sc_line_index *idx,
                         uint32_t line, uint32_t character, sc_pos_encoding enc,
                         bool *clamped);
+
+/* The units of enc that text counts (as a line's characters do). */
+uint32_t sc_text_units(const char *text, size_t len, sc_pos_encoding enc);
 
 /* Byte offset -> LSP position (offset clamped to len; an offset inside a
  * character or a \r\n pair counts as the character's start). */
@@ -268,6 +273,13 @@ typedef struct sc_text_change {
  * SC_ERR_UNSUPPORTED, with nothing changed, for any other batch (the caller
  * applies it one by one); SC_ERR_NOMEM likewise. */
 sc_status sc_document_apply_reversed(sc_document *doc, const sc_text_change *ch, size_t n,
+                                     sc_pos_encoding enc, sc_error *err);
+/* The same for changes in the order they were made (eglot's and Neovim's
+ * batches): each starts at or after where the one before it ended, in the
+ * text as that one left it. Refused (SC_ERR_UNSUPPORTED, nothing changed)
+ * otherwise, and where a \r is near a change (a \r\n could form or split),
+ * or a position lies past its line's end. */
+sc_status sc_document_apply_in_order(sc_document *doc, const sc_text_change *ch, size_t n,
                                      sc_pos_encoding enc, sc_error *err);
 /* The document's line index, rebuilt when stale. NULL on OOM. */
 const sc_line_index *sc_document_lines(sc_document *doc);

@@ -90,6 +90,16 @@ sc_status sc_line_index_splice(sc_line_index *idx, const char *text, size_t len,
   return SC_OK;
 }
 
+uint32_t sc_line_index_line_of(const sc_line_index *idx, size_t off) {
+  size_t lo = 0, hi = idx->n;
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (idx->starts[mid] <= off) lo = mid;
+    else hi = mid;
+  }
+  return (uint32_t)lo;
+}
+
 void sc_line_index_free(sc_line_index *idx) {
   free(idx->starts);
   idx->starts = NULL;
@@ -128,6 +138,19 @@ static size_t ascii_run(const char *p, size_t n, uint32_t most, uint32_t *units)
   while (k < cap && (unsigned char)p[k] < 0x80) k++;
   *units += (uint32_t)k;
   return k;
+}
+
+uint32_t sc_text_units(const char *text, size_t len, sc_pos_encoding enc) {
+  uint32_t units = 0;
+  for (size_t i = 0; i < len;) {
+    i += ascii_run(text + i, len - i, UINT32_MAX - units, &units);
+    if (i >= len) break;
+    uint32_t cp;
+    size_t n = sc_utf8_decode(text, len, i, &cp);
+    units += units_of(cp, n, enc);
+    i += n;
+  }
+  return units;
 }
 
 size_t sc_pos_to_offset(const char *text, size_t len, const sc_line_index *idx,

@@ -109,7 +109,8 @@ void sc_server__handle_did_change(sc_lsp_req *r) {
     d->version = v;
   }
   /* Many changes in reverse document order (VS Code's replace-all or
-   * format) go in one pass; one by one, each moved the text after it. */
+   * format), or in the order made (eglot's, Neovim's), go in one pass; one
+   * by one, each moved the text after it. */
   size_t done = 0;
   bool all_ranges = n >= k_batch_changes && !d->unsynced;
   for (size_t i = 0; i < n && all_ranges; i++) all_ranges = !cs[i].full;
@@ -118,7 +119,9 @@ void sc_server__handle_did_change(sc_lsp_req *r) {
     for (size_t i = 0; i < n; i++)
       tc[i] = (sc_text_change){cs[i].sl, cs[i].sc, cs[i].el, cs[i].ec, cs[i].text, cs[i].len};
     sc_error err = {0};
-    if (sc_document_apply_reversed(d, tc, n, s->enc, &err) == SC_OK) done = n;
+    sc_status st = sc_document_apply_reversed(d, tc, n, s->enc, &err);
+    if (st == SC_ERR_UNSUPPORTED) st = sc_document_apply_in_order(d, tc, n, s->enc, &err);
+    if (st == SC_OK) done = n;
     free(tc);
   }
   for (size_t i = done; i < n; i++) {

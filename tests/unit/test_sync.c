@@ -16,6 +16,10 @@
 static const char *const k_pieces[] = {"a", "Z", " ", "\t", "\xc3\xa9", "\xe4\xb8\xad",
                                         "\xf0\x9f\x98\x80", "\n", "\r\n", "\r", "xy"};
 #define N_PIECES (sizeof k_pieces / sizeof k_pieces[0])
+/* The same without a \r. */
+static const char *const k_plain[] = {"a", "Z", " ", "\t", "\xc3\xa9", "\xe4\xb8\xad",
+                                      "\xf0\x9f\x98\x80", "\n", "xy"};
+#define N_PLAIN (sizeof k_plain / sizeof k_plain[0])
 
 static unsigned rng_state;
 static unsigned rnd(unsigned n) {
@@ -154,21 +158,25 @@ static void test_random_sequences(void) {
   free(client);
 }
 
-/* A batch of changes in reverse document order in one pass
- * (sc_document_apply_reversed) against the same changes one by one
- * (sc_document_apply_edit): the same text, line index, and text of the tree
- * a snapshot parses from the queued edits. A batch not in that order, or
- * with a position past its line's end, is refused with nothing changed. */
-static void test_reversed_batches(void) {
+/* Batches in one pass (sc_document_apply_reversed for changes in reverse
+ * document order, sc_document_apply_in_order for changes in the order made,
+ * each in the text the ones before it left) against the same changes one by
+ * one (sc_document_apply_edit): the same text, line index, and text of the
+ * tree a snapshot parses from the queued edits. A batch not in its order,
+ * or with a position past its line's end, is refused with nothing changed. */
+static void check_batches(bool in_order) {
   sc_pos_encoding encs[] = {SC_POS_UTF8, SC_POS_UTF16, SC_POS_UTF32};
-  char *text = malloc(1 << 14), *ins = malloc(1 << 14);
+  char *text = malloc(1 << 14), *ins = malloc(1 << 14), *cur = malloc(1 << 15);
   int differ = 0, applied = 0, refused = 0;
-  rng_state = 7;
+  rng_state = in_order ? 8 : 7;
   for (int seq = 0; seq < 2000 && differ < 3; seq++) {
     sc_pos_encoding enc = encs[seq % 3];
+    /* Half the texts without \r: a change near one is refused in order. */
+    const char *const *pieces = seq % 2 ? k_pieces : k_plain;
+    unsigned n_pieces = seq % 2 ? N_PIECES : N_PLAIN;
     size_t len = 0;
     for (int i = 0, n0 = 5 + (int)rnd(60); i < n0; i++) {
-      const char *p = k_pieces[rnd(N_PIECES)];
+      const char *p = pieces[rnd(n_pieces)];
       memcpy(text + len, p, strlen(p));
       len += strlen(p);
     }
@@ -178,7 +186,7 @@ static void test_reversed_batches(void) {
     REQUIRE(sc_document_store_open(store, "file:///b.c", "c", 1, text, len, NULL) == SC_OK);
     sc_document *a = sc_document_store_get(store, "file:///a.c");
     sc_document *b = sc_document_store_get(store, "file:///b.c");
-    if (seq % 2) { /* with a tree, so that the edits queue */
+    if (seq % 4 < 2) { /* with a tree, so that the edits queue */
       const char *tt;
       size_t tl;
       for (int k = 0; k < 2; k++) {
@@ -188,34 +196,52 @@ static void test_reversed_batches(void) {
         sc_syntax_snapshot_free(snap);
       }
     }
-    /* Cut points, descending: change i covers [cut[2i+1], cut[2i]). */
+    /* Cut points in the text as it is, sorted: change i covers the bytes
+     * between the 2i-th and the (2i+1)-th, in reverse order or in order. */
     size_t cuts[64];
     int nc = 2 * (1 + (int)rnd(12));
     for (int i = 0; i < nc; i++) cuts[i] = random_boundary(text, len);
-    for (int i = 0; i < nc; i++) /* sort descending */
+    for (int i = 0; i < nc; i++)
       for (int j = i + 1; j < nc; j++)
-        if (cuts[j] > cuts[i]) { size_t t = cuts[i]; cuts[i] = cuts[j]; cuts[j] = t; }
-    bool shuffle = rnd(5) == 0;
-    if (shuffle) { size_t t = cuts[0]; cuts[0] = cuts[nc - 1]; cuts[nc - 1] = t; }
+        if (in_order ? cuts[j] < cuts[i] : cuts[j] > cuts[i]) {
+          size_t t = cuts[i];
+          cuts[i] = cuts[j];
+          cuts[j] = t;
+        }
+    if (rnd(5) == 0) { size_t t = cuts[0]; cuts[0] = cuts[nc - 1]; cuts[nc - 1] = t; }
     sc_text_change ch[32];
-    size_t il = 0;
-    for (int i = 0; i < nc / 2; i++) {
-      size_t hi = cuts[2 * i], lo = cuts[2 * i + 1];
+    size_t il = 0, n = (size_t)nc / 2;
+    /* Positions as the client writes them: in the text the changes before
+     * have left (the same as it is, for reverse order). */
+    memcpy(cur, text, len);
+    size_t cur_len = len;
+    long long moved = 0;
+    for (size_t i = 0; i < n; i++) {
+      size_t lo = cuts[2 * i], hi = cuts[2 * i + 1];
       if (lo > hi) { size_t t = lo; lo = hi; hi = t; }
-      client_position(text, lo, enc, &ch[i].sl, &ch[i].sc);
-      client_position(text, hi, enc, &ch[i].el, &ch[i].ec);
+      if (in_order) { lo = (size_t)((long long)lo + moved); hi = (size_t)((long long)hi + moved); }
+      if (hi > cur_len) hi = cur_len;
+      if (lo > hi) lo = hi;
+      client_position(cur, lo, enc, &ch[i].sl, &ch[i].sc);
+      client_position(cur, hi, enc, &ch[i].el, &ch[i].ec);
       ch[i].text = ins + il;
       ch[i].len = 0;
       for (int k = (int)rnd(3); k > 0; k--) {
-        const char *p = k_pieces[rnd(N_PIECES)];
+        const char *p = pieces[rnd(n_pieces)];
         memcpy(ins + il, p, strlen(p));
         il += strlen(p);
         ch[i].len += strlen(p);
       }
+      if (in_order) {
+        memmove(cur + lo + ch[i].len, cur + hi, cur_len - hi);
+        memcpy(cur + lo, ch[i].text, ch[i].len);
+        cur_len = cur_len - (hi - lo) + ch[i].len;
+        moved += (long long)ch[i].len - (long long)(hi - lo);
+      }
     }
-    size_t n = (size_t)nc / 2;
     if (rnd(8) == 0) ch[rnd((unsigned)n)].ec += 50; /* past its line's end */
-    sc_status st = sc_document_apply_reversed(a, ch, n, enc, NULL);
+    sc_status st = in_order ? sc_document_apply_in_order(a, ch, n, enc, NULL)
+                            : sc_document_apply_reversed(a, ch, n, enc, NULL);
     if (st != SC_OK) {
       refused++;
       EXPECT(st == SC_ERR_UNSUPPORTED);
@@ -227,7 +253,8 @@ static void test_reversed_batches(void) {
                                       ch[i].text, ch[i].len, NULL, NULL) == SC_OK);
       const sc_line_index *ia = sc_document_lines(a), *ib = sc_document_lines(b);
       bool same = a->len == b->len && memcmp(a->text, b->text, a->len) == 0 && ia && ib &&
-                  ia->n == ib->n && memcmp(ia->starts, ib->starts, ia->n * sizeof *ia->starts) == 0;
+                  ia->n == ib->n &&
+                  memcmp(ia->starts, ib->starts, ia->n * sizeof *ia->starts) == 0;
       const char *ta, *tb;
       size_t la, lb;
       sc_syntax_snapshot *sa = parsed_snapshot(a, &ta, &la), *sb = parsed_snapshot(b, &tb, &lb);
@@ -244,7 +271,16 @@ static void test_reversed_batches(void) {
     sc_document_store_free(store);
   }
   EXPECTF(differ == 0, "%d batches differ", differ);
-  EXPECTF(applied > 1000 && refused > 200, "applied %d, refused %d", applied, refused);
+  fprintf(stderr, "%s: %d batches in one pass, %d refused\n",
+          in_order ? "in order" : "reversed", applied, refused);
+  EXPECTF(applied > 700 && refused > 200, "applied %d, refused %d", applied, refused);
+  free(text);
+  free(ins);
+  free(cur);
+}
+
+static void test_reversed_batches(void) {
+  check_batches(false);
   /* A clamped end meets the change ahead of it: one by one, "X" inserted
    * at the end of line 0 moves where (0, 99) clamps, and the second change
    * takes it away ("aY\ncd\n"); in one pass it would stay ("aYX"). */
@@ -256,9 +292,9 @@ static void test_reversed_batches(void) {
   EXPECT(sc_document_apply_reversed(d, meet, 2, SC_POS_UTF16, NULL) == SC_ERR_UNSUPPORTED);
   EXPECT(d->len == 6 && memcmp(d->text, "ab\ncd\n", 6) == 0);
   sc_document_store_free(store);
-  free(text);
-  free(ins);
 }
+
+static void test_in_order_batches(void) { check_batches(true); }
 
 static void test_store(void) {
   /* Open/close many documents through growth and tombstones. */
@@ -325,6 +361,7 @@ static void test_reaper(void) {
 int main(void) {
   RUN(test_random_sequences);
   RUN(test_reversed_batches);
+  RUN(test_in_order_batches);
   RUN(test_store);
   RUN(test_reaper);
   TEST_MAIN_END();
