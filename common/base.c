@@ -150,6 +150,12 @@ double sc_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+double sc_thread_cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void *arg) {
   pthread_attr_t a;
   int rc = pthread_attr_init(&a);

@@ -105,6 +105,9 @@ void sc_logv(sc_log_level level, const char *fmt, va_list ap);
 
 /* Monotonic clock in milliseconds (double, sub-ms resolution). */
 double sc_now_ms(void);
+/* The calling thread's CPU time in milliseconds: what a loop's own work
+ * cost, unlike the wall clock not inflated when the machine deschedules it. */
+double sc_thread_cpu_ms(void);
 
 /* pthread_create with a stack of stack_bytes (reserved; pages are touched
  * as used). Returns 0 or the error number, as pthread_create does. */

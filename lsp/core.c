@@ -76,15 +76,9 @@ sc_document *sc_lsp__get_open_document(sc_lsp_req *r) {
 
 const double k_loop_bucket_ms[LOOP_BUCKETS] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 1e300};
 
-static double thread_cpu_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 void sc_server__loop_restart(sc_lsp_server *s) {
   s->timing.t0_wall = sc_now_ms();
-  s->timing.t0_cpu = thread_cpu_ms();
+  s->timing.t0_cpu = sc_thread_cpu_ms();
 }
 
 void sc_server__loop_enter(sc_lsp_server *s) {
@@ -94,7 +88,7 @@ void sc_server__loop_enter(sc_lsp_server *s) {
 void sc_server__loop_leave(sc_lsp_server *s) {
   loop_timing *t = &s->timing;
   if (--t->depth > 0) return;
-  double wall = sc_now_ms() - t->t0_wall, cpu = thread_cpu_ms() - t->t0_cpu;
+  double wall = sc_now_ms() - t->t0_wall, cpu = sc_thread_cpu_ms() - t->t0_cpu;
   t->calls++;
   if (wall > t->max_wall_ms) t->max_wall_ms = wall;
   if (cpu > t->max_cpu_ms) t->max_cpu_ms = cpu;

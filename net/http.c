@@ -206,6 +206,15 @@ void sc_http_reader_next(sc_http_reader *r) {
   if (HTTP_PARSER_ERRNO(&r->parser) == HPE_PAUSED) http_parser_pause(&r->parser, 0);
 }
 
+char *sc_http_reader_take_body(sc_http_reader *r, size_t *len) {
+  char *p = r->body.len ? r->body.p : NULL;
+  *len = p ? r->body.len : 0;
+  if (p) memset(&r->body, 0, sizeof r->body);
+  r->req.body = "";
+  r->req.body_len = 0;
+  return p;
+}
+
 static void fill_request(sc_http_reader *r) {
   sc_http_request *q = &r->req;
   q->method = http_method_str((enum http_method)r->parser.method);

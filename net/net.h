@@ -68,6 +68,11 @@ sc_http_feed sc_http_reader_feed(sc_http_reader *r, const char *data, size_t len
  * current partial one (started says whether it began). */
 const sc_http_request *sc_http_reader_request(const sc_http_reader *r);
 
+/* After SC_HTTP_REQUEST: the body, handed over (owned by the caller,
+ * NUL-terminated, *len bytes; NULL when it is empty); the request's body is
+ * empty afterwards, and the reader starts a new buffer for the next one. */
+char *sc_http_reader_take_body(sc_http_reader *r, size_t *len);
+
 /* After SC_HTTP_ERROR: the status to answer (400, 413, 431 or 505) and why. */
 int sc_http_reader_error(const sc_http_reader *r, const char **why);
 

@@ -36,14 +36,31 @@ void sc_serve_options_default(sc_serve_options *o) {
   o->idle_timeout_s = 60;
 }
 
+/* The loop's CPU per iteration (serve_impl.h): from the first watcher
+ * after the poll to the last before the next. */
+static void awake_cb(struct ev_loop *loop, ev_check *w, int revents) {
+  server *s = w->data;
+  s->iter_cpu0_ms = sc_thread_cpu_ms();
+}
+
+static void asleep_cb(struct ev_loop *loop, ev_prepare *w, int revents) {
+  server *s = w->data;
+  if (s->iter_cpu0_ms <= 0) return;
+  double ms = sc_thread_cpu_ms() - s->iter_cpu0_ms;
+  if (ms > s->iter_cpu_max_ms) s->iter_cpu_max_ms = ms;
+}
+
 static void server_teardown(server *s) {
   sc_serve__sched_stop(s);
   sc_serve__last_words(s);
   while (s->conns) sc_serve__conn_close(s->conns);
   sc_serve__reap(s);
+  sc_serve__intake_stop(s);
   sc_serve__sched_release_all(s);
   if (s->loop) {
     if (ev_is_active(&s->listen_w)) ev_io_stop(s->loop, &s->listen_w);
+    ev_check_stop(s->loop, &s->awake_w);
+    ev_prepare_stop(s->loop, &s->asleep_w);
     ev_async_stop(s->loop, &s->wake_w);
     ev_signal_stop(s->loop, &s->sigint_w);
     ev_signal_stop(s->loop, &s->sigterm_w);
@@ -145,6 +162,13 @@ sc_status sc_serve_run(const sc_serve_options *opts, sc_error *err) {
   ev_check_init(&s->reap_w, sc_serve__reap_cb);
   s->listen_w.data = s->wake_w.data = s->sigint_w.data = s->sigterm_w.data = s->reap_w.data = s;
   ev_check_start(s->loop, &s->reap_w);
+  ev_check_init(&s->awake_w, awake_cb);
+  ev_set_priority(&s->awake_w, EV_MAXPRI);
+  ev_prepare_init(&s->asleep_w, asleep_cb);
+  ev_set_priority(&s->asleep_w, EV_MINPRI);
+  s->awake_w.data = s->asleep_w.data = s;
+  ev_check_start(s->loop, &s->awake_w);
+  ev_prepare_start(s->loop, &s->asleep_w);
   ev_io_start(s->loop, &s->listen_w);
   ev_async_start(s->loop, &s->wake_w);
   ev_signal_start(s->loop, &s->sigint_w);

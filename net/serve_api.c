@@ -97,7 +97,10 @@ static void deliver(server *s, job *j, char *draft, size_t draft_len, int step,
   }
 }
 
+static void completion_parsed(conn *c, job *j, const char *msg);
+
 void sc_serve__wake_cb(struct ev_loop *loop, ev_async *w, int revents) {
+  sc_serve__intake_drain(w->data, completion_parsed);
   sc_serve__sched_drain(w->data, deliver);
 }
 
@@ -107,8 +110,9 @@ void sc_serve__last_words(server *s) {
    * what the sockets take now. */
   for (conn *c = s->conns, *next; c; c = next) {
     next = c->next; /* conn_flush may close c */
-    if (!c->job || c->fd < 0 || c->closing) continue;
-    if (c->sse_started) {
+    /* A request whose body is still being parsed has a job to come. */
+    if ((!c->job && !c->intake) || c->fd < 0 || c->closing) continue;
+    if (c->job && c->sse_started) {
       sc_serve__sse_event(c, sc_serve__error_body("the server is shutting down", "server_error"));
       sc_serve__sse_end(c, c->job->api == API_OPENAI);
     } else {
@@ -143,12 +147,8 @@ static bool authorized(const server *s, const sc_http_request *q) {
 
 /* A completion in either shape: validated, then queued (or, with nothing
  * to decode, answered at once). */
-static void handle_completion(conn *c, const sc_http_request *q, enum job_api api) {
+static void completion_parsed(conn *c, job *j, const char *msg) {
   server *s = c->s;
-  char msg[512];
-  job *j = api == API_INFILL ? sc_serve__parse_infill(s, q->body, q->body_len, msg, sizeof msg)
-                             : sc_serve__parse_completion(s, q->body, q->body_len, msg,
-                                                          sizeof msg);
   if (!j) {
     sc_serve__conn_error(c, 400, msg, false);
     return;
@@ -181,6 +181,17 @@ static void handle_completion(conn *c, const sc_http_request *q, enum job_api ap
   /* j->conn is the loop thread's alone: setting it after the submit is fine. */
   j->conn = c;
   c->job = j;
+}
+
+/* A long body is parsed on the intake thread (serve_intake.c), and
+ * completion_parsed runs when it is back. */
+static void handle_completion(conn *c, const sc_http_request *q, enum job_api api) {
+  if (q->body_len >= SC_SERVE_INTAKE_BYTES && sc_serve__intake_submit(c, api)) return;
+  char msg[512];
+  job *j = api == API_INFILL
+               ? sc_serve__parse_infill(c->s, q->body, q->body_len, msg, sizeof msg)
+               : sc_serve__parse_completion(c->s, q->body, q->body_len, msg, sizeof msg);
+  completion_parsed(c, j, msg);
 }
 
 static void handle_openai(conn *c, const sc_http_request *q) {
@@ -285,10 +296,14 @@ static void handle_metrics(conn *c, const sc_http_request *q) {
                "# TYPE sculpt_connections gauge\nsculpt_connections %d\n"
                "# HELP sculpt_connections_reserved Of those, the ones past the pool's "
                "or a client's bound, for /health and /metrics only.\n"
-               "# TYPE sculpt_connections_reserved gauge\nsculpt_connections_reserved %d\n",
+               "# TYPE sculpt_connections_reserved gauge\nsculpt_connections_reserved %d\n"
+               "# HELP sculpt_loop_iteration_cpu_seconds_max The most CPU time the event "
+               "loop spent in one iteration (every connection waits meanwhile).\n"
+               "# TYPE sculpt_loop_iteration_cpu_seconds_max gauge\n"
+               "sculpt_loop_iteration_cpu_seconds_max %.6f\n",
                cum + s->lat_buckets[N_BUCKETS], s->lat_sum, s->lat_count, sc.pending, sc.live,
                sc.max_live, sc.passes, sc.steps, sc.gen_tokens, sc.prompt_tokens, sc.cancelled,
-               s->n_conns, s->n_reserved);
+               s->n_conns, s->n_reserved, s->iter_cpu_max_ms / 1e3);
   if (!ok) {
     free(b);
     sc_serve__conn_error(c, 500, "out of memory", false);

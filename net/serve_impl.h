@@ -38,6 +38,7 @@
 #define MAX_HEADER_BYTES (16 * 1024)
 #define MAX_STOPS 16 /* Continue sends 12 to 14 */
 #define MAX_INPUT_BUFFER (64 * 1024) /* unparsed (pipelined) bytes held per connection */
+#define READ_SLICE_BYTES (256 * 1024) /* read from one connection per loop callback */
 #define MAX_OUTPUT_BACKLOG (1 << 20) /* drafts are skipped while more is unsent */
 /* No further pipelined request is parsed while more than this is unsent: a
  * client that pipelines without reading would otherwise make us buffer
@@ -59,6 +60,7 @@
 
 typedef struct server server;
 typedef struct conn conn;
+typedef struct intake intake;
 
 enum job_state { JOB_QUEUED, JOB_LIVE, JOB_DONE, JOB_FAILED };
 
@@ -144,6 +146,7 @@ struct conn {
   int last_step_sent; /* stream_drafts: the newest draft's step sent */
   size_t sent;        /* increments: bytes of the answer sent so far */
   job *job;
+  intake *intake;   /* the current request's body, being parsed off the loop */
   double t_request;
   unsigned char client[16]; /* the client's address (see client_key) */
   conn *prev, *next;
@@ -201,6 +204,22 @@ struct server {
   unsigned long long lat_buckets[N_BUCKETS + 1];
   double lat_sum;
   unsigned long long lat_count;
+  /* The loop's own CPU time per iteration, from the first watcher after
+   * the poll (awake_w, a check at top priority) to the next prepare
+   * (asleep_w, lowest): /metrics shows the most, so a stall shows. */
+  ev_check awake_w;
+  ev_prepare asleep_w;
+  double iter_cpu0_ms, iter_cpu_max_ms;
+
+  /* serve_intake.c: long bodies parsed off the loop. */
+  pthread_t intake_thread;
+  bool intake_started;
+  pthread_mutex_t intake_mu;
+  pthread_cond_t intake_cv;
+  /* Guarded by intake_mu. */
+  bool intake_stop;
+  intake *intake_head, *intake_tail; /* waiting for the thread */
+  intake *parsed_head, *parsed_tail; /* parsed, waiting for the loop */
 };
 
 /* The upper bounds of the completion latency histogram's buckets (s). */
@@ -286,6 +305,28 @@ json_t *sc_serve__stream_event(const server *s, const job *j, const char *text, 
                                int step, bool final);
 /* The whole answer of a request that was not streamed. */
 json_t *sc_serve__answer(const server *s, const job *j);
+
+/* ---- serve_intake.c: long bodies parsed off the loop -------------------------
+ * jansson decodes about 75 MB/s, so a body near max_body (4 MiB) held the
+ * loop, and every other connection's answers, 70-90 ms (a /health probe
+ * beside it, measured). A body of SC_SERVE_INTAKE_BYTES or more is parsed
+ * on the intake thread instead; its connection is busy meanwhile (nothing
+ * it pipelines is read past MAX_INPUT_BUFFER), and the parsed job comes
+ * back to the loop through the wake-up the engine uses. */
+#define SC_SERVE_INTAKE_BYTES ((size_t)256 << 10)
+/* Takes the body of c's current request (the reader gives it up) and
+ * queues its parse; false (nothing taken, nothing started) when there is no
+ * memory or thread for it, and the caller parses on the loop. */
+bool sc_serve__intake_submit(conn *c, enum job_api api);
+/* Loop thread: each parse that finished goes to done(c, job, msg), with
+ * the job (owned by the callee) or NULL and the bad request's message; one
+ * whose connection closed meanwhile is dropped. */
+typedef void (*intake_done_fn)(conn *c, job *j, const char *msg);
+void sc_serve__intake_drain(server *s, intake_done_fn done);
+/* The connection closed: its parse's result will be dropped. */
+void sc_serve__intake_forget(conn *c);
+/* Stops and joins the thread and frees what it held. */
+void sc_serve__intake_stop(server *s);
 
 /* ---- serve_sched.c: the scheduler ------------------------------------------- */
 

@@ -2,7 +2,8 @@
  * (net/http.c): a request split at every byte parses the same; pipelined
  * requests come one at a time; limits give 431/413; versions other than
  * HTTP/1.0 and 1.1 and duplicate Content-Length headers are refused as soon
- * as they are seen; and random bytes or mutated requests never crash it (a
+ * as they are seen; a body handed over (take_body) leaves the reader whole
+ * for the next request; and random bytes or mutated requests never crash it (a
  * small in-process fuzz). */
 #define _POSIX_C_SOURCE 200809L
 #include "net.h"
@@ -204,6 +205,37 @@ static uint64_t next_rand(uint64_t *s) {
   return *s;
 }
 
+/* serve's intake takes a long body instead of copying it: the caller owns
+ * it, the request's body reads empty after, and the next request, with a
+ * body or without, is read into a new buffer. */
+static void test_take_body(void) {
+  const char two[] = "POST /a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
+                     "POST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+                     "GET /c HTTP/1.1\r\n\r\n";
+  sc_http_reader *r = sc_http_reader_new(16384, 100);
+  REQUIRE(r);
+  size_t used = 0, off = 0, len = strlen(two), n = 99;
+  REQUIRE(sc_http_reader_feed(r, two, len, &used) == SC_HTTP_REQUEST);
+  off += used;
+  char *b = sc_http_reader_take_body(r, &n);
+  EXPECT(b && n == 5 && memcmp(b, "hello", 6) == 0); /* NUL-terminated */
+  EXPECT(sc_http_reader_request(r)->body_len == 0 && *sc_http_reader_request(r)->body == '\0');
+  size_t n2 = 99;
+  EXPECT(sc_http_reader_take_body(r, &n2) == NULL && n2 == 0); /* taken already */
+  sc_http_reader_next(r);
+  REQUIRE(sc_http_reader_feed(r, two + off, len - off, &used) == SC_HTTP_REQUEST);
+  off += used;
+  const sc_http_request *q = sc_http_reader_request(r);
+  EXPECT_STREQ(q->path, "/b");
+  EXPECT(q->body_len == 3 && strcmp(q->body, "abc") == 0);
+  EXPECT(memcmp(b, "hello", 6) == 0); /* the taken body is the caller's */
+  free(b);
+  sc_http_reader_next(r);
+  REQUIRE(sc_http_reader_feed(r, two + off, len - off, &used) == SC_HTTP_REQUEST);
+  EXPECT(sc_http_reader_take_body(r, &n) == NULL && n == 0); /* no body */
+  sc_http_reader_free(r);
+}
+
 static void test_random_bytes(void) {
   uint64_t seed = 0x9E3779B97F4A7C15ULL;
   unsigned char buf[512];
@@ -252,6 +284,7 @@ int main(void) {
   RUN(test_long_header_name);
   RUN(test_versions_and_lengths);
   RUN(test_expect_continue);
+  RUN(test_take_body);
   RUN(test_random_bytes);
   TEST_MAIN_END();
 }
