@@ -10,7 +10,9 @@
  * (family.c, sc_infill_frame_for). */
 #include "model.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 sc_status sc_infill_budget_compute(int context, const sc_infill_frame *frame, int budget,
                                    int canvas, sc_infill_budget *out, sc_error *err) {
@@ -87,13 +89,70 @@ sc_status sc_infill_fit_plan(const sc_model *model, int context, int budget,
   return SC_OK;
 }
 
+/* The first window's bytes a token: code runs 3-4 bytes a token in the
+ * tokenizers we ship; a text of longer tokens grows the window (x4 a try,
+ * so the bytes encoded stay within 4/3 of the last window's). */
+#define WINDOW_BYTES_PER_TOKEN 8
+#define WINDOW_MIN_BYTES 4096
+
+/* Encodes s[0..len), or, when it is far longer than `need` tokens, a
+ * window at its near end (at_end: the end of a prefix; else the start of a
+ * suffix) holding need + SC_INFILL_WINDOW_MARGIN tokens or more. The
+ * window's far edge is put at a line break where one is near (pieces line
+ * up again soonest there), else at a character boundary. */
+static sc_status encode_near(const sc_tokenizer *tok, const char *s, size_t len, bool at_end,
+                             size_t need, int32_t **ids, size_t *n, bool *windowed,
+                             sc_error *err) {
+  *windowed = false;
+  size_t want = need + SC_INFILL_WINDOW_MARGIN;
+  size_t win = want * WINDOW_BYTES_PER_TOKEN;
+  if (win < WINDOW_MIN_BYTES) win = WINDOW_MIN_BYTES;
+  while (win < len) {
+    size_t a, b; /* the window: s[a..b) */
+    if (at_end) {
+      a = len - win;
+      const char *nl = memchr(s + a, '\n', win / 4);
+      if (nl) a = (size_t)(nl - s) + 1;
+      else
+        while (a < len && ((unsigned char)s[a] & 0xC0) == 0x80) a++;
+      b = len;
+    } else {
+      a = 0;
+      b = win;
+      size_t lo = win - win / 4;
+      while (b > lo && s[b - 1] != '\n') b--;
+      if (b == lo) {
+        b = win;
+        while (b > 0 && ((unsigned char)s[b] & 0xC0) == 0x80) b--;
+      }
+    }
+    SC_TRY(sc_tokenizer_encode(tok, s + a, b - a, ids, n, err));
+    if (*n >= want) {
+      *windowed = true;
+      return SC_OK;
+    }
+    free(*ids);
+    *ids = NULL;
+    *n = 0;
+    win = win > SIZE_MAX / 4 ? SIZE_MAX : win * 4;
+  }
+  return sc_tokenizer_encode(tok, s, len, ids, n, err);
+}
+
 sc_status sc_infill_tokens_encode(const sc_tokenizer *tok, const sc_infill_budget *fit,
                                   const char *before, size_t before_len, const char *after,
                                   size_t after_len, bool after_cut, sc_infill_tokens *out,
                                   sc_error *err) {
   *out = (sc_infill_tokens){0};
-  sc_status st = sc_tokenizer_encode(tok, before, before_len, &out->pre, &out->n_pre, err);
-  if (st == SC_OK) st = sc_tokenizer_encode(tok, after, after_len, &out->suf, &out->n_suf, err);
+  /* sc_infill_fit compares each count with the prompt's room at most
+   * (prompt_cut >= prompt): past prompt_cut + 1 every count splits alike. */
+  size_t room = fit->prompt_cut > fit->prompt ? (size_t)fit->prompt_cut : (size_t)fit->prompt;
+  size_t need = room + 2;
+  sc_status st = encode_near(tok, before, before_len, true, need, &out->pre, &out->n_pre,
+                             &out->pre_window, err);
+  if (st == SC_OK)
+    st = encode_near(tok, after, after_len, false, need, &out->suf, &out->n_suf,
+                     &out->suf_window, err);
   if (st != SC_OK) {
     sc_infill_tokens_free(out);
     return st;

@@ -844,16 +844,31 @@ sc_status sc_infill_fit_plan(const sc_model *model, int context, int budget,
  * after the canvas tokenized and split as sc_infill_fit says, and the
  * positions the engine then needs. */
 typedef struct sc_infill_tokens {
-  int32_t *pre, *suf;        /* owned: every token of each side */
+  int32_t *pre, *suf;        /* owned: the tokens of each side (see below) */
   size_t n_pre, n_suf;
   size_t keep_pre, keep_suf; /* fitted: pre + (n_pre - keep_pre), suf[0, keep_suf) */
   bool suffix_cut;           /* the suffix the model sees is not the text's end */
+  bool pre_window, suf_window; /* that side was encoded through a window */
 } sc_infill_tokens;
 
 /* Tokenizes before and after with tok and splits them by fit
  * (sc_infill_fit). after_cut: the caller's after is already not the text's
  * end (a window), so no EOS may follow it whatever the fit keeps. *out
- * owned by the caller (sc_infill_tokens_free), zeroed on failure. */
+ * owned by the caller (sc_infill_tokens_free), zeroed on failure.
+ *
+ * A side far longer than the fit can keep is not encoded whole: only a
+ * window at its end near the canvas (the end of before, the start of
+ * after), grown until it holds SC_INFILL_WINDOW_MARGIN tokens more than
+ * the fit could keep (pre_window, suf_window; n_pre and n_suf then count
+ * the window's tokens, more than any fit keeps, so keep < n says the side
+ * was cut as it does for a whole one). The split is the same as the whole
+ * side's (sc_infill_fit sees every count past the prompt alike), and so
+ * are the tokens kept, as long as the tokenizer's pieces line up again
+ * within the margin after the window's cut: a pre-token piece (a run of
+ * letters, of spaces) longer than the margin that straddles the cut could
+ * merge differently (tests/unit/test_fit_window.c measures it on real
+ * code). A 3.7 MB prefix took 149 ms to encode whole. */
+#define SC_INFILL_WINDOW_MARGIN 64
 sc_status sc_infill_tokens_encode(const sc_tokenizer *tok, const sc_infill_budget *fit,
                                   const char *before, size_t before_len, const char *after,
                                   size_t after_len, bool after_cut, sc_infill_tokens *out,

