@@ -206,6 +206,37 @@ static sc_status replace_text(sc_document *doc, const char *text, size_t len, sc
   return SC_OK;
 }
 
+sc_status sc_document_text_make(const char *src, size_t len, sc_document_text *out) {
+  *out = (sc_document_text){0};
+  out->cap = len + 1 + len / 4 + 64; /* as replace_text sizes it */
+  if (!(out->text = malloc(out->cap))) return SC_ERR_NOMEM;
+  memcpy(out->text, src, len);
+  out->text[len] = '\0';
+  out->len = len;
+  out->lines_valid = sc_line_index_build(&out->lines, out->text, len) == SC_OK;
+  return SC_OK;
+}
+
+void sc_document_text_free(sc_document_text *t) {
+  free(t->text);
+  sc_line_index_free(&t->lines);
+  *t = (sc_document_text){0};
+}
+
+/* replace_text with a text made elsewhere: adopted, not copied. */
+static void adopt_text(sc_document *doc, sc_document_text *made) {
+  free(doc->text);
+  doc->text = made->text;
+  doc->len = made->len;
+  doc->cap = made->cap;
+  sc_line_index_free(&doc->lines);
+  doc->lines = made->lines;
+  doc->lines_valid = made->lines_valid;
+  doc->edit_seq++;
+  sc_document_drop_syntax(doc);
+  *made = (sc_document_text){0};
+}
+
 sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
                                sc_error *err) {
   /* What changed: the span between the common prefix and suffix. */
@@ -222,9 +253,9 @@ sc_status sc_document_set_text(sc_document *doc, const char *text, size_t len,
   return SC_OK;
 }
 
-sc_status sc_document_store_open(sc_document_store *s, const char *uri,
-                                 const char *language_id, int64_t version,
-                                 const char *text, size_t len, sc_error *err) {
+static sc_status store_open(sc_document_store *s, const char *uri, const char *language_id,
+                            int64_t version, const char *text, size_t len,
+                            sc_document_text *made, sc_error *err) {
   if ((s->used + 1) * 4 > s->cap * 3)
     SC_CHECK(grow(s) == SC_OK, err, SC_ERR_NOMEM, "out of memory opening %s", uri);
   bool found;
@@ -240,7 +271,8 @@ sc_status sc_document_store_open(sc_document_store *s, const char *uri,
     }
   }
   char *lang = strdup(language_id ? language_id : "");
-  if (!lang || replace_text(d, text, len, err) != SC_OK) {
+  if (lang && made) adopt_text(d, made);
+  if (!lang || (!made && replace_text(d, text, len, err) != SC_OK)) {
     free(lang);
     if (!found) document_free(d);
     return sc_error_set(err, SC_ERR_NOMEM, "out of memory opening %s", uri);
@@ -259,6 +291,18 @@ sc_status sc_document_store_open(sc_document_store *s, const char *uri,
     s->count++;
   }
   return SC_OK;
+}
+
+sc_status sc_document_store_open(sc_document_store *s, const char *uri,
+                                 const char *language_id, int64_t version,
+                                 const char *text, size_t len, sc_error *err) {
+  return store_open(s, uri, language_id, version, text, len, NULL, err);
+}
+
+sc_status sc_document_store_open_made(sc_document_store *s, const char *uri,
+                                      const char *language_id, int64_t version,
+                                      sc_document_text *made, sc_error *err) {
+  return store_open(s, uri, language_id, version, NULL, 0, made, err);
 }
 
 bool sc_document_store_close(sc_document_store *s, const char *uri) {
@@ -349,6 +393,16 @@ sc_status sc_document_apply_edit(sc_document *doc, uint32_t start_line,
   return SC_OK;
 }
 
+/* A batch's new text nt (len bytes in cap, owned) replaces the old. */
+static void install_text(sc_document *doc, char *nt, size_t len, size_t cap) {
+  free(doc->text);
+  doc->text = nt;
+  doc->cap = cap;
+  doc->len = len;
+  doc->lines_valid = false; /* built once, when next asked for */
+  doc->edit_seq++;
+}
+
 /* Makes the text with changes ch[0..n) whose bytes in the text as it is
  * are [ab[2i], ab[2i+1]), first[i] the line each starts on when it is made:
  * the recent-edit lines and the tree's edit queue as one by one, in the
@@ -388,12 +442,7 @@ static sc_status splice_all(sc_document *doc, const sc_text_change *ch, size_t n
   }
   free(ab);
   free(first);
-  free(doc->text);
-  doc->text = nt;
-  doc->cap = cap;
-  doc->len = new_len;
-  doc->lines_valid = false; /* built once, when next asked for */
-  doc->edit_seq++;
+  install_text(doc, nt, new_len, cap);
   return SC_OK;
 }
 
@@ -488,6 +537,194 @@ sc_status sc_document_apply_in_order(sc_document *doc, const sc_text_change *ch,
     sc_offset_to_pos(doc->text, doc->len, idx, from, enc, &lf, &cf);
   }
   return splice_all(doc, ch, n, ab, first, true, err);
+}
+
+/* ---- a batch in any order: the text in blocks for the batch ----------------
+ * Every block but the last ends with a \n, so each line lies in one block
+ * and line l is found by counting the blocks' line breaks; a change whose
+ * range spans blocks merges them first, and a block grown past BLOCK_MAX
+ * is cut again at line breaks. A change costs the blocks' count plus its
+ * block's bytes: blocks of 4-16 KB balance the two (20,000 changes in a
+ * 1 MB file: 80 ms of the loop; with 32-128 KB blocks 287 ms, finding a
+ * line in a block of 2,000 short ones). */
+#define BLOCK_TARGET ((size_t)4 << 10)
+#define BLOCK_MAX ((size_t)16 << 10)
+
+typedef struct block {
+  char *p;
+  size_t len, cap;
+  uint32_t nl; /* line breaks in p */
+} block;
+
+typedef struct blocks {
+  block *v;
+  size_t n, cap;
+} blocks;
+
+static void blocks_free(blocks *bs) {
+  for (size_t i = 0; i < bs->n; i++) free(bs->v[i].p);
+  free(bs->v);
+}
+
+/* Cuts t[0..len) into blocks at line breaks about BLOCK_TARGET apart and
+ * inserts them at bs->v[at]. */
+static bool blocks_insert(blocks *bs, size_t at, const char *t, size_t len) {
+  size_t from = 0;
+  do {
+    size_t to = len;
+    if (len - from > BLOCK_TARGET) {
+      const char *nl = memchr(t + from + BLOCK_TARGET, '\n', len - from - BLOCK_TARGET);
+      if (nl) to = (size_t)(nl - t) + 1;
+    }
+    if (bs->n == bs->cap) {
+      size_t cap = bs->cap ? bs->cap * 2 : 64;
+      block *nv = realloc(bs->v, cap * sizeof *nv);
+      if (!nv) return false;
+      bs->v = nv;
+      bs->cap = cap;
+    }
+    block b = {malloc(to - from + 64), to - from, to - from + 64, count_lines(t, from, to)};
+    if (!b.p) return false;
+    memcpy(b.p, t + from, to - from);
+    memmove(bs->v + at + 1, bs->v + at, (bs->n - at) * sizeof *bs->v);
+    bs->v[at++] = b;
+    bs->n++;
+    from = to;
+  } while (from < len);
+  return true;
+}
+
+/* Where (line, character) is: block *k, byte *off in it, and the bytes of
+ * the blocks before it in *before. False where it is past the text, past
+ * its line's end, or next to a \r. */
+static bool blocks_find(const blocks *bs, uint32_t line, uint32_t character, sc_pos_encoding enc,
+                        size_t *k, size_t *off, size_t *before) {
+  size_t i = 0, bytes = 0;
+  uint64_t first = 0; /* the line block i starts with */
+  while (i + 1 < bs->n && line >= first + bs->v[i].nl) {
+    first += bs->v[i].nl;
+    bytes += bs->v[i].len;
+    i++;
+  }
+  const block *b = &bs->v[i];
+  if (line > first + b->nl) return false; /* past the last line */
+  size_t ls = 0;
+  for (uint64_t l = first; l < line; l++) ls = (size_t)((char *)memchr(b->p + ls, '\n', b->len - ls) - b->p) + 1;
+  const char *nl = memchr(b->p + ls, '\n', b->len - ls);
+  size_t starts[2] = {ls, nl ? (size_t)(nl - b->p) + 1 : b->len};
+  sc_line_index one = {starts, nl ? 2 : 1, 2};
+  bool clamped = true;
+  size_t o = sc_pos_to_offset(b->p, b->len, &one, 0, character, enc, &clamped);
+  if (clamped || near_cr(b->p, b->len, o)) return false;
+  *k = i;
+  *off = o;
+  *before = bytes;
+  return true;
+}
+
+/* Merges blocks k..j into k. */
+static bool blocks_merge(blocks *bs, size_t k, size_t j) {
+  size_t len = 0;
+  for (size_t i = k; i <= j; i++) len += bs->v[i].len;
+  block *b = &bs->v[k];
+  if (len + 64 > b->cap) {
+    char *np = realloc(b->p, len + 64);
+    if (!np) return false;
+    b->p = np;
+    b->cap = len + 64;
+  }
+  for (size_t i = k + 1; i <= j; i++) {
+    memcpy(b->p + b->len, bs->v[i].p, bs->v[i].len);
+    b->len += bs->v[i].len;
+    b->nl += bs->v[i].nl;
+    free(bs->v[i].p);
+  }
+  memmove(bs->v + k + 1, bs->v + j + 1, (bs->n - j - 1) * sizeof *bs->v);
+  bs->n -= j - k;
+  return true;
+}
+
+sc_status sc_document_apply_any_order(sc_document *doc, const sc_text_change *ch, size_t n,
+                                      sc_pos_encoding enc, sc_error *err) {
+  blocks bs = {0};
+  /* Each change's bytes and lines as it was made: the recent-edit lines and
+   * the tree's edit queue follow once the whole batch is in. */
+  size_t *ab = malloc(n * 2 * sizeof *ab + 1);
+  uint32_t *lines = malloc(n * 2 * sizeof *lines + 1);
+  bool ok = ab && lines && blocks_insert(&bs, 0, doc->text, doc->len);
+  bool refused = false;
+  for (size_t i = 0; ok && !refused && i < n; i++) {
+    const sc_text_change *c = &ch[i];
+    size_t ka, oa, kb, ob, before_a, before_b;
+    if (c->sl > c->el || (c->sl == c->el && c->sc > c->ec) || memchr(c->text, '\r', c->len) ||
+        !blocks_find(&bs, c->sl, c->sc, enc, &ka, &oa, &before_a) ||
+        !blocks_find(&bs, c->el, c->ec, enc, &kb, &ob, &before_b) || before_a + oa > before_b + ob) {
+      refused = true;
+      break;
+    }
+    if (kb > ka) {
+      ob += before_b - before_a;
+      if (!(ok = blocks_merge(&bs, ka, kb))) break;
+    }
+    block *b = &bs.v[ka];
+    uint32_t old_nl = count_lines(b->p, oa, ob), new_nl = count_lines(c->text, 0, c->len);
+    size_t len = b->len - (ob - oa) + c->len;
+    if (len + 1 > b->cap) {
+      size_t cap = len + len / 4 + 64;
+      char *np = realloc(b->p, cap);
+      if (!(ok = np != NULL)) break;
+      b->p = np;
+      b->cap = cap;
+    }
+    memmove(b->p + oa + c->len, b->p + ob, b->len - ob);
+    memcpy(b->p + oa, c->text, c->len);
+    b->len = len;
+    b->nl = b->nl - old_nl + new_nl;
+    ab[2 * i] = before_a + oa;
+    ab[2 * i + 1] = before_a + ob;
+    lines[2 * i] = old_nl;
+    lines[2 * i + 1] = new_nl;
+    if (b->len > BLOCK_MAX) {
+      /* Cut again: the bytes move into new blocks after it. */
+      block big = *b;
+      memmove(bs.v + ka, bs.v + ka + 1, (bs.n - ka - 1) * sizeof *bs.v);
+      bs.n--;
+      ok = blocks_insert(&bs, ka, big.p, big.len);
+      free(big.p);
+    }
+  }
+  if (!ok || refused) {
+    blocks_free(&bs);
+    free(ab);
+    free(lines);
+    return refused ? sc_error_set(err, SC_ERR_UNSUPPORTED, "not a batch for one pass")
+                   : sc_error_set(err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri);
+  }
+  size_t len = 0;
+  for (size_t i = 0; i < bs.n; i++) len += bs.v[i].len;
+  size_t cap = len + 1 + len / 4 + 64;
+  char *nt = malloc(cap);
+  if (!nt) {
+    blocks_free(&bs);
+    free(ab);
+    free(lines);
+    return sc_error_set(err, SC_ERR_NOMEM, "out of memory editing %s", doc->uri);
+  }
+  size_t o = 0;
+  for (size_t i = 0; i < bs.n; i++) {
+    memcpy(nt + o, bs.v[i].p, bs.v[i].len);
+    o += bs.v[i].len;
+  }
+  nt[len] = '\0';
+  blocks_free(&bs);
+  for (size_t i = 0; i < n; i++) {
+    note_edit(doc, ch[i].sl, ch[i].sl + lines[2 * i], ch[i].sl + lines[2 * i + 1]);
+    queue_edit(doc, ab[2 * i], ab[2 * i + 1], ch[i].text, ch[i].len);
+  }
+  free(ab);
+  free(lines);
+  install_text(doc, nt, len, cap);
+  return SC_OK;
 }
 
 struct sc_syntax_snapshot {

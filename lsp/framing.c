@@ -44,6 +44,20 @@ static sc_status reserve(sc_frame_reader *r, size_t extra) {
   return SC_OK;
 }
 
+char *sc_frame_reader_take(sc_frame_reader *r) {
+  size_t rest = r->len - r->start, cap = 4096;
+  while (cap < rest) cap *= 2;
+  char *nb = malloc(cap);
+  if (!nb) return NULL;
+  memcpy(nb, r->buf + r->start, rest);
+  char *old = r->buf;
+  r->buf = nb;
+  r->cap = cap;
+  r->start = 0;
+  r->len = rest;
+  return old;
+}
+
 /* Case-insensitive search for a header name, also one cut off by the end of
  * the data (it may be completed by the next read). Returns its offset or -1. */
 static long find_header_name(const char *p, size_t n) {

@@ -25,8 +25,17 @@ void sc_server__handle_did_open(sc_lsp_req *r) {
   if (sc_document_store_get(r->s->docs, uri))
     SC_LOG_WARN("didOpen: %s was already open; replacing it", uri);
   sc_error err = {0};
-  sc_status st = sc_document_store_open(r->s->docs, uri, lang, json_integer_value(version),
-                                        json_string_value(text), json_string_length(text), &err);
+  /* A long message's text was made off the loop with its parse. */
+  sc_document_text made;
+  sc_status st;
+  if (sc_server__take_made_text(r->s, json_string_value(text), &made)) {
+    st = sc_document_store_open_made(r->s->docs, uri, lang, json_integer_value(version), &made,
+                                     &err);
+    sc_document_text_free(&made);
+  } else {
+    st = sc_document_store_open(r->s->docs, uri, lang, json_integer_value(version),
+                                json_string_value(text), json_string_length(text), &err);
+  }
   sc_server__cancel_jobs_for_uri(r->s, uri);
   if (st != SC_OK) {
     SC_LOG_ERROR("didOpen: %s", err.msg);
@@ -47,6 +56,9 @@ typedef struct change {
 /* From this many changes in one didChange, a batch in reverse order is
  * applied in one pass (sc_document_apply_reversed). */
 static const size_t k_batch_changes = 16;
+/* A text shorter than this is quicker one change at a time than cut into
+ * blocks and joined again. */
+static const size_t k_blocks_bytes = (size_t)64 << 10;
 
 void sc_server__handle_did_change(sc_lsp_req *r) {
   sc_lsp_server *s = r->s;
@@ -121,6 +133,10 @@ void sc_server__handle_did_change(sc_lsp_req *r) {
     sc_error err = {0};
     sc_status st = sc_document_apply_reversed(d, tc, n, s->enc, &err);
     if (st == SC_ERR_UNSUPPORTED) st = sc_document_apply_in_order(d, tc, n, s->enc, &err);
+    /* In no order: in blocks, where one by one would move much of a long
+     * text for each change. */
+    if (st == SC_ERR_UNSUPPORTED && d->len >= k_blocks_bytes)
+      st = sc_document_apply_any_order(d, tc, n, s->enc, &err);
     if (st == SC_OK) done = n;
     free(tc);
   }

@@ -249,6 +249,50 @@ static void test_paused(void) {
   sc_frame_reader_free(&r);
 }
 
+/* The LSP takes a long body with the reader's buffer instead of copying
+ * it: the body stays readable in the buffer taken, and the frames after
+ * it come from the new buffer, in order, whole. */
+typedef struct taking {
+  sc_frame_reader *r;
+  char *taken[4];
+  const char *body[4];
+  size_t len[4];
+  int n;
+} taking;
+
+static void take_each(void *user, sc_frame_event ev, const char *body, size_t len) {
+  taking *t = user;
+  if (ev != SC_FRAME_MESSAGE || t->n >= 4) return;
+  t->body[t->n] = body;
+  t->len[t->n] = len;
+  t->taken[t->n] = sc_frame_reader_take(t->r);
+  t->n++;
+}
+
+static void test_take(void) {
+  const char *bodies[] = {"{\"first\":1}", "[2]", "{\"third\":[3,3,3]}"};
+  char stream[512];
+  size_t len = 0;
+  for (int i = 0; i < 3; i++) len += frame(stream + len, bodies[i]);
+  sc_frame_reader r;
+  sc_frame_reader_init(&r, 1024);
+  taking t = {.r = &r};
+  /* All three in one feed, the last cut: each delivered from a buffer the
+   * one before handed over. */
+  EXPECT(sc_frame_reader_feed(&r, stream, len - 3, take_each, &t) == SC_OK);
+  EXPECT(t.n == 2);
+  EXPECT(sc_frame_reader_feed(&r, stream + len - 3, 3, take_each, &t) == SC_OK);
+  REQUIRE(t.n == 3);
+  for (int i = 0; i < 3; i++) {
+    EXPECT(t.taken[i] != NULL);
+    EXPECTF(t.len[i] == strlen(bodies[i]) && memcmp(t.body[i], bodies[i], t.len[i]) == 0,
+            "body %d", i);
+    free(t.taken[i]);
+  }
+  EXPECT(r.start == r.len);
+  sc_frame_reader_free(&r);
+}
+
 int main(void) {
   RUN(test_split_and_merged);
   RUN(test_content_type_and_case);
@@ -258,5 +302,6 @@ int main(void) {
   RUN(test_huge_length_and_header);
   RUN(test_random_splits);
   RUN(test_paused);
+  RUN(test_take);
   TEST_MAIN_END();
 }

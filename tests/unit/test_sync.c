@@ -158,6 +158,47 @@ static void test_random_sequences(void) {
   free(client);
 }
 
+/* Random pieces into out: at least `pieces_min` of them and `bytes_min`
+ * bytes. Returns the length. */
+static size_t random_text(char *out, const char *const *pieces, unsigned n_pieces,
+                          int pieces_min, size_t bytes_min) {
+  size_t len = 0;
+  for (int i = 0; i < pieces_min || len < bytes_min; i++) {
+    const char *p = pieces[rnd(n_pieces)];
+    memcpy(out + len, p, strlen(p));
+    len += strlen(p);
+  }
+  return len;
+}
+
+/* Two documents of the same text (a.c and b.c, C) in a new store (owned
+ * by the caller), or NULL. */
+static sc_document_store *twins(const char *text, size_t len, sc_document **a, sc_document **b) {
+  sc_document_store *store = sc_document_store_new();
+  if (!store ||
+      sc_document_store_open(store, "file:///a.c", "c", 1, text, len, NULL) != SC_OK ||
+      sc_document_store_open(store, "file:///b.c", "c", 1, text, len, NULL) != SC_OK) {
+    sc_document_store_free(store);
+    return NULL;
+  }
+  *a = sc_document_store_get(store, "file:///a.c");
+  *b = sc_document_store_get(store, "file:///b.c");
+  return store;
+}
+
+/* After a batch applied to a in one pass: the same changes one by one to b
+ * (sc_document_apply_edit), and whether the texts and line indexes are the
+ * same. */
+static bool same_as_one_by_one(sc_document *a, sc_document *b, const sc_text_change *ch, size_t n,
+                               sc_pos_encoding enc) {
+  for (size_t i = 0; i < n; i++)
+    EXPECT(sc_document_apply_edit(b, ch[i].sl, ch[i].sc, ch[i].el, ch[i].ec, enc, ch[i].text,
+                                  ch[i].len, NULL, NULL) == SC_OK);
+  const sc_line_index *ia = sc_document_lines(a), *ib = sc_document_lines(b);
+  return a->len == b->len && memcmp(a->text, b->text, a->len) == 0 && ia && ib &&
+         ia->n == ib->n && memcmp(ia->starts, ib->starts, ia->n * sizeof *ia->starts) == 0;
+}
+
 /* Batches in one pass (sc_document_apply_reversed for changes in reverse
  * document order, sc_document_apply_in_order for changes in the order made,
  * each in the text the ones before it left) against the same changes one by
@@ -174,18 +215,10 @@ static void check_batches(bool in_order) {
     /* Half the texts without \r: a change near one is refused in order. */
     const char *const *pieces = seq % 2 ? k_pieces : k_plain;
     unsigned n_pieces = seq % 2 ? N_PIECES : N_PLAIN;
-    size_t len = 0;
-    for (int i = 0, n0 = 5 + (int)rnd(60); i < n0; i++) {
-      const char *p = pieces[rnd(n_pieces)];
-      memcpy(text + len, p, strlen(p));
-      len += strlen(p);
-    }
-    sc_document_store *store = sc_document_store_new();
+    size_t len = random_text(text, pieces, n_pieces, 5 + (int)rnd(60), 0);
+    sc_document *a, *b;
+    sc_document_store *store = twins(text, len, &a, &b);
     REQUIRE(store);
-    REQUIRE(sc_document_store_open(store, "file:///a.c", "c", 1, text, len, NULL) == SC_OK);
-    REQUIRE(sc_document_store_open(store, "file:///b.c", "c", 1, text, len, NULL) == SC_OK);
-    sc_document *a = sc_document_store_get(store, "file:///a.c");
-    sc_document *b = sc_document_store_get(store, "file:///b.c");
     if (seq % 4 < 2) { /* with a tree, so that the edits queue */
       const char *tt;
       size_t tl;
@@ -248,13 +281,7 @@ static void check_batches(bool in_order) {
       EXPECT(a->len == len && memcmp(a->text, text, len) == 0);
     } else {
       applied++;
-      for (size_t i = 0; i < n; i++)
-        EXPECT(sc_document_apply_edit(b, ch[i].sl, ch[i].sc, ch[i].el, ch[i].ec, enc,
-                                      ch[i].text, ch[i].len, NULL, NULL) == SC_OK);
-      const sc_line_index *ia = sc_document_lines(a), *ib = sc_document_lines(b);
-      bool same = a->len == b->len && memcmp(a->text, b->text, a->len) == 0 && ia && ib &&
-                  ia->n == ib->n &&
-                  memcmp(ia->starts, ib->starts, ia->n * sizeof *ia->starts) == 0;
+      bool same = same_as_one_by_one(a, b, ch, n, enc);
       const char *ta, *tb;
       size_t la, lb;
       sc_syntax_snapshot *sa = parsed_snapshot(a, &ta, &la), *sb = parsed_snapshot(b, &tb, &lb);
@@ -295,6 +322,94 @@ static void test_reversed_batches(void) {
 }
 
 static void test_in_order_batches(void) { check_batches(true); }
+
+/* Batches in any order in one pass (sc_document_apply_any_order: the text
+ * cut into blocks of whole lines, 4-16 KB) against the same changes one
+ * by one, in texts of 150-300 KB so that the blocks are many: changes at
+ * random places, ranges across blocks (up to 100 KB), inserts that grow a
+ * block past its bound (up to 150 KB), the encodings, \r\n and lone \r.
+ * The same text, line index and tree text; refused (nothing changed) where
+ * a position is past its line's end or next to a \r. */
+static void test_any_order_batches(void) {
+  sc_pos_encoding encs[] = {SC_POS_UTF8, SC_POS_UTF16, SC_POS_UTF32};
+  size_t big = (size_t)1 << 20;
+  char *text = malloc(big), *ins = malloc(big * 4), *cur = malloc(big * 2);
+  REQUIRE(text && ins && cur);
+  int differ = 0, applied = 0, refused = 0;
+  rng_state = 9;
+  for (int seq = 0; seq < 120 && differ < 3; seq++) {
+    sc_pos_encoding enc = encs[seq % 3];
+    const char *const *pieces = seq % 3 == 2 ? k_pieces : k_plain;
+    unsigned n_pieces = seq % 3 == 2 ? N_PIECES : N_PLAIN;
+    size_t len = random_text(text, pieces, n_pieces, 0, 150000 + rnd(150000));
+    sc_document *a, *b;
+    sc_document_store *store = twins(text, len, &a, &b);
+    REQUIRE(store);
+    sc_text_change ch[48];
+    size_t n = 16 + rnd(32), il = 0, cur_len = len;
+    memcpy(cur, text, len);
+    for (size_t i = 0; i < n; i++) {
+      /* In the text as the changes before it left it, as a client writes. */
+      size_t lo = random_boundary(cur, cur_len), hi = lo;
+      unsigned kind = rnd(10);
+      if (kind < 6) hi = lo + rnd(40);
+      else if (kind < 8) hi = lo + rnd(100000); /* across blocks */
+      if (hi > cur_len) hi = cur_len;
+      while (!is_boundary(cur, cur_len, hi)) hi++;
+      client_position(cur, lo, enc, &ch[i].sl, &ch[i].sc);
+      client_position(cur, hi, enc, &ch[i].el, &ch[i].ec);
+      ch[i].text = ins + il;
+      ch[i].len = 0;
+      if (kind == 9 && il + 150000 < big * 3) { /* grows a block past its bound */
+        size_t from = random_boundary(cur, cur_len / 2), to = from + 150000;
+        if (to > cur_len) to = cur_len;
+        while (!is_boundary(cur, cur_len, to)) to--;
+        memcpy(ins + il, cur + from, to - from);
+        ch[i].len = to - from;
+      } else {
+        for (int k = (int)rnd(4); k > 0; k--) {
+          const char *p = pieces[rnd(n_pieces)];
+          memcpy(ins + il + ch[i].len, p, strlen(p));
+          ch[i].len += strlen(p);
+        }
+      }
+      il += ch[i].len;
+      if (cur_len - (hi - lo) + ch[i].len > big * 2) { n = i; break; }
+      memmove(cur + lo + ch[i].len, cur + hi, cur_len - hi);
+      memcpy(cur + lo, ch[i].text, ch[i].len);
+      cur_len = cur_len - (hi - lo) + ch[i].len;
+    }
+    if (rnd(8) == 0) ch[rnd((unsigned)n)].ec += 5000; /* past its line's end */
+    sc_status st = sc_document_apply_any_order(a, ch, n, enc, NULL);
+    if (st != SC_OK) {
+      refused++;
+      EXPECT(st == SC_ERR_UNSUPPORTED);
+      EXPECT(a->len == len && memcmp(a->text, text, len) == 0);
+    } else {
+      applied++;
+      bool same = same_as_one_by_one(a, b, ch, n, enc) && a->len == cur_len &&
+                  memcmp(a->text, cur, cur_len) == 0;
+      /* Without a tree the edits queue too (for a snapshot being parsed). */
+      same = same && a->n_edits == b->n_edits && a->n_edits == n;
+      for (size_t i = 0; same && i < a->n_edits; i++)
+        same = a->edits[i].start == b->edits[i].start &&
+               a->edits[i].old_end == b->edits[i].old_end && a->edits[i].len == b->edits[i].len &&
+               memcmp(a->edits[i].text, b->edits[i].text, a->edits[i].len) == 0;
+      if (!same) {
+        differ++;
+        fprintf(stderr, "seq %d (%s, %zu changes): in blocks and one by one differ\n", seq,
+                sc_pos_encoding_name(enc), n);
+      }
+    }
+    sc_document_store_free(store);
+  }
+  EXPECTF(differ == 0, "%d batches differ", differ);
+  fprintf(stderr, "any order: %d batches in one pass, %d refused\n", applied, refused);
+  EXPECTF(applied > 60 && refused > 20, "applied %d, refused %d", applied, refused);
+  free(text);
+  free(ins);
+  free(cur);
+}
 
 static void test_store(void) {
   /* Open/close many documents through growth and tombstones. */
@@ -362,6 +477,7 @@ int main(void) {
   RUN(test_random_sequences);
   RUN(test_reversed_batches);
   RUN(test_in_order_batches);
+  RUN(test_any_order_batches);
   RUN(test_store);
   RUN(test_reaper);
   TEST_MAIN_END();
