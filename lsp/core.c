@@ -98,3 +98,10 @@ void sc_server__loop_leave(sc_lsp_server *s) {
   t->wall_le[i]++;
   t->cpu_le[k]++;
 }
+
+bool sc_server__take_made_text(sc_lsp_server *s, const char *src, sc_document_text *out) {
+  if (!s->made || !s->made->text || s->made_src != src) return false;
+  *out = *s->made;
+  *s->made = (sc_document_text){0};
+  return true;
+}

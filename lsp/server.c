@@ -451,9 +451,11 @@ static void finish_parse(sc_lsp_server *s) {
   if (s->state == LC_EXITED) {
     json_decref(p->msg);
   } else {
-    s->dispatching = p;
+    s->made = p->made.text ? &p->made : NULL;
+    s->made_src = p->made_src;
     dispatch_parsed(s, p->msg, &p->jerr, p->replaced);
-    s->dispatching = NULL;
+    s->made = NULL;
+    s->made_src = NULL;
   }
   sc_document_text_free(&p->made); /* when nothing took it */
   free(p->buf);
@@ -465,14 +467,6 @@ static void finish_parse(sc_lsp_server *s) {
     s->eof_pending = false;
     sc_lsp_server_eof(s);
   }
-}
-
-bool sc_server__take_made_text(sc_lsp_server *s, const char *src, sc_document_text *out) {
-  sc_big_parse *p = s->dispatching;
-  if (!p || !p->made.text || p->made_src != src) return false;
-  *out = p->made;
-  p->made = (sc_document_text){0};
-  return true;
 }
 
 /* At the end: a parse still running is waited for, and its message dropped. */

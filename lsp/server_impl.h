@@ -77,7 +77,7 @@ extern const double k_loop_bucket_ms[LOOP_BUCKETS];
  * decodes about 75 MB/s here, so a 60 MB didOpen held the loop 0.9 s. */
 typedef struct sc_big_parse sc_big_parse;
 /* In didOpen: the text made off the loop for the string src (the message's
- * own), when there is one (moved into *out); false otherwise. */
+ * own), when there is one (moved into *out); false otherwise. (core.c) */
 bool sc_server__take_made_text(sc_lsp_server *s, const char *src, sc_document_text *out);
 
 struct sc_lsp_server {
@@ -91,8 +91,10 @@ struct sc_lsp_server {
   sc_big_parse *parsing; /* a body being parsed off the loop; the reader is
                             paused behind it */
   /* While the message parsed off the loop is dispatched: a didOpen's text
-   * made on that thread (sc_server__take_made_text), NULL otherwise. */
-  sc_big_parse *dispatching;
+   * made on that thread for the string made_src (sc_server__take_made_text,
+   * core.c), NULL otherwise. Borrowed from the parse. */
+  sc_document_text *made;
+  const char *made_src;
   bool eof_pending;      /* the input ended behind it */
   lifecycle state;
   bool shutdown_requested;
