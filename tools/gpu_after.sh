@@ -32,7 +32,7 @@ SHIP=${2:-}
 BIN=${SCULPT_BIN:-$SRC/build/sculpt}
 PY=${PY:-/usr/bin/python3}
 DEST=${RESULT_DIR:-$SRC/build-train/gpu-result}
-CORPUS=${CORPUS:-$SRC/build-train/gpu-input4/corpus}
+CORPUS=${CORPUS:-$SRC/build-train/gpu-input5/corpus}
 NICE=${NICE:-nice -n 10}
 [ -x "$BIN" ] || { echo "gpu_after: no $BIN (cmake --build build)" >&2; exit 2; }
 

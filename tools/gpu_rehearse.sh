@@ -52,7 +52,7 @@ rm -rf "$TOY" "$R/toy-carry"
 mkdir -p "$TOY/corpus"
 # The toy corpus: the real repositories' sources (a few MB), the real
 # tokenizer when prepared (else the shipped model's).
-TOKSRC=$SRC/build-train/gpu-input4/tokenizer.json
+TOKSRC=$SRC/build-train/gpu-input5/tokenizer.json
 [ -f "$TOKSRC" ] || TOKSRC=$SRC/model/default/tokenizer.json
 cp "$TOKSRC" "$TOY/tokenizer.json"
 /usr/bin/python3 - "$SRC/tests/data/real" "$TOY/corpus" <<'EOF'

@@ -83,7 +83,9 @@ import re
 import sys
 
 EXT_LANG = {".py": "python", ".c": "c", ".h": "c", ".js": "javascript",
-            ".mjs": "javascript", ".cjs": "javascript", ".ts": "typescript"}
+            ".mjs": "javascript", ".cjs": "javascript", ".ts": "typescript",
+            ".go": "go", ".rs": "rust", ".java": "java", ".cc": "cpp", ".cpp": "cpp",
+            ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp"}
 
 # SPDX-ish names as they appear in Debian copyright files and package.json.
 PERMISSIVE = {
@@ -221,7 +223,9 @@ def deb_root_sources(roots):
         for pkg in sorted(os.listdir(root)):
             d = os.path.join(root, pkg)
             lic, ev = dep5_license(os.path.join(d, "usr", "share", "doc", pkg, "copyright"))
-            files = code_files(d) if lic else []
+            # Go's testdata/ holds inputs to the package's tests (x/tools'
+            # are deliberately broken Go), not code of the package.
+            files = code_files(d, ("testdata",)) if lic else []
             if files:
                 out.append((f"debian:{pkg}", lic, ev, files))
     return out
@@ -333,7 +337,9 @@ def accept(path, raw):
         ext = ".ts"
     lang = EXT_LANG.get(ext)
     if lang == "c" and CPP_HINT.search(text):
-        return None, "c++"
+        if ext != ".h":
+            return None, "c++"
+        lang = "cpp"  # a C++ header named .h (most of them are)
     return lang, text
 
 
@@ -478,7 +484,8 @@ def heldout_packages(records, pct):
 
 # ---- repository records: snippets in the LSP's prompt format ------------------------------
 
-COMMENT = {"python": "#", "c": "//", "javascript": "//", "typescript": "//"}
+COMMENT = {"python": "#", "c": "//", "javascript": "//", "typescript": "//", "go": "//",
+           "rust": "//", "java": "//", "cpp": "//"}
 DEF_RES = {
     "python": re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M),
     "c": re.compile(r"^(?:#define[ \t]+([A-Za-z_]\w*)|(?:struct|enum|union)[ \t]+([A-Za-z_]\w*)"
@@ -489,6 +496,28 @@ DEF_RES = {
 DEF_RES["typescript"] = re.compile(
     r"^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:declare[ \t]+)?(?:abstract[ \t]+)?(?:async[ \t]+)?"
     r"(?:function\*?|class|const|let|var|interface|type|enum)[ \t]+([A-Za-z_$][\w$]*)", re.M)
+DEF_RES["go"] = re.compile(
+    r"^(?:func[ \t]+(?:\([^)\n]*\)[ \t]*)?([A-Za-z_]\w*)[ \t]*[\[(]|type[ \t]+([A-Za-z_]\w*)[ \t]+"
+    r"(?:struct|interface)\b)", re.M)
+DEF_RES["rust"] = re.compile(
+    r"^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:(?:const|async|unsafe|extern[ \t]+\"C\")[ \t]+)*"
+    r"(?:fn|struct|enum|trait|union|type|mod)[ \t]+([A-Za-z_]\w*)", re.M)
+DEF_RES["java"] = re.compile(  # a type, a method (its type first), a constructor
+    r"^[ \t]*(?:(?:public|protected|private|static|final|abstract|sealed|synchronized|native|"
+    r"default)[ \t]+)*(?!(?:return|new|throw|else|case|yield|assert)\b)"
+    r"(?:(?:class|interface|enum|record)[ \t]+([A-Za-z_]\w*)|"
+    r"(?:<[^>\n]*>[ \t]+)?[\w<>\[\]][\w<>\[\],. ?]*[ \t]+([a-z_]\w*)[ \t]*\([^;\n]*$|"
+    r"([A-Z]\w*)[ \t]*\([^;\n]*$)", re.M)
+DEF_RES["cpp"] = re.compile(
+    r"^[ \t]*(?:#define[ \t]+([A-Za-z_]\w*)|(?:template[ \t]*<[^>\n]*>[ \t]*)?(?:class|struct|enum"
+    r"(?:[ \t]+class)?|union)[ \t]+([A-Za-z_]\w*)[^;\n]*$|(?!(?:return|else|new|delete|throw|case|"
+    r"co_return)\b)[A-Za-z_][\w \t\*&:<>,]*?[ \t\*&]"
+    r"((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)[ \t]*\([^;\n]*$)", re.M)
+# What the C-like patterns can take for a name on a line that is no
+# definition ("} else if (x) {", "return f(a,").
+NOT_NAMES = {"if", "for", "while", "switch", "catch", "return", "sizeof", "defined", "else",
+             "do", "try", "throw", "case", "synchronized", "alignof", "typeof", "decltype",
+             "static_assert", "assert", "yield", "await"}
 IDENT = re.compile(r"[A-Za-z_$][\w$]{3,}")
 SNIPPET_MAX_LINES = 12
 
@@ -515,6 +544,15 @@ def package_path(path):
         rest = path.rsplit("/node_modules/", 1)[1].split("/")
         k = 2 if rest[0].startswith("@") else 1
         return "/".join(rest[k:]) or rest[-1]
+    if "/gocode/src/" in path:
+        # Go: the import path's module part goes (github.com/OWNER/REPO/,
+        # gopkg.in/NAME/), as a checkout of the module names its files.
+        rest = path.split("/gocode/src/", 1)[1].split("/")
+        k = 3 if rest[0] in ("github.com", "gitlab.com", "bitbucket.org", "golang.org") else 2
+        return "/".join(rest[k:]) or rest[-1]
+    if "/cargo/registry/" in path:
+        rest = path.split("/cargo/registry/", 1)[1].split("/")
+        return "/".join(rest[1:]) or rest[-1]
     m = re.search(r"/(?:src|deb|npm)/[^/]+/(?:package/|[^/]+/)?(.*)$", path)
     if m and m.group(1):
         return m.group(1)
@@ -524,7 +562,8 @@ def package_path(path):
 def definitions(lang, text):
     """[(name, start line, body)] of a file's definitions: the line that
     names it and what follows while it is indented deeper (Python) or until
-    a closing brace at the start of a line (C-like), 12 lines at most."""
+    a closing brace at the definition's own indentation (C-like: a Java or
+    C++ method's closes at the method's), 12 lines at most."""
     rx = DEF_RES.get(lang)
     if rx is None:
         return []
@@ -536,21 +575,25 @@ def definitions(lang, text):
     import bisect
     for m in rx.finditer(text):
         name = next((g for g in m.groups() if g), None)
-        if not name:
+        if not name or name in NOT_NAMES:
             continue
         i = bisect.bisect_right(starts, m.start()) - 1
         ind = len(lines[i]) - len(lines[i].lstrip())
         j = i + 1
-        while j < len(lines) and j - i < SNIPPET_MAX_LINES:
-            l = lines[j]
-            if lang == "python":
-                if l.strip() and len(l) - len(l.lstrip()) <= ind:
+        first = lines[i].split("//")[0]
+        if lang != "python" and "{" in first and first.count("{") == first.count("}"):
+            j = i + 1  # a definition on one line
+        else:
+            while j < len(lines) and j - i < SNIPPET_MAX_LINES:
+                l = lines[j]
+                if lang == "python":
+                    if l.strip() and len(l) - len(l.lstrip()) <= ind:
+                        break
+                elif (l.lstrip().startswith("}") and len(l) - len(l.lstrip()) <= ind) or (
+                        not l.strip() and lines[j - 1].rstrip().endswith(";") and j - i == 1):
+                    j += 1 if l.strip() else 0
                     break
-            elif l.startswith("}") or (not l.strip() and lines[j - 1].rstrip().endswith(";")
-                                      and j - i == 1):
-                j += 1 if l.startswith("}") else 0
-                break
-            j += 1
+                j += 1
         body = "\n".join(lines[i:j]).rstrip("\n") + "\n"
         out.append((name, i, body))
     return out
