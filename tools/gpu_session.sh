@@ -101,7 +101,11 @@ if [ "$MODE" = prepare ]; then
     --reuse "$CARRY"
   rm -rf "$CARRY"
   mv "$CARRY.tmp" "$CARRY"
-  "$PY" "$SRC/model/train/carry.py" size "$CARRY" --repo "$SRC" --limit "$LIMIT"
+  # What this carry measured goes to model/train/carry_sizes.json (commit
+  # it): tests/train/test_carry_budget.py checks with it, in every CI run,
+  # that the repository has not grown past what these caps leave.
+  "$PY" "$SRC/model/train/carry.py" size "$CARRY" --repo "$SRC" --limit "$LIMIT" \
+    --record "$SRC/model/train/carry_sizes.json"
   exit 0
 fi
 

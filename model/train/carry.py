@@ -19,10 +19,21 @@ not here by a Python pass that would cost device time to undo:
                the token count and SHA-256 of each split's stream made here,
                which the device's must equal)
 
-    carry.py size CARRY [--repo DIR] [--limit BYTES]
+    carry.py size CARRY [--repo DIR] [--limit BYTES] [--record FILE]
         what travels to the GPU machine: the repository's files that git
         does not ignore plus CARRY, item by item; exit 1 past the limit
-        (default 64 MiB, the device tool's)
+        (default 64 MiB, the device tool's). --record writes what the carry
+        measured (its items, the corpus's source bytes and xz bytes) to FILE
+        for `budget`
+
+    carry.py budget --record FILE --caps "LANG=MB ..." [--repo-records N]
+                    [--repo DIR] [--limit BYTES] [--margin BYTES]
+        whether the next --prepare will fit, without making it: the
+        repository as it is now, plus the recorded carry with its corpus
+        scaled to the caps (at the recorded xz bytes a source byte); exit 1
+        when that leaves less than the margin (default 1 MB) under the
+        limit. The repository grows between GPU visits and the caps were
+        chosen against its size then (tests/train/test_carry_budget.py)
 
     carry.py unpack CARRY DEST [--sculpt BIN] [--threads N]
         DEST: corpus/manifest.json, corpus/heldout.jsonl (and repo.jsonl),
@@ -204,12 +215,18 @@ def pack(a):
     return 0
 
 
-def size(a):
+def repo_bytes(repo):
+    """The bytes of the repository's files that git does not ignore: what
+    the device tool sends besides the carried paths."""
     import subprocess
-    names = subprocess.run(["git", "-C", a.repo, "ls-files", "-z", "-co", "--exclude-standard"],
+    names = subprocess.run(["git", "-C", repo, "ls-files", "-z", "-co", "--exclude-standard"],
                            capture_output=True, check=True).stdout.decode().split("\0")
-    paths = [os.path.join(a.repo, n) for n in names if n]
-    tree = sum(os.path.getsize(p) for p in paths if os.path.isfile(p) and not os.path.islink(p))
+    paths = [os.path.join(repo, n) for n in names if n]
+    return sum(os.path.getsize(p) for p in paths if os.path.isfile(p) and not os.path.islink(p))
+
+
+def size(a):
+    tree = repo_bytes(a.repo)
     sizes = {}
     for dp, _, fns in os.walk(a.carry):
         for f in fns:
@@ -233,8 +250,73 @@ def size(a):
           f"({100 * total / a.limit:.1f}%)")
     print(f"corpus: {src / 1e6:.1f} MB of source ({langs}); "
           f"{info.get('expect', {}).get('train', {}).get('tokens', '?')} training tokens")
+    if a.record:
+        # Source bytes as the caps count them (corpus.py's per-language
+        # bytes) and what the repository records add to them, so that
+        # `budget` can scale the corpus to other caps.
+        repo_rec = [x for x in info["shards"] if x["file"].endswith("repo.jsonl.xz")]
+        rec = {"measured": time.strftime("%Y-%m-%d", time.gmtime()),
+               "corpus_source_bytes": src,
+               "corpus_xz_bytes": xz - sum(x["xz_bytes"] for x in repo_rec),
+               "repo_records_raw_bytes": sum(x["raw_bytes"] for x in repo_rec),
+               "repo_records_xz_bytes": sum(x["xz_bytes"] for x in repo_rec),
+               "repo_records": repo_count(a.carry),
+               "items": {k: v for k, v in sorted(sizes.items())
+                         if k != "corpus/*.jsonl.xz (the corpus)"},
+               "repository_bytes": tree}
+        with open(a.record, "w") as f:
+            json.dump(rec, f, indent=1)
+            f.write("\n")
     if total > a.limit:
         print(f"carry.py size: {total} bytes would travel, over the {a.limit} limit", file=sys.stderr)
+        return 1
+    return 0
+
+
+def repo_count(carry):
+    """How many repository records the carry's corpus has (its manifest's)."""
+    try:
+        with open(os.path.join(carry, "corpus", "manifest.json")) as f:
+            return int((json.load(f).get("repo") or {}).get("records", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+def parse_caps(text):
+    """{"python": 80.0, ...} from corpus.py's --max-mb values, "LANG=MB ...". """
+    caps = {}
+    for item in text.split():
+        lang, _, mb = item.partition("=")
+        caps[lang] = float(mb)
+    return caps
+
+
+def budget(a):
+    with open(a.record) as f:
+        rec = json.load(f)
+    caps_mb = sum(parse_caps(a.caps).values())
+    # The corpus's xz scales with its source (every language's pool is
+    # larger than its cap, so the caps are what it holds), the repository
+    # records' with theirs.
+    per_byte = rec["corpus_xz_bytes"] / max(rec["corpus_source_bytes"], 1)
+    records = rec["repo_records_xz_bytes"]
+    if a.repo_records is not None and rec.get("repo_records"):
+        records *= a.repo_records / rec["repo_records"]
+    corpus = per_byte * caps_mb * 1e6 + records
+    tree = repo_bytes(a.repo)
+    rest = sum(rec["items"].values())
+    total = tree + corpus + rest
+    print(f"the next GPU carry, estimated from the one measured {rec['measured']}:")
+    print(f"  the repository now {tree / 1e6:.2f} MB (then {rec['repository_bytes'] / 1e6:.2f}), "
+          f"the corpus at these caps ({caps_mb:.0f} MB of source) {corpus / 1e6:.2f} MB, "
+          f"the rest {rest / 1e6:.2f} MB")
+    print(f"  total {total / 1e6:.2f} MB of {a.limit / 1e6:.2f} MB ({100 * total / a.limit:.1f}%)")
+    if total > a.limit - a.margin:
+        over = total - (a.limit - a.margin)
+        print(f"carry.py budget: {over / 1e6:.2f} MB too many to keep {a.margin / 1e6:.1f} MB free "
+              f"under the limit: lower CORPUS_CAPS in tools/gpu_session.sh by about "
+              f"{over / per_byte / 1e6:.0f} MB of source, or make the repository smaller",
+              file=sys.stderr)
         return 1
     return 0
 
@@ -324,8 +406,17 @@ def main(argv=None):
     z.add_argument("carry")
     z.add_argument("--repo", default=os.path.dirname(os.path.dirname(HERE)))
     z.add_argument("--limit", type=int, default=64 * 1024 * 1024)
+    z.add_argument("--record", help="write what the carry measured here, for `budget`")
+    b = sub.add_parser("budget")
+    b.add_argument("--record", required=True)
+    b.add_argument("--caps", required=True, help='corpus.py\'s caps, "LANG=MB ..."')
+    b.add_argument("--repo-records", type=int,
+                   help="corpus.py's --repo-records (default: as many as recorded)")
+    b.add_argument("--repo", default=os.path.dirname(os.path.dirname(HERE)))
+    b.add_argument("--limit", type=int, default=64 * 1024 * 1024)
+    b.add_argument("--margin", type=int, default=1000000)
     a = ap.parse_args(argv)
-    return {"pack": pack, "unpack": unpack, "size": size}[a.cmd](a)
+    return {"pack": pack, "unpack": unpack, "size": size, "budget": budget}[a.cmd](a)
 
 
 if __name__ == "__main__":
