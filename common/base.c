@@ -156,6 +156,26 @@ double sc_thread_cpu_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static long long clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+void sc_cpu_budget_start(sc_cpu_budget *b, long long limit_ns) {
+  b->wall_next_ns = clock_ns(CLOCK_MONOTONIC) + limit_ns;
+  b->cpu_end_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) + limit_ns;
+}
+
+bool sc_cpu_budget_over(sc_cpu_budget *b) {
+  long long now = clock_ns(CLOCK_MONOTONIC);
+  if (now < b->wall_next_ns) return false;
+  long long cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  if (cpu >= b->cpu_end_ns) return true;
+  b->wall_next_ns = now + (b->cpu_end_ns - cpu); /* the least wall time still to go */
+  return false;
+}
+
 int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void *arg) {
   pthread_attr_t a;
   int rc = pthread_attr_init(&a);

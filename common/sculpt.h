@@ -109,6 +109,20 @@ double sc_now_ms(void);
  * cost, unlike the wall clock not inflated when the machine deschedules it. */
 double sc_thread_cpu_ms(void);
 
+/* A budget of the calling thread's CPU time (for work whose cost is its
+ * input's, such as a parse, which must not come out different because the
+ * machine was busy), checked cheaply: the wall clock (a vDSO read) first,
+ * and the thread's CPU clock (a system call) only once as much wall time
+ * has passed, since a thread cannot have used more CPU than wall time.
+ * Start and check on one thread. */
+typedef struct sc_cpu_budget {
+  long long wall_next_ns; /* before this (CLOCK_MONOTONIC) it cannot be over */
+  long long cpu_end_ns;   /* the thread's CPU clock when it is over */
+} sc_cpu_budget;
+void sc_cpu_budget_start(sc_cpu_budget *b, long long limit_ns);
+/* True once the thread has used limit_ns of CPU since the start. */
+bool sc_cpu_budget_over(sc_cpu_budget *b);
+
 /* pthread_create with a stack of stack_bytes (reserved; pages are touched
  * as used). Returns 0 or the error number, as pthread_create does. */
 int sc_thread_start(pthread_t *th, size_t stack_bytes, void *(*fn)(void *), void *arg);

@@ -110,7 +110,11 @@ sc_status sc_syntax_tree_edit_unparsed(sc_syntax_tree *tree, size_t start, size_
  * 140 KB, took 11 s), and a document is anyone's text. Past the budget the
  * parse is abandoned with SC_ERR_UNSUPPORTED, and the tree stays as it was
  * (pending, when it was being brought up to date). Real code parses far
- * inside it (170 KB of C in 75 ms). */
+ * inside it (170 KB of C in 75 ms). The budget is CPU time of the parsing
+ * thread: what bounds the work is the text, not how busy the machine is,
+ * and a parse (or a query, below) that was waiting for a core does not come
+ * out different (the repository-context recall test, under ASan and load,
+ * lost definitions to queries halted on the wall clock). */
 #define SC_SYNTAX_PARSE_BUDGET_NS 2000000000ll /* 2 s, plus per byte: */
 #define SC_SYNTAX_PARSE_NS_PER_BYTE 5000ll
 /* Another budget for tree's parses (ns; 0: the default): for tests and
@@ -172,12 +176,14 @@ TSQueryCursor *sc_syntax_query_cursor_new(void);
 typedef struct sc_syntax_budget {
   long long limit_ns;        /* the caller's: 0 for the default above */
   TSQueryCursorOptions opts; /* private: tree-sitter keeps a pointer to it */
-  long long deadline_ns;     /* private */
+  sc_cpu_budget cpu;         /* private */
   bool halted;               /* the budget ran out: the matches are partial */
 } sc_syntax_budget;
 /* ts_query_cursor_exec(c, q, node) under a budget for node's bytes (or
- * b->limit_ns). b is the caller's, zeroed but for limit_ns, and must live
- * until the last match is read. */
+ * b->limit_ns) of CPU time of the thread that reads the matches, which must
+ * be the thread that called this (as with parses, above). b is the
+ * caller's, zeroed but for limit_ns, and must live until the last match is
+ * read. */
 void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_syntax_budget *b);
 
 /* node, then its ancestors up to the root, innermost first: the nodes a

@@ -84,7 +84,8 @@ static long long now_ns(void) {
 typedef struct {
   sc_syntax_stop_fn stop;
   void *user;
-  long long last, deadline;
+  long long last;
+  sc_cpu_budget budget; /* CPU time of the parsing thread (context.h) */
   bool stopped, over;
 } parse_progress;
 
@@ -93,7 +94,7 @@ static bool parse_progress_cb(TSParseState *state) {
   long long now = now_ns();
   if (now - pp->last < STOP_CHECK_NS) return false;
   pp->last = now;
-  if (now > pp->deadline) pp->over = true;
+  if (sc_cpu_budget_over(&pp->budget)) pp->over = true;
   else if (pp->stop && pp->stop(pp->user)) pp->stopped = true;
   return pp->stopped || pp->over; /* true halts the parse */
 }
@@ -123,7 +124,8 @@ static sc_status parse_here(sc_syntax_tree *t, TSTree *old, sc_syntax_stop_fn st
                               ? t->parse_limit_ns
                               : SC_SYNTAX_PARSE_BUDGET_NS +
                                     (long long)t->len * SC_SYNTAX_PARSE_NS_PER_BYTE;
-  parse_progress pp = {.stop = stop, .user = user, .last = start, .deadline = start + limit};
+  parse_progress pp = {.stop = stop, .user = user, .last = start};
+  sc_cpu_budget_start(&pp.budget, limit);
   TSParseOptions opts = {.payload = &pp, .progress_callback = parse_progress_cb};
   TSTree *next = ts_parser_parse_with_options(t->parser, old, input, opts);
   if (!next && (pp.stopped || pp.over)) {
@@ -451,14 +453,14 @@ TSQueryCursor *sc_syntax_query_cursor_new(void) {
 
 static bool query_progress_cb(TSQueryCursorState *state) {
   sc_syntax_budget *b = state->payload;
-  if (!b->halted && now_ns() > b->deadline_ns) b->halted = true;
+  if (!b->halted && sc_cpu_budget_over(&b->cpu)) b->halted = true;
   return b->halted;
 }
 
 void sc_syntax_query_exec(TSQueryCursor *c, const TSQuery *q, TSNode node, sc_syntax_budget *b) {
   uint32_t bytes = ts_node_end_byte(node) - ts_node_start_byte(node);
   b->halted = false;
-  b->deadline_ns = now_ns() + (b->limit_ns > 0 ? b->limit_ns
+  sc_cpu_budget_start(&b->cpu, b->limit_ns > 0 ? b->limit_ns
                                                : SC_SYNTAX_QUERY_BUDGET_NS +
                                                      (long long)bytes * SC_SYNTAX_QUERY_NS_PER_BYTE);
   b->opts = (TSQueryCursorOptions){.payload = b, .progress_callback = query_progress_cb};

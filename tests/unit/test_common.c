@@ -1,11 +1,13 @@
 /* common/: the write queue both event loops (stdio, HTTP) send from, the
  * growable string the HTTP reader and the FIM client collect bodies in, and
  * the long-text hash of the LSP's suggestion cache. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "sc_test.h"
 #include "sculpt.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void test_queue_append(void) {
   char *buf = NULL;
@@ -81,8 +83,24 @@ static void test_hash64_long(void) {
   EXPECT(sc_hash64_long("", 0, 1) != sc_hash64_long("", 0, 2));
 }
 
+/* The CPU budget counts the thread's CPU, not the clock: a thread that
+ * waits (descheduled on a busy machine, or here asleep) keeps its budget. */
+static void test_cpu_budget(void) {
+  sc_cpu_budget b;
+  sc_cpu_budget_start(&b, 20000000ll); /* 20 ms */
+  EXPECT(!sc_cpu_budget_over(&b));
+  struct timespec nap = {0, 60000000l}; /* 60 ms asleep: wall time, no CPU */
+  nanosleep(&nap, NULL);
+  EXPECTF(!sc_cpu_budget_over(&b), "over after 60 ms asleep with a 20 ms CPU budget");
+  double t0 = sc_thread_cpu_ms();
+  volatile unsigned long spin = 0;
+  while (sc_thread_cpu_ms() - t0 < 25.0) spin++; /* 25 ms of CPU */
+  EXPECTF(sc_cpu_budget_over(&b), "not over after 25 ms of CPU with a 20 ms budget");
+}
+
 int main(void) {
   RUN(test_queue_append);
+  RUN(test_cpu_budget);
   RUN(test_buf_append);
   RUN(test_hash64_long);
   TEST_MAIN_END();

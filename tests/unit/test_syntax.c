@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -643,6 +644,63 @@ static void test_empty_node_under_deep_nesting(void) {
   EXPECT(r.parent_ok);
 }
 
+/* A parse's budget is CPU time: a parse that waits (its thread descheduled
+ * on a busy machine; here, a stop callback that sleeps) is not abandoned
+ * for the time it waited. Under the wall clock this parse went over its
+ * budget and came back with no tree. */
+typedef struct {
+  double wait_ms, waited_ms; /* to wait in all; waited so far */
+  int naps;
+} sleepy;
+
+static bool sleepy_stop(void *user) {
+  sleepy *z = user;
+  if (z->waited_ms >= z->wait_ms) return false;
+  double t0 = sc_now_ms();
+  struct timespec nap = {0, 50000000l}; /* 50 ms */
+  nanosleep(&nap, NULL);
+  z->waited_ms += sc_now_ms() - t0;
+  z->naps++;
+  return false;
+}
+
+static double process_cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void test_parse_budget_is_cpu_time(void) {
+  char *text = NULL;
+  size_t len = 0, one = strlen(k_samples[0].src);
+  REQUIRE((text = malloc(one * 400 + 1)));
+  for (int i = 0; i < 400; i++, len += one) memcpy(text + len, k_samples[0].src, one);
+  text[len] = '\0';
+  /* What the parse costs here, unhurried (the parse may run on a thread of
+   * its own, so the process's CPU clock). */
+  sc_syntax_tree *t = NULL;
+  double c0 = process_cpu_ms();
+  REQUIRE(sc_syntax_tree_new("c", text, len, &t, NULL) == SC_OK);
+  double cost = process_cpu_ms() - c0;
+  sc_syntax_tree_free(t);
+  /* A budget of four times that, and a parse that sleeps, in naps of 50 ms
+   * as it goes, twice its budget: it must finish, with its tree. */
+  long long limit = (long long)(4.0 * cost * 1e6) + 5000000ll;
+  REQUIRE(sc_syntax_tree_new_unparsed("c", text, len, &t, NULL) == SC_OK);
+  sc_syntax_tree_set_parse_limit(t, limit);
+  sleepy z = {.wait_ms = 2.0 * (double)limit / 1e6};
+  sc_error err = {0};
+  sc_status st = sc_syntax_tree_parse(t, sleepy_stop, &z, &err);
+  EXPECTF(st == SC_OK, "a %.0f ms CPU budget, %.0f ms of CPU and %.0f ms asleep (%d naps): %s",
+          (double)limit / 1e6, cost, z.waited_ms, z.naps, err.msg);
+  if (z.waited_ms < (double)limit / 1e6)
+    printf("  note: the parse ended before it had waited its budget (%.0f ms, %d naps)\n",
+           z.waited_ms, z.naps);
+  EXPECT(st != SC_OK || sc_syntax_tree_error_count(t) == 0);
+  sc_syntax_tree_free(t);
+  free(text);
+}
+
 int main(void) {
   const char *seed = getenv("SCULPT_TEST_SEED");
   if (seed && *seed) g_rng = strtoull(seed, NULL, 0) | 1;
@@ -653,5 +711,6 @@ int main(void) {
   RUN(test_incremental_equals_fresh);
   RUN(test_deep_parse_gives_its_stack_back);
   RUN(test_empty_node_under_deep_nesting);
+  RUN(test_parse_budget_is_cpu_time);
   TEST_MAIN_END();
 }
