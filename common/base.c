@@ -150,17 +150,13 @@ double sc_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-double sc_thread_cpu_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static long long clock_ns(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
   return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
+
+double sc_thread_cpu_ms(void) { return (double)clock_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6; }
 
 void sc_cpu_budget_start(sc_cpu_budget *b, long long limit_ns) {
   b->wall_next_ns = clock_ns(CLOCK_MONOTONIC) + limit_ns;

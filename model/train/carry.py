@@ -287,7 +287,10 @@ def parse_caps(text):
     caps = {}
     for item in text.split():
         lang, _, mb = item.partition("=")
-        caps[lang] = float(mb)
+        try:
+            caps[lang] = float(mb)
+        except ValueError:
+            sys.exit(f"carry.py budget: --caps: {item!r} is not LANG=MB")
     return caps
 
 

@@ -581,19 +581,17 @@ def definitions(lang, text):
         ind = len(lines[i]) - len(lines[i].lstrip())
         j = i + 1
         first = lines[i].split("//")[0]
-        if lang != "python" and "{" in first and first.count("{") == first.count("}"):
-            j = i + 1  # a definition on one line
-        else:
-            while j < len(lines) and j - i < SNIPPET_MAX_LINES:
-                l = lines[j]
-                if lang == "python":
-                    if l.strip() and len(l) - len(l.lstrip()) <= ind:
-                        break
-                elif (l.lstrip().startswith("}") and len(l) - len(l.lstrip()) <= ind) or (
-                        not l.strip() and lines[j - 1].rstrip().endswith(";") and j - i == 1):
-                    j += 1 if l.strip() else 0
+        one_line = lang != "python" and "{" in first and first.count("{") == first.count("}")
+        while not one_line and j < len(lines) and j - i < SNIPPET_MAX_LINES:
+            l = lines[j]
+            if lang == "python":
+                if l.strip() and len(l) - len(l.lstrip()) <= ind:
                     break
-                j += 1
+            elif (l.lstrip().startswith("}") and len(l) - len(l.lstrip()) <= ind) or (
+                    not l.strip() and lines[j - 1].rstrip().endswith(";") and j - i == 1):
+                j += 1 if l.strip() else 0
+                break
+            j += 1
         body = "\n".join(lines[i:j]).rstrip("\n") + "\n"
         out.append((name, i, body))
     return out
