@@ -6,15 +6,19 @@
  * does. An error after the edit that was not there before (outside the
  * site: the same message on the same line, shifted; inside it: more errors
  * than the site had) refuses the candidate, and so does a diagnostic's fix
- * that leaves as many errors as there were. A hole is held to this only in
+ * that leaves as many errors as there were, and a candidate whose site holds
+ * more statements with no effect (-Wunused-value: `a->child; n;`) than it
+ * did on its lines without an error: gcc reads `a->child n;`, whose `=` was lost, as "expected ';' before
+ * 'n'", and the `;` inserted as asked compiles to two statements that do
+ * nothing (cJSON, 4 of 30 tokens deleted at random). A hole is held to this only in
  * a file that compiled (no error at all) before. A file whose includes the
  * compiler cannot find stops at a fatal error and cannot be judged this
  * way: tree-sitter's checks stand alone then.
  *
  * Compile only (-fsyntax-only: nothing is generated or run). The text goes
  * on stdin; its folder is searched for quoted and angle includes (-iquote,
- * -I), as a file compiled in place would be; warnings are off (-w); a
- * compile that takes over 20 s is killed. */
+ * -I), as a file compiled in place would be; of the warnings only
+ * -Wunused-value's are read; a compile that takes over 20 s is killed. */
 #define _GNU_SOURCE
 #include "edit_impl.h"
 
@@ -49,12 +53,17 @@ static void errors_free(cc_error *e, size_t n) {
   free(e);
 }
 
-/* The errors of `cc -fsyntax-only` on text. 1: ran (*fatal when it stopped
- * at a fatal error); -1: no compiler, or it did not finish. */
+/* The errors of `cc -fsyntax-only` on text, and the lines of the text
+ * where a statement has no effect (*noeffect, owned by the caller). 1: ran
+ * (*fatal when it stopped at a fatal error); -1: no compiler, or it did not
+ * finish. */
 static int cc_run(const char *lang, const char *dir, const char *text, size_t len,
-                  cc_error **out, size_t *n_out, bool *fatal) {
+                  cc_error **out, size_t *n_out, long **noeffect, size_t *n_noeffect,
+                  bool *fatal) {
   *out = NULL;
   *n_out = 0;
+  *noeffect = NULL;
+  *n_noeffect = 0;
   *fatal = false;
   const char *cc = getenv("SCULPT_CC");
   if (cc && !*cc) return -1;
@@ -69,7 +78,9 @@ static int cc_run(const char *lang, const char *dir, const char *text, size_t le
   posix_spawn_file_actions_adddup2(&fa, fileno(in), STDIN_FILENO);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, fileno(err), STDERR_FILENO);
-  char *argv[] = {(char *)cc, "-fsyntax-only", "-w", "-fno-diagnostics-color", "-x",
+  /* -Wunused-value: -Wall's in gcc, on by default in clang; the other
+   * warnings are printed and not read. */
+  char *argv[] = {(char *)cc, "-fsyntax-only", "-Wunused-value", "-fno-diagnostics-color", "-x",
                   strcmp(lang, "cpp") == 0 ? "c++" : "c", "-iquote", (char *)dir, "-I",
                   (char *)dir, "-", NULL};
   pid_t pid;
@@ -103,6 +114,14 @@ static int cc_run(const char *lang, const char *dir, const char *text, size_t le
   while (fgets(line, sizeof line, err)) {
     char *e = strstr(line, ": error: "), *f = strstr(line, ": fatal error: ");
     if (f) *fatal = true;
+    char *w = !e && !f && strstr(line, "[-Wunused-value]") ? strstr(line, ": warning: ") : NULL;
+    if (w && strncmp(line, "<stdin>:", 8) == 0) {
+      long *nw = realloc(*noeffect, (*n_noeffect + 1) * sizeof *nw);
+      if (!nw) break;
+      *noeffect = nw;
+      nw[(*n_noeffect)++] = strtol(line + 8, NULL, 10);
+      continue;
+    }
     if (!e && !f) continue;
     char *msg = e ? e + 9 : f + 15;
     *(e ? e : f) = '\0';
@@ -128,6 +147,21 @@ done:
   return verdict;
 }
 
+/* How many of the n lines in v lie in [l0, l1], leaving out the lines of
+ * the text's own errors in errs (where a compiler's recovery guessed the
+ * statements: clang reads `a->child n;` as two, with the `;` it expects). */
+static size_t lines_within(const long *v, size_t n, long l0, long l1, const cc_error *errs,
+                           size_t n_errs) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool guessed = false;
+    for (size_t j = 0; j < n_errs && !guessed; j++)
+      guessed = !*errs[j].file && errs[j].line == v[i];
+    k += v[i] >= l0 && v[i] <= l1 && !guessed;
+  }
+  return k;
+}
+
 static long count_lines(const char *t, size_t a, size_t b) {
   long n = 0;
   for (size_t i = a; i < b; i++) n += t[i] == '\n';
@@ -148,15 +182,10 @@ static void know(const sc_edit_doc *doc_c, const char *dir, const char *text, si
   sc_edit_doc *doc = (sc_edit_doc *)doc_c;
   if (!doc->cc_known) {
     bool fatal = false;
-    errors_free(doc->cc_errors, doc->cc_n);
-    doc->cc_errors = NULL;
-    doc->cc_n = 0;
-    cc_error *e = NULL;
-    size_t n = 0;
-    int r = cc_run(doc->lang, dir, text, tl, &e, &n, &fatal);
+    sc_edit__cc_forget(doc);
+    int r = cc_run(doc->lang, dir, text, tl, &doc->cc_errors, &doc->cc_n, &doc->cc_noeffect,
+                   &doc->cc_noeffect_n, &fatal);
     doc->cc_usable = r == 1 && !fatal;
-    doc->cc_errors = e;
-    doc->cc_n = n;
     doc->cc_known = true;
   }
 }
@@ -190,9 +219,10 @@ const char *sc_edit__cc_verdict(const sc_edit_doc *doc_c, const char *text, size
   char *next = sc_edit__splice(text, tl, site->start, site->end, cand, len, &nl);
   if (!next) goto out;
   cc_error *after = NULL;
-  size_t n_after = 0;
+  long *noeffect = NULL;
+  size_t n_after = 0, n_noeffect = 0;
   bool fatal = false;
-  int r = cc_run(doc->lang, dir, next, nl, &after, &n_after, &fatal);
+  int r = cc_run(doc->lang, dir, next, nl, &after, &n_after, &noeffect, &n_noeffect, &fatal);
   free(next);
   const cc_error *before = doc->cc_errors;
   long l0 = count_lines(text, 0, site->start) + 1;
@@ -220,7 +250,12 @@ const char *sc_edit__cc_verdict(const sc_edit_doc *doc_c, const char *text, size
    * tell (check.c, broken_near), the compiler can. */
   if (!why && site->kind == SC_EDIT_DIAGNOSTIC && doc->cc_n > 0 && n_after >= doc->cc_n)
     why = "does not fix the error";
+  if (!why && lines_within(noeffect, n_noeffect, l0, l0 + added, NULL, 0) >
+                  lines_within(doc->cc_noeffect, doc->cc_noeffect_n, l0, l0 + removed,
+                               doc->cc_errors, doc->cc_n))
+    why = "leaves a statement with no effect";
   errors_free(after, n_after);
+  free(noeffect);
 out:
   free(dir);
   return why;
@@ -230,5 +265,8 @@ void sc_edit__cc_forget(sc_edit_doc *doc) {
   errors_free(doc->cc_errors, doc->cc_n);
   doc->cc_errors = NULL;
   doc->cc_n = 0;
+  free(doc->cc_noeffect);
+  doc->cc_noeffect = NULL;
+  doc->cc_noeffect_n = 0;
   doc->cc_known = false;
 }

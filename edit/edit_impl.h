@@ -20,10 +20,13 @@ struct sc_edit_doc {
   int py_before;
   long py_line;
   /* The C compiler's errors on the current text (cc.c), on first use;
-   * cc_usable: it ran and got past every include (no fatal error). */
+   * cc_usable: it ran and got past every include (no fatal error);
+   * cc_noeffect: the lines of its statements with no effect. */
   bool cc_known, cc_usable;
   struct sc_edit__cc_error *cc_errors;
   size_t cc_n;
+  long *cc_noeffect;
+  size_t cc_noeffect_n;
 };
 
 /* A malloc'd NUL-terminated copy of n bytes of s; NULL when out of memory. */

@@ -431,6 +431,28 @@ static void test_checks(void) {
   /* Brackets: a fix may add the `}` its file lacks. */
   const char *brace = "int f(int x) {\n  if (x) {\n    return 1;\n  return 2;\n}\n";
   expect_verdict("c", brace, "}\n", SC_EDIT_DIAGNOSTIC, "}\n}", NULL);
+  /* A statement with no effect where there was none: an `=` lost, and the
+   * `;` gcc asks for makes two statements that do nothing; a hole's fill
+   * too. One the code had before is no reason. */
+  const char *lost = "struct s { int *child; };\nvoid f(struct s *a, int *n) {\n  a->child n;\n}\n";
+  expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child; n;",
+                 "leaves a statement with no effect");
+  expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child = n;", NULL);
+  expect_verdict("c", hole, "// TODO(sculpt)", SC_EDIT_HOLE, "1; return 1;",
+                 "leaves a statement with no effect");
+  const char *had = "void f(int x) {\n  x;\n  x = 2;\n}\n";
+  expect_verdict("c", had, "x;\n  x = 2;", SC_EDIT_QUERY, "x;\n  x = 3;", NULL);
+  /* clang warns on the broken line already, reading it as two statements
+   * with the `;` it expects: a line with an error is no evidence. */
+  if (system("command -v clang >/dev/null 2>&1") == 0) {
+    setenv("SCULPT_CC", "clang", 1);
+    expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child; n;",
+                   "leaves a statement with no effect");
+    expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child = n;", NULL);
+  }
+  setenv("SCULPT_CC", "", 1);
+  expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child; n;", NULL);
+  unsetenv("SCULPT_CC");
 }
 
 /* A generator that always offers the same text (the stand-in model's
@@ -519,6 +541,16 @@ static void test_insertions(void) {
   EXPECTF(strcmp(expect, ";") == 0, "gcc's expected token: '%s'", expect);
   EXPECTF(got && strcmp(got, "r = ri;") == 0 && source && strcmp(source, "insertion") == 0,
           "missing `;`: '%s' from %s", got ? got : "(none)", source ? source : "-");
+  free(got);
+  /* gcc's missing `;` where an `=` was lost (the site: after `a->child`
+   * to the statement's end): the insertion is refused (two statements with
+   * no effect), and the model's fix is taken. */
+  const char *lost = "struct s { int *child; };\nvoid f(struct s *a, int *n) {\n"
+                     "  a->child n;\n}\n";
+  got = fill_diagnostic("c", lost, "n;\n}", "expected \xe2\x80\x98;\xe2\x80\x99 before "
+                        "\xe2\x80\x98n\xe2\x80\x99", " = n;", &source, expect);
+  EXPECTF(got && strcmp(got, " = n;") == 0 && source && strcmp(source, "model") == 0,
+          "a lost `=`: '%s' from %s", got ? got : "(none)", source ? source : "-");
   free(got);
   /* Python's missing `:`: the stand-in model's `if None:` compiles, and
    * is refused; the insertion is taken. */
@@ -648,6 +680,12 @@ static void test_real_fixes(void) {
       {"jq/src/jv_file.c", "c", 21, "close(fd);", "close(fd)", 21, 14,
        "expected \xe2\x80\x98;\xe2\x80\x99 before \xe2\x80\x98return\xe2\x80\x99", "x",
        "insertion"},
+      /* An `=` lost: gcc asks for a `;` before `b`, and `a->next; b;`
+       * compiles; the compiler's -Wunused-value refuses it, the model's
+       * ` = b;` is kept (cJSON had 4 such "fixes" in 30 random deletions). */
+      {"jq/src/compile.c", "c", 244, "a->next = b;", "a->next b;", 244, 10,
+       "expected \xe2\x80\x98;\xe2\x80\x99 before \xe2\x80\x98" "b\xe2\x80\x99", " = b;",
+       "model"},
       /* Python's unclosed bracket, reported at the opener. */
       {"click/src/click/core.py", "python", 392, "get(info_name)", "get(info_name", 392, 49,
        "'(' was never closed", "x", "insertion"},
