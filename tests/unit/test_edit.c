@@ -450,9 +450,25 @@ static void test_checks(void) {
                    "leaves a statement with no effect");
     expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child = n;", NULL);
   }
+  /* Without a compiler tree-sitter sees them: a statement that is only a
+   * name, a member, an element or a literal (Go has no compiler here). */
   setenv("SCULPT_CC", "", 1);
-  expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child; n;", NULL);
+  expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child; n;",
+                 "leaves a statement with no effect");
+  expect_verdict("c", lost, "a->child n;", SC_EDIT_DIAGNOSTIC, "a->child = n;", NULL);
   unsetenv("SCULPT_CC");
+  const char *go = "package p\n\nfunc f(c *C, cmds []*C, i int) {\n\tif c.flags  nil {\n"
+                   "\t\treturn\n\t}\n\tif cmds[i]  c {\n\t\treturn\n\t}\n}\n";
+  expect_verdict("go", go, "nil {", SC_EDIT_DIAGNOSTIC, ";nil {", "leaves a statement with no effect");
+  expect_verdict("go", go, "nil {", SC_EDIT_DIAGNOSTIC, "== nil {", NULL);
+  expect_verdict("go", go, "  c {", SC_EDIT_DIAGNOSTIC, "  ;c {",
+                 "leaves a statement with no effect");
+  /* A name alone where the code had one is no reason (an initializer
+   * that is already such a statement, with no error beside it). */
+  const char *had_go = "package p\n\nfunc f(c *C) {\n\tc.flags\n\tx := 1 +\n}\n";
+  expect_verdict("go", had_go, "x := 1 +", SC_EDIT_DIAGNOSTIC, "x := 1 + 2", NULL);
+  expect_verdict("python", "def f(a):\n    x = a.b +\n    return x\n", "x = a.b +",
+                 SC_EDIT_DIAGNOSTIC, "x; a.b", "leaves a statement with no effect");
 }
 
 /* A generator that always offers the same text (the stand-in model's
@@ -686,6 +702,11 @@ static void test_real_fixes(void) {
       {"jq/src/compile.c", "c", 244, "a->next = b;", "a->next b;", 244, 10,
        "expected \xe2\x80\x98;\xe2\x80\x99 before \xe2\x80\x98" "b\xe2\x80\x99", " = b;",
        "model"},
+      /* ... and Go's `!=`, which no compiler here judges: gofmt asks for a
+       * `;`, and `if c.globNormFunc ;nil {` parses (tree-sitter's statement
+       * with no effect refuses it). */
+      {"cobra/command.go", "go", 1914, "!= nil {", "nil {", 1914, 20,
+       "expected ';', found nil", "!= nil {", "model"},
       /* Python's unclosed bracket, reported at the opener. */
       {"click/src/click/core.py", "python", 392, "get(info_name)", "get(info_name", 392, 49,
        "'(' was never closed", "x", "insertion"},
