@@ -467,6 +467,15 @@ static void test_checks(void) {
    * that is already such a statement, with no error beside it). */
   const char *had_go = "package p\n\nfunc f(c *C) {\n\tc.flags\n\tx := 1 +\n}\n";
   expect_verdict("go", had_go, "x := 1 +", SC_EDIT_DIAGNOSTIC, "x := 1 + 2", NULL);
+  const char *both = "package p\n\nfunc f(a, b *C) {\n\tif !a.e  !b.e {\n\t\treturn\n\t}\n}\n";
+  expect_verdict("go", both, "!b.e {", SC_EDIT_DIAGNOSTIC, ";!b.e {",
+                 "leaves a statement with no effect");
+  expect_verdict("go", both, "!b.e {", SC_EDIT_DIAGNOSTIC, "&& !b.e {", NULL);
+  /* Operators that do something make no such statement. */
+  const char *js = "let o = {a: 1};\nfunction f(x) {\n  x.a +\n}\n";
+  expect_verdict("javascript", js, "x.a +", SC_EDIT_DIAGNOSTIC, "x.a; delete x.a",
+                 "leaves a statement with no effect");
+  expect_verdict("javascript", js, "x.a +", SC_EDIT_DIAGNOSTIC, "delete x.a", NULL);
   expect_verdict("python", "def f(a):\n    x = a.b +\n    return x\n", "x = a.b +",
                  SC_EDIT_DIAGNOSTIC, "x; a.b", "leaves a statement with no effect");
 }
