@@ -84,7 +84,11 @@ def run_lang(args, lang, rng, tmp):
     cands = [i for i, l in enumerate(lines)
              if len(l.strip()) >= 8 and not l.strip().startswith((comment, "*", "/*", "#", '"'))]
     counts = dict(trials=0, restored=0, refused=0, wrong=0, wrong_clean=0, errors=0)
+    # The file's folder as it is (its headers), copied once; only the file
+    # is written again for each trial (the batch writes nothing else).
     folder = os.path.join(tmp, lang)
+    shutil.copytree(os.path.dirname(src), folder)
+    path = os.path.join(folder, os.path.basename(src))
     attempts = 0
     while counts["trials"] < args.trials and attempts < args.trials * 20:
         attempts += 1
@@ -94,10 +98,6 @@ def run_lang(args, lang, rng, tmp):
             continue
         kind, bad_line = b
         broken = "\n".join(lines[:i] + [bad_line] + lines[i + 1:])
-        shutil.rmtree(folder, ignore_errors=True)
-        # The file's folder as it is (its headers), the file replaced.
-        shutil.copytree(os.path.dirname(src), folder)
-        path = os.path.join(folder, os.path.basename(src))
         with open(path, "w") as f:
             f.write(broken)
         ok, messages = check(argv, path)
