@@ -9,8 +9,10 @@
  * (display columns, tab stop 8, since gcc 11), mypy's --show-column-numbers,
  * flake8's default format `%(path)s:%(row)d:%(col)d: %(code)s %(text)s`,
  * rustc's human-readable emitter (` --> file:line:col`, columns in
- * characters), tsc's non-pretty `file(line,col): error TSnnnn:`, LSP 3.17
- * (UTF-16 positions, DiagnosticSeverity 1-4). */
+ * characters), tsc's non-pretty `file(line,col): error TSnnnn:`, javac's
+ * `File.java:line: error:` with the column under a caret two lines on (its
+ * Log: one blank a char), LSP 3.17 (UTF-16 positions, DiagnosticSeverity
+ * 1-4). */
 #define _GNU_SOURCE /* memrchr */
 #include "edit_impl.h"
 
@@ -236,6 +238,13 @@ static bool colon_line(char *line, bool clang, sc_edit_diagnostic **out, size_t 
   return false;
 }
 
+/* A caret line's column (blanks, then `^`, then `^` or `~` to its end),
+ * -1 when line is not one. */
+static long caret_column(const char *line) {
+  size_t b = strspn(line, " \t");
+  return line[b] == '^' && line[b + 1 + strspn(line + b + 1, "^~")] == '\0' ? (long)b : -1;
+}
+
 /* gcc's and rustc's source excerpts: `  145 |   old = ...`, `      |   ^`. */
 static bool snippet_line(const char *line) {
   const char *p = line + strspn(line, " ");
@@ -341,6 +350,12 @@ static bool parse_text(const char *text, size_t len, sc_edit_diagnostic **out, s
   py_frame py = {NULL, 0, -1, -1};
   int rust_sev = 0;       /* a rustc header waiting for its ` --> ` */
   char *rust_msg = NULL;
+  /* javac's `path:line: error: msg` has no column: the source line follows,
+   * then a caret under the column, one blank (a tab where the line has a
+   * tab) for each char before it. caret_for: the diagnostic waiting for it
+   * (-1: none); caret_echo: its source line has been seen. */
+  long caret_for = -1;
+  bool caret_echo = false;
   for (size_t p = 0; p < len && ok;) {
     const char *nl = memchr(text + p, '\n', len - p);
     size_t e = nl ? (size_t)(nl - text) : len;
@@ -384,8 +399,20 @@ static bool parse_text(const char *text, size_t len, sc_edit_diagnostic **out, s
                        rust_sev);
       }
       rust_sev = 0; /* later arrows are its notes' */
+    } else if (caret_for >= 0 && caret_echo && caret_column(line) >= 0) {
+      (*out)[caret_for].col = caret_column(line);
+      (*out)[caret_for].unit = SC_EDIT_COL_UTF16; /* a Java char is a UTF-16 unit */
+      caret_for = -1;
     } else if (!snippet_line(line)) {
-      colon_line(line, clang, out, n, &ok);
+      size_t before = *n;
+      bool took = colon_line(line, clang, out, n, &ok);
+      if (*n > before && (*out)[*n - 1].col < 0) {
+        caret_for = (long)*n - 1, caret_echo = false;
+      } else if (caret_for >= 0 && !caret_echo && !took) {
+        caret_echo = true; /* the source line */
+      } else {
+        caret_for = -1;
+      }
     }
     free(line);
   }

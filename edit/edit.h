@@ -104,6 +104,8 @@ typedef enum sc_edit_kind {
 /* "hole", "diagnostic", "query", "block" (static). */
 const char *sc_edit_kind_name(sc_edit_kind kind);
 
+#define SC_EDIT_MAX_CHOICES 32
+
 typedef struct sc_edit_site {
   sc_edit_kind kind;
   size_t start, end; /* the span a candidate replaces: [start, end) */
@@ -111,6 +113,15 @@ typedef struct sc_edit_site {
   bool single_line;  /* the replacement must stay on one line (an inline hole) */
   char expect[8];    /* a diagnostic's missing token as its message names it
                         (`expected ';'`, gcc's `expected ‘;’`), else "" */
+  /* The tokens a message offers as a choice (rustc's `expected one of `)`,
+   * `,`, or an operator, found `x``, gcc's `expected ‘,’ or ‘;’ before`,
+   * javac's `')' or ',' expected`), in its order, each NUL-terminated,
+   * rustc's "an operator" as its binary operators; n_choices 0 when it
+   * names one (expect) or none. choices_open: it also names a kind of
+   * thing (`identifier`, `path`), which no token here stands for. */
+  char choices[SC_EDIT_MAX_CHOICES][8];
+  int n_choices;
+  bool choices_open;
 } sc_edit_site;
 
 typedef struct sc_edit_hole_options {
@@ -347,7 +358,10 @@ typedef struct sc_edit_fill_options {
  * its missing token, as seed -1 (sc_edit_source_name: "insertion"): the
  * one token the message says is expected (site.expect) at site.anchor,
  * else the tokens tree-sitter's recovery inserted in the site (a MISSING
- * `;` or `)`). *out is filled whatever happens (free it with
+ * `;` or `)`); of a choice (site.choices), each token that passes the
+ * checks, as seeds -n .. -1 in the message's order, when accept is given,
+ * else the one that alone passes (none when the choice is open and no C
+ * compiler judged it). *out is filled whatever happens (free it with
  * sc_edit_result_free); the return value is SC_OK unless something
  * outside the candidates failed (out of memory, a document that cannot be
  * parsed). doc is not changed: apply the edit with sc_edit_doc_apply. */

@@ -59,18 +59,22 @@ static size_t put_token(char *out, size_t k, const char *tok, char next) {
  * is expected (site.expect: gcc's missing `;`, Python's missing `:`) where
  * the site puts it (site.anchor); else the tokens tree-sitter's error
  * recovery inserted in the site (MISSING `;`, `)`, `}`), each where it put
- * them. The compiler's word comes first: tree-sitter's guess may be the
+ * them (expect: the token named, s->expect or one of s->choices). The
+ * compiler's word comes first: tree-sitter's guess may be the
  * right token in the wrong place (jq's `close(fd)` without its `;`, then
  * `return ...`: a MISSING `;` after `return`). It faces every check a
  * model's candidate does. NULL when there is none (a named token is
  * missing: an identifier or an expression cannot be guessed), or out of
  * memory; else owned by the caller, *len bytes. */
-static char *insertion_fix(const sc_edit_doc *doc, const sc_edit_site *s, size_t *len) {
+static char *insertion_fix(const sc_edit_doc *doc, const sc_edit_site *s, const char *expect,
+                           size_t *len) {
   missing_walk w = {.a = s->start, .b = s->end};
-  if (s->expect[0] && s->anchor >= s->start && s->anchor <= s->end) {
+  if (expect[0] && s->anchor >= s->start && s->anchor <= s->end) {
     w.at[0] = s->anchor;
-    w.tok[0] = s->expect;
+    w.tok[0] = expect;
     w.n = 1;
+  } else if (s->n_choices) {
+    return NULL;
   } else {
     sc_edit__visit(doc->tree, s->start, s->end, visit_missing, &w);
     if (w.named) return NULL;
@@ -96,6 +100,44 @@ static char *insertion_fix(const sc_edit_doc *doc, const sc_edit_site *s, size_t
   out[k] = '\0';
   *len = k;
   return out;
+}
+
+/* The insertions tried before the model, into fixes (owned by the
+ * caller); their count. One token named, or tree-sitter's MISSING tokens:
+ * that insertion. A choice of tokens: each inserted where the site puts it
+ * and judged by the engine's checks; those that pass are tried in the
+ * message's order when the caller has its own test (accept: the build
+ * decides), else only when one alone passes, and, where the message also
+ * allows a kind of thing (a path, an identifier), only when the C
+ * compiler judged it: in Rust's `E: Display +  + Send` (a bound lost,
+ * rustc's "`!`, `(`, ..., lifetime, or path") `!` alone parses. Where
+ * several pass, nothing here tells which the code meant (rustc's `,` or
+ * `.` in `f(a() b)`, `=` or `;` in `let x  y.z();`), and a token is not
+ * guessed: the model's candidates follow. */
+static int insertions(const sc_edit_doc *doc, const sc_edit_site *site,
+                      const sc_edit_fill_options *o, char **fixes, size_t *lens) {
+  if (!site->n_choices) {
+    fixes[0] = insertion_fix(doc, site, site->expect, &lens[0]);
+    return fixes[0] ? 1 : 0;
+  }
+  int n = 0;
+  for (int i = 0; i < site->n_choices && i < SC_EDIT_MAX_CHOICES; i++) {
+    size_t len = 0;
+    char *f = insertion_fix(doc, site, site->choices[i], &len);
+    sc_edit_verdict v = {0};
+    if (f) sc_edit_check(doc, site, f, len, &v, NULL);
+    if (!f || !v.ok) {
+      free(f);
+      continue;
+    }
+    fixes[n] = f;
+    lens[n++] = len;
+  }
+  if (!o->accept && (n > 1 || (site->choices_open && !doc->cc_usable))) {
+    for (int i = 0; i < n; i++) free(fixes[i]);
+    n = 0;
+  }
+  return n;
 }
 
 /* How much of a candidate the site takes: an inline hole, or a one-line
@@ -139,9 +181,10 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
   size_t seen_len[SC_EDIT_MAX_CANDIDATES] = {0};
   int n_seen = 0;
   sc_status st = SC_OK;
-  size_t fix_len = 0;
-  char *fix = site->kind == SC_EDIT_DIAGNOSTIC ? insertion_fix(doc, site, &fix_len) : NULL;
-  for (int k = fix ? -1 : 0; k < n_cands && out->status != SC_EDIT_DONE; k++) {
+  char *fixes[SC_EDIT_MAX_CHOICES] = {0};
+  size_t fix_lens[SC_EDIT_MAX_CHOICES] = {0};
+  int n_fix = site->kind == SC_EDIT_DIAGNOSTIC ? insertions(doc, site, o, fixes, fix_lens) : 0;
+  for (int k = -n_fix; k < n_cands && out->status != SC_EDIT_DONE; k++) {
     if (cancelled(o->cancel)) {
       out->reason = "interrupted";
       break;
@@ -155,11 +198,11 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
     sc_edit_candidate c = {0};
     sc_error gerr = {0};
     sc_status gst;
-    if (k == -1) {
-      c.text = fix; /* taken over */
-      c.len = fix_len;
+    if (k < 0) {
+      c.text = fixes[n_fix + k]; /* taken over */
+      c.len = fix_lens[n_fix + k];
       c.confidence = 1.0;
-      fix = NULL;
+      fixes[n_fix + k] = NULL;
       gst = SC_OK;
     } else if (k == 0 && o->first && o->first->text) {
       c = *o->first; /* taken over */
@@ -245,7 +288,7 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
     t->ms = sc_now_ms() - tc;
     sc_edit_candidate_free(&c);
   }
-  free(fix); /* not taken when cancelled first */
+  for (int i = 0; i < n_fix; i++) free(fixes[i]); /* not taken when cancelled first */
   for (int i = 0; i < n_seen; i++) free(seen[i]);
   out->ms = sc_now_ms() - t0;
   return st;

@@ -22,7 +22,7 @@ static bool push(site_list *l, sc_edit_kind kind, size_t a, size_t b, bool singl
     l->v = nv;
     l->cap = cap;
   }
-  l->v[l->n++] = (sc_edit_site){kind, a, b, a, single_line, ""};
+  l->v[l->n++] = (sc_edit_site){.kind = kind, .start = a, .end = b, .anchor = a, .single_line = single_line};
   return true;
 }
 
@@ -378,47 +378,137 @@ typedef enum expect_where {
   EXPECT_UNCLOSED,    /* Python's "'(' was never closed": where the opener's line ends */
 } expect_where;
 
-/* The token msg says is expected, into out (8 bytes): `expected ';'`
- * (gcc in the C locale, clang, clangd's `Expected ';' after expression`,
- * Python's `expected ':'`, rustc's `expected `;``, pyright's `Expected
- * ":"`), gcc's `expected ‘;’` (UTF-8 quotes), TypeScript's `';'
- * expected.`, the closer of Python's `'(' was never closed`. Nothing when
- * the message offers a choice (`expected ‘,’ or ‘;’`), names a kind of
- * thing (`expected identifier`) or says the token is unexpected: the fix
- * is then the model's to find. Returns where the token goes. */
-static expect_where expected_token(const char *msg, char out[8]) {
-  out[0] = '\0';
-  if (!msg) return EXPECT_AT;
-  const char *tok = NULL, *end = NULL;
-  size_t n = 0;
-  expect_where where = EXPECT_AT;
-  for (const char *p = msg; !n && (p = strcasestr(p, "expected ")) != NULL; p++) {
-    if (p == msg || !sc_edit__word_byte(p[-1])) /* not "unexpected" */
-      n = quoted_token(p + strlen("expected "), &tok, &end);
+/* What a message says is expected: one token, or a choice of them (n > 1),
+ * and where it goes; open when the choice also names a kind of thing
+ * (rustc's "lifetime, or path", gcc's "identifier"), so that what was
+ * lost may be none of the tokens. */
+typedef struct expectation {
+  expect_where where;
+  int n;
+  bool open;
+  char tok[SC_EDIT_MAX_CHOICES][8];
+} expectation;
+
+static void add_token(expectation *e, const char *tok, size_t n) {
+  for (int i = 0; i < e->n; i++)
+    if (strlen(e->tok[i]) == n && memcmp(e->tok[i], tok, n) == 0) return;
+  if (e->n == SC_EDIT_MAX_CHOICES || n >= sizeof e->tok[0]) {
+    e->open = true; /* more than a site holds: the list is not all tried */
+    return;
+  }
+  memcpy(e->tok[e->n], tok, n);
+  e->tok[e->n++][n] = '\0';
+}
+
+/* A list of alternatives at p appended to e: `A`, `B`, or `C` (rustc,
+ * after "one of "), 'A' or 'B' (gcc, javac). Quoted tokens are tokens;
+ * rustc's "an operator" stands for its binary operators; any other
+ * unquoted item ("identifier", "path") makes the list open. Returns the
+ * end of the list (before ", found"); p when it starts with no token. */
+static const char *token_list(const char *p, expectation *e) {
+  static const char *const k_operators[] = {"+",  "-",  "*",  "/",  "%",  "==", "!=",
+                                            "<",  ">",  "<=", ">=", "&&", "||", "&",
+                                            "|",  "^",  "<<", ">>"};
+  const char *at = p;
+  for (bool first = true;; first = false) {
+    const char *tok, *end;
+    size_t n = quoted_token(at, &tok, &end);
+    if (n) {
+      add_token(e, tok, n);
+      at = end;
+    } else if (first) {
+      return p;
+    } else {
+      end = at;
+      while (*end && *end != ',' && strncmp(end, " or ", 4) != 0) end++;
+      if (end - at == 11 && strncmp(at, "an operator", 11) == 0)
+        for (size_t i = 0; i < sizeof k_operators / sizeof k_operators[0]; i++)
+          add_token(e, k_operators[i], strlen(k_operators[i]));
+      else
+        e->open = true;
+      at = end;
+    }
+    if (strncmp(at, ", or ", 5) == 0) at += 5;
+    else if (strncmp(at, " or ", 4) == 0) at += 4;
+    else if (strncmp(at, ", ", 2) == 0 && strncmp(at + 2, "found ", 6) != 0) at += 2;
+    else return at;
+  }
+}
+
+/* rust-analyzer names a token by its syntax kind ("Syntax Error: expected
+ * SEMICOLON", "expected R_PAREN"; SEMI before 2021): the token at p, its
+ * text into e; the name's length, 0 when p holds none of these. */
+static size_t kind_name(const char *p, expectation *e) {
+  static const struct {
+    const char *kind, *tok;
+  } k_kinds[] = {{"SEMICOLON", ";"}, {"SEMI", ";"},        {"COMMA", ","},      {"R_PAREN", ")"},
+                 {"R_BRACK", "]"},   {"R_CURLY", "}"},     {"L_PAREN", "("},    {"L_BRACK", "["},
+                 {"L_CURLY", "{"},   {"COLON2", "::"},     {"COLON", ":"},      {"EQ", "="},
+                 {"FAT_ARROW", "=>"}, {"THIN_ARROW", "->"}, {"R_ANGLE", ">"},   {"L_ANGLE", "<"}};
+  for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++) {
+    size_t n = strlen(k_kinds[i].kind);
+    if (strncmp(p, k_kinds[i].kind, n) == 0 && !sc_edit__word_byte(p[n])) {
+      add_token(e, k_kinds[i].tok, strlen(k_kinds[i].tok));
+      return n;
+    }
+  }
+  return 0;
+}
+
+/* The token msg says is expected, or the tokens it offers as a choice:
+ * `expected ';'` (gcc in the C locale, clang, clangd's `Expected ';' after
+ * expression`, Python's `expected ':'`, rustc's `expected `;``, pyright's
+ * `Expected ":"`), gcc's `expected ‘;’` (UTF-8 quotes), TypeScript's and
+ * javac's `';' expected`, the closer of Python's `'(' was never closed`;
+ * as a choice rustc's `expected one of `)`, `,`, or an operator, found
+ * `x``, gcc's `expected ‘,’ or ‘;’ before ‘x’`, javac's `')' or ','
+ * expected`; rust-analyzer's `expected SEMICOLON`. Nothing when the
+ * message names a kind of thing (`expected identifier`) or says the token
+ * is unexpected: the fix is then the model's to find. A token expected "before" another, or where another was
+ * "found", goes after the token before that one. */
+static expectation expected_tokens(const char *msg) {
+  expectation e = {EXPECT_AT, 0, false, {{0}}};
+  if (!msg) return e;
+  const char *end = NULL;
+  for (const char *p = msg; !e.n && (p = strcasestr(p, "expected ")) != NULL; p++) {
+    if (p == msg || !sc_edit__word_byte(p[-1])) { /* not "unexpected" */
+      const char *q = p + strlen("expected ");
+      if (strncmp(q, "one of ", 7) == 0) q += 7;
+      end = token_list(q, &e);
+      if (!e.n && kind_name(q, &e)) end = ""; /* rust-analyzer: one token, where it says */
+    }
   }
   /* Python's "'(' was never closed" (also after "SyntaxError: ", as flake8
    * and ruff quote it), pyright's "\"(\" was not closed". */
-  for (const char *p = msg; !n && (p = strpbrk(p, "'\"`")) != NULL; p++) {
+  for (const char *p = msg; !e.n && (p = strpbrk(p, "'\"`")) != NULL; p++) {
     const char *t2, *e2;
     if (quoted_token(p, &t2, &e2) == 1 && strchr("([{", *t2) && *t2 &&
         (strncmp(e2, " was never closed", 17) == 0 || strncmp(e2, " was not closed", 15) == 0)) {
-      out[0] = *t2 == '(' ? ')' : *t2 == '[' ? ']' : '}';
-      out[1] = '\0';
-      return EXPECT_UNCLOSED;
+      e.tok[0][0] = *t2 == '(' ? ')' : *t2 == '[' ? ']' : '}';
+      e.n = 1;
+      e.where = EXPECT_UNCLOSED;
+      return e;
     }
   }
-  if (!n) {
-    n = quoted_token(msg, &tok, &end);
-    if (n && strncasecmp(end, " expected", 9) != 0) n = 0; /* TypeScript: "';' expected." */
-  } else if (strncmp(end, " or ", 4) == 0) {
-    n = 0;
-  } else if (strncmp(end, " before ", 8) == 0) {
-    where = EXPECT_AFTER_PREV;
+  if (!e.n) {
+    end = token_list(msg, &e); /* TypeScript, javac: "';' expected." */
+    if (e.n && strncasecmp(end, " expected", 9) != 0) e.n = 0;
   }
-  if (!n) return EXPECT_AT;
-  memcpy(out, tok, n);
-  out[n] = '\0';
-  return where;
+  if (!e.n) e.open = false; else if (strncmp(end, " before ", 8) == 0 || strncmp(end, ", found ", 8) == 0) {
+    e.where = EXPECT_AFTER_PREV;
+  }
+  return e;
+}
+
+/* The expectation into a site: one token as expect, a choice as choices. */
+static void put_expectation(sc_edit_site *s, const expectation *e) {
+  if (e->n == 1 && !e->open) {
+    memcpy(s->expect, e->tok[0], sizeof s->expect);
+    return;
+  }
+  s->n_choices = e->n;
+  s->choices_open = e->open;
+  memcpy(s->choices, e->tok, sizeof s->choices);
 }
 
 /* The end of the last token before x: blank space and comments skipped.
@@ -474,17 +564,32 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
   SC_CHECK(offset <= len, err, SC_ERR_INVALID, "offset %zu is past the end (%zu bytes)", offset,
            len);
   bool indent = message && strcasestr(message, "indent") != NULL;
-  char expect[8];
-  expect_where where = expected_token(message, expect);
+  expectation ex = expected_tokens(message);
+  expect_where where = ex.where;
   size_t x = indent                          ? offset
              : where == EXPECT_AFTER_PREV    ? token_end_before(doc, offset)
                                              : anchor_of(doc, offset),
          ls, le, cs, ce;
+  /* A closer or separator reported at the next token on its line (tsc's
+   * "')' expected" at the `{` of `if (a {`, "',' expected" at `b` in
+   * `f(a b)`) goes against the token before it, as it is written:
+   * `if (a) {`, not `if (a ){`. */
+  if (where == EXPECT_AT && ex.n == 1 && !ex.open && strchr(");],", ex.tok[0][0]) &&
+      !ex.tok[0][1] && x == offset && x < len && !strchr(" \t\r\n", t[x])) {
+    size_t b = x;
+    while (b > 0 && (t[b - 1] == ' ' || t[b - 1] == '\t')) b--;
+    if (b < x && b > 0 && t[b - 1] != '\n') x = b;
+  }
+  /* A token lost between two blanks left both ("own  e"): it goes between
+   * them, as it was. */
+  if (where == EXPECT_AFTER_PREV && x + 1 < len && x < offset &&
+      (t[x] == ' ' || t[x] == '\t') && (t[x + 1] == ' ' || t[x + 1] == '\t'))
+    x++;
   bool moved = x != offset; /* attributed to the end of the line before */
   line_around(t, len, x, &ls, &le, &cs, &ce);
   size_t s0 = x < cs ? x : cs, s1 = x > ce ? x : ce;
   if (indent) {
-    *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, ls, s1, offset, false, ""};
+    *out = (sc_edit_site){.kind = SC_EDIT_DIAGNOSTIC, .start = ls, .end = s1, .anchor = offset};
     return SC_OK;
   }
   if (where == EXPECT_UNCLOSED) {
@@ -492,8 +597,8 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
     size_t close = unclosed_end(doc, x);
     if (close < x) close = x;
     line_around(t, len, close, &ls, &le, &cs, &ce);
-    *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, x, ce > close ? ce : close, close, false, ""};
-    memcpy(out->expect, expect, sizeof expect);
+    *out = (sc_edit_site){.kind = SC_EDIT_DIAGNOSTIC, .start = x, .end = ce > close ? ce : close, .anchor = close};
+    put_expectation(out, &ex);
     return SC_OK;
   }
   /* The node at x; at the end of the line, the line's last token. */
@@ -522,8 +627,8 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
   /* From the diagnostic to the end of its statement when it is inside it
    * (the part most likely wrong), else the whole statement. */
   if (x > s0 && x < s1) s0 = x;
-  *out = (sc_edit_site){SC_EDIT_DIAGNOSTIC, s0, s1, x, false, ""};
-  memcpy(out->expect, expect, sizeof expect);
+  *out = (sc_edit_site){.kind = SC_EDIT_DIAGNOSTIC, .start = s0, .end = s1, .anchor = x};
+  put_expectation(out, &ex);
   return SC_OK;
 }
 
@@ -579,6 +684,6 @@ bool sc_edit_site_block_at(const sc_edit_doc *doc, size_t cursor, sc_edit_site *
   if (sc_completion_plan_at(doc->tree, cursor, &plan, NULL) != SC_OK ||
       (plan.kind != SC_COMPLETION_BLOCK && plan.kind != SC_COMPLETION_FUNCTION_BODY))
     return false;
-  *out = (sc_edit_site){SC_EDIT_BLOCK, cursor, cursor, cursor, false, ""};
+  *out = (sc_edit_site){.kind = SC_EDIT_BLOCK, .start = cursor, .end = cursor, .anchor = cursor};
   return true;
 }

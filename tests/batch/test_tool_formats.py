@@ -23,6 +23,14 @@ model:
     Ky.ts, on a tab-indented line: restored;
   - rustc (`error: expected `;`` then ` --> main.rs:4:11`): the `;` is
     inserted, the warning is not a site;
+  - javac (`Gson.java:369: error: ')' expected`, no column: the caret two
+    lines on gives it): two dropped `)` in gson's Gson.java, restored
+    (before, the `)` went to the statement's end and was refused);
+  - cargo check on anyhow's error.rs, rustc's choices (`expected one of
+    `!`, `,`, ..., or an operator, found `#``, `expected one of `->`,
+    `where`, or `{``): a dropped `,` and a dropped `->`, each the one token
+    of the list that parses, restored byte for byte; the cascade's and
+    the type checker's errors change nothing else;
   - an LSP Diagnostic of severity 2 (warning) is not a site.
 Before issue 43 every one of these outputs but gcc's and clang's was "no
 diagnostics recognised", and gcc's column led into the line's comment."""
@@ -48,6 +56,10 @@ CLICK_BREAKS = [("testing.py", 184, "def close(self) -> None:", "def close(self)
                 ("core.py", 392, "get(info_name)", "get(info_name")]
 GO_BREAK = ("args.go", 70, "len(args))", "len(args)")
 TS_BREAK = ("source/core/Ky.ts", 327, "undefined));", "undefined);")
+JAVA_BREAKS = [("Gson.java", 369, "factories) {", "factories {"),
+               ("Gson.java", 1225, "(e);", "(e;")]
+RUST_BREAKS = [("src/error.rs", 231, ">>,", ">>"),
+               ("src/error.rs", 1024, "Error) -> Self", "Error)  Self")]
 
 
 def broken(root, rel, line, old, new):
@@ -84,6 +96,19 @@ def tree(kind):
     elif kind == "ky":
         shutil.copytree(os.path.join(REAL, "ky", "source"), os.path.join(root, "source"))
         origs[TS_BREAK[0]] = broken(root, *TS_BREAK)
+    elif kind == "java":
+        shutil.copy(os.path.join(REAL, "gson", "Gson.java"), root)
+        orig = text(os.path.join(root, "Gson.java"))
+        for b in JAVA_BREAKS:
+            broken(root, *b)
+        origs["Gson.java"] = orig
+    elif kind == "cargo":
+        os.makedirs(os.path.join(root, "src"))
+        shutil.copy(os.path.join(REAL, "anyhow", "src", "error.rs"), os.path.join(root, "src"))
+        orig = text(os.path.join(root, "src", "error.rs"))
+        for b in RUST_BREAKS:
+            broken(root, *b)
+        origs["src/error.rs"] = orig
     elif kind == "rust":
         shutil.copy(os.path.join(TOOLS, "main.rs"), root)
         origs["main.rs"] = None  # already broken: there is no original
@@ -166,6 +191,13 @@ check(text(os.path.join(root, "main.rs")).split("\n")[3] == "\t\tsum += x;",
 check(len(rep["sites"]) == 1 and rep["summary"].get("diagnostics_left_out") == 1,
       f"rustc: the warning is not a site ({len(rep['sites'])}: {rep['summary']})")
 shutil.rmtree(root, ignore_errors=True)
+
+# javac and cargo: each file restored byte for byte.
+for tool, kind, rel in (("javac", "java", "Gson.java"), ("cargo", "cargo", "src/error.rs")):
+    root, origs, rep, err = run(tool, kind)
+    check(text(os.path.join(root, rel)) == origs[rel],
+          f"{tool}: {rel} restored ({[(s['range']['start']['line'] + 1, s['status'], s.get('reason'), s.get('text')) for s in rep['sites']]})")
+    shutil.rmtree(root, ignore_errors=True)
 
 # LSP JSON: a warning is not a site.
 root, origs = tree("click")

@@ -139,8 +139,13 @@ static void part_diagnostics(const char *a, size_t na, const char *b, size_t nb,
       if (t[off] == '\n') l++;
     if (d[i].col > 0) off += (size_t)d[i].col < len - off ? (size_t)d[i].col : len - off;
     sc_edit_site s;
-    if (sc_edit_site_for_diagnostic(doc, off, d[i].message, &s, NULL) == SC_OK)
+    if (sc_edit_site_for_diagnostic(doc, off, d[i].message, &s, NULL) == SC_OK) {
       CHECK(s.start <= s.end && s.end <= len && s.anchor <= len);
+      CHECK(s.n_choices >= 0 && s.n_choices <= SC_EDIT_MAX_CHOICES);
+      CHECK(memchr(s.expect, '\0', sizeof s.expect) != NULL);
+      for (int c = 0; c < s.n_choices; c++)
+        CHECK(s.choices[c][0] && memchr(s.choices[c], '\0', sizeof s.choices[c]) != NULL);
+    }
   }
   sc_edit_doc_free(doc);
   sc_edit_diagnostics_free(d, n);

@@ -226,6 +226,35 @@ def test_quick_fix_for_errors_only():
     s.shutdown_and_exit()
 
 
+def test_rust_analyzer_fixes():
+    """rust-analyzer's syntax errors name a token by its kind ("Syntax
+    Error: expected SEMICOLON", at the end of the token before): the quick
+    fix inserts it (anyhow's error.rs, vendored: the next line, `drop(...)`,
+    leaves tree-sitter's recovery no `;` to insert); before, the message
+    named nothing sculpt read, and there was no fix."""
+    s = start(settings={"maxTokens": 16})
+    rs = copy_real("anyhow", "src/error.rs", "anyhow")
+    with open(rs) as f:
+        orig = f.read()
+    lines = orig.split("\n")
+    check(lines[738] == "    let unerased_own = e.cast::<ErrorImpl<E>>();",
+          "error.rs:739 as vendored", lines[738])
+    lines[738] = lines[738][:-1]
+    write(rs, "\n".join(lines))
+    text = open_file(s, rs, "rust")
+    end = len(lines[738])
+    diag = {"range": {"start": {"line": 738, "character": end},
+                      "end": {"line": 738, "character": end}},
+            "severity": 1, "source": "rust-analyzer", "code": "syntax-error",
+            "message": "Syntax Error: expected SEMICOLON"}
+    acts = [a for a in actions(s, rs, 738, end, diagnostics=[diag])
+            if a["title"].startswith("sculpt: fix:")]
+    check(len(acts) == 1, "the error gets its fix", acts)
+    if acts:
+        eq(apply_edit(text, the_edit(acts[0], rs)), orig, "the fix restores the file")
+    s.shutdown_and_exit()
+
+
 ELLIPSES = '''import abc
 from typing import Protocol, overload
 
@@ -285,6 +314,7 @@ def test_no_fill_hole_for_a_meant_ellipsis():
 if __name__ == "__main__":
     try:
         run_tests([test_planted_same_edit_as_batch, test_default_model_same_edit_on_real_files,
-                   test_no_fill_hole_for_a_meant_ellipsis, test_quick_fix_for_errors_only])
+                   test_no_fill_hole_for_a_meant_ellipsis, test_quick_fix_for_errors_only,
+                   test_rust_analyzer_fixes])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

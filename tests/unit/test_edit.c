@@ -342,7 +342,7 @@ static void expect_verdict(const char *lang, const char *text, const char *span,
   sc_edit_doc *d = doc_of(lang, NULL, text);
   REQUIRE(d);
   size_t a = (size_t)(strstr(text, span) - text);
-  sc_edit_site s = {kind, a, a + strlen(span), a, false, ""};
+  sc_edit_site s = {.kind = kind, .start = a, .end = a + strlen(span), .anchor = a};
   sc_edit_verdict v;
   EXPECT(sc_edit_check(d, &s, cand, strlen(cand), &v, NULL) == SC_OK);
   bool ok = want_why == NULL ? v.ok : (!v.ok && v.why && strcmp(v.why, want_why) == 0);
@@ -489,11 +489,21 @@ static sc_status stub_generate(void *user, const sc_edit_request *req, sc_edit_c
   return SC_OK;
 }
 
-/* The diagnostic's site filled with the stub behind it: the edit's text,
- * or NULL when not done; *source as the result says. The caller frees. */
-static char *fill_diagnostic(const char *lang, const char *text, const char *at,
-                             const char *message, const char *model_text, const char **source,
-                             char expect[8]) {
+/* An accept test that passes a text holding user's string. */
+static sc_status accept_holding(void *user, const char *text, size_t len, bool *passed,
+                                sc_error *err) {
+  (void)err;
+  *passed = memmem(text, len, user, strlen(user)) != NULL;
+  return SC_OK;
+}
+
+/* The diagnostic's site filled with the stub behind it, and with want the
+ * caller's own test (accept) that passes only texts holding it: the
+ * edit's text, or NULL when not done; *source as the result says. The
+ * caller frees. */
+static char *fill_with(const char *lang, const char *text, const char *at, const char *message,
+                       const char *model_text, const char *want, const char **source,
+                       char expect[8]) {
   sc_edit_doc *d = doc_of(lang, NULL, text);
   *source = NULL;
   expect[0] = '\0';
@@ -504,7 +514,7 @@ static char *fill_diagnostic(const char *lang, const char *text, const char *at,
   EXPECT(sc_edit_site_for_diagnostic(d, off, message, &s, NULL) == SC_OK);
   memcpy(expect, s.expect, 8);
   sc_edit_generator gen = {stub_generate, NULL, (void *)model_text, false};
-  sc_edit_fill_options fo = {gen, 2, NULL, NULL, NULL, NULL};
+  sc_edit_fill_options fo = {gen, 2, NULL, want ? accept_holding : NULL, (void *)want, NULL};
   sc_edit_result r;
   EXPECT(sc_edit_fill(d, &s, &fo, &r, NULL) == SC_OK);
   char *out = r.status == SC_EDIT_DONE ? strndup(r.text, r.len) : NULL;
@@ -512,6 +522,21 @@ static char *fill_diagnostic(const char *lang, const char *text, const char *at,
   sc_edit_result_free(&r);
   sc_edit_doc_free(d);
   return out;
+}
+
+static char *fill_diagnostic(const char *lang, const char *text, const char *at,
+                             const char *message, const char *model_text, const char **source,
+                             char expect[8]) {
+  return fill_with(lang, text, at, message, model_text, NULL, source, expect);
+}
+
+/* A Rust diagnostic's choice decided by the caller's test (want), the
+ * model's text "0". */
+static char *fill_choice_accepting(const char *text, const char *at, const char *message,
+                                   const char *want) {
+  const char *source;
+  char expect[8];
+  return fill_with("rust", text, at, message, "0", want, &source, expect);
 }
 
 /* A missing token is inserted, not guessed: tree-sitter's MISSING node, or
@@ -532,6 +557,11 @@ static void test_insertions(void) {
       {"expected `;`, found `let`", ";"},                   /* rustc */
       {"Expected \":\"", ":"},                              /* pyright */
       {"';' expected.", ";"},                               /* TypeScript */
+      {"Syntax Error: expected SEMICOLON", ";"},            /* rust-analyzer */
+      {"Syntax Error: expected R_PAREN", ")"},
+      {"Syntax Error: expected SEMI", ";"},                 /* before 2021 */
+      {"Syntax Error: expected SEMICOLONS", ""},
+      {"Syntax Error: expected field name or number", ""},
       {"expected \xe2\x80\x9c)\xe2\x80\x9d", ")"},
       {"expected ',' or ';' before 'int'", ""},             /* a choice */
       {"expected identifier or '(' before 'int'", ""},      /* a kind of thing */
@@ -551,6 +581,38 @@ static void test_insertions(void) {
     EXPECT(sc_edit_site_for_diagnostic(d, 10, msgs[i].message, &s, NULL) == SC_OK);
     EXPECTF(strcmp(s.expect, msgs[i].want) == 0, "'%s': expect '%s', want '%s'",
             msgs[i].message, s.expect, msgs[i].want);
+  }
+  /* The tokens each tool's message offers as a choice, in its order, and
+   * whether it also allows a kind of thing no token stands for. */
+  static const struct {
+    const char *message, *want; /* the choices, space-separated */
+    bool open;
+  } choices[] = {
+      {"expected one of `!`, `,`, `.`, `::`, `?`, `{`, `}`, or an operator, found `#`",
+       "! , . :: ? { } + - * / % == != < > <= >= && || & | ^ << >>", false}, /* rustc */
+      {"expected one of `->`, `where`, or `{`, found keyword `Self`", "-> where {", false},
+      {"expected one of `!`, `(`, `,`, `?`, `for`, lifetime, or path, found `+`", "! ( , ? for",
+       true},
+      {"expected ',' or ';' before 'int'", ", ;", false}, /* gcc */
+      {"expected \xe2\x80\x98,\xe2\x80\x99 or \xe2\x80\x98)\xe2\x80\x99 before", ", )",
+       false},
+      {"expected ';', identifier or '(' before 'int'", "; (", true},
+      {"expected identifier or '(' before 'int'", "", false},
+      {"',', '}', or ';' expected", ", } ;", false}, /* javac */
+      {"')' or ',' expected", ") ,", false},
+      {"expected one of 8 possible tokens", "", false},
+      {"expected `;`, found `let`", "", false}, /* one token: expect */
+  };
+  for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
+    sc_edit_site s;
+    EXPECT(sc_edit_site_for_diagnostic(d, 10, choices[i].message, &s, NULL) == SC_OK);
+    char got[256] = "";
+    for (int c = 0; c < s.n_choices; c++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", c ? " " : "", s.choices[c]);
+    EXPECTF(strcmp(got, choices[i].want) == 0 && s.choices_open == choices[i].open &&
+                (s.n_choices == 0 || s.expect[0] == 0),
+            "'%s': choices '%s'%s, want '%s'", choices[i].message, got,
+            s.choices_open ? " (open)" : "", choices[i].want);
   }
   sc_edit_doc_free(d);
   /* gcc's missing `;` (UTF-8 quotes), reported at the next line's token:
@@ -587,11 +649,54 @@ static void test_insertions(void) {
   got = fill_diagnostic("c", paren, ";\n}", "error", "0", &source, expect);
   EXPECTF(got && strcmp(got, ");") == 0, "missing `)`: '%s'", got ? got : "(none)");
   free(got);
-  /* No token named, or a choice: nothing to insert; the model's rewrite
-   * of the statement is refused, so nothing is done. */
+  /* A choice: each token inserted and judged; the one that alone passes
+   * (`r = ri, break;` does not parse) is the fix, the model not asked. */
   got = fill_diagnostic("c", semi, "break", "expected ',' or ';' before 'break'", "0;", &source,
                         expect);
-  EXPECTF(expect[0] == 0 && got == NULL, "a choice: expect '%s', edit '%s'", expect,
+  EXPECTF(expect[0] == 0 && got && strcmp(got, "r = ri;") == 0 && source &&
+              strcmp(source, "insertion") == 0 && g_stub_calls == 0,
+          "a choice: expect '%s', edit '%s'", expect, got ? got : "(none)");
+  free(got);
+  /* A choice two of whose tokens pass (rustc: `f(a, b)`, `f(a. b)`, no
+   * compiler judging Rust here): nothing says which, so neither is
+   * inserted, and the model's rewrite of the statement is refused. */
+  const char *call = "fn g(a: S, b: i32) -> i32 {\n    f(a b)\n}\n";
+  const char *found_b = "expected one of `)`, `,`, `.`, `?`, or an operator, found `b`";
+  got = fill_diagnostic("rust", call, "b)", found_b, "0", &source, expect);
+  EXPECTF(got == NULL, "an open choice: edit '%s'", got ? got : "(none)");
+  free(got);
+  /* ... unless the caller's own test (batch --check: the build) decides:
+   * then each is tried in the message's order (the edit: from the token
+   * before `b` to the statement's end). */
+  got = fill_choice_accepting(call, "b)", found_b, "f(a, b)");
+  EXPECTF(got && strcmp(got, ", b)") == 0, "a choice the test decides: '%s'",
+          got ? got : "(none)");
+  free(got);
+  got = fill_choice_accepting(call, "b)", found_b, "f(a. b)");
+  EXPECTF(got && strcmp(got, ". b)") == 0, "the test's other pick: '%s'",
+          got ? got : "(none)");
+  free(got);
+  /* rustc's list, a token lost between two blanks put back between them. */
+  const char *let = "fn f(e: &E) {\n    let own  e.cast();\n}\n";
+  got = fill_diagnostic("rust", let, "e.cast",
+                        "expected one of `:`, `;`, `=`, `@`, or `|`, found `e`", "0", &source,
+                        expect);
+  EXPECTF(got == NULL, "rustc's open choice (`;` and `=` parse): '%s'", got ? got : "(none)");
+  free(got);
+  /* An open choice (rustc's "lifetime, or path": a bound was lost) where
+   * one token alone parses (`Display + !+ Send`): with no compiler to
+   * judge, it is not inserted. */
+  const char *bound = "impl X {\n    fn f<E>(e: E)\n    where\n        E: Display +  + Send,\n"
+                      "    {\n    }\n}\n";
+  got = fill_diagnostic("rust", bound, "+ Send",
+                        "expected one of `!`, `(`, `,`, `?`, `[`, `async`, `const`, `for`, `use`, "
+                        "`{`, `~`, lifetime, or path, found `+`",
+                        "0", &source, expect);
+  EXPECTF(got == NULL, "an open choice: '%s'", got ? got : "(none)");
+  free(got);
+  got = fill_choice_accepting(let, "e.cast", "expected one of `:`, `;`, `=`, `@`, or `|`, found `e`",
+                              "own = e");
+  EXPECTF(got && strcmp(got, "= e.cast();") == 0, "rustc's choice, the test's pick: '%s'",
           got ? got : "(none)");
   free(got);
   got = fill_diagnostic("python", colon, "\n        return", "invalid syntax", " if None:",
@@ -711,7 +816,22 @@ static void test_real_fixes(void) {
        * `;`, and `if c.globNormFunc ;nil {` parses (tree-sitter's statement
        * with no effect refuses it). */
       {"cobra/command.go", "go", 1914, "!= nil {", "nil {", 1914, 20,
-       "expected ';', found nil", "!= nil {", "model"},
+       "expected ';', found nil", " != nil {", "model"},
+      /* tsc reports a lost `)` or `,` at the next token: it goes against
+       * the token before, as written (was `prefix ){`, which tsc passes). */
+      {"ky/source/core/Ky.ts", "typescript", 373, "prefix) {", "prefix {", 373, 29,
+       "')' expected.", "x", "insertion"},
+      {"ky/source/core/Ky.ts", "typescript", 964, "Timeout, delay", "Timeout delay", 964, 34,
+       "',' expected.", "x", "insertion"},
+      /* javac's column, from its caret (gson). */
+      {"gson/Gson.java", "java", 1225, "(e);", "(e;", 1225, 38, "')' expected", "x",
+       "insertion"},
+      /* rustc's choices (anyhow): the one token of the list that parses. */
+      {"anyhow/src/error.rs", "rust", 1024, "Error) -> Self", "Error)  Self", 1024, 28,
+       "expected one of `->`, `where`, or `{`, found keyword `Self`", "x", "insertion"},
+      {"anyhow/src/error.rs", "rust", 231, ">>,", ">>", 232, 13,
+       "expected one of `!`, `,`, `.`, `::`, `?`, `{`, `}`, or an operator, found `#`", "x",
+       "insertion"},
       /* Python's unclosed bracket, reported at the opener. */
       {"click/src/click/core.py", "python", 392, "get(info_name)", "get(info_name", 392, 49,
        "'(' was never closed", "x", "insertion"},

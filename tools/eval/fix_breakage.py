@@ -17,10 +17,19 @@ python3 -m py_compile, gofmt -e), its messages go to `sculpt batch
 
     tools/eval/fix_breakage.py [--sculpt build/sculpt] [--model DIR]
         [--trials 40] [--seed 1] [--lang c|python|go ...] [--show]
+    tools/eval/fix_breakage.py --root DIR --file REL --check CMD [--comment //]
 
 Defaults: jq's src/jv.c, click's core.py, cobra's command.go, the shipped
 model. Not a test: it needs gcc, python3 and gofmt, and takes about a
 second a trial.
+
+Any other project: --root names its folder (copied once), --file the file
+to break inside it, --check the project's own check, a shell command run
+in the copy's root, {} standing for the file's path there (javac against
+the project's classes, `cargo check --offline --lib`, tsc --noEmit); it
+passes when it exits 0, and its output goes to the batch as diagnostics;
+with --batch-check the batch runs it on each candidate as well (`sculpt
+batch --check`), as a user with a build would.
 """
 import argparse
 import os
@@ -45,8 +54,13 @@ OPS = re.compile(r"(:=|==|!=|&&|\|\||->|[=,<>+*])")
 WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
-def check(argv, path):
-    """(passes, messages): the tool's verdict on path, run beside it."""
+def check(argv, path, root=None):
+    """(passes, messages): the tool's verdict on path, run beside it; with
+    root, argv is a shell command run there ({} the path)."""
+    if root:
+        r = subprocess.run(argv.replace("{}", path), shell=True, capture_output=True,
+                           text=True, cwd=root)
+        return r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run(argv + [os.path.basename(path)], capture_output=True, text=True,
                        cwd=os.path.dirname(path))
     return r.returncode == 0 and not r.stderr.strip(), r.stderr
@@ -77,7 +91,7 @@ def break_line(line, rng):
 
 def run_lang(args, lang, rng, tmp):
     rel, comment, argv = LANGS[lang]
-    src = os.path.join(REAL, rel)
+    src = os.path.join(args.root or REAL, rel)
     with open(src) as f:
         orig = f.read()
     lines = orig.split("\n")
@@ -87,8 +101,13 @@ def run_lang(args, lang, rng, tmp):
     # The file's folder as it is (its headers), copied once; only the file
     # is written again for each trial (the batch writes nothing else).
     folder = os.path.join(tmp, lang)
-    shutil.copytree(os.path.dirname(src), folder)
-    path = os.path.join(folder, os.path.basename(src))
+    if args.root:
+        shutil.copytree(args.root, folder, symlinks=True)
+        path = os.path.join(folder, rel)
+    else:
+        shutil.copytree(os.path.dirname(src), folder)
+        path = os.path.join(folder, os.path.basename(src))
+    root = folder if args.root else None
     attempts = 0
     while counts["trials"] < args.trials and attempts < args.trials * 20:
         attempts += 1
@@ -100,15 +119,17 @@ def run_lang(args, lang, rng, tmp):
         broken = "\n".join(lines[:i] + [bad_line] + lines[i + 1:])
         with open(path, "w") as f:
             f.write(broken)
-        ok, messages = check(argv, path)
+        ok, messages = check(argv, path, root)
         if ok:
             continue  # still valid code: nothing to fix
         counts["trials"] += 1
         cmd = [args.sculpt, "batch", "--diagnostics", "-", "--write", "--no-progress"]
         if args.model:
             cmd += ["--model", args.model]
+        if args.batch_check:  # the build decides: batch --check runs the same check
+            cmd += ["--check", argv.replace("{}", '"$SCULPT_BATCH_FILE"')]
         r = subprocess.run(cmd + [path], input=messages, capture_output=True, text=True,
-                           cwd=folder)
+                           cwd=root or os.path.dirname(path))
         if r.returncode not in (0, 1):
             counts["errors"] += 1
             print(f"{lang}: batch exited {r.returncode}: {r.stderr.strip()[-300:]}",
@@ -119,15 +140,18 @@ def run_lang(args, lang, rng, tmp):
             counts["restored"] += 1
         elif after == broken:
             counts["refused"] += 1
+            if args.show_refused:
+                print(f"  refused {rel}:{i + 1} {kind}: {lines[i].strip()!r} -> "
+                      f"{bad_line.strip()!r}")
         else:
-            clean, _ = check(argv, path)
+            clean, _ = check(argv, path, root)
             counts["wrong"] += 1
             counts["wrong_clean"] += clean
             if args.show:
                 now = after.split("\n")
                 got = now[i] if len(now) == len(lines) else "(lines added or removed)"
                 print(f"  {lang} {rel}:{i + 1} {kind}: {lines[i].strip()!r} -> {got.strip()!r}"
-                      f"{' (passes ' + argv[0] + ')' if clean else ''}")
+                      f"{' (passes the check)' if clean else ''}")
     return counts
 
 
@@ -140,7 +164,25 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lang", action="append", choices=sorted(LANGS))
     ap.add_argument("--show", action="store_true", help="print each wrong edit")
+    ap.add_argument("--show-refused", action="store_true", help="print each refusal")
+    ap.add_argument("--root", help="another project's folder (with --file and --check)")
+    ap.add_argument("--file", help="the file to break, relative to --root")
+    ap.add_argument("--check", help="the project's check, a shell command ({}: the file)")
+    ap.add_argument("--comment", default="//", help="the file's line comment (default //)")
+    ap.add_argument("--batch-check", action="store_true",
+                    help="with --check: the batch runs it too (batch --check), as a user "
+                         "with a build would")
     args = ap.parse_args()
+    if args.batch_check and not args.root:
+        ap.error("--batch-check needs --root and --check")
+    if args.root:
+        if not args.file or not args.check:
+            ap.error("--root needs --file and --check")
+        args.root = os.path.abspath(args.root)
+        LANGS.clear()
+        LANGS[os.path.splitext(args.file)[1].lstrip(".") or "file"] = (
+            args.file, args.comment, args.check)
+        args.lang = None
     print("| language | file | trials | restored | refused | wrong written | of those, pass the check |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory(prefix="sculpt-fix-breakage-") as tmp:
