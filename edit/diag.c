@@ -11,8 +11,8 @@
  * rustc's human-readable emitter (` --> file:line:col`, columns in
  * characters), tsc's non-pretty `file(line,col): error TSnnnn:`, javac's
  * `File.java:line: error:` with the column under a caret two lines on (its
- * Log: one blank a char), LSP 3.17 (UTF-16 positions, DiagnosticSeverity
- * 1-4). */
+ * Log: one blank a char), Maven's `[ERROR] path:[line,col] msg` (display
+ * columns), LSP 3.17 (UTF-16 positions, DiagnosticSeverity 1-4). */
 #define _GNU_SOURCE /* memrchr */
 #include "edit_impl.h"
 
@@ -238,6 +238,34 @@ static bool colon_line(char *line, bool clang, sc_edit_diagnostic **out, size_t 
   return false;
 }
 
+/* Maven's compiler plugin (javac's messages): `[ERROR] path:[line,col]
+ * message` (or [WARNING]), the column in display columns (a tab to the
+ * next multiple of 8); printed twice, the second under "Compilation
+ * failure". Pushed onto out, true; false when line is not one. */
+static bool maven_line(char *line, sc_edit_diagnostic **out, size_t *n, bool *ok) {
+  int sev = strncmp(line, "[ERROR] ", 8) == 0     ? SC_EDIT_ERROR
+            : strncmp(line, "[WARNING] ", 10) == 0 ? SC_EDIT_WARNING
+                                                  : 0;
+  if (!sev) return false;
+  char *path = line + (sev == SC_EDIT_ERROR ? 8 : 10), *br = strstr(path, ":[");
+  if (!br || br == path) return false;
+  const char *p = br + 2;
+  long ln = digits(&p);
+  if (ln < 1 || *p++ != ',') return false;
+  long col = digits(&p);
+  if (col < 1 || strncmp(p, "] ", 2) != 0) return false;
+  for (size_t i = 0; i < *n; i++) /* the same one again */
+    if ((*out)[i].line == ln - 1 && (*out)[i].col == col - 1 &&
+        strlen((*out)[i].path) == (size_t)(br - path) &&
+        memcmp((*out)[i].path, path, (size_t)(br - path)) == 0 &&
+        strcmp((*out)[i].message, p + 2) == 0)
+      return true;
+  *br = '\0';
+  *ok = diag_push(out, n, path, ln - 1, col - 1, p + 2, message_len(p + 2), SC_EDIT_COL_DISPLAY,
+                  sev);
+  return true;
+}
+
 /* A caret line's column (blanks, then `^`, then `^` or `~` to its end),
  * -1 when line is not one. */
 static long caret_column(const char *line) {
@@ -402,6 +430,8 @@ static bool parse_text(const char *text, size_t len, sc_edit_diagnostic **out, s
     } else if (caret_for >= 0 && caret_echo && caret_column(line) >= 0) {
       (*out)[caret_for].col = caret_column(line);
       (*out)[caret_for].unit = SC_EDIT_COL_UTF16; /* a Java char is a UTF-16 unit */
+      caret_for = -1;
+    } else if (maven_line(line, out, n, &ok)) {
       caret_for = -1;
     } else if (!snippet_line(line)) {
       size_t before = *n;

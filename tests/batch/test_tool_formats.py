@@ -26,6 +26,8 @@ model:
   - javac (`Gson.java:369: error: ')' expected`, no column: the caret two
     lines on gives it): two dropped `)` in gson's Gson.java, restored
     (before, the `)` went to the statement's end and was refused);
+  - Maven (`[ERROR] path:[369,50] ')' expected`, display columns, each
+    error printed twice): the same two `)`, restored, two sites;
   - cargo check on anyhow's error.rs, rustc's choices (`expected one of
     `!`, `,`, ..., or an operator, found `#``, `expected one of `->`,
     `where`, or `{``): a dropped `,` and a dropped `->`, each the one token
@@ -102,6 +104,14 @@ def tree(kind):
         for b in JAVA_BREAKS:
             broken(root, *b)
         origs["Gson.java"] = orig
+    elif kind == "maven":
+        d = os.path.join(root, "src", "main", "java", "com", "google", "gson")
+        os.makedirs(d)
+        shutil.copy(os.path.join(REAL, "gson", "Gson.java"), d)
+        orig = text(os.path.join(d, "Gson.java"))
+        for b in JAVA_BREAKS:
+            broken(d, *b)
+        origs["src/main/java/com/google/gson/Gson.java"] = orig
     elif kind == "cargo":
         os.makedirs(os.path.join(root, "src"))
         shutil.copy(os.path.join(REAL, "anyhow", "src", "error.rs"), os.path.join(root, "src"))
@@ -192,11 +202,15 @@ check(len(rep["sites"]) == 1 and rep["summary"].get("diagnostics_left_out") == 1
       f"rustc: the warning is not a site ({len(rep['sites'])}: {rep['summary']})")
 shutil.rmtree(root, ignore_errors=True)
 
-# javac and cargo: each file restored byte for byte.
-for tool, kind, rel in (("javac", "java", "Gson.java"), ("cargo", "cargo", "src/error.rs")):
+# javac, Maven and cargo: each file restored byte for byte.
+for tool, kind, rel in (("javac", "java", "Gson.java"),
+                        ("maven", "maven", "src/main/java/com/google/gson/Gson.java"),
+                        ("cargo", "cargo", "src/error.rs")):
     root, origs, rep, err = run(tool, kind)
     check(text(os.path.join(root, rel)) == origs[rel],
           f"{tool}: {rel} restored ({[(s['range']['start']['line'] + 1, s['status'], s.get('reason'), s.get('text')) for s in rep['sites']]})")
+    if tool == "maven":  # each error printed twice is one site
+        check(len(rep["sites"]) == 2, f"maven: two sites ({len(rep['sites'])})")
     shutil.rmtree(root, ignore_errors=True)
 
 # LSP JSON: a warning is not a site.
