@@ -60,8 +60,8 @@ GO_BREAK = ("args.go", 70, "len(args))", "len(args)")
 TS_BREAK = ("source/core/Ky.ts", 327, "undefined));", "undefined);")
 JAVA_BREAKS = [("Gson.java", 369, "factories) {", "factories {"),
                ("Gson.java", 1225, "(e);", "(e;")]
-RUST_BREAKS = [("src/error.rs", 231, ">>,", ">>"),
-               ("src/error.rs", 1024, "Error) -> Self", "Error)  Self")]
+RUST_BREAKS = [("error.rs", 231, ">>,", ">>"),
+               ("error.rs", 1024, "Error) -> Self", "Error)  Self")]
 
 
 def broken(root, rel, line, old, new):
@@ -98,27 +98,19 @@ def tree(kind):
     elif kind == "ky":
         shutil.copytree(os.path.join(REAL, "ky", "source"), os.path.join(root, "source"))
         origs[TS_BREAK[0]] = broken(root, *TS_BREAK)
-    elif kind == "java":
-        shutil.copy(os.path.join(REAL, "gson", "Gson.java"), root)
-        orig = text(os.path.join(root, "Gson.java"))
-        for b in JAVA_BREAKS:
-            broken(root, *b)
-        origs["Gson.java"] = orig
-    elif kind == "maven":
-        d = os.path.join(root, "src", "main", "java", "com", "google", "gson")
-        os.makedirs(d)
-        shutil.copy(os.path.join(REAL, "gson", "Gson.java"), d)
-        orig = text(os.path.join(d, "Gson.java"))
-        for b in JAVA_BREAKS:
-            broken(d, *b)
-        origs["src/main/java/com/google/gson/Gson.java"] = orig
-    elif kind == "cargo":
-        os.makedirs(os.path.join(root, "src"))
-        shutil.copy(os.path.join(REAL, "anyhow", "src", "error.rs"), os.path.join(root, "src"))
-        orig = text(os.path.join(root, "src", "error.rs"))
-        for b in RUST_BREAKS:
-            broken(root, *b)
-        origs["src/error.rs"] = orig
+    elif kind in ("java", "maven", "cargo"):
+        # One vendored file at rel in the copy, broken in several places.
+        src, rel, breaks = {
+            "java": (("gson", "Gson.java"), "Gson.java", JAVA_BREAKS),
+            "maven": (("gson", "Gson.java"), "src/main/java/com/google/gson/Gson.java",
+                      JAVA_BREAKS),
+            "cargo": (("anyhow", "src", "error.rs"), "src/error.rs", RUST_BREAKS)}[kind]
+        dst = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(os.path.join(REAL, *src), dst)
+        origs[rel] = text(dst)
+        for b in breaks:
+            broken(os.path.dirname(dst), *b)
     elif kind == "rust":
         shutil.copy(os.path.join(TOOLS, "main.rs"), root)
         origs["main.rs"] = None  # already broken: there is no original
