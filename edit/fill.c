@@ -132,6 +132,7 @@ static int insertions(const sc_edit_doc *doc, const sc_edit_site *site,
     }
     fixes[n] = f;
     lens[n++] = len;
+    if (n > 1 && !o->accept) break; /* refused below whatever the rest do */
   }
   if (!o->accept && (n > 1 || (site->choices_open && !doc->cc_usable))) {
     for (int i = 0; i < n; i++) free(fixes[i]);
@@ -184,6 +185,7 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
   char *fixes[SC_EDIT_MAX_CHOICES] = {0};
   size_t fix_lens[SC_EDIT_MAX_CHOICES] = {0};
   int n_fix = site->kind == SC_EDIT_DIAGNOSTIC ? insertions(doc, site, o, fixes, fix_lens) : 0;
+  bool fixes_judged = site->n_choices > 0; /* insertions() ran the checks on each */
   for (int k = -n_fix; k < n_cands && out->status != SC_EDIT_DONE; k++) {
     if (cancelled(o->cancel)) {
       out->reason = "interrupted";
@@ -241,6 +243,7 @@ sc_status sc_edit_fill(const sc_edit_doc *doc, const sc_edit_site *site,
     else if (len == 0) why = "empty";
     else if (memchr(cand, '\0', len)) why = "contains a NUL byte";
     else if (len == b - a && memcmp(cand, text + a, len) == 0) why = "unchanged";
+    else if (k < 0 && fixes_judged) why = NULL;
     else {
       sc_edit_verdict v;
       sc_edit_check(doc, site, cand, len, &v, NULL);
