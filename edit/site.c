@@ -22,7 +22,8 @@ static bool push(site_list *l, sc_edit_kind kind, size_t a, size_t b, bool singl
     l->v = nv;
     l->cap = cap;
   }
-  l->v[l->n++] = (sc_edit_site){.kind = kind, .start = a, .end = b, .anchor = a, .single_line = single_line};
+  l->v[l->n++] = (sc_edit_site){
+      .kind = kind, .start = a, .end = b, .anchor = a, .single_line = single_line};
   return true;
 }
 
@@ -464,8 +465,9 @@ static size_t kind_name(const char *p, expectation *e) {
  * `x``, gcc's `expected ‘,’ or ‘;’ before ‘x’`, javac's `')' or ','
  * expected`; rust-analyzer's `expected SEMICOLON`. Nothing when the
  * message names a kind of thing (`expected identifier`) or says the token
- * is unexpected: the fix is then the model's to find. A token expected "before" another, or where another was
- * "found", goes after the token before that one. */
+ * is unexpected: the fix is then the model's to find. A token expected
+ * "before" another, or where another was "found", goes after the token
+ * before that one. */
 static expectation expected_tokens(const char *msg) {
   expectation e = {EXPECT_AT, 0, false, {{0}}};
   if (!msg) return e;
@@ -494,9 +496,10 @@ static expectation expected_tokens(const char *msg) {
     end = token_list(msg, &e); /* TypeScript, javac: "';' expected." */
     if (e.n && strncasecmp(end, " expected", 9) != 0) e.n = 0;
   }
-  if (!e.n) e.open = false; else if (strncmp(end, " before ", 8) == 0 || strncmp(end, ", found ", 8) == 0) {
+  if (!e.n)
+    e.open = false;
+  else if (strncmp(end, " before ", 8) == 0 || strncmp(end, ", found ", 8) == 0)
     e.where = EXPECT_AFTER_PREV;
-  }
   return e;
 }
 
@@ -597,7 +600,8 @@ sc_status sc_edit_site_for_diagnostic(const sc_edit_doc *doc, size_t offset, con
     size_t close = unclosed_end(doc, x);
     if (close < x) close = x;
     line_around(t, len, close, &ls, &le, &cs, &ce);
-    *out = (sc_edit_site){.kind = SC_EDIT_DIAGNOSTIC, .start = x, .end = ce > close ? ce : close, .anchor = close};
+    *out = (sc_edit_site){
+        .kind = SC_EDIT_DIAGNOSTIC, .start = x, .end = ce > close ? ce : close, .anchor = close};
     put_expectation(out, &ex);
     return SC_OK;
   }

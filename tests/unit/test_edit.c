@@ -455,7 +455,8 @@ static void test_checks(void) {
   }
   const char *go = "package p\n\nfunc f(c *C, cmds []*C, i int) {\n\tif c.flags  nil {\n"
                    "\t\treturn\n\t}\n\tif cmds[i]  c {\n\t\treturn\n\t}\n}\n";
-  expect_verdict("go", go, "nil {", SC_EDIT_DIAGNOSTIC, ";nil {", "leaves a statement with no effect");
+  expect_verdict("go", go, "nil {", SC_EDIT_DIAGNOSTIC, ";nil {",
+                 "leaves a statement with no effect");
   expect_verdict("go", go, "nil {", SC_EDIT_DIAGNOSTIC, "== nil {", NULL);
   expect_verdict("go", go, "  c {", SC_EDIT_DIAGNOSTIC, "  ;c {",
                  "leaves a statement with no effect");
@@ -694,8 +695,8 @@ static void test_insertions(void) {
                         "0", &source, expect);
   EXPECTF(got == NULL, "an open choice: '%s'", got ? got : "(none)");
   free(got);
-  got = fill_choice_accepting(let, "e.cast", "expected one of `:`, `;`, `=`, `@`, or `|`, found `e`",
-                              "own = e");
+  got = fill_choice_accepting(let, "e.cast",
+                              "expected one of `:`, `;`, `=`, `@`, or `|`, found `e`", "own = e");
   EXPECTF(got && strcmp(got, "= e.cast();") == 0, "rustc's choice, the test's pick: '%s'",
           got ? got : "(none)");
   free(got);
